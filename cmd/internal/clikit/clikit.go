@@ -1,0 +1,138 @@
+// Package clikit holds what the three commands share: the cluster connection flags (or an MM2
+// properties file), the output flags, and running an app with signals and documented exit codes.
+// Kafka logic does not live here.
+package clikit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/urfave/cli/v2"
+
+	"github.com/kmigrate/kmigrate/mirror/mm2"
+	"github.com/kmigrate/kmigrate/report"
+)
+
+// Exit codes shared by every command (documented in each command's --help).
+const (
+	ExitOK      = 0 // success: identical, exact, nothing to do
+	ExitDiffers = 1 // the command worked and found differences
+	ExitError   = 2 // usage, configuration or connection error
+)
+
+// ExitCoder is an error that carries the process exit code.
+type ExitCoder struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitCoder) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+func (e *ExitCoder) Unwrap() error { return e.Err }
+
+// Differs returns an error that makes main exit 1 without printing anything more than msg.
+func Differs(msg string) error { return &ExitCoder{Code: ExitDiffers, Err: errors.New(msg)} }
+
+// Main runs app with a context cancelled on the first SIGINT/SIGTERM (so work drains); a
+// second signal exits at once. It returns the process exit code; only main calls os.Exit.
+func Main(app *cli.App, args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop() // restore default handling: the second signal kills the process
+	}()
+	app.ExitErrHandler = func(*cli.Context, error) {} // we map errors to codes below
+	err := app.RunContext(ctx, args)
+	if err == nil {
+		return ExitOK
+	}
+	var ec *ExitCoder
+	if errors.As(err, &ec) {
+		if ec.Code != ExitDiffers && ec.Err != nil {
+			fmt.Fprintf(app.ErrWriter, "%s: %v\n", app.Name, ec.Err)
+		}
+		return ec.Code
+	}
+	fmt.Fprintf(app.ErrWriter, "%s: %v\n", app.Name, err)
+	return ExitError
+}
+
+// Conn is the resolved pair of clusters a command works on.
+type Conn struct {
+	Source *mm2.Cluster
+	Target *mm2.Cluster
+	// Flow is the replication flow between them: from the MM2 file when given, else a flow
+	// with the identity replication policy.
+	Flow *mm2.Flow
+	// Config is the parsed MM2 file, or nil.
+	Config *mm2.Config
+}
+
+// Client builds a franz-go client for cl: the cluster's connection and security settings
+// first, the command's options after.
+func Client(cl *mm2.Cluster, opts ...kgo.Opt) (*kgo.Client, error) {
+	base, err := cl.Opts()
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", cl.Alias, err)
+	}
+	c, err := kgo.NewClient(append(base, opts...)...)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: create client: %w", cl.Alias, err)
+	}
+	return c, nil
+}
+
+// OutputFlags are --format and --out.
+func OutputFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "format", Value: "table", Usage: "output format: table, json, markdown, html or junit"},
+		&cli.StringFlag{Name: "out", Usage: "write the report to `FILE` instead of standard output"},
+	}
+}
+
+// Render writes v through report in the --format chosen, to --out or standard output.
+func Render(c *cli.Context, v any, title string) error {
+	f, err := report.ParseFormat(c.String("format"))
+	if err != nil {
+		return &ExitCoder{Code: ExitError, Err: fmt.Errorf("--format: %w", err)}
+	}
+	var w io.Writer = c.App.Writer
+	color := false
+	if path := c.String("out"); path != "" {
+		file, err := os.Create(path)
+		if err != nil {
+			return &ExitCoder{Code: ExitError, Err: fmt.Errorf("--out: %w", err)}
+		}
+		defer file.Close()
+		w = file
+	} else if fi, ok := w.(*os.File); ok {
+		color = isTerminal(fi)
+	}
+	if err := report.Write(w, f, v, report.Options{Color: color, Title: title}); err != nil {
+		return &ExitCoder{Code: ExitError, Err: fmt.Errorf("render %s report: %w", f, err)}
+	}
+	return nil
+}
+
+// IsTerminal reports whether f is a character device (a TTY), for colours and progress.
+func IsTerminal(f *os.File) bool { return isTerminal(f) }
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	return st.Mode()&os.ModeCharDevice != 0 && !strings.EqualFold(os.Getenv("TERM"), "dumb")
+}

@@ -1,0 +1,69 @@
+package reconcile
+
+// Status is the verdict for one group partition.
+type Status string
+
+// Statuses, as DESIGN.md and the kreconcile help define them.
+const (
+	// StatusExact: the target committed offset equals E(G).
+	StatusExact Status = "exact"
+	// StatusBehind: the target committed offset is below E(G); switching re-delivers records.
+	StatusBehind Status = "behind"
+	// StatusAhead: the target committed offset is above E(G); switching skips records (loss).
+	StatusAhead Status = "ahead"
+	// StatusPending: the mirror has not yet copied the records below G.
+	StatusPending Status = "pending"
+	// StatusMissingTargetOffset: E(G) is known but the group has no commit on the target.
+	StatusMissingTargetOffset Status = "missing-target-offset"
+	// StatusUnmappable: E(G) cannot be determined; Reason says why.
+	StatusUnmappable Status = "unmappable"
+)
+
+// Result is what Plan returns and Apply updates; its JSON form is part of kreconcile's
+// interface (field names are stable; fields may be added, never renamed).
+type Result struct {
+	Applied bool    `json:"applied"`
+	Groups  []Group `json:"groups"`
+	// Backup is the file Apply saved the previous target offsets to.
+	Backup string `json:"backup,omitempty"`
+}
+
+// Group is one consumer group.
+type Group struct {
+	Group       string      `json:"group"`
+	SourceState string      `json:"source_state"`
+	TargetState string      `json:"target_state"`
+	Partitions  []Partition `json:"partitions"`
+	// Applied lists what Apply committed for this group; Refused says why it wrote nothing.
+	Applied bool   `json:"applied,omitempty"`
+	Refused string `json:"refused,omitempty"`
+	// Err is set when this group could not be planned or applied (the others still were).
+	Err string `json:"error,omitempty"`
+}
+
+// Partition is one group partition. Pointers are null in JSON when unknown.
+type Partition struct {
+	Topic       string `json:"topic"`
+	TargetTopic string `json:"target_topic"`
+	Partition   int32  `json:"partition"`
+
+	SourceCommitted int64  `json:"source_committed"`
+	SourceMetadata  string `json:"source_metadata,omitempty"`
+	SourceStart     int64  `json:"source_start"`
+	SourceEnd       int64  `json:"source_end"`
+	TargetCommitted *int64 `json:"target_committed"`
+	TargetEnd       int64  `json:"target_end"`
+	Checkpoint      *int64 `json:"checkpoint"`
+	ExactTarget     *int64 `json:"exact_target"`
+
+	Status Status `json:"status"`
+	Reason string `json:"reason,omitempty"`
+	// RedeliveredIfUnchanged is how many already-consumed records a consumer switched to the
+	// target now would read again; SkippedIfUnchanged how many it would never read.
+	RedeliveredIfUnchanged int64 `json:"redelivered_if_unchanged"`
+	SkippedIfUnchanged     int64 `json:"skipped_if_unchanged"`
+	// CheckpointStatus judges MM2's checkpoint against E(G) with the same statuses.
+	CheckpointStatus Status `json:"checkpoint_status,omitempty"`
+	// Proof says how E(G) was established, e.g. "fingerprint of source 41 = target 49".
+	Proof string `json:"proof,omitempty"`
+}
