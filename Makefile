@@ -24,5 +24,11 @@ lint: ## gofmt, go vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
+demo: build ## the seed case end to end on two in-process clusters (no Java): the 30-vs-38 gap and its fix
+	$(GO) run ./scripts/demo -bin $(BIN)
+
+bench: ## benchmarks against peers in the same run (real brokers; see BENCHMARKS.md)
+	scripts/bench.sh
+
 clean: ## remove build outputs
 	rm -rf $(BIN) reports
