@@ -29,14 +29,23 @@ type Security struct {
 	// Protocol is PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL. Default: PLAINTEXT.
 	Protocol string
 	// SASLMechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512. Default: PLAIN when SASL is on.
+	// (Kafka's own default is GSSAPI, which kmigrate does not speak: Parse assumes PLAIN only
+	// for a PlainLoginModule JAAS config, with a warning.)
 	SASLMechanism string
 	SASLUser      string
 	SASLPassword  Secret
+	// SASLLoginModule is the login module class of sasl.jaas.config, when one is given.
+	SASLLoginModule string
 
 	// PEM files.
 	CAFile   string
 	CertFile string
 	KeyFile  string
+	// PEM text given inline (ssl.truststore.certificates, ssl.keystore.certificate.chain,
+	// ssl.keystore.key with type PEM).
+	CAPEM   string
+	CertPEM string
+	KeyPEM  Secret
 	// Truststore and keystore files (JKS or PKCS12), with their passwords.
 	TruststoreFile     string
 	TruststoreType     string
@@ -89,6 +98,10 @@ type Flow struct {
 	Separator string
 	// OffsetSyncsLocation is "source" or "target". Default: "source".
 	OffsetSyncsLocation string
+	// InternalTopicSeparator is replication.policy.internal.topic.separator.enabled: whether
+	// Separator also joins the parts of the offset-syncs and checkpoints topic names (else ".").
+	// Default: true.
+	InternalTopicSeparator bool
 
 	// Settings holds every effective key for this flow (flow-prefixed keys win over global
 	// ones), so the engine can read the keys it honours.
@@ -113,4 +126,6 @@ type Config struct {
 	Cluster  map[string]*Cluster
 	Flows    []*Flow
 	Warnings []Warning
+
+	props *Properties // the parsed file, for flows no "A->B." key names
 }

@@ -1,0 +1,265 @@
+package mm2
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Java class names of the replication policies kmigrate implements.
+const (
+	DefaultPolicyClass  = "org.apache.kafka.connect.mirror.DefaultReplicationPolicy"
+	IdentityPolicyClass = "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
+)
+
+// DefaultPolicy is MM2's DefaultReplicationPolicy: topic t of source alias A becomes
+// A<Separator>t on the target. The separator is used as given; MM2's default is ".".
+type DefaultPolicy struct {
+	Separator string
+}
+
+// TargetTopic implements ReplicationPolicy.
+func (p DefaultPolicy) TargetTopic(sourceAlias, sourceTopic string) string {
+	return sourceAlias + p.Separator + sourceTopic
+}
+
+// Name implements ReplicationPolicy.
+func (DefaultPolicy) Name() string { return DefaultPolicyClass }
+
+// IdentityPolicy is MM2's IdentityReplicationPolicy: topics keep their names, except a
+// heartbeats topic, which is prefixed as DefaultReplicationPolicy does so that heartbeats of
+// several sources do not collide. Separator is that prefix's separator; "" means ".".
+type IdentityPolicy struct {
+	Separator string
+}
+
+// TargetTopic implements ReplicationPolicy.
+func (p IdentityPolicy) TargetTopic(sourceAlias, sourceTopic string) string {
+	if strings.HasSuffix(sourceTopic, HeartbeatsTopic) {
+		sep := p.Separator
+		if sep == "" {
+			sep = "."
+		}
+		return sourceAlias + sep + sourceTopic
+	}
+	return sourceTopic
+}
+
+// Name implements ReplicationPolicy.
+func (IdentityPolicy) Name() string { return IdentityPolicyClass }
+
+// HeartbeatsTopic is the name of MM2 3.7.1's heartbeats topic (not configurable in 3.7.1).
+const HeartbeatsTopic = "heartbeats"
+
+// MM2 3.7.1 defaults of the filter lists (DefaultTopicFilter, DefaultGroupFilter).
+var (
+	DefaultTopics        = []string{".*"}
+	DefaultTopicsExclude = []string{`.*[\-\.]internal`, `.*\.replica`, `__.*`}
+	DefaultGroups        = []string{".*"}
+	DefaultGroupsExclude = []string{"console-consumer-.*", "connect-.*", "__.*"}
+)
+
+// NewFlow returns the flow source->target with MM2's defaults: every topic and group except the
+// default exclusions, offset syncs on the source, separator "." (or the policy's own).
+func NewFlow(source, target string, policy ReplicationPolicy) *Flow {
+	if policy == nil {
+		policy = DefaultPolicy{Separator: "."}
+	}
+	sep := "."
+	switch p := policy.(type) {
+	case DefaultPolicy:
+		sep = p.Separator
+	case IdentityPolicy:
+		if p.Separator != "" {
+			sep = p.Separator
+		}
+	}
+	f := &Flow{
+		Source:                 source,
+		Target:                 target,
+		Topics:                 clone(DefaultTopics),
+		TopicsExclude:          clone(DefaultTopicsExclude),
+		Groups:                 clone(DefaultGroups),
+		GroupsExclude:          clone(DefaultGroupsExclude),
+		Policy:                 policy,
+		Separator:              sep,
+		OffsetSyncsLocation:    "source",
+		InternalTopicSeparator: true,
+		Settings:               map[string]string{},
+	}
+	_ = f.compile() // the defaults compile
+	return f
+}
+
+func clone(s []string) []string { return append([]string(nil), s...) }
+
+// Name is "Source->Target".
+func (f *Flow) Name() string { return f.Source + "->" + f.Target }
+
+// compileList compiles a filter list the way MM2 does: the regexes joined with "|" into one
+// pattern that must match the whole name (Java's Matcher.matches). An empty list matches
+// nothing. It returns nil for an empty list.
+func compileList(list []string) (*regexp.Regexp, error) {
+	if len(list) == 0 {
+		return nil, nil
+	}
+	return regexp.Compile(`\A(?:` + strings.Join(list, "|") + `)\z`)
+}
+
+func (f *Flow) compile() error {
+	for _, l := range []struct {
+		list []string
+		dst  *[]*regexp.Regexp
+		name string
+	}{
+		{f.Topics, &f.topics, "topics"},
+		{f.TopicsExclude, &f.topicsExclude, "topics.exclude"},
+		{f.Groups, &f.groups, "groups"},
+		{f.GroupsExclude, &f.groupsExclude, "groups.exclude"},
+	} {
+		re, err := compileList(l.list)
+		if err != nil {
+			return fmt.Errorf("%s: %w", l.name, err)
+		}
+		*l.dst = nil
+		if re != nil {
+			*l.dst = []*regexp.Regexp{re}
+		}
+	}
+	return nil
+}
+
+// ensureCompiled compiles the lists of a Flow built by hand (not by NewFlow or Parse).
+func (f *Flow) ensureCompiled() {
+	if f.topics == nil && f.topicsExclude == nil && f.groups == nil && f.groupsExclude == nil {
+		_ = f.compile() // a list that does not compile matches nothing
+	}
+}
+
+func matchesAny(res []*regexp.Regexp, s string) bool {
+	for _, re := range res {
+		if re.MatchString(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// TopicMatches reports whether MM2 would mirror sourceTopic in this flow
+// (MirrorSourceConnector.shouldReplicateTopic): it passes the topic filter or is a heartbeats
+// topic, it is not an internal topic (starting with "__" or ".", ending in ".internal" or
+// "-internal"), and it is not a cycle (a topic that came from the target).
+func (f *Flow) TopicMatches(sourceTopic string) bool {
+	f.ensureCompiled()
+	filtered := matchesAny(f.topics, sourceTopic) && !matchesAny(f.topicsExclude, sourceTopic)
+	if !filtered && !f.isHeartbeatsTopic(sourceTopic) {
+		return false
+	}
+	return !f.isInternalTopic(sourceTopic) && !f.isCycle(sourceTopic, 0)
+}
+
+// GroupMatches reports whether MM2 would checkpoint group in this flow (DefaultGroupFilter).
+func (f *Flow) GroupMatches(group string) bool {
+	f.ensureCompiled()
+	return matchesAny(f.groups, group) && !matchesAny(f.groupsExclude, group)
+}
+
+// TargetTopic is the name of sourceTopic on the target.
+func (f *Flow) TargetTopic(sourceTopic string) string {
+	if f.Policy == nil {
+		return DefaultPolicy{Separator: f.Separator}.TargetTopic(f.Source, sourceTopic)
+	}
+	return f.Policy.TargetTopic(f.Source, sourceTopic)
+}
+
+// internalSeparator is the separator of internal topic names: replication.policy.separator
+// unless replication.policy.internal.topic.separator.enabled=false (DefaultReplicationPolicy).
+func (f *Flow) internalSeparator() string {
+	if f.InternalTopicSeparator {
+		return f.Separator
+	}
+	return "."
+}
+
+// OffsetSyncsTopic is mm2-offset-syncs.<alias>.internal, where alias is the target alias when
+// the syncs live on the source (the default) and the source alias when they live on the target.
+func (f *Flow) OffsetSyncsTopic() string {
+	alias := f.Target
+	if f.OffsetSyncsOnTarget() {
+		alias = f.Source
+	}
+	sep := f.internalSeparator()
+	return "mm2-offset-syncs" + sep + alias + sep + "internal"
+}
+
+// OffsetSyncsOnTarget reports whether offset-syncs.topic.location=target.
+func (f *Flow) OffsetSyncsOnTarget() bool { return strings.EqualFold(f.OffsetSyncsLocation, "target") }
+
+// CheckpointsTopic is <source>.checkpoints.internal, on the target.
+func (f *Flow) CheckpointsTopic() string {
+	sep := f.internalSeparator()
+	return f.Source + sep + "checkpoints" + sep + "internal"
+}
+
+// HeartbeatsTopic is "heartbeats", on the target (and on the source, for the reverse herder).
+func (f *Flow) HeartbeatsTopic() string { return HeartbeatsTopic }
+
+func (f *Flow) isInternalTopic(t string) bool {
+	return strings.HasSuffix(t, f.internalSeparator()+"internal") ||
+		strings.HasPrefix(t, "__") || strings.HasPrefix(t, ".") ||
+		strings.HasSuffix(t, "-internal") || strings.HasSuffix(t, ".internal")
+}
+
+// upstream returns the source alias and upstream name of a remote topic, as the policy's
+// topicSource and upstreamTopic do; ok is false for a topic that is not remote.
+func (f *Flow) upstream(t string) (source, upstream string, ok bool) {
+	prefixed := true
+	if _, identity := f.Policy.(IdentityPolicy); identity {
+		prefixed = strings.HasSuffix(t, HeartbeatsTopic)
+		if !prefixed {
+			return f.Source, t, true
+		}
+	}
+	sep := f.Separator
+	if sep == "" {
+		return "", "", false
+	}
+	parts := strings.Split(t, sep)
+	for len(parts) > 0 && parts[len(parts)-1] == "" { // Java's split drops trailing empties
+		parts = parts[:len(parts)-1]
+	}
+	if len(parts) < 2 {
+		return "", "", false
+	}
+	if len(parts[0])+len(sep) > len(t) {
+		return "", "", false
+	}
+	return parts[0], t[len(parts[0])+len(sep):], true
+}
+
+func (f *Flow) isCycle(t string, depth int) bool {
+	if depth > 32 {
+		return false
+	}
+	source, up, ok := f.upstream(t)
+	switch {
+	case !ok:
+		return false
+	case source == f.Target:
+		return true
+	case up == t:
+		return false
+	}
+	return f.isCycle(up, depth+1)
+}
+
+func (f *Flow) isHeartbeatsTopic(t string) bool {
+	for depth := 0; depth < 32; depth++ {
+		_, up, ok := f.upstream(t)
+		if !ok || up == t {
+			break
+		}
+		t = up
+	}
+	return t == HeartbeatsTopic
+}
