@@ -1,0 +1,48 @@
+// Package cluster starts Kafka clusters and MirrorMaker 2 for kmigrate's end-to-end tests and
+// for scripts/cluster.sh, behind one API whatever runs them.
+//
+// The types to know: [Spec] (version, broker count, provider), [Cluster] (bootstrap
+// addresses; stop, kill -9 and restart one broker; Close), and [MM2] (a MirrorMaker 2 3.7.1
+// process in dedicated mode, from [StartMM2]). Tests call [StartT] and [StartMM2T], which
+// close what they start in t.Cleanup and print the tail of every log when the test failed.
+//
+// Providers (Spec.Provider, else $KMIGRATE_PROVIDER, else "kfake" for Version "kfake" and
+// "jvm" for "2.3.0" and "3.7.1"):
+//
+//   - kfake: franz-go's in-process fake broker. Instant; StopBroker, KillBroker and
+//     RestartBroker return [ErrNotSupported]. Not a JVM broker: never a substitute for the
+//     real-broker tests.
+//   - jvm: plain JVM processes from the jars that scripts/fetch-kafka.sh resolves with Maven
+//     into $KMIGRATE_CACHE (default ~/.cache/kmigrate; fetched on first use, offline after).
+//     2.3.0 runs on one ZooKeeper 3.5.9 node, 3.7.1 on KRaft with every node both broker and
+//     controller. Java 17 is pinned ($JAVA_HOME must be 17 when set, else
+//     /usr/lib/jvm/java-17-openjdk-amd64, else java on PATH); other versions are refused.
+//   - testcontainers: the same clusters as containers (confluentinc/cp-zookeeper and
+//     cp-kafka 5.3.0 = Kafka 2.3.0; apache/kafka:3.7.1) on machines with a Docker engine.
+//     Without one it reports [UnavailableError] within a second or two.
+//
+// Broker settings of the jvm provider (Spec.Config overrides any): listeners on 127.0.0.1 at
+// free ports (drawn below the ephemeral range), node ids index+1, num.partitions=1,
+// auto.create.topics.enable=true (Kafka's default, as on the clusters users migrate; tests
+// create their topics explicitly all the same), default and internal-topic replication
+// factors min(brokers, 3), offsets and transaction topics with 10 partitions instead of 50
+// (a quicker first coordinator lookup), group.initial.rebalance.delay.ms=0, heaps of 128 MiB
+// (ZooKeeper) to 512 MiB (MirrorMaker), serial GC.
+//
+// Guarantees:
+//   - Start returns only when a Kafka metadata request lists every broker and each answers
+//     ApiVersions (ZooKeeper: its "ruok" command). Readiness never comes from reading logs.
+//     A process that exits while starting fails Start at once, with its log tail.
+//   - No JVM outlives its test: each runs in its own process group, dies with its parent
+//     (Pdeathsig), and is listed in a pid registry ($KMIGRATE_CACHE/run/pids) that [Reap]
+//     (called once by every process that starts a cluster, and by TestMain) uses to kill the
+//     JVMs of a run that was itself killed. [CloseAll] is for signal handlers.
+//   - Close kills rather than shuts down (the data is thrown away) and is idempotent.
+//
+// Skipping: StartT skips, saying why, when Java 17 is missing or the jars are missing and
+// Maven is not there to fetch them; KMIGRATE_REQUIRE_REAL=1 (CI) turns that into a failure.
+// A missing Docker engine always skips.
+//
+// Testing the package itself: go test ./integration/cluster/ (about 40 s: both versions with
+// one broker, then three 3.7.1 brokers with one killed and restarted).
+package cluster

@@ -1,0 +1,465 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Heaps are small on purpose: the test bed runs up to six JVMs on a 2-core, shared machine.
+const (
+	heapZK     = "128m"
+	heapBroker = "384m"
+	heapMM2    = "512m"
+	heapTool   = "128m"
+	stopGrace  = 60 * time.Second
+)
+
+// jvmCluster runs Kafka from the jars in the cache: 2.3.0 with one ZooKeeper 3.5.9 node,
+// 3.7.1 on KRaft with every node both broker and controller. Node (broker) ids are index+1.
+type jvmCluster struct {
+	spec      Spec
+	dir       string
+	removeDir bool
+	java      string
+	lib       string
+
+	zk     *proc
+	zkPort int
+	nodes  []*jvmNode
+
+	once     sync.Once
+	closeErr error
+}
+
+type jvmNode struct {
+	id       int32
+	port     int
+	ctrlPort int // KRaft controller listener
+	dir      string
+	proc     *proc
+}
+
+func startJVM(ctx context.Context, s Spec) (_ Cluster, err error) {
+	bin, err := java()
+	if err != nil {
+		return nil, err
+	}
+	lib, err := libDir(ctx, s.Version)
+	if err != nil {
+		return nil, err
+	}
+	dir, removeDir, err := clusterDir(s)
+	if err != nil {
+		return nil, err
+	}
+	c := &jvmCluster{spec: s, dir: dir, removeDir: removeDir, java: bin, lib: lib}
+	track(c)
+	defer func() {
+		if err != nil {
+			if tails := c.tails(20); tails != "" {
+				err = fmt.Errorf("%w\n%s", err, tails)
+			}
+			c.Close()
+		}
+	}()
+	if err := os.WriteFile(filepath.Join(dir, "log4j.properties"), []byte(log4jConsole), 0o644); err != nil {
+		return nil, fmt.Errorf("cluster %s: write log4j.properties: %w", s.Name, err)
+	}
+	for i := range s.Brokers {
+		n := &jvmNode{id: int32(i + 1), dir: filepath.Join(dir, fmt.Sprintf("broker-%d", i))}
+		if n.port, err = freePort(); err != nil {
+			return nil, err
+		}
+		if s.Version == V371 {
+			if n.ctrlPort, err = freePort(); err != nil {
+				return nil, err
+			}
+		}
+		if err := os.MkdirAll(n.dir, 0o755); err != nil {
+			return nil, fmt.Errorf("cluster %s: %w", s.Name, err)
+		}
+		c.nodes = append(c.nodes, n)
+	}
+	if s.Version == V230 {
+		if err := c.startZooKeeper(ctx); err != nil {
+			return nil, err
+		}
+	}
+	for _, n := range c.nodes {
+		cfg := filepath.Join(n.dir, "server.properties")
+		if err := os.WriteFile(cfg, props(c.serverProps(n)), 0o644); err != nil {
+			return nil, fmt.Errorf("cluster %s: write %s: %w", s.Name, cfg, err)
+		}
+		n.proc = &proc{
+			name:    fmt.Sprintf("%s/broker-%d", s.Name, n.id-1),
+			logPath: filepath.Join(n.dir, "broker.log"),
+			argv:    c.javaArgs(heapBroker, "kafka.Kafka", cfg),
+		}
+	}
+	if s.Version == V371 {
+		if err := c.formatStorage(ctx); err != nil {
+			return nil, err
+		}
+	}
+	for _, n := range c.nodes {
+		if err := n.proc.start(); err != nil {
+			return nil, fmt.Errorf("cluster %s: %w", s.Name, err)
+		}
+	}
+	if err := c.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// clusterDir picks the cluster's directory (see Spec.Dir); the bool says Close removes it.
+func clusterDir(s Spec) (string, bool, error) {
+	if s.Dir != "" {
+		if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+			return "", false, fmt.Errorf("cluster %s: create dir: %w", s.Name, err)
+		}
+		if ents, err := os.ReadDir(s.Dir); err == nil && len(ents) > 0 {
+			return "", false, fmt.Errorf("cluster %s: dir %s is not empty: give an empty or new directory", s.Name, s.Dir)
+		}
+		return s.Dir, false, nil
+	}
+	if root := os.Getenv(EnvLogDir); root != "" {
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			return "", false, fmt.Errorf("cluster %s: create %s=%s: %w", s.Name, EnvLogDir, root, err)
+		}
+		d, err := os.MkdirTemp(root, s.Name+"-")
+		return d, false, err
+	}
+	d, err := os.MkdirTemp("", "kmigrate-"+s.Name+"-")
+	return d, true, err
+}
+
+// javaArgs is the command line of one JVM on this cluster's runtime.
+func (c *jvmCluster) javaArgs(heap, main string, args ...string) []string {
+	return javaCommand(c.java, c.lib, c.dir, heap, main, args...)
+}
+
+func javaCommand(bin, lib, dir, heap, main string, args ...string) []string {
+	argv := []string{bin,
+		"-Xms32m", "-Xmx" + heap,
+		// Serial GC and C1 only: less CPU and a faster start on a small machine; the brokers'
+		// behaviour under test does not depend on either.
+		"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
+		"-Djava.awt.headless=true", "-Djava.net.preferIPv4Stack=true",
+		"-Dlog4j.configuration=file:" + filepath.Join(dir, "log4j.properties"),
+		"-Dkafka.logs.dir=" + filepath.Join(dir, "logs"),
+		"-cp", filepath.Join(lib, "*"),
+		main,
+	}
+	return append(argv, args...)
+}
+
+// log4jConsole sends every log line to the console, which proc appends to the process's log
+// file; request and state-change chatter is kept at WARN.
+const log4jConsole = `log4j.rootLogger=INFO, stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.kafka.request.logger=WARN
+log4j.logger.state.change.logger=WARN
+log4j.logger.kafka.controller=INFO
+log4j.logger.org.apache.zookeeper=WARN
+log4j.logger.org.apache.kafka.clients.consumer.internals=WARN
+log4j.logger.org.apache.kafka.clients.producer.ProducerConfig=WARN
+log4j.logger.org.apache.kafka.clients.consumer.ConsumerConfig=WARN
+log4j.logger.org.apache.kafka.clients.admin.AdminClientConfig=WARN
+`
+
+func (c *jvmCluster) startZooKeeper(ctx context.Context) error {
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	c.zkPort = port
+	zdir := filepath.Join(c.dir, "zookeeper")
+	if err := os.MkdirAll(filepath.Join(zdir, "data"), 0o755); err != nil {
+		return fmt.Errorf("cluster %s: %w", c.spec.Name, err)
+	}
+	cfg := filepath.Join(zdir, "zoo.cfg")
+	zoo := map[string]string{
+		"tickTime":               "2000",
+		"dataDir":                filepath.Join(zdir, "data"),
+		"clientPort":             strconv.Itoa(port),
+		"clientPortAddress":      "127.0.0.1",
+		"maxClientCnxns":         "0",
+		"admin.enableServer":     "false", // else its admin server takes port 8080
+		"4lw.commands.whitelist": "ruok,srvr,stat",
+	}
+	if err := os.WriteFile(cfg, props(zoo), 0o644); err != nil {
+		return fmt.Errorf("cluster %s: write zoo.cfg: %w", c.spec.Name, err)
+	}
+	c.zk = &proc{
+		name:    c.spec.Name + "/zookeeper",
+		logPath: filepath.Join(zdir, "zookeeper.log"),
+		argv:    c.javaArgs(heapZK, "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg),
+	}
+	if err := c.zk.start(); err != nil {
+		return fmt.Errorf("cluster %s: %w", c.spec.Name, err)
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	return poll(ctx, fmt.Sprintf("cluster %s: ZooKeeper %s answering ruok", c.spec.Name, addr), []*proc{c.zk}, func(ctx context.Context) error {
+		return zkRuok(ctx, addr)
+	})
+}
+
+// zkRuok asks ZooKeeper's four-letter "ruok" over TCP and wants "imok".
+func zkRuok(ctx context.Context, addr string) error {
+	d := net.Dialer{Timeout: time.Second}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := conn.Write([]byte("ruok")); err != nil {
+		return err
+	}
+	buf := make([]byte, 4)
+	if _, err := conn.Read(buf); err != nil {
+		return err
+	}
+	if string(buf) != "imok" {
+		return fmt.Errorf("ruok answered %q", buf)
+	}
+	return nil
+}
+
+func (c *jvmCluster) serverProps(n *jvmNode) map[string]string {
+	nb := len(c.nodes)
+	rf := strconv.Itoa(min(nb, 3))
+	m := map[string]string{
+		"log.dirs":                   filepath.Join(n.dir, "data"),
+		"listeners":                  fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", n.port),
+		"advertised.listeners":       fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", n.port),
+		"auto.create.topics.enable":  "true", // Kafka's default, as on the clusters users migrate
+		"num.partitions":             "1",
+		"default.replication.factor": rf,
+		// Internal topics sized to the cluster; fewer partitions than the default 50 so that
+		// the first group coordinator lookup is quick. The group protocol is unchanged.
+		"offsets.topic.replication.factor":         rf,
+		"offsets.topic.num.partitions":             "10",
+		"transaction.state.log.replication.factor": rf,
+		"transaction.state.log.min.isr":            strconv.Itoa(min(nb, 2)),
+		"transaction.state.log.num.partitions":     "10",
+		"group.initial.rebalance.delay.ms":         "0",
+		"num.network.threads":                      "2",
+		"num.io.threads":                           "4",
+		"background.threads":                       "4",
+		"num.recovery.threads.per.data.dir":        "1",
+		"log.cleaner.dedupe.buffer.size":           strconv.Itoa(16 << 20), // default 128 MiB would take a third of the heap
+		"log.cleaner.backoff.ms":                   "1000",
+	}
+	switch c.spec.Version {
+	case V230:
+		m["broker.id"] = strconv.Itoa(int(n.id))
+		m["zookeeper.connect"] = fmt.Sprintf("127.0.0.1:%d", c.zkPort)
+		m["zookeeper.connection.timeout.ms"] = "30000"
+	case V371:
+		voters := ""
+		for i, o := range c.nodes {
+			if i > 0 {
+				voters += ","
+			}
+			voters += fmt.Sprintf("%d@127.0.0.1:%d", o.id, o.ctrlPort)
+		}
+		m["process.roles"] = "broker,controller"
+		m["node.id"] = strconv.Itoa(int(n.id))
+		m["controller.quorum.voters"] = voters
+		m["listeners"] = fmt.Sprintf("PLAINTEXT://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", n.port, n.ctrlPort)
+		m["controller.listener.names"] = "CONTROLLER"
+		m["inter.broker.listener.name"] = "PLAINTEXT"
+		m["listener.security.protocol.map"] = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+	}
+	for k, v := range c.spec.Config {
+		m[k] = v
+	}
+	return m
+}
+
+// formatStorage runs kafka.tools.StorageTool on every KRaft node with one new cluster id.
+func (c *jvmCluster) formatStorage(ctx context.Context) error {
+	id, err := newClusterID()
+	if err != nil {
+		return err
+	}
+	errs := make([]error, len(c.nodes))
+	var wg sync.WaitGroup
+	for i, n := range c.nodes {
+		wg.Go(func() {
+			cfg := filepath.Join(n.dir, "server.properties")
+			argv := c.javaArgs(heapTool, "kafka.tools.StorageTool", "format", "-t", id, "-c", cfg, "--ignore-formatted")
+			cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+			out, err := cmd.CombinedOutput()
+			_ = appendFile(n.proc.logPath, out)
+			if err != nil {
+				errs[i] = fmt.Errorf("cluster %s: format KRaft storage of broker %d (kafka.tools.StorageTool): %w\n%s", c.spec.Name, i, err, out)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func appendFile(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	_, err = f.Write(b)
+	return err
+}
+
+// waitReady polls until every running broker answers and metadata lists them all.
+func (c *jvmCluster) waitReady(ctx context.Context) error {
+	var procs []*proc
+	var want []int32
+	var addrs []string
+	if c.zk != nil {
+		procs = append(procs, c.zk)
+	}
+	for _, n := range c.nodes {
+		if n.proc.running() {
+			procs = append(procs, n.proc)
+			want = append(want, n.id)
+			addrs = append(addrs, n.addr())
+		}
+	}
+	return waitBrokers(ctx, c.spec.Name, addrs, want, procs)
+}
+
+func (n *jvmNode) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(n.port)) }
+
+func (c *jvmCluster) Name() string    { return c.spec.Name }
+func (c *jvmCluster) Version() string { return c.spec.Version }
+func (c *jvmCluster) Brokers() int    { return len(c.nodes) }
+
+func (c *jvmCluster) Bootstrap() []string {
+	out := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		out[i] = n.addr()
+	}
+	return out
+}
+
+// Dir is the directory holding the cluster's configuration, data and logs.
+func (c *jvmCluster) Dir() string { return c.dir }
+
+func (c *jvmCluster) LogFiles() []string {
+	var out []string
+	if c.zk != nil {
+		out = append(out, c.zk.logPath)
+	}
+	for _, n := range c.nodes {
+		if n.proc != nil {
+			out = append(out, n.proc.logPath)
+		}
+	}
+	return out
+}
+
+// Pids lists the running JVMs (ZooKeeper first), for scripts that check nothing is left.
+func (c *jvmCluster) Pids() []int {
+	var out []int
+	for _, p := range c.procs() {
+		p.mu.Lock()
+		if p.cmd != nil && !isClosed(p.done) {
+			out = append(out, p.cmd.Process.Pid)
+		}
+		p.mu.Unlock()
+	}
+	return out
+}
+
+func (c *jvmCluster) procs() []*proc {
+	var out []*proc
+	if c.zk != nil {
+		out = append(out, c.zk)
+	}
+	for _, n := range c.nodes {
+		if n.proc != nil {
+			out = append(out, n.proc)
+		}
+	}
+	return out
+}
+
+func (c *jvmCluster) tails(n int) string {
+	var s string
+	for _, f := range c.LogFiles() {
+		if _, err := os.Stat(f); err == nil {
+			s += fmt.Sprintf("--- tail of %s:\n%s\n", f, Tail(f, n))
+		}
+	}
+	return s
+}
+
+func (c *jvmCluster) StopBroker(ctx context.Context, i int) error {
+	if err := checkIndex(c, i); err != nil {
+		return err
+	}
+	if err := c.nodes[i].proc.stop(ctx, stopGrace); err != nil {
+		return fmt.Errorf("cluster %s: %w", c.spec.Name, err)
+	}
+	return nil
+}
+
+func (c *jvmCluster) KillBroker(i int) error {
+	if err := checkIndex(c, i); err != nil {
+		return err
+	}
+	c.nodes[i].proc.kill()
+	return nil
+}
+
+func (c *jvmCluster) RestartBroker(ctx context.Context, i int) error {
+	if err := checkIndex(c, i); err != nil {
+		return err
+	}
+	p := c.nodes[i].proc
+	if p.running() {
+		if err := p.stop(ctx, stopGrace); err != nil {
+			return fmt.Errorf("cluster %s: restart broker %d: %w", c.spec.Name, i, err)
+		}
+	}
+	if err := p.start(); err != nil {
+		return fmt.Errorf("cluster %s: restart broker %d: %w", c.spec.Name, i, err)
+	}
+	if err := c.waitReady(ctx); err != nil {
+		return fmt.Errorf("restart broker %d: %w\n%s", i, err, c.tails(20))
+	}
+	return nil
+}
+
+// Close kills every process at once (the data is thrown away, so a clean shutdown would only
+// cost time: a KRaft quorum shutting down together waits for timeouts) and removes the
+// temporary directory.
+func (c *jvmCluster) Close() error {
+	c.once.Do(func() {
+		untrack(c)
+		var wg sync.WaitGroup
+		for _, p := range c.procs() {
+			wg.Go(p.kill)
+		}
+		wg.Wait()
+		if c.removeDir {
+			c.closeErr = os.RemoveAll(c.dir)
+		}
+	})
+	return c.closeErr
+}

@@ -1,0 +1,229 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// MM2Spec describes a MirrorMaker 2 3.7.1 process in dedicated mode.
+type MM2Spec struct {
+	// Properties is the full mm2.properties text, written as is. Against a 2.3.0 cluster set
+	// every internal topic replication factor (replication.factor, checkpoints.topic...,
+	// heartbeats.topic..., offset-syncs.topic..., offset/status/config.storage...): MM2's
+	// default -1 needs brokers 2.4+.
+	Properties string
+	// Target is the alias given to --clusters: this MM2 runs the flows into it.
+	Target string
+	// Name labels the process in errors and its directory. Default: "mm2-<target>".
+	Name string
+	// Dir holds mm2.properties and mm2.log. Default as for Spec.Dir.
+	Dir string
+}
+
+// MM2 is a running MirrorMaker 2. Its log stays in LogPath until Close removes a temporary
+// directory; StartMM2T prints its tail when the test fails.
+type MM2 struct {
+	spec      MM2Spec
+	dir       string
+	removeDir bool
+	props     string
+	proc      *proc
+	once      sync.Once
+	closeErr  error
+}
+
+// StartMM2 writes the properties and starts org.apache.kafka.connect.mirror.MirrorMaker on the
+// 3.7.1 classpath. When the properties name the target's bootstrap.servers and an enabled flow
+// into it, it returns once the flow's Connect status topic (mm2-status.<source>.internal)
+// exists on the target, i.e. the worker has joined its cluster; else once the process runs.
+func StartMM2(ctx context.Context, spec MM2Spec) (_ *MM2, err error) {
+	if spec.Target == "" {
+		return nil, fmt.Errorf("mm2: empty Target: give the alias for --clusters")
+	}
+	if spec.Name == "" {
+		spec.Name = "mm2-" + spec.Target
+	}
+	reapOnce()
+	bin, err := java()
+	if err != nil {
+		return nil, err
+	}
+	lib, err := libDir(ctx, V371)
+	if err != nil {
+		return nil, err
+	}
+	dir, removeDir, err := clusterDir(Spec{Name: spec.Name, Dir: spec.Dir})
+	if err != nil {
+		return nil, err
+	}
+	m := &MM2{spec: spec, dir: dir, removeDir: removeDir, props: filepath.Join(dir, "mm2.properties")}
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("%w\n--- tail of %s:\n%s", err, m.LogPath(), Tail(m.LogPath(), 30))
+			m.Close()
+		}
+	}()
+	if err := os.WriteFile(filepath.Join(dir, "log4j.properties"), []byte(log4jConsole), 0o644); err != nil {
+		return nil, fmt.Errorf("mm2 %s: %w", spec.Name, err)
+	}
+	if err := os.WriteFile(m.props, []byte(spec.Properties), 0o644); err != nil {
+		return nil, fmt.Errorf("mm2 %s: write mm2.properties: %w", spec.Name, err)
+	}
+	m.proc = &proc{
+		name:    spec.Name,
+		logPath: filepath.Join(dir, "mm2.log"),
+		argv: javaCommand(bin, lib, dir, heapMM2, "org.apache.kafka.connect.mirror.MirrorMaker",
+			m.props, "--clusters", spec.Target),
+	}
+	if err := m.proc.start(); err != nil {
+		return nil, fmt.Errorf("mm2 %s: %w", spec.Name, err)
+	}
+	track(m)
+	kv := parseProps(spec.Properties)
+	boot := kv[spec.Target+".bootstrap.servers"]
+	var topics []string
+	for _, src := range strings.Split(kv["clusters"], ",") {
+		src = strings.TrimSpace(src)
+		if src != "" && src != spec.Target && strings.EqualFold(kv[src+"->"+spec.Target+".enabled"], "true") {
+			topics = append(topics, "mm2-status."+src+".internal")
+		}
+	}
+	if boot == "" || len(topics) == 0 {
+		return m, nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(boot, ",")...), kgo.DialTimeout(time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("mm2 %s: client for target %s: %w", spec.Name, boot, err)
+	}
+	defer cl.Close()
+	what := fmt.Sprintf("mm2 %s: status topics %v on target %s", spec.Name, topics, boot)
+	if err := poll(ctx, what, []*proc{m.proc}, func(ctx context.Context) error {
+		return topicsExist(ctx, cl, topics)
+	}); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// StartMM2T starts MirrorMaker 2 for a test, skipping as StartT does, and closes it in
+// t.Cleanup, printing the tail of its log when the test failed.
+func StartMM2T(t testing.TB, spec MM2Spec) *MM2 {
+	t.Helper()
+	if spec.Dir == "" && os.Getenv(EnvLogDir) == "" {
+		spec.Dir = t.TempDir()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	m, err := StartMM2(ctx, spec)
+	if err != nil {
+		skipOrFail(t, err)
+		return nil
+	}
+	t.Logf("mm2 %s: running, log %s", spec.Name, m.LogPath())
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("tail of %s:\n%s", m.LogPath(), Tail(m.LogPath(), tailLines))
+		}
+		if err := m.Close(); err != nil {
+			t.Errorf("close mm2 %s: %v", spec.Name, err)
+		}
+	})
+	return m
+}
+
+func topicsExist(ctx context.Context, cl *kgo.Client, topics []string) error {
+	req := kmsg.NewPtrMetadataRequest()
+	for _, t := range topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(t)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	for _, t := range resp.Topics {
+		if t.ErrorCode != 0 {
+			return fmt.Errorf("topic %s: %w", *t.Topic, kerr.ErrorForCode(t.ErrorCode))
+		}
+	}
+	return nil
+}
+
+// parseProps is a minimal Java properties reader (key=value or key:value, # and ! comments),
+// enough to find the target's address in the tests' own mm2.properties.
+func parseProps(text string) map[string]string {
+	m := map[string]string{}
+	sc := bufio.NewScanner(strings.NewReader(text))
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' || line[0] == '!' {
+			continue
+		}
+		i := strings.IndexAny(line, "=:")
+		if i < 0 {
+			continue
+		}
+		m[strings.TrimSpace(line[:i])] = strings.TrimSpace(line[i+1:])
+	}
+	return m
+}
+
+// LogPath is MirrorMaker's log file (its console output, log4j at INFO).
+func (m *MM2) LogPath() string { return m.proc.logPath }
+
+// PropertiesPath is the mm2.properties file it runs with.
+func (m *MM2) PropertiesPath() string { return m.props }
+
+// Dir holds mm2.properties and the log.
+func (m *MM2) Dir() string { return m.dir }
+
+// Pid is the JVM's process id, 0 when it is not running.
+func (m *MM2) Pid() int {
+	m.proc.mu.Lock()
+	defer m.proc.mu.Unlock()
+	if m.proc.cmd == nil || isClosed(m.proc.done) {
+		return 0
+	}
+	return m.proc.cmd.Process.Pid
+}
+
+// Stop shuts MirrorMaker down cleanly (SIGTERM: tasks commit their offsets and flush their
+// offset syncs) and waits; it is killed when ctx ends first. Restart runs it again.
+func (m *MM2) Stop(ctx context.Context) error { return m.proc.stop(ctx, stopGrace) }
+
+// Kill kills MirrorMaker at once (SIGKILL), as a crash would.
+func (m *MM2) Kill() { m.proc.kill() }
+
+// Restart starts a stopped or killed MirrorMaker again with the same properties and log.
+func (m *MM2) Restart() error {
+	if m.proc.running() {
+		return fmt.Errorf("mm2 %s: restart: still running, Stop or Kill it first", m.spec.Name)
+	}
+	return m.proc.start()
+}
+
+// Close kills MirrorMaker and removes its temporary directory.
+func (m *MM2) Close() error {
+	m.once.Do(func() {
+		untrack(m)
+		if m.proc != nil {
+			m.proc.kill()
+		}
+		if m.removeDir {
+			m.closeErr = os.RemoveAll(m.dir)
+		}
+	})
+	return m.closeErr
+}

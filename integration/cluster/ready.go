@@ -1,0 +1,82 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const pollEvery = 250 * time.Millisecond
+
+// poll calls probe until it succeeds, ctx ends, or one of procs exits (then it fails at once
+// with the exit status: no point waiting for a dead broker).
+func poll(ctx context.Context, what string, procs []*proc, probe func(context.Context) error) error {
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	var last error
+	for {
+		for _, p := range procs {
+			if !p.running() {
+				return fmt.Errorf("%s: %s %v before it was ready (log: %s)", what, p.name, p.exitErr(), p.logPath)
+			}
+		}
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		last = probe(pctx)
+		cancel()
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: not ready when the deadline came (%w); last probe: %v", what, ctx.Err(), last)
+		case <-t.C:
+		}
+	}
+}
+
+// waitBrokers waits until a metadata request lists every broker id in want and each of them
+// answers an ApiVersions request itself: the readiness probe is the Kafka protocol, never
+// the logs.
+func waitBrokers(ctx context.Context, name string, addrs []string, want []int32, procs []*proc) error {
+	if len(addrs) == 0 {
+		return nil
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DialTimeout(time.Second), kgo.RequestRetries(0))
+	if err != nil {
+		return fmt.Errorf("cluster %s: client: %w", name, err)
+	}
+	defer cl.Close()
+	what := fmt.Sprintf("cluster %s: brokers %v at %v serving", name, want, addrs)
+	return poll(ctx, what, procs, func(ctx context.Context) error {
+		return probeBrokers(ctx, cl, want)
+	})
+}
+
+func probeBrokers(ctx context.Context, cl *kgo.Client, want []int32) error {
+	req := kmsg.NewPtrMetadataRequest()
+	req.Topics = []kmsg.MetadataRequestTopic{} // no topics: brokers only
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return fmt.Errorf("metadata: %w", err)
+	}
+	var got []int32
+	for _, b := range resp.Brokers {
+		got = append(got, b.NodeID)
+	}
+	for _, id := range want {
+		if !slices.Contains(got, id) {
+			return fmt.Errorf("metadata lists brokers %v, want %v", got, want)
+		}
+	}
+	for _, id := range want {
+		av := kmsg.NewPtrApiVersionsRequest()
+		if _, err := av.RequestWith(ctx, cl.Broker(int(id))); err != nil {
+			return fmt.Errorf("broker %d: api versions: %w", id, err)
+		}
+	}
+	return nil
+}
