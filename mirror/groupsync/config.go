@@ -1,0 +1,225 @@
+package groupsync
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/mirror/mm2"
+	"github.com/kmigrate/kmigrate/verify"
+)
+
+// Translator answers E(G) for the source partitions this process owns. It has the same method
+// set as mirror.Translator (declared again here because package mirror imports groupsync); the
+// engine's translator satisfies both.
+type Translator interface {
+	// Translate returns E(G) for group offset g of source topic/partition. ok=false means this
+	// process does not own the partition, or (for a partition Owned lists) that the answer is
+	// pending; a Translation with Known=false is pending too.
+	Translate(topic string, partition int32, g int64) (verify.Translation, bool)
+	// Owned lists the source topic partitions this process currently mirrors.
+	Owned() map[string][]int32
+}
+
+// Config configures the group offset sync and the checkpoint emitter of one flow. NewConfig
+// fills it from the flow's mm2.properties keys; the caller then sets the clients and the
+// Translator.
+type Config struct {
+	// Source is a client of the flow's source cluster. Group sync only reads from it (list
+	// groups, fetch committed offsets); it never writes to the source.
+	Source *kgo.Client
+	// Target is a client of the flow's target cluster: checkpoints are produced and group
+	// offsets committed with it. It must not be a group consumer (the checkpoint reader is
+	// built from its options).
+	Target *kgo.Client
+	// Flow is the replication flow. GroupMatches, TopicMatches, TargetTopic and
+	// CheckpointsTopic below default to its methods.
+	Flow *mm2.Flow
+	// Translator answers E(G); required.
+	Translator Translator
+
+	// GroupMatches selects source groups (groups / groups.exclude). Default: Flow.GroupMatches.
+	GroupMatches func(group string) bool
+	// TopicMatches selects the source topics the flow mirrors (topics / topics.exclude).
+	// Default: Flow.TopicMatches.
+	TopicMatches func(topic string) bool
+	// TargetTopic names a source topic on the target (replication.policy.class).
+	// Default: Flow.TargetTopic.
+	TargetTopic func(sourceTopic string) string
+	// CheckpointsTopic is the target topic checkpoints are written to.
+	// Default: Flow.CheckpointsTopic() ("<source-alias>.checkpoints.internal").
+	CheckpointsTopic string
+	// IgnoreGroups are source groups never synced whatever the flow says, e.g. kmirror's own
+	// consumer group on the source.
+	IgnoreGroups []string
+
+	// SyncGroupOffsets commits translated offsets to target groups that have no active
+	// member (sync.group.offsets.enabled). Default: false, as in MM2.
+	SyncGroupOffsets bool
+	// Interval is the period of group offset sync (sync.group.offsets.interval.seconds).
+	// Default: 60s.
+	Interval time.Duration
+	// EmitCheckpoints writes MM2-format checkpoints (emit.checkpoints.enabled). NewConfig
+	// defaults it to true, as MM2 does.
+	EmitCheckpoints bool
+	// CheckpointInterval is the period of checkpoint emission
+	// (emit.checkpoints.interval.seconds). Default: 60s.
+	CheckpointInterval time.Duration
+	// RefreshGroupsInterval is how often Run lists the source groups again
+	// (refresh.groups.interval.seconds); between listings it fetches the offsets of the groups
+	// it knows. Default: 10m, as in MM2.
+	RefreshGroupsInterval time.Duration
+	// CheckpointsReplicationFactor is the replication factor the checkpoints topic is created
+	// with when it is absent (checkpoints.topic.replication.factor, else replication.factor).
+	// Default: -1, the target broker's default.replication.factor (Kafka 2.4+; MM2 itself
+	// defaults to 3, which a single-broker target cannot satisfy).
+	CheckpointsReplicationFactor int16
+	// Concurrency bounds how many groups are synced at once. Default: 8.
+	Concurrency int
+	// Logger receives the sync's logs. Default: a logger that discards.
+	Logger *slog.Logger
+}
+
+// Defaults of Config (MM2 3.7.1's defaults where MM2 has the key).
+const (
+	DefaultInterval              = 60 * time.Second
+	DefaultCheckpointInterval    = 60 * time.Second
+	DefaultRefreshGroupsInterval = 10 * time.Minute
+	DefaultConcurrency           = 8
+)
+
+// SetDefaults fills every unset field with its documented default.
+func (c *Config) SetDefaults() {
+	if f := c.Flow; f != nil {
+		if c.GroupMatches == nil {
+			c.GroupMatches = f.GroupMatches
+		}
+		if c.TopicMatches == nil {
+			c.TopicMatches = f.TopicMatches
+		}
+		if c.TargetTopic == nil {
+			c.TargetTopic = f.TargetTopic
+		}
+		if c.CheckpointsTopic == "" {
+			c.CheckpointsTopic = f.CheckpointsTopic()
+		}
+	}
+	if c.Interval <= 0 {
+		c.Interval = DefaultInterval
+	}
+	if c.CheckpointInterval <= 0 {
+		c.CheckpointInterval = DefaultCheckpointInterval
+	}
+	if c.RefreshGroupsInterval <= 0 {
+		c.RefreshGroupsInterval = DefaultRefreshGroupsInterval
+	}
+	if c.CheckpointsReplicationFactor == 0 {
+		c.CheckpointsReplicationFactor = -1
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Validate reports every field that is missing or out of range, after SetDefaults.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Source == nil {
+		errs = append(errs, errors.New("groupsync: Source client is required"))
+	}
+	if c.Target == nil {
+		errs = append(errs, errors.New("groupsync: Target client is required"))
+	}
+	if c.Translator == nil {
+		errs = append(errs, errors.New("groupsync: Translator is required"))
+	}
+	if c.GroupMatches == nil || c.TopicMatches == nil || c.TargetTopic == nil {
+		errs = append(errs, errors.New("groupsync: set Flow, or GroupMatches, TopicMatches and TargetTopic"))
+	}
+	if c.EmitCheckpoints && c.CheckpointsTopic == "" {
+		errs = append(errs, errors.New("groupsync: emit.checkpoints.enabled=true needs a checkpoints topic: set Flow or CheckpointsTopic"))
+	}
+	if c.CheckpointsReplicationFactor < -1 {
+		errs = append(errs, fmt.Errorf("groupsync: checkpoints.topic.replication.factor=%d: use -1 (broker default) or a positive factor", c.CheckpointsReplicationFactor))
+	}
+	if c.Interval <= 0 || c.CheckpointInterval <= 0 || c.RefreshGroupsInterval <= 0 {
+		errs = append(errs, errors.New("groupsync: intervals must be positive (call SetDefaults)"))
+	}
+	if c.Concurrency <= 0 {
+		errs = append(errs, errors.New("groupsync: Concurrency must be positive (call SetDefaults)"))
+	}
+	return errors.Join(errs...)
+}
+
+// NewConfig reads the group sync and checkpoint keys of flow.Settings (flow-prefixed keys
+// already resolved by the mm2 parser), with MM2 3.7.1's defaults for absent keys:
+//
+//	sync.group.offsets.enabled             false
+//	sync.group.offsets.interval.seconds    60
+//	emit.checkpoints.enabled               true
+//	emit.checkpoints.interval.seconds      60
+//	refresh.groups.interval.seconds        600
+//	checkpoints.topic.replication.factor   replication.factor, else -1 (see Config)
+//
+// A value that does not parse is an error naming the key. The caller sets Source, Target,
+// Translator and Logger.
+func NewConfig(flow *mm2.Flow) (Config, error) {
+	c := Config{Flow: flow, EmitCheckpoints: true}
+	if flow == nil {
+		return c, errors.New("groupsync: no flow given")
+	}
+	set := flow.Settings
+	var errs []error
+	boolKey := func(key string, dst *bool) {
+		v, ok := set[key]
+		if !ok {
+			return
+		}
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("flow %s->%s: %s=%q is not true or false", flow.Source, flow.Target, key, v))
+			return
+		}
+		*dst = b
+	}
+	secondsKey := func(key string, dst *time.Duration) {
+		v, ok := set[key]
+		if !ok {
+			return
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n <= 0 {
+			errs = append(errs, fmt.Errorf("flow %s->%s: %s=%q must be a positive number of seconds", flow.Source, flow.Target, key, v))
+			return
+		}
+		*dst = time.Duration(n) * time.Second
+	}
+	boolKey("sync.group.offsets.enabled", &c.SyncGroupOffsets)
+	secondsKey("sync.group.offsets.interval.seconds", &c.Interval)
+	boolKey("emit.checkpoints.enabled", &c.EmitCheckpoints)
+	secondsKey("emit.checkpoints.interval.seconds", &c.CheckpointInterval)
+	secondsKey("refresh.groups.interval.seconds", &c.RefreshGroupsInterval)
+	for _, key := range []string{"checkpoints.topic.replication.factor", "replication.factor"} {
+		v, ok := set[key]
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 16)
+		if err != nil || n == 0 || n < -1 {
+			errs = append(errs, fmt.Errorf("flow %s->%s: %s=%q must be -1 (broker default) or a positive replication factor", flow.Source, flow.Target, key, v))
+			break
+		}
+		c.CheckpointsReplicationFactor = int16(n)
+		break
+	}
+	c.SetDefaults()
+	return c, errors.Join(errs...)
+}

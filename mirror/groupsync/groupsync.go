@@ -1,0 +1,518 @@
+package groupsync
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/kmigrate/kmigrate/mirror/mm2"
+)
+
+// Syncer keeps what the passes of one flow have written: the last checkpoint per key and the
+// last offset committed per target group partition. Its state starts from the checkpoints
+// topic on the target, so a restarted process neither re-emits nor moves anything backwards.
+// A Syncer is used by one goroutine at a time (Run, or successive SyncOnce calls).
+type Syncer struct {
+	cfg              Config
+	src              *kadm.Client // read-only: ListGroups and FetchOffsets only
+	tgt              *kadm.Client
+	ignore           map[string]bool
+	log              *slog.Logger
+	srcName, tgtName string
+
+	mu sync.Mutex // guards the maps below; groups run concurrently within a pass
+	// checkpoints is the last checkpoint per key (emitted, or read back from the topic).
+	checkpoints map[mm2.CheckpointKey]mark
+	// written is the (G, E(G)) the target group partition was last set to by a kmirror pass
+	// (or, after a restart, what the last checkpoint says): a target offset still equal to E
+	// with a source offset below G means the source group rewound.
+	written map[mm2.CheckpointKey]mark
+
+	loaded     bool
+	owned      map[tp]bool // ownership seen in the last pass
+	topicReady bool
+	groups     []string
+	listedAt   time.Time
+}
+
+type mark struct {
+	upstream, downstream int64
+	metadata             string
+}
+
+type tp struct {
+	topic     string
+	partition int32
+}
+
+// New validates cfg (after SetDefaults) and returns a Syncer. It does no I/O: the checkpoints
+// topic is read at the first pass.
+func New(cfg Config) (*Syncer, error) {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Syncer{
+		cfg:         cfg,
+		src:         kadm.NewClient(cfg.Source),
+		tgt:         kadm.NewClient(cfg.Target),
+		ignore:      make(map[string]bool),
+		log:         cfg.Logger,
+		srcName:     "source",
+		tgtName:     "target",
+		checkpoints: make(map[mm2.CheckpointKey]mark),
+		written:     make(map[mm2.CheckpointKey]mark),
+	}
+	if cfg.Flow != nil {
+		s.srcName, s.tgtName = cfg.Flow.Source, cfg.Flow.Target
+	}
+	for _, g := range cfg.IgnoreGroups {
+		s.ignore[g] = true
+	}
+	return s, nil
+}
+
+// SyncOnce runs one full pass with a fresh Syncer: it reads the checkpoints topic, lists the
+// source groups, emits checkpoints (if EmitCheckpoints) and commits target offsets (if
+// SyncGroupOffsets). The error is set only when the pass as a whole failed; per-group and
+// per-partition failures are in the Report.
+func SyncOnce(ctx context.Context, cfg Config) (Report, error) {
+	s, err := New(cfg)
+	if err != nil {
+		return Report{}, err
+	}
+	return s.SyncOnce(ctx)
+}
+
+// Run syncs until ctx is done: checkpoints every CheckpointInterval, group offsets every
+// Interval, listing the source groups again every RefreshGroupsInterval. A failed pass is
+// logged and retried at the next interval. Run returns nil when ctx is done, or the error of
+// an invalid Config.
+func Run(ctx context.Context, cfg Config) error {
+	s, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	return s.Run(ctx)
+}
+
+// SyncOnce runs one pass of everything that is enabled, listing the source groups again.
+func (s *Syncer) SyncOnce(ctx context.Context) (Report, error) {
+	return s.pass(ctx, s.cfg.EmitCheckpoints, s.cfg.SyncGroupOffsets, true)
+}
+
+// Run is the package-level Run on an existing Syncer.
+func (s *Syncer) Run(ctx context.Context) error {
+	if !s.cfg.EmitCheckpoints && !s.cfg.SyncGroupOffsets {
+		s.log.Info("group sync and checkpoints disabled", "cluster", s.tgtName)
+		<-ctx.Done()
+		return nil
+	}
+	var nextSync, nextEmit time.Time // zero: due at once
+	for {
+		now := time.Now()
+		emit := s.cfg.EmitCheckpoints && !now.Before(nextEmit)
+		commit := s.cfg.SyncGroupOffsets && !now.Before(nextSync)
+		rep, err := s.pass(ctx, emit, commit, false)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			s.log.Warn("group sync pass failed", "cluster", s.tgtName, "err", err)
+		} else {
+			s.log.Debug("group sync pass done", "cluster", s.tgtName, "groups", len(rep.Groups),
+				"committed", rep.Committed, "emitted", rep.Emitted, "errors", rep.Errors())
+		}
+		if emit {
+			nextEmit = now.Add(s.cfg.CheckpointInterval)
+		}
+		if commit {
+			nextSync = now.Add(s.cfg.Interval)
+		}
+		var next time.Time
+		if s.cfg.EmitCheckpoints {
+			next = nextEmit
+		}
+		if s.cfg.SyncGroupOffsets && (next.IsZero() || nextSync.Before(next)) {
+			next = nextSync
+		}
+		t := time.NewTimer(time.Until(next))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Syncer) pass(ctx context.Context, emit, commit, relist bool) (Report, error) {
+	rep := Report{Source: s.srcName, Target: s.tgtName}
+	owned := make(map[tp]bool)
+	for t, ps := range s.cfg.Translator.Owned() {
+		for _, p := range ps {
+			owned[tp{t, p}] = true
+		}
+	}
+	if err := s.loadState(ctx, owned); err != nil {
+		return rep, err
+	}
+	if emit && !s.topicReady {
+		if err := ensureCheckpointsTopic(ctx, s.tgt, s.cfg.CheckpointsTopic, s.cfg.CheckpointsReplicationFactor, s.tgtName, s.log); err != nil {
+			return rep, err
+		}
+		s.topicReady = true
+	}
+	if relist || s.groups == nil || time.Since(s.listedAt) >= s.cfg.RefreshGroupsInterval {
+		if err := s.listGroups(ctx); err != nil {
+			return rep, err
+		}
+	}
+
+	rep.Groups = make([]GroupReport, len(s.groups))
+	var eg errgroup.Group
+	eg.SetLimit(s.cfg.Concurrency)
+	for i, g := range s.groups {
+		eg.Go(func() error {
+			rep.Groups[i] = s.syncGroup(ctx, g, owned, emit, commit)
+			return nil
+		})
+	}
+	_ = eg.Wait() // per-group errors are in the report
+	for _, g := range rep.Groups {
+		for _, p := range g.Partitions {
+			if p.Offset == StatusSynced || p.Offset == StatusRewound {
+				rep.Committed++
+			}
+			if p.Checkpoint == StatusSynced || p.Checkpoint == StatusRewound {
+				rep.Emitted++
+			}
+		}
+	}
+	return rep, ctx.Err()
+}
+
+// loadState reads the checkpoints topic at the first pass, and again when this process gains a
+// partition (another process may have checkpointed it since): for the gained partitions the
+// topic's values replace what this process remembered.
+func (s *Syncer) loadState(ctx context.Context, owned map[tp]bool) error {
+	gained := make(map[tp]bool) // keyed by target topic
+	for k := range owned {
+		if !s.owned[k] && s.cfg.TopicMatches(k.topic) {
+			gained[tp{s.cfg.TargetTopic(k.topic), k.partition}] = true
+		}
+	}
+	defer func() { s.owned = owned }()
+	if s.cfg.CheckpointsTopic == "" || (s.loaded && len(gained) == 0) {
+		s.loaded = true
+		return nil
+	}
+	cps, err := readCheckpoints(ctx, s.cfg.Target, s.tgt, s.cfg.CheckpointsTopic, s.tgtName, s.log)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, c := range cps {
+		if s.loaded && !gained[tp{k.Topic, k.Partition}] {
+			continue
+		}
+		m := mark{c.Upstream, c.Downstream, c.Metadata}
+		s.checkpoints[k] = m
+		s.written[k] = m
+	}
+	s.loaded = true
+	return nil
+}
+
+func (s *Syncer) listGroups(ctx context.Context) error {
+	listed, err := s.src.ListGroups(ctx)
+	if err != nil {
+		var se *kadm.ShardErrors
+		if !errors.As(err, &se) || len(listed) == 0 {
+			return fmt.Errorf("list consumer groups on source %s: %w", s.srcName, err)
+		}
+		// Some brokers answered: sync their groups now, the rest next time.
+		s.log.Warn("listing groups failed on some source brokers", "cluster", s.srcName, "err", err)
+	}
+	groups := make([]string, 0, len(listed))
+	for name, g := range listed {
+		// Consumer groups and groups that only hold commits (assign-and-commit consumers);
+		// never Connect workers' groups or share groups.
+		if g.ProtocolType != "consumer" && g.ProtocolType != "" {
+			continue
+		}
+		if s.ignore[name] || !s.cfg.GroupMatches(name) {
+			continue
+		}
+		groups = append(groups, name)
+	}
+	slices.Sort(groups)
+	s.groups, s.listedAt = groups, time.Now()
+	return nil
+}
+
+// item is one group partition whose E(G) is known.
+type item struct {
+	rep  *PartitionReport
+	key  mm2.CheckpointKey
+	meta string
+}
+
+func (s *Syncer) syncGroup(ctx context.Context, group string, owned map[tp]bool, emit, commit bool) GroupReport {
+	gr := GroupReport{Group: group}
+	offs, err := s.src.FetchOffsets(ctx, group)
+	if errors.Is(err, kerr.GroupIDNotFound) {
+		return gr // deleted since it was listed
+	}
+	if err != nil {
+		gr.Error = fmt.Sprintf("fetch committed offsets of group %q on source %s: %v", group, s.srcName, err)
+		s.log.Warn("fetch source group offsets failed", "cluster", s.srcName, "group", group, "err", err)
+		return gr
+	}
+	initial := func(on bool) Status {
+		if on {
+			return StatusPending
+		}
+		return StatusDisabled
+	}
+	for topic, ps := range offs {
+		if !s.cfg.TopicMatches(topic) {
+			continue
+		}
+		tt := s.cfg.TargetTopic(topic)
+		for p, o := range ps {
+			if o.Err == nil && o.At < 0 {
+				continue // no commit for this partition
+			}
+			pr := PartitionReport{Topic: topic, TargetTopic: tt, Partition: p, Upstream: o.At,
+				Downstream: -1, TargetBefore: -1, Offset: initial(commit), Checkpoint: initial(emit)}
+			switch {
+			case o.Err != nil:
+				pr.Offset, pr.Checkpoint = StatusError, StatusError
+				pr.Error = fmt.Sprintf("fetch committed offset of group %q on source %s %s/%d: %v", group, s.srcName, topic, p, o.Err)
+			case !owned[tp{topic, p}]:
+				pr.Offset, pr.Checkpoint = StatusNotOwned, StatusNotOwned
+			default:
+				tr, ok := s.cfg.Translator.Translate(topic, p, o.At)
+				if ok && tr.Known {
+					pr.Downstream = tr.Target
+				} else {
+					pr.Reason = "the mirror has not copied the records below the group's offset yet"
+					s.log.Debug("group offset pending", "cluster", s.srcName, "group", group,
+						"topic", topic, "partition", p, "offset", o.At)
+				}
+			}
+			gr.Partitions = append(gr.Partitions, pr)
+		}
+	}
+	slices.SortFunc(gr.Partitions, func(a, b PartitionReport) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+	})
+	var items []item
+	for i := range gr.Partitions {
+		pr := &gr.Partitions[i]
+		if pr.Downstream < 0 {
+			continue
+		}
+		o, _ := offs.Lookup(pr.Topic, pr.Partition)
+		items = append(items, item{rep: pr, key: mm2.CheckpointKey{Group: group, Topic: pr.TargetTopic, Partition: pr.Partition}, meta: o.Metadata})
+	}
+	if len(items) == 0 {
+		return gr
+	}
+	if emit {
+		s.emitCheckpoints(ctx, group, items)
+	}
+	if commit {
+		s.commitOffsets(ctx, &gr, items)
+	}
+	return gr
+}
+
+// emitCheckpoints produces the checkpoints of one group that changed. A checkpoint is never
+// replaced by a lower one unless the source group rewound (G went down), as in MM2.
+func (s *Syncer) emitCheckpoints(ctx context.Context, group string, items []item) {
+	var recs []*kgo.Record
+	var sent []item
+	s.mu.Lock()
+	for _, it := range items {
+		g, e := it.rep.Upstream, it.rep.Downstream
+		prev, ok := s.checkpoints[it.key]
+		switch {
+		case !ok:
+			it.rep.Checkpoint = StatusSynced
+		case g < prev.upstream:
+			it.rep.Checkpoint = StatusRewound
+		case g == prev.upstream && e == prev.downstream && it.meta == prev.metadata:
+			it.rep.Checkpoint = StatusUnchanged
+			continue
+		case e < prev.downstream:
+			it.rep.Checkpoint = StatusHeld
+			appendReason(it.rep, fmt.Sprintf("checkpoint kept at %d: E(G)=%d is lower and the source group did not rewind", prev.downstream, e))
+			continue
+		default:
+			it.rep.Checkpoint = StatusSynced
+		}
+		c := mm2.Checkpoint{Group: group, Topic: it.key.Topic, Partition: it.key.Partition,
+			Upstream: g, Downstream: e, Metadata: it.meta}
+		recs = append(recs, &kgo.Record{Topic: s.cfg.CheckpointsTopic, Partition: 0, Key: c.Key(), Value: c.Value()})
+		sent = append(sent, it)
+	}
+	s.mu.Unlock()
+	if len(recs) == 0 {
+		return
+	}
+	results := s.cfg.Target.ProduceSync(ctx, recs...)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, it := range sent {
+		if err := results[i].Err; err != nil {
+			it.rep.Checkpoint = StatusError
+			appendError(it.rep, fmt.Sprintf("produce checkpoint to %q on target %s: %v", s.cfg.CheckpointsTopic, s.tgtName, err))
+			s.log.Warn("checkpoint produce failed", "cluster", s.tgtName, "group", group,
+				"topic", it.key.Topic, "partition", it.key.Partition, "err", err)
+			continue
+		}
+		s.checkpoints[it.key] = mark{it.rep.Upstream, it.rep.Downstream, it.meta}
+		s.log.Debug("checkpoint emitted", "cluster", s.tgtName, "group", group, "topic", it.key.Topic,
+			"partition", it.key.Partition, "offset", it.rep.Downstream, "upstream", it.rep.Upstream)
+	}
+}
+
+// commitOffsets commits E(G) for one group on the target, only when the target group has no
+// active member, per partition only forwards unless the source group rewound.
+func (s *Syncer) commitOffsets(ctx context.Context, gr *GroupReport, items []item) {
+	group := gr.Group
+	fail := func(msg string) {
+		gr.Error = msg
+		for _, it := range items {
+			it.rep.Offset = StatusError
+		}
+	}
+	described, err := s.tgt.DescribeGroups(ctx, group)
+	if err != nil {
+		fail(fmt.Sprintf("describe group %q on target %s before committing: %v", group, s.tgtName, err))
+		s.log.Warn("describe target group failed", "cluster", s.tgtName, "group", group, "err", err)
+		return
+	}
+	d := described[group]
+	switch {
+	case errors.Is(d.Err, kerr.GroupIDNotFound) || d.Err == nil && (d.State == "Dead" || d.State == ""):
+		gr.TargetState = "absent"
+	case d.Err != nil:
+		fail(fmt.Sprintf("describe group %q on target %s before committing: %v", group, s.tgtName, d.Err))
+		s.log.Warn("describe target group failed", "cluster", s.tgtName, "group", group, "err", d.Err)
+		return
+	default:
+		gr.TargetState = d.State
+	}
+	gr.TargetMembers = len(d.Members)
+	if gr.TargetMembers > 0 || (gr.TargetState != "absent" && gr.TargetState != "Empty") {
+		for _, it := range items {
+			it.rep.Offset = StatusSkippedActive
+		}
+		s.log.Warn("target group has active members, offsets not synced", "cluster", s.tgtName,
+			"group", group, "state", gr.TargetState, "members", gr.TargetMembers)
+		return
+	}
+	var current kadm.OffsetResponses
+	if gr.TargetState != "absent" {
+		current, err = s.tgt.FetchOffsets(ctx, group)
+		if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+			fail(fmt.Sprintf("fetch committed offsets of group %q on target %s: %v", group, s.tgtName, err))
+			return
+		}
+	}
+	toCommit := make(kadm.Offsets)
+	var committing []item
+	s.mu.Lock()
+	for _, it := range items {
+		g, e := it.rep.Upstream, it.rep.Downstream
+		t := int64(-1)
+		if o, ok := current.Lookup(it.key.Topic, it.key.Partition); ok && o.Err == nil && o.At >= 0 {
+			t = o.At
+		}
+		it.rep.TargetBefore = t
+		switch w, ok := s.written[it.key]; {
+		case t < 0 || e > t:
+			it.rep.Offset = StatusSynced
+		case e == t:
+			it.rep.Offset = StatusUnchanged
+			s.written[it.key] = mark{g, e, it.meta}
+			continue
+		case ok && t == w.downstream && g < w.upstream:
+			it.rep.Offset = StatusRewound
+		default:
+			it.rep.Offset = StatusHeld
+			appendReason(it.rep, fmt.Sprintf("target group is at %d, above E(G)=%d, and the source group did not rewind", t, e))
+			continue
+		}
+		toCommit.Add(kadm.Offset{Topic: it.key.Topic, Partition: it.key.Partition, At: e,
+			LeaderEpoch: -1, Metadata: it.meta})
+		committing = append(committing, it)
+	}
+	s.mu.Unlock()
+	if len(committing) == 0 {
+		return
+	}
+	resp, err := s.tgt.CommitOffsets(ctx, group, toCommit)
+	if err != nil {
+		for _, it := range committing {
+			it.rep.Offset = StatusError
+		}
+		gr.Error = fmt.Sprintf("commit offsets of group %q on target %s: %v", group, s.tgtName, err)
+		s.log.Warn("commit target group offsets failed", "cluster", s.tgtName, "group", group, "err", err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, it := range committing {
+		r, ok := resp.Lookup(it.key.Topic, it.key.Partition)
+		if !ok || r.Err != nil {
+			err := r.Err
+			if !ok {
+				err = errors.New("no answer for this partition")
+			}
+			it.rep.Offset = StatusError
+			hint := ""
+			if errors.Is(err, kerr.UnknownTopicOrPartition) {
+				hint = " (the target topic or partition does not exist yet; retried next pass)"
+			} else if errors.Is(err, kerr.UnknownMemberID) || errors.Is(err, kerr.IllegalGeneration) {
+				hint = " (a member joined the target group meanwhile; it is left alone)"
+			}
+			appendError(it.rep, fmt.Sprintf("commit offset of group %q on target %s %s/%d: %v%s", group, s.tgtName, it.key.Topic, it.key.Partition, err, hint))
+			s.log.Warn("commit target group offset failed", "cluster", s.tgtName, "group", group,
+				"topic", it.key.Topic, "partition", it.key.Partition, "offset", it.rep.Downstream, "err", err)
+			continue
+		}
+		s.written[it.key] = mark{it.rep.Upstream, it.rep.Downstream, it.meta}
+		s.log.Info("group offset synced", "cluster", s.tgtName, "group", group, "topic", it.key.Topic,
+			"partition", it.key.Partition, "offset", it.rep.Downstream, "upstream", it.rep.Upstream,
+			"rewound", it.rep.Offset == StatusRewound)
+	}
+}
+
+func appendReason(pr *PartitionReport, s string) {
+	if pr.Reason != "" {
+		pr.Reason += "; "
+	}
+	pr.Reason += s
+}
+
+func appendError(pr *PartitionReport, s string) {
+	if pr.Error != "" {
+		pr.Error += "; "
+	}
+	pr.Error += s
+}

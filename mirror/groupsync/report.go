@@ -1,0 +1,110 @@
+package groupsync
+
+// Status says what a pass did with one group partition, for the target group offset and for
+// the checkpoint separately.
+type Status string
+
+// Statuses.
+const (
+	// StatusSynced: the offset was committed on the target, or the checkpoint emitted.
+	StatusSynced Status = "synced"
+	// StatusRewound: the source group moved back since the last sync, so the lower E(G) was
+	// committed or checkpointed (the only case in which a value goes down).
+	StatusRewound Status = "rewound"
+	// StatusUnchanged: the target already holds E(G), or the same checkpoint was emitted
+	// before; nothing was written.
+	StatusUnchanged Status = "unchanged"
+	// StatusHeld: E(G) is below what the target (or the previous checkpoint) holds and the
+	// source group did not rewind, so nothing was written: values never move backwards.
+	StatusHeld Status = "held"
+	// StatusSkippedActive: the target group has active members; it is never written.
+	StatusSkippedActive Status = "skipped-active"
+	// StatusPending: the mirror has not yet copied the records below G, so E(G) is unknown;
+	// the partition is tried again next pass.
+	StatusPending Status = "pending"
+	// StatusNotOwned: another process mirrors this partition and syncs it.
+	StatusNotOwned Status = "not-owned"
+	// StatusDisabled: the action is switched off (sync.group.offsets.enabled or
+	// emit.checkpoints.enabled), or was not due in this pass.
+	StatusDisabled Status = "disabled"
+	// StatusError: the write or a read it needed failed; Error says why. Retried next pass.
+	StatusError Status = "error"
+)
+
+// Report is what one pass did, as data: per group and partition what was written and why.
+// Its JSON form is stable (fields may be added, never renamed).
+type Report struct {
+	// Source and Target are the cluster aliases of the flow.
+	Source string `json:"source"`
+	Target string `json:"target"`
+	// Groups are sorted by name; only groups the flow selects appear.
+	Groups []GroupReport `json:"groups"`
+	// Committed counts the partition offsets committed on the target, Emitted the checkpoint
+	// records produced.
+	Committed int `json:"committed"`
+	Emitted   int `json:"emitted"`
+}
+
+// GroupReport is one source consumer group.
+type GroupReport struct {
+	Group string `json:"group"`
+	// TargetState is the target group's state as described before committing ("Empty",
+	// "Stable", ...; "absent" when it does not exist; empty when not described).
+	TargetState   string `json:"target_state,omitempty"`
+	TargetMembers int    `json:"target_members,omitempty"`
+	// Partitions are sorted by topic, then partition.
+	Partitions []PartitionReport `json:"partitions"`
+	// Error is set when the group as a whole could not be synced (the other groups were).
+	Error string `json:"error,omitempty"`
+}
+
+// PartitionReport is one group partition.
+type PartitionReport struct {
+	Topic       string `json:"topic"` // source topic
+	TargetTopic string `json:"target_topic"`
+	Partition   int32  `json:"partition"`
+	// Upstream is the source group's committed offset G.
+	Upstream int64 `json:"upstream"`
+	// Downstream is E(G), or -1 when it is not known (pending, not owned).
+	Downstream int64 `json:"downstream"`
+	// TargetBefore is the target group's committed offset before this pass (-1: none, or
+	// not read).
+	TargetBefore int64 `json:"target_before"`
+
+	Offset     Status `json:"offset"`
+	Checkpoint Status `json:"checkpoint"`
+	// Reason explains a status that is not self-evident.
+	Reason string `json:"reason,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// Errors returns how many groups and partitions carry an error.
+func (r *Report) Errors() int {
+	n := 0
+	for _, g := range r.Groups {
+		if g.Error != "" {
+			n++
+		}
+		for _, p := range g.Partitions {
+			if p.Error != "" {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// Partition returns the report of one group partition and whether it is present.
+func (r *Report) Partition(group, topic string, partition int32) (PartitionReport, bool) {
+	for _, g := range r.Groups {
+		if g.Group != group {
+			continue
+		}
+		for _, p := range g.Partitions {
+			if p.Topic == topic && p.Partition == partition {
+				return p, true
+			}
+		}
+	}
+	return PartitionReport{}, false
+}
