@@ -1,0 +1,608 @@
+package mirror
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/mirror/mm2"
+)
+
+// Config is what one kmirror engine needs to mirror one flow. FromFlow builds it from an MM2
+// flow; tests fill it directly. Zero values take the defaults written on each field
+// (SetDefaults), which are MirrorMaker 2 3.7.1's where MM2 has the same setting.
+type Config struct {
+	// SourceAlias and TargetAlias are the cluster aliases of the flow ("A" and "B" in A->B).
+	SourceAlias string
+	TargetAlias string
+
+	// Topics and TopicsExclude are regexes matched against whole source topic names; excludes
+	// win. Default: [".*"] and [".*[\-\.]internal", ".*\.replica", "__.*"] (MM2's).
+	Topics        []string
+	TopicsExclude []string
+	// Groups and GroupsExclude select the groups whose offsets are synced. Default: [".*"]
+	// and ["console-consumer-.*", "connect-.*", "__.*"].
+	Groups        []string
+	GroupsExclude []string
+
+	// TargetTopic names a source topic on the target (the replication policy).
+	// Default: the identity policy when Policy is nil.
+	Policy mm2.ReplicationPolicy
+
+	// RefreshTopics turns on finding new source topics and partitions every
+	// RefreshTopicsInterval. Default: true, 600s (refresh.topics.*).
+	RefreshTopics         bool
+	RefreshTopicsInterval time.Duration
+	// RefreshGroupsInterval is how often the group list is refreshed for group sync.
+	// Default: 600s (refresh.groups.interval.seconds).
+	RefreshGroups         bool
+	RefreshGroupsInterval time.Duration
+
+	// SyncTopicConfigs copies the source topics' own configuration overrides to the target
+	// when kmirror creates a target topic and every SyncTopicConfigsInterval after.
+	// Default: true, 600s (sync.topic.configs.*). ConfigExclude lists regexes of properties
+	// never copied. Default: MM2 3.7.1's DefaultConfigPropertyFilter list.
+	SyncTopicConfigs         bool
+	SyncTopicConfigsInterval time.Duration
+	ConfigExclude            []string
+
+	// SyncGroupOffsets and EmitCheckpoints run the groupsync loop. Default: false, 60s and
+	// true, 60s (sync.group.offsets.*, emit.checkpoints.*).
+	SyncGroupOffsets         bool
+	SyncGroupOffsetsInterval time.Duration
+	EmitCheckpoints          bool
+	EmitCheckpointsInterval  time.Duration
+
+	// OffsetSyncsTopic is the MM2 offset-syncs topic; kmirror writes it only when
+	// OffsetSyncsOnTarget, because kmirror never writes to the source cluster.
+	// Default: "mm2-offset-syncs.<source-alias>.internal" for offset-syncs.topic.location=target.
+	OffsetSyncsTopic    string
+	OffsetSyncsOnTarget bool
+	// CheckpointsTopic is where checkpoints go. Default: "<source-alias>.checkpoints.internal".
+	CheckpointsTopic string
+
+	// MapTopic is the compacted topic on the target that holds the exact offset map
+	// (format in doc.go). Default: "kmirror-offsets.<source-alias>.internal".
+	MapTopic string
+	// GroupID is the consumer group on the source used only to share partitions between
+	// kmirror processes (no offsets are committed). Default: "kmirror-<source>-<target>".
+	GroupID string
+
+	// ReplicationFactor is for the mirrored topics kmirror creates; InternalReplicationFactor
+	// for MapTopic, OffsetSyncsTopic and CheckpointsTopic. -1 means the broker default (needs
+	// brokers 2.4+). Default: 2 and 3 (replication.factor, offset-syncs.topic.replication.factor).
+	ReplicationFactor         int16
+	InternalReplicationFactor int16
+
+	// PersistInterval is how often the offset map and offset syncs are written to the target.
+	// A crash loses nothing written: records produced after the last persist are found again by
+	// the tail check at resume. Default: 1s.
+	PersistInterval time.Duration
+
+	// StartAtEnd starts partitions that have never been mirrored at the source's end instead
+	// of its start (consumer.auto.offset.reset=latest). Default: false (earliest, as MM2).
+	StartAtEnd bool
+
+	// Producer settings (producer.* keys). Compression default: none (compression.type);
+	// Linger default: 5ms (linger.ms); BatchMaxBytes default: 1 MiB (batch.size);
+	// MaxBufferedRecords default: 10000 (bounds memory); MaxInflight default: 5
+	// (max.in.flight.requests.per.connection, at most 5 with idempotence).
+	Compression        string
+	Linger             time.Duration
+	BatchMaxBytes      int32
+	MaxBufferedRecords int
+	MaxInflight        int
+	// Consumer settings (consumer.* keys). FetchMaxBytes default: 50 MiB (fetch.max.bytes);
+	// FetchMaxPartitionBytes default: 1 MiB (max.partition.fetch.bytes); FetchMaxWait
+	// default: 500ms (fetch.max.wait.ms).
+	FetchMaxBytes          int32
+	FetchMaxPartitionBytes int32
+	FetchMaxWait           time.Duration
+
+	// Flow is the MM2 flow the config came from (FromFlow), or nil. When set, its
+	// TopicMatches decides which topics are mirrored (it also leaves out internal topics and
+	// cycles), and the groupsync loop reads its group filters.
+	Flow *mm2.Flow
+
+	topics, topicsExclude, configExclude []*regexp.Regexp
+}
+
+// MM2 3.7.1 DefaultConfigPropertyFilter's config.properties.exclude default.
+var defaultConfigExclude = []string{
+	`follower\.replication\.throttled\.replicas`,
+	`leader\.replication\.throttled\.replicas`,
+	`message\.timestamp\.difference\.max\.ms`,
+	`message\.timestamp\.type`,
+	`unclean\.leader\.election\.enable`,
+	`min\.insync\.replicas`,
+}
+
+// SetDefaults fills zero fields with their documented defaults. Booleans cannot tell unset
+// from false, so FromFlow sets the MM2 defaults of the boolean keys itself.
+func (c *Config) SetDefaults() {
+	if len(c.Topics) == 0 {
+		c.Topics = []string{".*"}
+	}
+	if c.TopicsExclude == nil {
+		c.TopicsExclude = []string{`.*[\-\.]internal`, `.*\.replica`, `__.*`}
+	}
+	if len(c.Groups) == 0 {
+		c.Groups = []string{".*"}
+	}
+	if c.GroupsExclude == nil {
+		c.GroupsExclude = []string{"console-consumer-.*", "connect-.*", "__.*"}
+	}
+	if c.Policy == nil {
+		c.Policy = identityPolicy{}
+	}
+	setDur(&c.RefreshTopicsInterval, 600*time.Second)
+	setDur(&c.RefreshGroupsInterval, 600*time.Second)
+	setDur(&c.SyncTopicConfigsInterval, 600*time.Second)
+	setDur(&c.SyncGroupOffsetsInterval, 60*time.Second)
+	setDur(&c.EmitCheckpointsInterval, 60*time.Second)
+	setDur(&c.PersistInterval, time.Second)
+	setDur(&c.Linger, 5*time.Millisecond)
+	setDur(&c.FetchMaxWait, 500*time.Millisecond)
+	if c.ConfigExclude == nil {
+		c.ConfigExclude = defaultConfigExclude
+	}
+	if c.OffsetSyncsTopic == "" {
+		c.OffsetSyncsTopic = "mm2-offset-syncs." + c.SourceAlias + ".internal"
+	}
+	if c.CheckpointsTopic == "" {
+		c.CheckpointsTopic = c.SourceAlias + ".checkpoints.internal"
+	}
+	if c.MapTopic == "" {
+		c.MapTopic = "kmirror-offsets." + c.SourceAlias + ".internal"
+	}
+	if c.GroupID == "" {
+		c.GroupID = "kmirror-" + c.SourceAlias + "-" + c.TargetAlias
+	}
+	if c.ReplicationFactor == 0 {
+		c.ReplicationFactor = 2
+	}
+	if c.InternalReplicationFactor == 0 {
+		c.InternalReplicationFactor = 3
+	}
+	if c.BatchMaxBytes == 0 {
+		c.BatchMaxBytes = 1 << 20
+	}
+	if c.MaxBufferedRecords == 0 {
+		c.MaxBufferedRecords = 10000
+	}
+	if c.MaxInflight == 0 {
+		c.MaxInflight = 5
+	}
+	if c.FetchMaxBytes == 0 {
+		c.FetchMaxBytes = 50 << 20
+	}
+	if c.FetchMaxPartitionBytes == 0 {
+		c.FetchMaxPartitionBytes = 1 << 20
+	}
+}
+
+func setDur(d *time.Duration, def time.Duration) {
+	if *d == 0 {
+		*d = def
+	}
+}
+
+// Validate checks c after SetDefaults and compiles its regexes.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.SourceAlias == "" || c.TargetAlias == "" {
+		errs = append(errs, errors.New("the flow needs a source and a target alias"))
+	}
+	var err error
+	if c.topics, err = compileAll("topics", c.Topics); err != nil {
+		errs = append(errs, err)
+	}
+	if c.topicsExclude, err = compileAll("topics.exclude", c.TopicsExclude); err != nil {
+		errs = append(errs, err)
+	}
+	if c.configExclude, err = compileAll("config.properties.exclude", c.ConfigExclude); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := compileAll("groups", c.Groups); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := compileAll("groups.exclude", c.GroupsExclude); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := compression(c.Compression); err != nil {
+		errs = append(errs, err)
+	}
+	if c.MaxInflight > 5 {
+		errs = append(errs, fmt.Errorf("producer max.in.flight.requests.per.connection=%d: the idempotent producer keeps order with at most 5; set 5 or less", c.MaxInflight))
+	}
+	if c.ReplicationFactor < -1 || c.InternalReplicationFactor < -1 {
+		errs = append(errs, fmt.Errorf("replication factors must be -1 (broker default) or positive, got %d and %d", c.ReplicationFactor, c.InternalReplicationFactor))
+	}
+	if c.MaxBufferedRecords < 0 || c.BatchMaxBytes < 0 || c.FetchMaxBytes < 0 || c.FetchMaxPartitionBytes < 0 {
+		errs = append(errs, errors.New("buffer and batch sizes must be positive"))
+	}
+	for _, t := range []string{c.MapTopic, c.OffsetSyncsTopic, c.CheckpointsTopic} {
+		if c.matches(t) {
+			errs = append(errs, fmt.Errorf("internal topic %q matches the topics to mirror: add it to topics.exclude", t))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func compileAll(key string, exprs []string) ([]*regexp.Regexp, error) {
+	out := make([]*regexp.Regexp, 0, len(exprs))
+	for _, e := range exprs {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		re, err := regexp.Compile("^(?:" + e + ")$")
+		if err != nil {
+			return nil, fmt.Errorf("%s: invalid regex %q: %w", key, e, err)
+		}
+		out = append(out, re)
+	}
+	return out, nil
+}
+
+// matches reports whether source topic t is mirrored (Validate must have run).
+func (c *Config) matches(t string) bool {
+	if c.Flow != nil {
+		return c.Flow.TopicMatches(t)
+	}
+	if c.topics == nil {
+		c.topics, _ = compileAll("topics", c.Topics)
+		c.topicsExclude, _ = compileAll("topics.exclude", c.TopicsExclude)
+	}
+	return anyMatch(c.topics, t) && !anyMatch(c.topicsExclude, t)
+}
+
+func (c *Config) excludedConfig(name string) bool { return anyMatch(c.configExclude, name) }
+
+func anyMatch(res []*regexp.Regexp, s string) bool {
+	for _, re := range res {
+		if re.MatchString(s) {
+			return true
+		}
+	}
+	return false
+}
+
+// targetTopic is the name of source topic t on the target.
+func (c *Config) targetTopic(t string) string { return c.Policy.TargetTopic(c.SourceAlias, t) }
+
+type identityPolicy struct{}
+
+func (identityPolicy) TargetTopic(_, t string) string { return t }
+func (identityPolicy) Name() string {
+	return "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
+}
+
+func compression(s string) (kgo.CompressionCodec, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "none":
+		return kgo.NoCompression(), nil
+	case "gzip":
+		return kgo.GzipCompression(), nil
+	case "snappy":
+		return kgo.SnappyCompression(), nil
+	case "lz4":
+		return kgo.Lz4Compression(), nil
+	case "zstd":
+		return kgo.ZstdCompression(), nil
+	}
+	return kgo.CompressionCodec{}, fmt.Errorf("producer compression.type=%q: use none, gzip, snappy, lz4 or zstd", s)
+}
+
+// Ignored is an MM2 key of the flow that kmirror does not honour, and why.
+type Ignored struct {
+	Key    string `json:"key"`
+	Value  string `json:"value"`
+	Reason string `json:"reason"`
+}
+
+// honoured are the flow keys FromFlow reads (after the flow prefix is removed).
+var honoured = map[string]bool{
+	"clusters": true, "topics": true, "topics.exclude": true, "topics.blacklist": true,
+	"groups": true, "groups.exclude": true, "groups.blacklist": true,
+	"replication.policy.class": true, "replication.policy.separator": true,
+	"refresh.topics.enabled": true, "refresh.topics.interval.seconds": true,
+	"refresh.groups.enabled": true, "refresh.groups.interval.seconds": true,
+	"sync.topic.configs.enabled": true, "sync.topic.configs.interval.seconds": true,
+	"config.properties.exclude": true, "config.properties.blacklist": true,
+	"sync.group.offsets.enabled": true, "sync.group.offsets.interval.seconds": true,
+	"emit.checkpoints.enabled": true, "emit.checkpoints.interval.seconds": true,
+	"offset-syncs.topic.location": true, "replication.factor": true,
+	"offset-syncs.topic.replication.factor": true, "checkpoints.topic.replication.factor": true,
+	"enabled": true, "bootstrap.servers": true, "security.protocol": true,
+}
+
+// producerKeys and consumerKeys are the producer./consumer. overrides mapped onto franz-go.
+var producerKeys = map[string]bool{
+	"compression.type": true, "linger.ms": true, "batch.size": true, "buffer.memory": true,
+	"max.in.flight.requests.per.connection": true, "acks": true, "enable.idempotence": true,
+}
+var consumerKeys = map[string]bool{
+	"fetch.max.bytes": true, "max.partition.fetch.bytes": true, "fetch.max.wait.ms": true,
+	"auto.offset.reset": true, "isolation.level": true,
+}
+
+// knownIgnored explains MM2 keys kmirror deliberately does without.
+var knownIgnored = map[string]string{
+	"tasks.max":                                           "kmirror shares partitions between processes through a consumer group; run more processes instead",
+	"emit.heartbeats.enabled":                             "kmirror does not emit heartbeats",
+	"emit.heartbeats.interval.seconds":                    "kmirror does not emit heartbeats",
+	"heartbeats.topic.replication.factor":                 "kmirror does not emit heartbeats",
+	"offset.lag.max":                                      "kmirror knows every offset exactly and writes an offset sync at every discontinuity instead",
+	"offset.flush.interval.ms":                            "kmirror persists its offset map every second (PersistInterval)",
+	"sync.topic.acls.enabled":                             "kmirror does not copy ACLs",
+	"sync.topic.acls.interval.seconds":                    "kmirror does not copy ACLs",
+	"replication.policy.class":                            "",
+	"offset-syncs.topic.location":                         "",
+	"key.converter":                                       "kmirror copies bytes; converters do not apply",
+	"value.converter":                                     "kmirror copies bytes; converters do not apply",
+	"header.converter":                                    "kmirror copies bytes; converters do not apply",
+	"topic.filter.class":                                  "only the default topic filter (topics, topics.exclude) is supported",
+	"group.filter.class":                                  "only the default group filter (groups, groups.exclude) is supported",
+	"config.property.filter.class":                        "only the default config property filter (config.properties.exclude) is supported",
+	"dedicated.mode.enable.internal.rest":                 "kmirror has no REST interface",
+	"emit.offset-syncs.enabled":                           "kmirror always writes offset syncs when their topic is on the target",
+	"use.defaults.from":                                   "kmirror copies only the source topic's own overrides",
+	"replication.policy.internal.topic.separator.enabled": "kmirror names its internal topics itself",
+}
+
+// FromFlow builds the engine configuration of flow f and lists every key of the flow that it
+// does not honour. Unparsable values are errors naming the key.
+func FromFlow(f *mm2.Flow, source, target *mm2.Cluster) (Config, []Ignored, error) {
+	c := Config{
+		SourceAlias:      f.Source,
+		TargetAlias:      f.Target,
+		Topics:           f.Topics,
+		TopicsExclude:    f.TopicsExclude,
+		Groups:           f.Groups,
+		GroupsExclude:    f.GroupsExclude,
+		Policy:           f.Policy,
+		Flow:             f,
+		RefreshTopics:    true,
+		RefreshGroups:    true,
+		SyncTopicConfigs: true,
+		EmitCheckpoints:  true,
+	}
+	s := f.Settings
+	var errs []error
+	var ignored []Ignored
+	getBool := func(key string, dst *bool) {
+		if v, ok := s[key]; ok {
+			b, err := strconv.ParseBool(strings.TrimSpace(v))
+			if err != nil {
+				errs = append(errs, fmt.Errorf("flow %s->%s: %s=%q is not true or false", f.Source, f.Target, key, v))
+				return
+			}
+			*dst = b
+		}
+	}
+	getSeconds := func(key string, dst *time.Duration) {
+		if v, ok := s[key]; ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("flow %s->%s: %s=%q is not a whole number of seconds", f.Source, f.Target, key, v))
+				return
+			}
+			if n <= 0 { // MM2: a negative interval disables the task; kmirror treats it as off
+				*dst = -1
+				return
+			}
+			*dst = time.Duration(n) * time.Second
+		}
+	}
+	getRF := func(key string, dst *int16) {
+		if v, ok := s[key]; ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 16)
+			if err != nil || n == 0 || n < -1 {
+				errs = append(errs, fmt.Errorf("flow %s->%s: %s=%q is not a replication factor (-1 or a positive number)", f.Source, f.Target, key, v))
+				return
+			}
+			*dst = int16(n)
+		}
+	}
+	getBool("refresh.topics.enabled", &c.RefreshTopics)
+	getSeconds("refresh.topics.interval.seconds", &c.RefreshTopicsInterval)
+	getBool("refresh.groups.enabled", &c.RefreshGroups)
+	getSeconds("refresh.groups.interval.seconds", &c.RefreshGroupsInterval)
+	getBool("sync.topic.configs.enabled", &c.SyncTopicConfigs)
+	getSeconds("sync.topic.configs.interval.seconds", &c.SyncTopicConfigsInterval)
+	getBool("sync.group.offsets.enabled", &c.SyncGroupOffsets)
+	getSeconds("sync.group.offsets.interval.seconds", &c.SyncGroupOffsetsInterval)
+	getBool("emit.checkpoints.enabled", &c.EmitCheckpoints)
+	getSeconds("emit.checkpoints.interval.seconds", &c.EmitCheckpointsInterval)
+	getRF("replication.factor", &c.ReplicationFactor)
+	getRF("offset-syncs.topic.replication.factor", &c.InternalReplicationFactor)
+	var cpRF int16
+	getRF("checkpoints.topic.replication.factor", &cpRF)
+	if cpRF != 0 && c.InternalReplicationFactor == 0 {
+		c.InternalReplicationFactor = cpRF
+	}
+	for _, key := range []string{"config.properties.exclude", "config.properties.blacklist"} {
+		if v, ok := s[key]; ok {
+			c.ConfigExclude = splitList(v)
+		}
+	}
+	loc := strings.ToLower(strings.TrimSpace(f.OffsetSyncsLocation))
+	switch loc {
+	case "target":
+		c.OffsetSyncsOnTarget = true
+		c.OffsetSyncsTopic = f.OffsetSyncsTopic()
+	case "", "source":
+		ignored = append(ignored, Ignored{Key: "offset-syncs.topic.location", Value: "source",
+			Reason: "kmirror never writes to the source cluster, so it writes no MM2 offset syncs; its exact offset map on the target replaces them (set offset-syncs.topic.location=target to get MM2-format syncs on the target)"})
+	default:
+		errs = append(errs, fmt.Errorf("flow %s->%s: offset-syncs.topic.location=%q: use source or target", f.Source, f.Target, f.OffsetSyncsLocation))
+	}
+	c.CheckpointsTopic = f.CheckpointsTopic()
+	if c.Policy == nil {
+		c.Policy = mm2.DefaultPolicy{Separator: f.Separator}
+	}
+	if f.Policy != nil && !strings.Contains(f.Policy.Name(), "IdentityReplicationPolicy") && !strings.Contains(f.Policy.Name(), "DefaultReplicationPolicy") {
+		errs = append(errs, fmt.Errorf("flow %s->%s: replication.policy.class=%s is not supported: use DefaultReplicationPolicy or IdentityReplicationPolicy", f.Source, f.Target, f.Policy.Name()))
+	}
+
+	// producer./consumer. overrides: the flow's settings first, then the cluster's own
+	// "<alias>.producer." maps (the more specific ones win).
+	prod := map[string]string{}
+	cons := map[string]string{}
+	for k, v := range s {
+		if rest, ok := strings.CutPrefix(k, "producer."); ok {
+			prod[rest] = v
+		}
+		if rest, ok := strings.CutPrefix(k, "consumer."); ok {
+			cons[rest] = v
+		}
+	}
+	if target != nil {
+		for k, v := range target.Producer {
+			prod[k] = v
+		}
+	}
+	if source != nil {
+		for k, v := range source.Consumer {
+			cons[k] = v
+		}
+	}
+	for k, v := range prod {
+		if err := c.applyProducer(k, v); err != nil {
+			errs = append(errs, err)
+		} else if !producerKeys[k] {
+			ignored = append(ignored, Ignored{Key: "producer." + k, Value: redact(k, v), Reason: "no franz-go equivalent kmirror maps"})
+		}
+	}
+	for k, v := range cons {
+		if err := c.applyConsumer(k, v); err != nil {
+			errs = append(errs, err)
+		} else if !consumerKeys[k] {
+			ignored = append(ignored, Ignored{Key: "consumer." + k, Value: redact(k, v), Reason: "no franz-go equivalent kmirror maps"})
+		}
+	}
+
+	for k, v := range s {
+		if honoured[k] || strings.HasPrefix(k, "producer.") || strings.HasPrefix(k, "consumer.") ||
+			strings.HasPrefix(k, "sasl.") || strings.HasPrefix(k, "ssl.") {
+			continue
+		}
+		reason, known := knownIgnored[k]
+		if !known || reason == "" {
+			reason = "not an MM2 key kmirror reads"
+		}
+		ignored = append(ignored, Ignored{Key: k, Value: redact(k, v), Reason: reason})
+	}
+	sort.Slice(ignored, func(i, j int) bool { return ignored[i].Key < ignored[j].Key })
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, ignored, err
+	}
+	return c, ignored, nil
+}
+
+func (c *Config) applyProducer(k, v string) error {
+	v = strings.TrimSpace(v)
+	bad := func(what string) error {
+		return fmt.Errorf("producer.%s=%q: %s", k, v, what)
+	}
+	switch k {
+	case "compression.type":
+		if _, err := compression(v); err != nil {
+			return err
+		}
+		c.Compression = v
+	case "linger.ms":
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return bad("want milliseconds")
+		}
+		c.Linger = time.Duration(n) * time.Millisecond
+		if n == 0 {
+			c.Linger = -1 // explicit zero: no linger
+		}
+	case "batch.size":
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || n <= 0 {
+			return bad("want a positive number of bytes")
+		}
+		c.BatchMaxBytes = int32(n)
+	case "max.in.flight.requests.per.connection":
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return bad("want a positive number")
+		}
+		c.MaxInflight = n
+	case "acks":
+		if v != "all" && v != "-1" {
+			return bad("kmirror always produces with acks=all so that a mirrored record is never lost; remove the key")
+		}
+	case "enable.idempotence":
+		if v != "true" {
+			return bad("kmirror always uses the idempotent producer to keep order without duplicates; remove the key")
+		}
+	}
+	return nil
+}
+
+func (c *Config) applyConsumer(k, v string) error {
+	v = strings.TrimSpace(v)
+	bad := func(what string) error {
+		return fmt.Errorf("consumer.%s=%q: %s", k, v, what)
+	}
+	switch k {
+	case "fetch.max.bytes", "max.partition.fetch.bytes":
+		n, err := strconv.ParseInt(v, 10, 32)
+		if err != nil || n <= 0 {
+			return bad("want a positive number of bytes")
+		}
+		if k == "fetch.max.bytes" {
+			c.FetchMaxBytes = int32(n)
+		} else {
+			c.FetchMaxPartitionBytes = int32(n)
+		}
+	case "fetch.max.wait.ms":
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return bad("want a positive number of milliseconds")
+		}
+		c.FetchMaxWait = time.Duration(n) * time.Millisecond
+	case "auto.offset.reset":
+		switch v {
+		case "earliest":
+		case "latest":
+			c.StartAtEnd = true
+		default:
+			return bad("use earliest or latest")
+		}
+	case "isolation.level":
+		if v != "read_committed" {
+			return bad("kmirror reads with read_committed so that aborted transactions are not mirrored; remove the key")
+		}
+	}
+	return nil
+}
+
+func splitList(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func redact(k, v string) string {
+	lk := strings.ToLower(k)
+	if strings.Contains(lk, "password") || strings.Contains(lk, "jaas") || strings.Contains(lk, "secret") {
+		return "[redacted]"
+	}
+	return v
+}

@@ -1,0 +1,58 @@
+// Package mirror is kmirror's engine: it mirrors the topics of one MirrorMaker 2 flow from a
+// source cluster to a target cluster and knows, exactly, where every record landed.
+//
+// # Types to know
+//
+//   - Config: what the engine needs; FromFlow builds it from an mm2.Flow and lists every MM2
+//     key it does not honour (Ignored). SetDefaults/Validate as usual.
+//   - Engine: New, then Run(ctx). It implements Translator, which answers E(G) for the
+//     partitions this process owns (the groupsync loop uses it).
+//
+// # Guarantees
+//
+// Each source partition is copied in order to the same partition number of the target topic
+// (named by the replication policy) with an idempotent producer and acks=all. Key, value,
+// headers and timestamp are copied unchanged (the timestamp as CreateTime); no header is added.
+// Transactions are read with read_committed: aborted records are not mirrored and transaction
+// markers are gaps in the source offsets.
+//
+// The produce result gives the target offset of every record, so the engine keeps an exact
+// verify.PartitionMap per partition (run-length segments) and persists it on the target. After
+// a crash (kill -9) or when a partition moves to another process, the new owner loads the
+// persisted map and reconciles the target's tail: records produced after the last persist are
+// the next source records in order, so they are aligned one by one with the source (each pair
+// checked by fingerprint), the map is extended and mirroring resumes at the next source offset.
+// Never a gap, never a duplicate. If the tail is not a copy of the source (another writer), the
+// partition stops with an error rather than guess.
+//
+// Several processes with the same flow share partitions through a consumer group on the source
+// (cooperative-sticky, Config.GroupID), used only for assignment: kmirror never commits offsets
+// and never writes to the source. On revoke a process stops submitting the partition's
+// records, waits for those in flight and persists the map before the callback returns, so a
+// partition has one writer at a time.
+//
+// # The offset map topic
+//
+// Config.MapTopic (default kmirror-offsets.<source-alias>.internal) is a compacted topic with
+// one partition on the target. It holds one record per segment; the key names the segment, so
+// compaction keeps its newest length. All integers big-endian, STRING = int16 length + bytes:
+//
+//	key:   version INT16 = 1, source topic STRING, partition INT32, segment source start INT64
+//	value: version INT16 = 1, segment target start INT64, segment length INT64
+//
+// Segment (source s, target t, length n) says source offsets s..s+n-1 are at target offsets
+// t..t+n-1. A record with length 0 is an origin: where mirroring of the partition began (source
+// offset, and the target's end offset at that moment), written before the first record of the
+// partition is produced. Readers keep the last record per key and skip other versions.
+//
+// MM2-format offset syncs (mm2.OffsetSync) are also written, at the first record of each
+// ownership and at every discontinuity, to the flow's offset-syncs topic, but only when
+// offset-syncs.topic.location=target: kmirror never writes to the source cluster, so with the
+// default location (source) it reports the key as not honoured and writes none.
+//
+// # Testing
+//
+// Unit tests run two kfake clusters in process (engine_test.go): data path, map, resume after a
+// simulated crash (records produced but not persisted), scale-out with two engines. Real-broker
+// tests are in integration/mirror_test.go.
+package mirror

@@ -1,0 +1,555 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/mirror/mm2"
+	"github.com/kmigrate/kmigrate/verify"
+)
+
+// Engine mirrors one flow. Build it with New, run it with Run; it implements Translator for
+// the partitions it currently owns.
+type Engine struct {
+	cfg Config
+	log *slog.Logger
+
+	srcOpts, dstOpts []kgo.Opt
+	src, dst         *kgo.Client
+	srcAdm, dstAdm   *kadm.Client
+
+	mu     sync.Mutex
+	parts  map[tp]*partState
+	topics map[string]int // mirrored source topics and their partition counts
+
+	persistMu sync.Mutex // one persist at a time, so map records of a key never go backwards
+
+	fatalOnce sync.Once
+	fatal     chan error
+
+	metrics metrics
+	// hooks for tests
+	afterProduce func()
+}
+
+// New checks cfg and prepares an engine. srcOpts and dstOpts connect to the source and the
+// target cluster (seeds, TLS, SASL: mm2.Cluster.Opts); the engine adds its own options.
+func New(cfg Config, srcOpts, dstOpts []kgo.Opt, log *slog.Logger) (*Engine, error) {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("kmirror configuration: %w", err)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("flow", cfg.SourceAlias+"->"+cfg.TargetAlias)
+	return &Engine{
+		cfg:     cfg,
+		log:     log,
+		srcOpts: srcOpts,
+		dstOpts: dstOpts,
+		parts:   map[tp]*partState{},
+		topics:  map[string]int{},
+		fatal:   make(chan error, 1),
+	}, nil
+}
+
+// Config returns the engine's configuration after defaults.
+func (e *Engine) Config() Config { return e.cfg }
+
+// Run mirrors until ctx is done or a fatal error occurs. On ctx done it drains: it stops
+// fetching, waits for every produced record, persists the offset map and leaves the group,
+// so that another process resumes exactly where this one stopped.
+func (e *Engine) Run(ctx context.Context) error {
+	if err := e.connect(ctx); err != nil {
+		return err
+	}
+	defer e.dst.Close()
+	defer e.dstAdm.Close()
+	defer e.srcAdm.Close()
+
+	if err := e.ensureInternal(ctx, e.cfg.MapTopic); err != nil {
+		return err
+	}
+	if e.cfg.OffsetSyncsOnTarget {
+		if err := e.ensureInternal(ctx, e.cfg.OffsetSyncsTopic); err != nil {
+			return err
+		}
+	}
+	topics, err := e.sourceTopics(ctx)
+	if err != nil {
+		return err
+	}
+	if err := e.ensureTargets(ctx, topics); err != nil {
+		return err
+	}
+	logTopics(e.log, topics)
+	e.mu.Lock()
+	e.topics = topics
+	e.mu.Unlock()
+
+	names := make([]string, 0, len(topics))
+	for t := range topics {
+		names = append(names, t)
+	}
+	sort.Strings(names)
+	src, err := kgo.NewClient(append(append([]kgo.Opt(nil), e.srcOpts...),
+		kgo.ConsumerGroup(e.cfg.GroupID),
+		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.DisableAutoCommit(),
+		kgo.ConsumeTopics(names...),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
+		kgo.FetchMaxBytes(e.cfg.FetchMaxBytes),
+		kgo.FetchMaxPartitionBytes(e.cfg.FetchMaxPartitionBytes),
+		kgo.FetchMaxWait(e.cfg.FetchMaxWait),
+		kgo.AdjustFetchOffsetsFn(e.onAssigned),
+		kgo.OnPartitionsRevoked(e.onRevoked),
+		kgo.OnPartitionsLost(e.onRevoked),
+		kgo.MetadataMaxAge(min(e.cfg.RefreshTopicsInterval, time.Minute)),
+	)...)
+	if err != nil {
+		return fmt.Errorf("source cluster %s: create consumer: %w", e.cfg.SourceAlias, err)
+	}
+	e.src = src
+
+	loops, cancelLoops := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { e.persistLoop(loops) })
+	wg.Go(func() { e.refreshLoop(loops) })
+	if e.cfg.SyncGroupOffsets || e.cfg.EmitCheckpoints {
+		gs, err := e.groupSync()
+		if err != nil {
+			cancelLoops()
+			wg.Wait()
+			src.Close()
+			return err
+		}
+		defer gs.close()
+		wg.Go(func() { e.groupSyncLoop(loops, gs) })
+	}
+
+	e.log.Info("kmirror started", "group", e.cfg.GroupID, "topics", len(topics),
+		"map_topic", e.cfg.MapTopic, "offset_syncs_topic", e.offsetSyncsTopic())
+	runErr := e.poll(ctx)
+
+	// Drain: leaving the group revokes every partition, which waits for in-flight records and
+	// persists the map (onRevoked). The producer stays open until then.
+	drain, cancelDrain := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancelDrain()
+	if err := src.LeaveGroupContext(drain); err != nil {
+		e.log.Warn("leave group", "group", e.cfg.GroupID, "err", err)
+	}
+	src.Close()
+	cancelLoops()
+	wg.Wait()
+	e.persistAll(drain)
+	if runErr != nil {
+		return runErr
+	}
+	select {
+	case err := <-e.fatal:
+		return err
+	default:
+	}
+	e.log.Info("kmirror stopped")
+	return nil
+}
+
+func (e *Engine) offsetSyncsTopic() string {
+	if e.cfg.OffsetSyncsOnTarget {
+		return e.cfg.OffsetSyncsTopic
+	}
+	return ""
+}
+
+// connect builds the clients and checks that both clusters answer.
+func (e *Engine) connect(ctx context.Context) error {
+	dst, err := kgo.NewClient(append(append([]kgo.Opt(nil), e.dstOpts...),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(mustCompression(e.cfg.Compression)),
+		kgo.ProducerLinger(max(e.cfg.Linger, 0)),
+		kgo.ProducerBatchMaxBytes(e.cfg.BatchMaxBytes),
+		kgo.MaxBufferedRecords(e.cfg.MaxBufferedRecords),
+		kgo.MaxProduceRequestsInflightPerBroker(e.cfg.MaxInflight),
+		kgo.UnknownTopicRetries(20),
+	)...)
+	if err != nil {
+		return fmt.Errorf("target cluster %s: create producer: %w", e.cfg.TargetAlias, err)
+	}
+	srcAdmCl, err := kgo.NewClient(e.srcOpts...)
+	if err != nil {
+		dst.Close()
+		return fmt.Errorf("source cluster %s: create client: %w", e.cfg.SourceAlias, err)
+	}
+	e.dst, e.dstAdm, e.srcAdm = dst, kadm.NewClient(dst), kadm.NewClient(srcAdmCl)
+	for _, c := range []struct {
+		side, alias string
+		adm         *kadm.Client
+	}{{"source", e.cfg.SourceAlias, e.srcAdm}, {"target", e.cfg.TargetAlias, e.dstAdm}} {
+		pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		_, err := c.adm.BrokerMetadata(pctx)
+		cancel()
+		if err != nil {
+			e.srcAdm.Close()
+			dst.Close()
+			return fmt.Errorf("%s cluster %s is unreachable: %w%s; check its bootstrap.servers and security settings",
+				c.side, c.alias, err, hint(err))
+		}
+	}
+	return nil
+}
+
+func mustCompression(s string) kgo.CompressionCodec {
+	c, _ := compression(s) // Validate checked it
+	return c
+}
+
+// fail records the first fatal error and stops Run.
+func (e *Engine) fail(err error) {
+	e.fatalOnce.Do(func() {
+		e.log.Error("kmirror stopping on error", "err", err)
+		e.fatal <- err
+	})
+}
+
+// poll is the data path: fetch from the source, produce to the same partition of the target
+// topic, in order. Memory is bounded by the fetch sizes and MaxBufferedRecords (Produce blocks
+// when the buffer is full).
+func (e *Engine) poll(ctx context.Context) error {
+	pctx := context.WithoutCancel(ctx) // produced records are never cancelled half-way: drain waits for them
+	for {
+		select {
+		case err := <-e.fatal:
+			e.fatal <- err
+			return err
+		default:
+		}
+		fs := e.src.PollRecords(ctx, 5000)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if fs.IsClientClosed() {
+			return nil
+		}
+		fs.EachError(func(t string, p int32, err error) {
+			if errors.Is(err, context.Canceled) {
+				return
+			}
+			if isFatal(err) {
+				e.fail(fmt.Errorf("source cluster %s: fetch topic %s partition %d: %w%s", e.cfg.SourceAlias, t, p, err, hint(err)))
+				return
+			}
+			e.log.Warn("fetch error", "cluster", e.cfg.SourceAlias, "topic", t, "partition", p, "err", err)
+		})
+		fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+			ps := e.part(tp{fp.Topic, fp.Partition})
+			if ps == nil {
+				return
+			}
+			ps.mu.Lock()
+			ps.hwm = fp.HighWatermark
+			ps.mu.Unlock()
+			for _, r := range fp.Records {
+				control := r.Attrs.IsControl()
+				if !ps.begin(r.Offset, control) {
+					continue
+				}
+				out := &kgo.Record{
+					Topic:     ps.target,
+					Partition: r.Partition,
+					Key:       r.Key,
+					Value:     r.Value,
+					Headers:   r.Headers,
+					Timestamp: r.Timestamp,
+				}
+				src := r.Offset
+				size := int64(len(r.Key) + len(r.Value))
+				e.dst.Produce(pctx, out, func(o *kgo.Record, err error) {
+					ps.acked(src, o.Offset, err)
+					if err != nil {
+						e.fail(fmt.Errorf("target cluster %s: produce to topic %s partition %d (source offset %d): %w%s",
+							e.cfg.TargetAlias, ps.target, ps.partition, src, err, hint(err)))
+						return
+					}
+					e.metrics.add(1, size)
+				})
+				if e.afterProduce != nil {
+					e.afterProduce()
+				}
+			}
+		})
+	}
+}
+
+func isFatal(err error) bool {
+	return errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.GroupAuthorizationFailed) ||
+		errors.Is(err, kerr.ClusterAuthorizationFailed) || errors.Is(err, kerr.SaslAuthenticationFailed) ||
+		errors.Is(err, kerr.IllegalSaslState)
+}
+
+func (e *Engine) part(t tp) *partState {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.parts[t]
+}
+
+// onAssigned resumes every newly assigned partition from the target's truth and returns the
+// source offsets to fetch from. It runs before fetching starts; franz-go cancels ctx when the
+// session is revoked before it finishes.
+func (e *Engine) onAssigned(ctx context.Context, offsets map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	var assigned []tp
+	topics := map[string]int{}
+	for t, ps := range offsets {
+		for p := range ps {
+			assigned = append(assigned, tp{t, p})
+			topics[t] = max(topics[t], int(p)+1)
+		}
+	}
+	if len(assigned) == 0 {
+		return offsets, nil
+	}
+	sort.Slice(assigned, func(i, j int) bool {
+		return assigned[i].topic < assigned[j].topic || assigned[i].topic == assigned[j].topic && assigned[i].partition < assigned[j].partition
+	})
+	out := map[string]map[int32]kgo.Offset{}
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		if attempt > 0 {
+			e.log.Warn("resume failed, retrying", "attempt", attempt, "err", err)
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(time.Duration(attempt) * time.Second):
+			}
+		}
+		if err = e.ensureTargets(ctx, topics); err != nil {
+			continue
+		}
+		var states []*partState
+		if states, err = e.resume(ctx, assigned); err != nil {
+			continue
+		}
+		e.mu.Lock()
+		for _, ps := range states {
+			e.parts[ps.tp] = ps
+			if out[ps.topic] == nil {
+				out[ps.topic] = map[int32]kgo.Offset{}
+			}
+			out[ps.topic][ps.partition] = kgo.NewOffset().At(ps.next).WithEpoch(-1)
+		}
+		e.mu.Unlock()
+		for _, ps := range states {
+			e.log.Info("partition assigned", "topic", ps.topic, "partition", ps.partition, "offset", ps.next,
+				"target_offset", ps.pm.TargetTo, "segments", len(ps.pm.Segments))
+		}
+		return out, nil
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	e.fail(fmt.Errorf("resume assigned partitions: %w", err))
+	return nil, err
+}
+
+// onRevoked stops the revoked partitions, waits for their in-flight records and persists
+// their maps before returning, so that the next owner starts from a complete map.
+func (e *Engine) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	var states []*partState
+	e.mu.Lock()
+	for t, ps := range revoked {
+		for _, p := range ps {
+			if st, ok := e.parts[tp{t, p}]; ok {
+				states = append(states, st)
+				delete(e.parts, tp{t, p})
+			}
+		}
+	}
+	e.mu.Unlock()
+	for _, ps := range states {
+		if err := ps.revoke(); err != nil {
+			e.fail(err)
+		}
+	}
+	if len(states) == 0 {
+		return
+	}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
+	defer cancel()
+	if err := e.persist(pctx, states); err != nil {
+		// Not fatal for correctness: the next owner finds the unpersisted tail on the target.
+		e.log.Warn("persist offset map on revoke", "cluster", e.cfg.TargetAlias, "topic", e.cfg.MapTopic, "err", err)
+	}
+	for _, ps := range states {
+		e.log.Info("partition revoked", "topic", ps.topic, "partition", ps.partition, "offset", ps.next)
+	}
+}
+
+// persistLoop writes the changed parts of the map and the offset syncs every PersistInterval.
+func (e *Engine) persistLoop(ctx context.Context) {
+	t := time.NewTicker(e.cfg.PersistInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			e.persistAll(ctx)
+		}
+	}
+}
+
+func (e *Engine) persistAll(ctx context.Context) {
+	e.mu.Lock()
+	states := make([]*partState, 0, len(e.parts))
+	for _, ps := range e.parts {
+		states = append(states, ps)
+	}
+	e.mu.Unlock()
+	if err := e.persist(ctx, states); err != nil && ctx.Err() == nil {
+		e.log.Warn("persist offset map", "cluster", e.cfg.TargetAlias, "topic", e.cfg.MapTopic, "err", err)
+	}
+}
+
+// persist writes the dirty segments and queued offset syncs of states and waits for them.
+func (e *Engine) persist(ctx context.Context, states []*partState) error {
+	e.persistMu.Lock()
+	defer e.persistMu.Unlock()
+	type taken struct {
+		ps    *partState
+		from  int
+		syncs []mm2.OffsetSync
+	}
+	var recs []*kgo.Record
+	var took []taken
+	for _, ps := range states {
+		segs, syncs, from := ps.takeDirty()
+		if len(segs) == 0 && len(syncs) == 0 {
+			continue
+		}
+		for _, s := range segs {
+			recs = append(recs, &kgo.Record{Topic: e.cfg.MapTopic, Partition: 0, Key: mapKey(ps.tp, s.Source), Value: mapValue(s)})
+		}
+		if e.cfg.OffsetSyncsOnTarget {
+			for _, s := range syncs {
+				recs = append(recs, &kgo.Record{Topic: e.cfg.OffsetSyncsTopic, Partition: 0, Key: s.Key(), Value: s.Value()})
+			}
+		}
+		took = append(took, taken{ps, from, syncs})
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	if err := e.dst.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		for _, t := range took {
+			t.ps.undirty(t.from, t.syncs)
+		}
+		return err
+	}
+	e.metrics.persisted(time.Now())
+	return nil
+}
+
+// refreshLoop finds new topics and partitions and syncs topic configs.
+func (e *Engine) refreshLoop(ctx context.Context) {
+	var topicsC, configsC <-chan time.Time
+	if e.cfg.RefreshTopics && e.cfg.RefreshTopicsInterval > 0 {
+		t := time.NewTicker(e.cfg.RefreshTopicsInterval)
+		defer t.Stop()
+		topicsC = t.C
+	}
+	if e.cfg.SyncTopicConfigs && e.cfg.SyncTopicConfigsInterval > 0 {
+		t := time.NewTicker(e.cfg.SyncTopicConfigsInterval)
+		defer t.Stop()
+		configsC = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-topicsC:
+			e.refreshTopics(ctx)
+		case <-configsC:
+			e.mu.Lock()
+			topics := make(map[string]int, len(e.topics))
+			for t, n := range e.topics {
+				topics[t] = n
+			}
+			e.mu.Unlock()
+			e.syncConfigs(ctx, topics)
+		}
+	}
+}
+
+// refreshTopics adds new matching source topics and grows target topics whose source grew.
+// The group notices new partitions itself and rebalances; onAssigned grows the target first.
+func (e *Engine) refreshTopics(ctx context.Context) {
+	topics, err := e.sourceTopics(ctx)
+	if err != nil {
+		e.log.Warn("refresh topics", "err", err)
+		return
+	}
+	if err := e.ensureTargets(ctx, topics); err != nil {
+		e.log.Warn("refresh topics", "err", err)
+		return
+	}
+	e.mu.Lock()
+	var added []string
+	for t, n := range topics {
+		if _, ok := e.topics[t]; !ok {
+			added = append(added, t)
+		}
+		e.topics[t] = n
+	}
+	e.mu.Unlock()
+	if len(added) > 0 {
+		sort.Strings(added)
+		e.log.Info("new source topics", "topics", added)
+		e.src.AddConsumeTopics(added...)
+	}
+}
+
+// Translate implements Translator from the exact in-memory map.
+func (e *Engine) Translate(topic string, partition int32, g int64) (verify.Translation, bool) {
+	ps := e.part(tp{topic, partition})
+	if ps == nil {
+		return verify.Translation{}, false
+	}
+	tr := ps.translate(g)
+	return tr, tr.Known
+}
+
+// Owned implements Translator.
+func (e *Engine) Owned() map[string][]int32 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := map[string][]int32{}
+	for t := range e.parts {
+		out[t.topic] = append(out[t.topic], t.partition)
+	}
+	for _, ps := range out {
+		sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
+	}
+	return out
+}
+
+// Map returns a copy of the exact offset map of an owned partition, or false.
+func (e *Engine) Map(topic string, partition int32) (verify.PartitionMap, bool) {
+	ps := e.part(tp{topic, partition})
+	if ps == nil {
+		return verify.PartitionMap{}, false
+	}
+	return ps.snapshot(), true
+}
+
+var _ Translator = (*Engine)(nil)

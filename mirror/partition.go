@@ -1,0 +1,207 @@
+package mirror
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/kmigrate/kmigrate/mirror/mm2"
+	"github.com/kmigrate/kmigrate/verify"
+)
+
+// tp names one source topic partition.
+type tp struct {
+	topic     string
+	partition int32
+}
+
+func (t tp) String() string { return fmt.Sprintf("%s/%d", t.topic, t.partition) }
+
+// partState is one mirrored source partition owned by this process. The poll loop submits
+// records, produce promises (called in order per partition by franz-go) acknowledge them, the
+// persister writes what changed, and the revoke callback waits for the in-flight count to
+// drop to zero. One mutex guards everything; it is never held while producing.
+type partState struct {
+	tp
+	target string
+
+	mu   sync.Mutex
+	cond *sync.Cond
+	pm   verify.PartitionMap
+	// next is the next source offset the poll loop expects; records below it are ignored
+	// (a fetch that overlaps what was already submitted).
+	next int64
+	// queue holds, in submission order, the source offsets submitted and not yet settled:
+	// produced records (control=false) waiting for their promise, and control records
+	// (transaction markers) that settle when every record before them has.
+	queue    []queued
+	inflight int
+	revoked  bool
+	// failed is set at the first produce error: nothing more is submitted or mapped, so the
+	// map never claims a record after a hole; the engine stops and a restart resumes from the
+	// target's truth.
+	failed error
+
+	// dirty is the index of the first segment changed since the last persist, or
+	// len(pm.Segments) when nothing is.
+	dirty int
+	// syncs are MM2 offset syncs waiting to be written by the persister.
+	syncs []mm2.OffsetSync
+	// synced is set once the first record of this process's ownership wrote its offset sync.
+	synced bool
+
+	// hwm is the source high watermark seen by the last fetch, for the lag metric.
+	hwm int64
+}
+
+type queued struct {
+	offset  int64
+	control bool
+}
+
+func newPartState(t tp, target string, pm verify.PartitionMap, next int64) *partState {
+	ps := &partState{tp: t, target: target, pm: pm, next: next}
+	ps.cond = sync.NewCond(&ps.mu)
+	ps.dirty = len(ps.pm.Segments)
+	return ps
+}
+
+// begin registers source record off for producing. It returns false when the record must
+// not be produced: the partition was revoked or failed, or the record was already submitted.
+func (ps *partState) begin(off int64, control bool) bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.revoked || ps.failed != nil || off < ps.next {
+		return false
+	}
+	ps.next = off + 1
+	if control {
+		if len(ps.queue) == 0 {
+			ps.settleControl(off)
+		} else {
+			ps.queue = append(ps.queue, queued{offset: off, control: true})
+		}
+		return false
+	}
+	ps.queue = append(ps.queue, queued{offset: off})
+	ps.inflight++
+	return true
+}
+
+// acked records the produce result of source record src. franz-go calls promises of one
+// partition in produce order, so src is always the head of the queue.
+func (ps *partState) acked(src, dst int64, err error) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	ps.inflight--
+	defer ps.cond.Broadcast()
+	if len(ps.queue) == 0 || ps.queue[0].offset != src {
+		if ps.failed == nil {
+			ps.failed = fmt.Errorf("partition %s: produce result for source offset %d out of order", ps.tp, src)
+		}
+		return
+	}
+	ps.queue = ps.queue[1:]
+	if err != nil && ps.failed == nil {
+		ps.failed = fmt.Errorf("produce source %s offset %d to target topic %s: %w", ps.tp, src, ps.target, err)
+	}
+	if ps.failed != nil {
+		return
+	}
+	ps.extend(src, dst)
+	for len(ps.queue) > 0 && ps.queue[0].control {
+		ps.settleControl(ps.queue[0].offset)
+		ps.queue = ps.queue[1:]
+	}
+}
+
+// settleControl advances the examined source range past a control record.
+func (ps *partState) settleControl(off int64) {
+	if off+1 > ps.pm.SourceTo {
+		ps.pm.SourceTo = off + 1
+	}
+}
+
+// extend adds the mapping src -> dst: it extends the last segment when both offsets advance
+// by one, and otherwise starts a segment and queues an MM2 offset sync (the discontinuity).
+// The first record of this process's ownership queues a sync too, as MM2 does at task start.
+func (ps *partState) extend(src, dst int64) {
+	segs := ps.pm.Segments
+	n := len(segs)
+	if n > 0 && segs[n-1].Source+segs[n-1].Len == src && segs[n-1].Target+segs[n-1].Len == dst {
+		segs[n-1].Len++
+		ps.dirty = min(ps.dirty, n-1)
+		if !ps.synced {
+			ps.synced = true
+			ps.syncs = append(ps.syncs, mm2.OffsetSync{Topic: ps.topic, Partition: ps.partition, Upstream: src, Downstream: dst})
+		}
+	} else {
+		ps.pm.Segments = append(segs, verify.Segment{Source: src, Target: dst, Len: 1})
+		ps.dirty = min(ps.dirty, n)
+		ps.synced = true
+		ps.syncs = append(ps.syncs, mm2.OffsetSync{Topic: ps.topic, Partition: ps.partition, Upstream: src, Downstream: dst})
+	}
+	if n == 0 && ps.pm.SourceFrom > src {
+		ps.pm.SourceFrom = src
+	}
+	ps.pm.SourceTo = max(ps.pm.SourceTo, src+1)
+	ps.pm.TargetTo = max(ps.pm.TargetTo, dst+1)
+}
+
+// revoke stops submitting and waits until every submitted record is settled. It returns the
+// first produce error, if any.
+func (ps *partState) revoke() error {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	ps.revoked = true
+	for ps.inflight > 0 {
+		ps.cond.Wait()
+	}
+	return ps.failed
+}
+
+// takeDirty returns copies of the segments changed since the last persist and the offset
+// syncs queued, and marks them clean. mark restores them when the write failed.
+func (ps *partState) takeDirty() ([]verify.Segment, []mm2.OffsetSync, int) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	from := ps.dirty
+	segs := append([]verify.Segment(nil), ps.pm.Segments[from:]...)
+	syncs := ps.syncs
+	ps.syncs = nil
+	ps.dirty = len(ps.pm.Segments)
+	return segs, syncs, from
+}
+
+// undirty puts back what takeDirty returned after a failed write.
+func (ps *partState) undirty(from int, syncs []mm2.OffsetSync) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	ps.dirty = min(ps.dirty, from)
+	ps.syncs = append(syncs, ps.syncs...)
+}
+
+// translate answers E(G) from the exact map.
+func (ps *partState) translate(g int64) verify.Translation {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.pm.ExactTarget(g)
+}
+
+// snapshot returns a deep copy of the map.
+func (ps *partState) snapshot() verify.PartitionMap {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	pm := ps.pm
+	pm.Segments = append([]verify.Segment(nil), ps.pm.Segments...)
+	return pm
+}
+
+// lag is the number of source records (and markers) not yet mirrored.
+func (ps *partState) lag() int64 {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.hwm <= ps.pm.SourceTo {
+		return 0
+	}
+	return ps.hwm - ps.pm.SourceTo
+}

@@ -1,0 +1,159 @@
+package mirror
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/verify"
+)
+
+// The offset map topic's records (documented in doc.go): one record per segment, keyed by
+// source topic, partition and the segment's first source offset, so that compaction keeps the
+// newest length of each segment. All fields big-endian; STRING is an int16 length and bytes.
+//
+//	key:   version INT16 = 1, topic STRING, partition INT32, sourceStart INT64
+//	value: version INT16 = 1, targetStart INT64, length INT64
+//
+// A record with length 0 is an origin: where mirroring of the partition began (source offset
+// and target end offset at that moment), written before the first record is produced.
+const mapFormatVersion = 1
+
+func mapKey(t tp, sourceStart int64) []byte {
+	b := binary.BigEndian.AppendUint16(make([]byte, 0, 16+len(t.topic)), mapFormatVersion)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(t.topic)))
+	b = append(b, t.topic...)
+	b = binary.BigEndian.AppendUint32(b, uint32(t.partition))
+	return binary.BigEndian.AppendUint64(b, uint64(sourceStart))
+}
+
+func mapValue(s verify.Segment) []byte {
+	b := binary.BigEndian.AppendUint16(make([]byte, 0, 18), mapFormatVersion)
+	b = binary.BigEndian.AppendUint64(b, uint64(s.Target))
+	return binary.BigEndian.AppendUint64(b, uint64(s.Len))
+}
+
+var errMapRecord = errors.New("not a kmirror offset map record")
+
+// decodeMapRecord parses one offset map record. Records of another format version return
+// errMapRecord and are skipped by readers, so a newer writer never breaks an older reader.
+func decodeMapRecord(key, value []byte) (tp, verify.Segment, error) {
+	if len(key) < 2+2+4+8 || binary.BigEndian.Uint16(key) != mapFormatVersion ||
+		len(value) < 18 || binary.BigEndian.Uint16(value) != mapFormatVersion {
+		return tp{}, verify.Segment{}, errMapRecord
+	}
+	n := int(binary.BigEndian.Uint16(key[2:]))
+	if len(key) < 4+n+4+8 {
+		return tp{}, verify.Segment{}, errMapRecord
+	}
+	t := tp{topic: string(key[4 : 4+n]), partition: int32(binary.BigEndian.Uint32(key[4+n:]))}
+	s := verify.Segment{
+		Source: int64(binary.BigEndian.Uint64(key[8+n:])),
+		Target: int64(binary.BigEndian.Uint64(value[2:])),
+		Len:    int64(binary.BigEndian.Uint64(value[10:])),
+	}
+	return t, s, nil
+}
+
+// persistedMap is the offset map topic's content: per partition, segments sorted by source
+// offset; origins have Len 0.
+type persistedMap map[tp][]verify.Segment
+
+// readMap reads the whole offset map topic (partition 0) up to its current end. The newest
+// record of each key wins, as compaction would decide.
+func readMap(ctx context.Context, opts []kgo.Opt, topic string, end int64) (persistedMap, error) {
+	latest := map[tp]map[int64]verify.Segment{}
+	if end > 0 {
+		err := readRange(ctx, opts, topic, 0, 0, end, false, func(r *kgo.Record) (bool, error) {
+			t, s, err := decodeMapRecord(r.Key, r.Value)
+			if err != nil {
+				return true, nil
+			}
+			if latest[t] == nil {
+				latest[t] = map[int64]verify.Segment{}
+			}
+			latest[t][s.Source] = s
+			return true, nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("read offset map topic %s: %w", topic, err)
+		}
+	}
+	out := persistedMap{}
+	for t, bySource := range latest {
+		segs := make([]verify.Segment, 0, len(bySource))
+		for _, s := range bySource {
+			segs = append(segs, s)
+		}
+		sort.Slice(segs, func(i, j int) bool { return segs[i].Source < segs[j].Source })
+		out[t] = segs
+	}
+	return out, nil
+}
+
+// readRange calls fn for every record of topic/partition with offset in [from, end), in
+// order, control records included, until fn returns false. committed reads with
+// read_committed (aborted records are skipped). It returns when the record at end-1 was
+// delivered or fn stopped.
+func readRange(ctx context.Context, opts []kgo.Opt, topic string, partition int32, from, end int64, committed bool, fn func(*kgo.Record) (bool, error)) error {
+	if from >= end {
+		return nil
+	}
+	iso := kgo.ReadUncommitted()
+	if committed {
+		iso = kgo.ReadCommitted()
+	}
+	cl, err := kgo.NewClient(append(append([]kgo.Opt(nil), opts...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().At(from)}}),
+		kgo.FetchIsolationLevel(iso),
+		kgo.KeepControlRecords(),
+	)...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	for {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var ferr error
+		fs.EachError(func(t string, p int32, err error) {
+			if ferr == nil {
+				ferr = fmt.Errorf("topic %s partition %d: %w", t, p, err)
+			}
+		})
+		if ferr != nil {
+			return ferr
+		}
+		done := false
+		var fnErr error
+		fs.EachRecord(func(r *kgo.Record) {
+			if done || fnErr != nil {
+				return
+			}
+			if r.Offset >= end {
+				done = true
+				return
+			}
+			more, err := fn(r)
+			if err != nil {
+				fnErr = err
+				return
+			}
+			if !more || r.Offset >= end-1 {
+				done = true
+			}
+		})
+		if fnErr != nil {
+			return fnErr
+		}
+		if done {
+			return nil
+		}
+	}
+}

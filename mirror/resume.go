@@ -1,0 +1,193 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/verify"
+)
+
+// resume rebuilds the state of newly assigned partitions from the target's truth:
+//
+//  1. the persisted offset map (the map topic, read to its end);
+//  2. the target's tail: records after the last persisted segment were produced by a previous
+//     owner that died before persisting them. They are the next source records in order (one
+//     writer per partition, nothing skipped), so the tail is aligned with the source from the
+//     persisted source end record by record, each pair checked by fingerprint. The map is
+//     extended and consumption resumes at the next source offset: no gap, no duplicate.
+//
+// A partition never mirrored before gets an origin record (source start, target end) before
+// its first record is produced, so that a crash before the first persist is also recovered.
+func (e *Engine) resume(ctx context.Context, assigned []tp) ([]*partState, error) {
+	mapEnd, err := e.dstAdm.ListEndOffsets(ctx, e.cfg.MapTopic)
+	if err != nil {
+		return nil, e.clusterErr("target", e.cfg.TargetAlias, "list end offset of "+e.cfg.MapTopic, err)
+	}
+	end, err := offsetOf(mapEnd, e.cfg.MapTopic, 0)
+	if err != nil {
+		return nil, fmt.Errorf("target cluster %s: offset map topic %s: %w", e.cfg.TargetAlias, e.cfg.MapTopic, err)
+	}
+	persisted, err := readMap(ctx, e.dstOpts, e.cfg.MapTopic, end)
+	if err != nil {
+		return nil, fmt.Errorf("target cluster %s: %w", e.cfg.TargetAlias, err)
+	}
+
+	srcTopics, dstTopics := map[string]bool{}, map[string]bool{}
+	for _, t := range assigned {
+		srcTopics[t.topic] = true
+		dstTopics[e.cfg.targetTopic(t.topic)] = true
+	}
+	srcStarts, err := e.srcAdm.ListStartOffsets(ctx, keys(srcTopics)...)
+	if err != nil {
+		return nil, e.clusterErr("source", e.cfg.SourceAlias, "list start offsets", err)
+	}
+	srcEnds, err := e.srcAdm.ListEndOffsets(ctx, keys(srcTopics)...)
+	if err != nil {
+		return nil, e.clusterErr("source", e.cfg.SourceAlias, "list end offsets", err)
+	}
+	dstEnds, err := e.dstAdm.ListEndOffsets(ctx, keys(dstTopics)...)
+	if err != nil {
+		return nil, e.clusterErr("target", e.cfg.TargetAlias, "list end offsets", err)
+	}
+
+	var out []*partState
+	var origins []*kgo.Record
+	for _, t := range assigned {
+		target := e.cfg.targetTopic(t.topic)
+		srcStart, err := offsetOf(srcStarts, t.topic, t.partition)
+		if err != nil {
+			return nil, fmt.Errorf("source cluster %s: %w", e.cfg.SourceAlias, err)
+		}
+		srcEnd, err := offsetOf(srcEnds, t.topic, t.partition)
+		if err != nil {
+			return nil, fmt.Errorf("source cluster %s: %w", e.cfg.SourceAlias, err)
+		}
+		dstEnd, err := offsetOf(dstEnds, target, t.partition)
+		if err != nil {
+			return nil, fmt.Errorf("target cluster %s: %w (the target topic needs as many partitions as the source)", e.cfg.TargetAlias, err)
+		}
+		segs := persisted[t]
+		if len(segs) == 0 {
+			start := srcStart
+			if e.cfg.StartAtEnd {
+				start = srcEnd
+			}
+			pm := verify.PartitionMap{Partition: t.partition, SourceFrom: start, SourceTo: start, TargetTo: dstEnd}
+			origins = append(origins, &kgo.Record{Topic: e.cfg.MapTopic, Partition: 0, Key: mapKey(t, start), Value: mapValue(verify.Segment{Source: start, Target: dstEnd})})
+			out = append(out, newPartState(t, target, pm, start))
+			continue
+		}
+		pm := verify.PartitionMap{Partition: t.partition, SourceFrom: segs[0].Source}
+		var persistedSrc, persistedDst int64
+		for _, s := range segs {
+			if s.Len == 0 {
+				if len(pm.Segments) == 0 {
+					persistedSrc, persistedDst = s.Source, s.Target
+				}
+				continue
+			}
+			pm.Segments = append(pm.Segments, s)
+			persistedSrc, persistedDst = s.Source+s.Len, s.Target+s.Len
+		}
+		pm.SourceTo, pm.TargetTo = persistedSrc, persistedDst
+		if dstEnd < persistedDst {
+			return nil, fmt.Errorf("target topic %s partition %d ends at offset %d, but the offset map in %s says kmirror wrote up to %d: the target was truncated or recreated; delete and recreate %s (kmirror then mirrors from the start) or restore the target",
+				target, t.partition, dstEnd, e.cfg.MapTopic, persistedDst, e.cfg.MapTopic)
+		}
+		ps := newPartState(t, target, pm, persistedSrc)
+		if dstEnd > persistedDst {
+			n, err := e.alignTail(ctx, ps, persistedSrc, persistedDst, dstEnd, srcEnd)
+			if err != nil {
+				return nil, err
+			}
+			e.log.Info("target tail reconciled", "topic", t.topic, "partition", t.partition,
+				"records", n, "offset", ps.next, "target_offset", dstEnd)
+		}
+		if ps.next < srcStart {
+			e.log.Warn("source records deleted before they were mirrored (retention)", "cluster", e.cfg.SourceAlias,
+				"topic", t.topic, "partition", t.partition, "offset", ps.next, "log_start", srcStart)
+			ps.next = srcStart
+		}
+		out = append(out, ps)
+	}
+	if len(origins) > 0 {
+		if err := e.dst.ProduceSync(ctx, origins...).FirstErr(); err != nil {
+			return nil, fmt.Errorf("target cluster %s: write origin records to %s: %w%s", e.cfg.TargetAlias, e.cfg.MapTopic, err, hint(err))
+		}
+	}
+	if err := e.persist(ctx, out); err != nil {
+		return nil, fmt.Errorf("target cluster %s: persist reconciled offset map to %s: %w%s", e.cfg.TargetAlias, e.cfg.MapTopic, err, hint(err))
+	}
+	return out, nil
+}
+
+// alignTail maps target records [dstFrom, dstEnd) of ps's target partition onto the source
+// records from srcFrom on, in order, and returns how many it mapped.
+func (e *Engine) alignTail(ctx context.Context, ps *partState, srcFrom, dstFrom, dstEnd, srcEnd int64) (int, error) {
+	type rec struct {
+		offset int64
+		print  uint64
+	}
+	var tail []rec
+	err := readRange(ctx, e.dstOpts, ps.target, ps.partition, dstFrom, dstEnd, false, func(r *kgo.Record) (bool, error) {
+		if !r.Attrs.IsControl() {
+			tail = append(tail, rec{r.Offset, verify.Fingerprint(r, verify.DefaultFields)})
+		}
+		return true, nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("target cluster %s: read tail of topic %s partition %d from offset %d: %w", e.cfg.TargetAlias, ps.target, ps.partition, dstFrom, err)
+	}
+	if len(tail) == 0 {
+		return 0, nil
+	}
+	i := 0
+	err = readRange(ctx, e.srcOpts, ps.topic, ps.partition, srcFrom, srcEnd, true, func(r *kgo.Record) (bool, error) {
+		if r.Attrs.IsControl() {
+			return true, nil
+		}
+		if r.Offset < srcFrom {
+			return false, fmt.Errorf("source offset %d below %d: the source log moved", r.Offset, srcFrom)
+		}
+		if verify.Fingerprint(r, verify.DefaultFields) != tail[i].print {
+			return false, fmt.Errorf("target topic %s partition %d offset %d is not a copy of source topic %s partition %d offset %d: something other than this kmirror flow wrote to the target, or the source changed; run kverify diff, then delete the target partition's extra records or recreate the topic",
+				ps.target, ps.partition, tail[i].offset, ps.topic, ps.partition, r.Offset)
+		}
+		ps.mu.Lock()
+		ps.extend(r.Offset, tail[i].offset)
+		ps.next = r.Offset + 1
+		ps.mu.Unlock()
+		i++
+		return i < len(tail), nil
+	})
+	if err != nil {
+		return i, fmt.Errorf("align target tail with source topic %s partition %d: %w", ps.topic, ps.partition, err)
+	}
+	if i < len(tail) {
+		return i, fmt.Errorf("target topic %s partition %d has %d records after offset %d that the source topic %s partition %d (ending at %d) does not have: something else wrote to the target; run kverify diff",
+			ps.target, ps.partition, len(tail)-i, tail[i].offset, ps.topic, ps.partition, srcEnd)
+	}
+	return i, nil
+}
+
+func offsetOf(l kadm.ListedOffsets, topic string, partition int32) (int64, error) {
+	o, ok := l.Lookup(topic, partition)
+	if !ok {
+		return 0, fmt.Errorf("topic %s partition %d not found", topic, partition)
+	}
+	if o.Err != nil {
+		return 0, fmt.Errorf("topic %s partition %d: %w%s", topic, partition, o.Err, hint(o.Err))
+	}
+	return o.Offset, nil
+}
+
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}

@@ -1,0 +1,199 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// sourceTopics lists the source topics the flow mirrors, with their partition counts.
+func (e *Engine) sourceTopics(ctx context.Context) (map[string]int, error) {
+	td, err := e.srcAdm.ListTopics(ctx)
+	if err != nil {
+		return nil, e.clusterErr("source", e.cfg.SourceAlias, "list topics", err)
+	}
+	out := map[string]int{}
+	for name, d := range td {
+		if d.Err != nil || d.IsInternal || !e.cfg.matches(name) {
+			continue
+		}
+		out[name] = len(d.Partitions)
+	}
+	return out, nil
+}
+
+// ensureTargets makes sure every target topic exists with at least the source's partition
+// count: missing topics are created with the source's synced configuration, short ones grow.
+func (e *Engine) ensureTargets(ctx context.Context, src map[string]int) error {
+	if len(src) == 0 {
+		return nil
+	}
+	names := make([]string, 0, len(src))
+	byTarget := map[string]string{}
+	for s := range src {
+		t := e.cfg.targetTopic(s)
+		names = append(names, t)
+		byTarget[t] = s
+	}
+	sort.Strings(names)
+	td, err := e.dstAdm.ListTopics(ctx, names...)
+	if err != nil {
+		return e.clusterErr("target", e.cfg.TargetAlias, "describe target topics", err)
+	}
+	var errs []error
+	for _, t := range names {
+		s := byTarget[t]
+		want := src[s]
+		d, ok := td[t]
+		switch {
+		case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition):
+			if err := e.createTarget(ctx, s, t, want); err != nil {
+				errs = append(errs, err)
+			}
+		case d.Err != nil:
+			errs = append(errs, fmt.Errorf("target cluster %s: describe topic %s: %w%s", e.cfg.TargetAlias, t, d.Err, hint(d.Err)))
+		case len(d.Partitions) < want:
+			e.log.Warn("target topic has fewer partitions than the source: adding partitions",
+				"cluster", e.cfg.TargetAlias, "topic", t, "partitions", len(d.Partitions), "source_partitions", want)
+			resp, err := e.dstAdm.UpdatePartitions(ctx, want, t)
+			if err == nil {
+				_, err = resp.On(t, nil)
+				if r, ok := resp[t]; ok && r.Err != nil {
+					err = r.Err
+				}
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("target topic %s has %d partitions, source topic %s has %d, and adding partitions failed: %w%s; add them with kafka-topics --alter --partitions %d, or delete the target topic so kmirror creates it",
+					t, len(d.Partitions), s, want, err, hint(err), want))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// createTarget creates target topic t for source topic s.
+func (e *Engine) createTarget(ctx context.Context, s, t string, partitions int) error {
+	configs := map[string]*string{}
+	if e.cfg.SyncTopicConfigs {
+		var err error
+		if configs, err = e.sourceConfigs(ctx, s); err != nil {
+			return err
+		}
+	}
+	_, err := e.dstAdm.CreateTopic(ctx, int32(partitions), e.cfg.ReplicationFactor, configs, t)
+	if errors.Is(err, kerr.TopicAlreadyExists) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("target cluster %s: create topic %s (%d partitions, replication factor %d): %w%s",
+			e.cfg.TargetAlias, t, partitions, e.cfg.ReplicationFactor, err, hint(err))
+	}
+	e.log.Info("created target topic", "cluster", e.cfg.TargetAlias, "topic", t, "partitions", partitions,
+		"replication_factor", e.cfg.ReplicationFactor, "configs", len(configs))
+	return nil
+}
+
+// sourceConfigs returns the configuration overrides of source topic s that MM2 would copy:
+// those set on the topic itself, neither sensitive nor read-only nor excluded by
+// config.properties.exclude. Defaults are not copied, so the target's defaults apply.
+func (e *Engine) sourceConfigs(ctx context.Context, s string) (map[string]*string, error) {
+	rcs, err := e.srcAdm.DescribeTopicConfigs(ctx, s)
+	if err != nil {
+		return nil, e.clusterErr("source", e.cfg.SourceAlias, "describe configs of topic "+s, err)
+	}
+	out := map[string]*string{}
+	for _, rc := range rcs {
+		if rc.Err != nil {
+			return nil, fmt.Errorf("source cluster %s: describe configs of topic %s: %w%s", e.cfg.SourceAlias, s, rc.Err, hint(rc.Err))
+		}
+		for _, c := range rc.Configs {
+			if c.Source != kmsg.ConfigSourceDynamicTopicConfig || c.Sensitive || c.Value == nil || e.cfg.excludedConfig(c.Key) {
+				continue
+			}
+			out[c.Key] = c.Value
+		}
+	}
+	return out, nil
+}
+
+// syncConfigs copies the source topics' overrides onto existing target topics.
+func (e *Engine) syncConfigs(ctx context.Context, src map[string]int) {
+	for s := range src {
+		cfgs, err := e.sourceConfigs(ctx, s)
+		if err != nil {
+			e.log.Warn("sync topic configs failed", "cluster", e.cfg.SourceAlias, "topic", s, "err", err)
+			continue
+		}
+		if len(cfgs) == 0 {
+			continue
+		}
+		alter := make([]kadm.AlterConfig, 0, len(cfgs))
+		for k, v := range cfgs {
+			alter = append(alter, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: v})
+		}
+		t := e.cfg.targetTopic(s)
+		resp, err := e.dstAdm.AlterTopicConfigs(ctx, alter, t)
+		if err == nil {
+			for _, r := range resp {
+				if r.Err != nil {
+					err = r.Err
+				}
+			}
+		}
+		if err != nil {
+			e.log.Warn("sync topic configs failed", "cluster", e.cfg.TargetAlias, "topic", t, "err", err)
+		}
+	}
+}
+
+// ensureInternal creates a single-partition compacted topic on the target when missing.
+func (e *Engine) ensureInternal(ctx context.Context, topic string) error {
+	td, err := e.dstAdm.ListTopics(ctx, topic)
+	if err != nil {
+		return e.clusterErr("target", e.cfg.TargetAlias, "describe topic "+topic, err)
+	}
+	if d, ok := td[topic]; ok && d.Err == nil {
+		return nil
+	}
+	compact := "compact"
+	_, err = e.dstAdm.CreateTopic(ctx, 1, e.cfg.InternalReplicationFactor, map[string]*string{"cleanup.policy": &compact}, topic)
+	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("target cluster %s: create internal topic %s (replication factor %d): %w%s",
+			e.cfg.TargetAlias, topic, e.cfg.InternalReplicationFactor, err, hint(err))
+	}
+	e.log.Info("created internal topic", "cluster", e.cfg.TargetAlias, "topic", topic)
+	return nil
+}
+
+// clusterErr turns a request error into one that names the cluster and says what to do.
+func (e *Engine) clusterErr(side, alias, what string, err error) error {
+	return fmt.Errorf("%s cluster %s: %s: %w%s", side, alias, what, err, hint(err))
+}
+
+// hint says what to do about the common errors.
+func hint(err error) string {
+	var ae *kadm.AuthError
+	switch {
+	case errors.As(err, &ae), errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.ClusterAuthorizationFailed),
+		errors.Is(err, kerr.GroupAuthorizationFailed), errors.Is(err, kerr.TransactionalIDAuthorizationFailed):
+		return " (missing permission: grant the kmirror principal Describe/Read on source topics and group, Create/Write/Describe/AlterConfigs on target topics, IdempotentWrite on the target cluster)"
+	case errors.Is(err, kerr.InvalidReplicationFactor):
+		return " (the cluster has fewer brokers than the replication factor: set replication.factor / offset-syncs.topic.replication.factor)"
+	case errors.Is(err, context.DeadlineExceeded):
+		return " (no answer in time: check bootstrap.servers, the network and the security settings)"
+	}
+	return ""
+}
+
+// logTopics logs the mirrored topics at start.
+func logTopics(log *slog.Logger, src map[string]int) {
+	for t, n := range src {
+		log.Info("mirroring topic", "topic", t, "partitions", n)
+	}
+}
