@@ -12,9 +12,9 @@ import (
 )
 
 type groupSyncer struct {
-	s           *groupsync.Syncer
-	src, dst    *kgo.Client
-	interval    time.Duration
+	s        *groupsync.Syncer
+	src, dst *kgo.Client
+	interval time.Duration
 }
 
 func (g *groupSyncer) close() {
