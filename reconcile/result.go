@@ -54,7 +54,10 @@ type Partition struct {
 	TargetCommitted *int64 `json:"target_committed"`
 	TargetEnd       int64  `json:"target_end"`
 	Checkpoint      *int64 `json:"checkpoint"`
-	ExactTarget     *int64 `json:"exact_target"`
+	// CheckpointUpstream is the source offset MM2's checkpoint was translated from; when it is
+	// not SourceCommitted the checkpoint is stale.
+	CheckpointUpstream *int64 `json:"checkpoint_upstream,omitempty"`
+	ExactTarget        *int64 `json:"exact_target"`
 
 	Status Status `json:"status"`
 	Reason string `json:"reason,omitempty"`
@@ -66,4 +69,6 @@ type Partition struct {
 	CheckpointStatus Status `json:"checkpoint_status,omitempty"`
 	// Proof says how E(G) was established, e.g. "fingerprint of source 41 = target 49".
 	Proof string `json:"proof,omitempty"`
+	// Action says what Apply did or why it left the partition alone.
+	Action string `json:"action,omitempty"`
 }

@@ -1,0 +1,117 @@
+package reconcile
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"regexp"
+
+	"github.com/kmigrate/kmigrate/mirror/mm2"
+	"github.com/kmigrate/kmigrate/verify"
+)
+
+// DefaultGroupsExclude are the groups MM2 never syncs (groups.exclude default), which Plan
+// skips too unless Config.GroupsExclude says otherwise.
+const DefaultGroupsExclude = `console-consumer-.*|connect-.*|__.*`
+
+// Config says which groups Plan looks at and how it finds E(G).
+type Config struct {
+	// Groups selects source groups by name (full match). Default: every group.
+	Groups *regexp.Regexp
+	// GroupsExclude drops groups by name (full match). Default: DefaultGroupsExclude, MM2's
+	// own exclusions. Set it to regexp.MustCompile(`$^`) to exclude nothing.
+	GroupsExclude *regexp.Regexp
+	// Topics selects source topics by name (full match). Default: every topic.
+	Topics *regexp.Regexp
+
+	// Flow names target topics (its replication policy), the checkpoints topic and where
+	// MM2's offset syncs live. Default: mm2.NewFlow-like identity flow "source->target" with
+	// offset syncs on the source.
+	Flow *mm2.Flow
+	// CheckpointsTopic overrides the checkpoints topic on the target. Default:
+	// "<flow source alias>.checkpoints.internal".
+	CheckpointsTopic string
+	// OffsetSyncsTopic overrides the offset-syncs topic. Default: as the flow says,
+	// "mm2-offset-syncs.<alias>.internal".
+	OffsetSyncsTopic string
+
+	// OffsetMap, when set, is the exact offset map of its source topic (from kverify diff):
+	// E(G) comes from it instead of a local alignment. Other topics are aligned locally.
+	OffsetMap *verify.OffsetMap
+
+	// Fields are what record fingerprints cover. Default: verify.DefaultFields.
+	Fields verify.Fields
+	// Before is how many source records below G Plan reads (more when gaps hide them).
+	// Default: 16.
+	Before int
+	// Window is how many target records Plan reads per step around the copy of s*, and the
+	// look-ahead after the last copy found, within which a later copy (a replay) is searched.
+	// Default: 500.
+	Window int
+	// MaxTargetRead bounds the target records read for one group partition before Plan gives
+	// up with "unmappable: record not found". Default: 20000.
+	MaxTargetRead int
+	// Concurrency is how many group partitions are planned at once. Default: 8.
+	Concurrency int
+	// Logger receives progress at debug level. Default: discard.
+	Logger *slog.Logger
+}
+
+// SetDefaults fills the zero fields with their defaults.
+func (c *Config) SetDefaults() {
+	if c.GroupsExclude == nil {
+		c.GroupsExclude = regexp.MustCompile(`^(?:` + DefaultGroupsExclude + `)$`)
+	}
+	if c.Flow == nil {
+		c.Flow = &mm2.Flow{Source: "source", Target: "target", Enabled: true, Separator: ".", OffsetSyncsLocation: "source"}
+	}
+	if c.Fields == 0 {
+		c.Fields = verify.DefaultFields
+	}
+	if c.Before <= 0 {
+		c.Before = 16
+	}
+	if c.Window <= 0 {
+		c.Window = 500
+	}
+	if c.MaxTargetRead <= 0 {
+		c.MaxTargetRead = 20000
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = 8
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+}
+
+// Validate reports a configuration Plan cannot run with.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.Flow != nil && c.Flow.Source == "" {
+		errs = append(errs, errors.New("flow: the source alias is empty: set --source-alias or the flow in the MM2 file"))
+	}
+	if c.Flow != nil && c.Flow.OffsetSyncsLocation != "" && c.Flow.OffsetSyncsLocation != "source" && c.Flow.OffsetSyncsLocation != "target" {
+		errs = append(errs, fmt.Errorf("flow %s->%s: offset-syncs.topic.location is %q: use source or target", c.Flow.Source, c.Flow.Target, c.Flow.OffsetSyncsLocation))
+	}
+	if c.OffsetMap != nil && c.OffsetMap.SourceTopic == "" {
+		errs = append(errs, errors.New("offset map: it names no source topic: write it again with kverify diff --offset-map"))
+	}
+	if c.Window > 0 && c.MaxTargetRead > 0 && c.MaxTargetRead < c.Window {
+		errs = append(errs, fmt.Errorf("max target read %d is below the window %d: raise it", c.MaxTargetRead, c.Window))
+	}
+	return errors.Join(errs...)
+}
+
+// ApplyConfig tunes Apply.
+type ApplyConfig struct {
+	// AllowRewind lets Apply move a target offset backwards (an "ahead" partition, whose
+	// consumers would otherwise skip records). Default: false, such partitions are left alone.
+	AllowRewind bool
+	// Backup is the file the previous target offsets are saved to before anything is written.
+	// Default: "kreconcile-backup-<UTC time>.json" in the working directory.
+	Backup string
+	// Logger receives what was written at info level. Default: discard.
+	Logger *slog.Logger
+}

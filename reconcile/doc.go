@@ -1,0 +1,38 @@
+// Package reconcile computes, for every consumer group, the exact target offset E(G) of each
+// partition after a migration, judges the group's target commit and MirrorMaker 2's checkpoint
+// against it, and fixes the target commit safely.
+//
+// The types to know:
+//
+//   - Plan reads, never writes. For each group partition it reads the source commit G (and its
+//     metadata), the source log start and end, the target commit and log end, and MM2's latest
+//     checkpoint; then it computes E(G) as DESIGN.md defines it: 1 + the last target copy of
+//     s*, the largest mirrored source record below G (or, with no such record, the target
+//     offset of the first mirrored record at or after G). With an offset map from kverify diff
+//     the answer comes from the map; otherwise Plan aligns content locally: it reads the few
+//     source records just below G (walking back over transaction markers, compacted or deleted
+//     records) and a few after it, and a bounded target window that MM2's offset syncs or the
+//     records' timestamps place; hints bound where to read, the answer always comes from
+//     matching fingerprints. After finding the copy of s* it keeps reading Config.Window target
+//     records to catch a later copy (a replay). Each answer carries its Proof: the fingerprint
+//     of the source record before G equals that of the target record before E(G).
+//   - Result (result.go) is the plan, its JSON form part of kreconcile's interface. Statuses:
+//     exact, behind, ahead, pending, missing-target-offset, unmappable (with a Reason).
+//     Whenever content cannot tell (a run of identical records with a replay or a loss in it,
+//     a record that is nowhere in the window, a lone identical record after s*) the partition
+//     is unmappable: Plan never answers above the true E(G).
+//   - Apply commits E(G) for groups that are Empty or absent on the target, saves the previous
+//     offsets to a Backup first, re-reads to confirm, and is idempotent; Rollback restores a
+//     backup exactly (offsets that did not exist are deleted).
+//
+// Counting. RedeliveredIfUnchanged is the number of target records in [target commit, E):
+// records a consumer switched now would read although the group consumed them on the source.
+// Extras (target records copying no source record) found by the alignment are not counted,
+// and neither are offsets without a record (transaction markers). It equals E minus the target
+// commit only when the target holds no markers or extras in between. SkippedIfUnchanged is
+// the same count over [E, target commit).
+//
+// Testing. The unit tests run two kfake clusters, a test mirror that copies records with
+// replays and gaps, MM2-format checkpoints and offset syncs written as MM2 3.7.1 translates
+// them; integration/reconcile_test.go runs the same checks on real brokers with MirrorMaker 2.
+package reconcile

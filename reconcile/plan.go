@@ -1,0 +1,401 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/kmigrate/kmigrate/mirror/mm2"
+	"github.com/kmigrate/kmigrate/verify"
+)
+
+// countLimit bounds how many target records Plan reads to count redelivered or skipped
+// records; past it the count is the offset difference minus the extras already seen.
+const countLimit = 10000
+
+type planner struct {
+	cfg         Config
+	src, dst    *side
+	syncs       syncIndex // nil when there is no offset-syncs topic
+	checkpoints map[mm2.CheckpointKey]mm2.Checkpoint
+
+	mu    sync.Mutex
+	cache map[cacheKey]*cacheEntry
+}
+
+type cacheKey struct {
+	topic string
+	part  int32
+	g     int64
+}
+
+type cacheEntry struct {
+	once sync.Once
+	ans  answer
+	err  error
+}
+
+// Plan reads the committed offsets of the selected groups on both clusters and MM2's
+// checkpoints, computes E(G) for every group partition and judges the target commit and the
+// checkpoint against it. It never writes to either cluster. Per-group and per-partition
+// failures are reported in the result; the error is for failures of the whole call (listing
+// groups, reading offsets).
+func Plan(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, error) {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("reconcile config: %w", err)
+	}
+	p := &planner{cfg: cfg, src: newSide("source", src), dst: newSide("target", dst), cache: make(map[cacheKey]*cacheEntry)}
+	log := cfg.Logger
+
+	// Groups on the source.
+	listed, err := p.src.adm.ListGroups(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("source cluster: list groups: %w", err)
+	}
+	groupsRe, excludeRe, topicsRe := anchored(cfg.Groups), anchored(cfg.GroupsExclude), anchored(cfg.Topics)
+	var names []string
+	for _, g := range sortedKeys(listed) {
+		if groupsRe != nil && !groupsRe.MatchString(g) {
+			continue
+		}
+		if excludeRe != nil && excludeRe.MatchString(g) {
+			continue
+		}
+		names = append(names, g)
+	}
+	res := &Result{Groups: []Group{}}
+	if len(names) == 0 {
+		return res, nil
+	}
+	srcDesc, err := p.src.adm.DescribeGroups(ctx, names...)
+	if err != nil && len(srcDesc) == 0 {
+		return nil, fmt.Errorf("source cluster: describe groups: %w", err)
+	}
+	srcOffs := p.src.adm.FetchManyOffsets(ctx, names...)
+	dstDesc, err := p.dst.adm.DescribeGroups(ctx, names...)
+	if err != nil && len(dstDesc) == 0 {
+		return nil, fmt.Errorf("target cluster: describe groups: %w", err)
+	}
+	dstOffs := p.dst.adm.FetchManyOffsets(ctx, names...)
+
+	// Source topics the groups committed on, and their logs.
+	topicSet := map[string]bool{}
+	for _, r := range srcOffs {
+		for t := range r.Fetched {
+			if topicsRe == nil || topicsRe.MatchString(t) {
+				topicSet[t] = true
+			}
+		}
+	}
+	topics := sortedKeys(topicSet)
+	srcStarts, srcEnds, err := p.src.bounds(ctx, topics)
+	if err != nil {
+		return nil, err
+	}
+	// Target topics, when mirrored and present.
+	dstTopicOf := map[string]string{}
+	var dstTopics []string
+	for _, t := range topics {
+		tt := targetTopic(cfg.Flow, t)
+		if cfg.OffsetMap != nil && cfg.OffsetMap.SourceTopic == t && cfg.OffsetMap.TargetTopic != "" {
+			tt = cfg.OffsetMap.TargetTopic
+		}
+		dstTopicOf[t] = tt
+		if _, ok, err := p.dst.topic(ctx, tt); err != nil {
+			return nil, err
+		} else if ok {
+			dstTopics = append(dstTopics, tt)
+		}
+	}
+	dstStarts, dstEnds, err := p.dst.bounds(ctx, dstTopics)
+	if err != nil {
+		return nil, err
+	}
+
+	// MM2's checkpoints and offset syncs: hints and the thing to judge, never the answer.
+	cpTopic := cfg.CheckpointsTopic
+	if cpTopic == "" {
+		cpTopic = checkpointsTopic(cfg.Flow)
+	}
+	if p.checkpoints, _, err = readCheckpoints(ctx, p.dst, cpTopic); err != nil {
+		log.Warn("cannot read checkpoints", "cluster", "target", "topic", cpTopic, "err", err)
+	}
+	syncTopic, onTarget := offsetSyncsTopic(cfg.Flow)
+	if cfg.OffsetSyncsTopic != "" {
+		syncTopic = cfg.OffsetSyncsTopic
+	}
+	syncSide := p.src
+	if onTarget {
+		syncSide = p.dst
+	}
+	if p.syncs, _, err = readOffsetSyncs(ctx, syncSide, syncTopic); err != nil {
+		log.Warn("cannot read offset syncs", "cluster", syncSide.name, "topic", syncTopic, "err", err)
+		p.syncs = nil
+	}
+
+	// One result slot per group partition, filled in parallel.
+	res.Groups = make([]Group, len(names))
+	type slot struct{ g, p int }
+	var slots []slot
+	for gi, name := range names {
+		g := Group{Group: name, Partitions: []Partition{}}
+		if d, ok := srcDesc[name]; ok {
+			g.SourceState = d.State
+			if d.Err != nil {
+				g.Err = fmt.Sprintf("source cluster: describe group %q: %v", name, d.Err)
+			}
+		}
+		g.TargetState = "Dead"
+		if d, ok := dstDesc[name]; ok && d.State != "" {
+			g.TargetState = d.State
+		}
+		if d, ok := dstDesc[name]; ok && d.Err != nil {
+			g.Err = fmt.Sprintf("target cluster: describe group %q: %v", name, d.Err)
+		}
+		so := srcOffs[name]
+		if so.Err != nil {
+			g.Err = fmt.Sprintf("source cluster: fetch offsets of group %q: %v", name, so.Err)
+		}
+		do := dstOffs[name]
+		if do.Err != nil {
+			g.Err = fmt.Sprintf("target cluster: fetch offsets of group %q: %v", name, do.Err)
+		}
+		so.Fetched.Each(func(o kadm.OffsetResponse) {
+			if !topicSet[o.Topic] || o.At < 0 {
+				return
+			}
+			tt := dstTopicOf[o.Topic]
+			part := Partition{Topic: o.Topic, TargetTopic: tt, Partition: o.Partition,
+				SourceCommitted: o.At, SourceMetadata: o.Metadata}
+			if o.Err != nil {
+				part.Status, part.Reason = StatusUnmappable, fmt.Sprintf("source cluster: committed offset of %s/%d: %v", o.Topic, o.Partition, o.Err)
+			}
+			if l, ok := srcStarts.Lookup(o.Topic, o.Partition); ok {
+				part.SourceStart = l.Offset
+			}
+			if l, ok := srcEnds.Lookup(o.Topic, o.Partition); ok {
+				part.SourceEnd = l.Offset
+			}
+			if l, ok := dstEnds.Lookup(tt, o.Partition); ok {
+				part.TargetEnd = l.Offset
+			}
+			if t, ok := do.Fetched.Lookup(tt, o.Partition); ok && t.Err == nil && t.At >= 0 {
+				at := t.At
+				part.TargetCommitted = &at
+			}
+			if cp, ok := p.checkpoints[mm2.CheckpointKey{Group: name, Topic: tt, Partition: o.Partition}]; ok {
+				d, u := cp.Downstream, cp.Upstream
+				part.Checkpoint, part.CheckpointUpstream = &d, &u
+			}
+			g.Partitions = append(g.Partitions, part)
+		})
+		sort.Slice(g.Partitions, func(i, j int) bool {
+			a, b := g.Partitions[i], g.Partitions[j]
+			return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
+		})
+		for pi := range g.Partitions {
+			slots = append(slots, slot{gi, pi})
+		}
+		res.Groups[gi] = g
+	}
+
+	var errMu sync.Mutex
+	eg, ectx := errgroup.WithContext(ctx)
+	eg.SetLimit(cfg.Concurrency)
+	for _, s := range slots {
+		g := &res.Groups[s.g]
+		part := &g.Partitions[s.p]
+		if part.Status != "" {
+			continue
+		}
+		eg.Go(func() error {
+			err := p.judge(ectx, g.Group, part, dstStarts)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				errMu.Lock()
+				if g.Err == "" {
+					g.Err = err.Error()
+				}
+				errMu.Unlock()
+				part.Status, part.Reason = StatusUnmappable, "error: "+err.Error()
+			}
+			log.Debug("planned", "group", g.Group, "topic", part.Topic, "partition", part.Partition, "status", part.Status)
+			return nil
+		})
+	}
+	if err := eg.Wait(); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+func (s *side) bounds(ctx context.Context, topics []string) (kadm.ListedOffsets, kadm.ListedOffsets, error) {
+	if len(topics) == 0 {
+		return kadm.ListedOffsets{}, kadm.ListedOffsets{}, nil
+	}
+	starts, err := s.adm.ListStartOffsets(ctx, topics...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s cluster: list log start offsets of %v: %w", s.name, topics, err)
+	}
+	ends, err := s.adm.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s cluster: list log end offsets of %v: %w", s.name, topics, err)
+	}
+	return starts, ends, nil
+}
+
+// judge fills E(G), the status and the counts of one group partition.
+func (p *planner) judge(ctx context.Context, group string, part *Partition, dstStarts kadm.ListedOffsets) error {
+	if ok, why := topicMirrored(p.cfg.Flow, part.Topic); !ok && !p.fromMap(part.Topic) {
+		part.Status, part.Reason = StatusUnmappable, why
+		return nil
+	}
+	if _, ok, err := p.dst.topic(ctx, part.TargetTopic); err != nil {
+		return err
+	} else if !ok {
+		part.Status, part.Reason = StatusUnmappable, fmt.Sprintf("topic not mirrored: target topic %q does not exist on the target cluster", part.TargetTopic)
+		return nil
+	}
+	dstStart := int64(0)
+	if l, ok := dstStarts.Lookup(part.TargetTopic, part.Partition); ok {
+		dstStart = l.Offset
+	}
+	j := job{srcTopic: part.Topic, dstTopic: part.TargetTopic, part: part.Partition, g: part.SourceCommitted,
+		srcStart: part.SourceStart, srcEnd: part.SourceEnd, dstStart: dstStart, dstEnd: part.TargetEnd}
+	ans, err := p.cached(ctx, j)
+	if err != nil {
+		return err
+	}
+	if !ans.known {
+		part.Status, part.Reason = ans.status, ans.reason
+		return nil
+	}
+	e := ans.e
+	part.ExactTarget, part.Proof = &e, ans.proof
+	if part.Checkpoint != nil {
+		part.CheckpointStatus = compare(*part.Checkpoint, e)
+	}
+	if part.TargetCommitted == nil {
+		part.Status = StatusMissingTargetOffset
+		return nil
+	}
+	tc := *part.TargetCommitted
+	part.Status = compare(tc, e)
+	switch part.Status {
+	case StatusBehind:
+		n, err := p.countTarget(ctx, j, max(tc, dstStart), e, ans.extras)
+		if err != nil {
+			return err
+		}
+		part.RedeliveredIfUnchanged = n
+	case StatusAhead:
+		n, err := p.countTarget(ctx, j, max(e, dstStart), tc, ans.extras)
+		if err != nil {
+			return err
+		}
+		part.SkippedIfUnchanged = n
+	}
+	return nil
+}
+
+func compare(committed, e int64) Status {
+	switch {
+	case committed == e:
+		return StatusExact
+	case committed < e:
+		return StatusBehind
+	default:
+		return StatusAhead
+	}
+}
+
+func (p *planner) fromMap(topic string) bool {
+	return p.cfg.OffsetMap != nil && p.cfg.OffsetMap.SourceTopic == topic
+}
+
+// cached computes E(G) once per source partition and offset: groups at the same position
+// share the work.
+func (p *planner) cached(ctx context.Context, j job) (answer, error) {
+	k := cacheKey{j.srcTopic, j.part, j.g}
+	p.mu.Lock()
+	e, ok := p.cache[k]
+	if !ok {
+		e = &cacheEntry{}
+		p.cache[k] = e
+	}
+	p.mu.Unlock()
+	e.once.Do(func() {
+		if p.fromMap(j.srcTopic) {
+			e.ans, e.err = p.fromOffsetMap(ctx, j)
+		} else {
+			e.ans, e.err = p.locate(ctx, j)
+		}
+	})
+	return e.ans, e.err
+}
+
+// fromOffsetMap answers from the exact offset map and proves the answer by content.
+func (p *planner) fromOffsetMap(ctx context.Context, j job) (answer, error) {
+	pm := p.cfg.OffsetMap.Partition(j.part)
+	if pm == nil {
+		return unmappable("the offset map of %s has no partition %d: run kverify diff on it again", j.srcTopic, j.part), nil
+	}
+	tr := pm.ExactTarget(j.g)
+	if !tr.Known {
+		return pending("the offset map of %s/%d covers source offsets below %d only, the group is at %d", j.srcTopic, j.part, pm.SourceTo, j.g), nil
+	}
+	if !tr.HasPrev {
+		return answer{known: true, e: tr.Target, proof: fmt.Sprintf("offset map: no mirrored record below %d; the next one is at target offset %d", j.g, tr.Target)}, nil
+	}
+	s, err := p.src.read(ctx, j.srcTopic, j.part, tr.Prev, tr.Prev+1, 1, p.cfg.Fields)
+	if err != nil {
+		return answer{}, err
+	}
+	t, err := p.dst.read(ctx, j.dstTopic, j.part, tr.PrevTarget, tr.PrevTarget+1, 1, p.cfg.Fields)
+	if err != nil {
+		return answer{}, err
+	}
+	switch {
+	case len(s) == 0 || s[0].off != tr.Prev:
+		return unmappable("offset map says source offset %d of %s/%d is mirrored, but the source has no record there now", tr.Prev, j.srcTopic, j.part), nil
+	case len(t) == 0 || t[0].off != tr.PrevTarget:
+		return unmappable("offset map says target offset %d of %s/%d holds a copy, but the target has no record there now", tr.PrevTarget, j.dstTopic, j.part), nil
+	case s[0].fp != t[0].fp:
+		return unmappable("offset map disagrees with content: source offset %d and target offset %d differ in %v", tr.Prev, tr.PrevTarget, verify.DiffFields(s[0].r, t[0].r, p.cfg.Fields)), nil
+	}
+	return answer{known: true, e: tr.Target, proof: fmt.Sprintf("offset map; fingerprint %016x of source offset %d = target offset %d", s[0].fp, tr.Prev, tr.PrevTarget)}, nil
+}
+
+// countTarget counts the target records in [from, to) that are copies of source records, i.e.
+// the records a consumer starting at from reads before reaching to, minus the extras the
+// alignment identified. Offsets without records (transaction markers) do not count. Past
+// countLimit offsets it returns the offset difference minus the known extras.
+func (p *planner) countTarget(ctx context.Context, j job, from, to int64, extras []int64) (int64, error) {
+	if from >= to {
+		return 0, nil
+	}
+	var n int64
+	if to-from <= countLimit {
+		recs, err := p.dst.read(ctx, j.dstTopic, j.part, from, to, 0, verify.FieldKey)
+		if err != nil {
+			return 0, err
+		}
+		n = int64(len(recs))
+	} else {
+		n = to - from
+	}
+	for _, x := range extras {
+		if x >= from && x < to {
+			n--
+		}
+	}
+	return max(n, 0), nil
+}

@@ -1,0 +1,313 @@
+package reconcile
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/mirror/mm2"
+	"github.com/kmigrate/kmigrate/verify"
+)
+
+// scenario is a source topic T with one partition, a test mirror, and one group.
+type scenario struct {
+	name string
+	// source writes the source partition (default: 100 records "v-0".."v-99").
+	source func(t *testing.T, e *env, topic string)
+	// before writes records directly to the target before mirroring (extras).
+	before int
+	steps  []step
+	noTarget bool // the topic is not created on the target
+	g        int64
+	// target committed offset; nil: none.
+	target *int64
+	// syncs, when set, are written to the offset-syncs topic and the checkpoint is MM2's
+	// translation of g from them.
+	syncs []mm2.OffsetSync
+
+	wantStatus      Status
+	wantE           *int64
+	wantRedelivered int64
+	wantSkipped     int64
+	wantCheckpoint  *int64
+	wantCPStatus    Status
+	wantReason      string
+}
+
+func TestPlan(t *testing.T) {
+	tests := []scenario{
+		{
+			name:  "seed case: replay in the middle, checkpoint from a sparse sync",
+			steps: []step{{0, 50}, {45, 100}}, g: 70, target: ptr(51),
+			syncs:      []mm2.OffsetSync{{Upstream: 0, Downstream: 0}, {Upstream: 45, Downstream: 50}},
+			wantStatus: StatusBehind, wantE: ptr(75), wantRedelivered: 24, wantCheckpoint: ptr(51), wantCPStatus: StatusBehind,
+		},
+		{
+			name:  "idle group at the end of the topic",
+			steps: []step{{0, 100}}, g: 100, target: ptr(61),
+			syncs:      []mm2.OffsetSync{{Upstream: 0, Downstream: 0}, {Upstream: 60, Downstream: 60}},
+			wantStatus: StatusBehind, wantE: ptr(100), wantRedelivered: 39, wantCheckpoint: ptr(61), wantCPStatus: StatusBehind,
+		},
+		{
+			name:  "checkpoint exact when a sync exists for G-1",
+			steps: []step{{0, 100}}, g: 80, target: ptr(80),
+			syncs:      []mm2.OffsetSync{{Upstream: 0, Downstream: 0}, {Upstream: 79, Downstream: 79}},
+			wantStatus: StatusExact, wantE: ptr(80), wantCheckpoint: ptr(80), wantCPStatus: StatusExact,
+		},
+		{
+			name:  "group at log start",
+			steps: []step{{0, 100}}, g: 0, target: ptr(0),
+			wantStatus: StatusExact, wantE: ptr(0),
+		},
+		{
+			name:  "replay of the last records: the last copy counts",
+			steps: []step{{0, 100}, {95, 100}}, g: 100, target: ptr(100),
+			wantStatus: StatusBehind, wantE: ptr(105), wantRedelivered: 5,
+		},
+		{
+			name:  "replay covering G-1",
+			steps: []step{{0, 100}, {95, 100}}, g: 98, target: ptr(98),
+			wantStatus: StatusBehind, wantE: ptr(103), wantRedelivered: 5,
+		},
+		{
+			name:  "mirror has not reached G",
+			steps: []step{{0, 60}}, g: 70, target: ptr(50),
+			wantStatus: StatusPending, wantReason: "not yet",
+		},
+		{
+			name:     "topic not mirrored",
+			noTarget: true, g: 10,
+			wantStatus: StatusUnmappable, wantReason: "does not exist on the target",
+		},
+		{
+			name:  "no commit on the target",
+			steps: []step{{0, 100}}, g: 50,
+			wantStatus: StatusMissingTargetOffset, wantE: ptr(50),
+		},
+		{
+			name:  "target ahead: switching would skip",
+			steps: []step{{0, 100}}, g: 50, target: ptr(60),
+			wantStatus: StatusAhead, wantE: ptr(50), wantSkipped: 10,
+		},
+		{
+			name:   "extras written to the target first",
+			before: 3, steps: []step{{0, 100}}, g: 50, target: ptr(50),
+			wantStatus: StatusBehind, wantE: ptr(53), wantRedelivered: 3,
+		},
+		{
+			name:  "records missing on the target below G",
+			steps: []step{{0, 40}, {45, 100}}, g: 45, target: ptr(40),
+			wantStatus: StatusExact, wantE: ptr(40),
+		},
+		{
+			name: "identical run across G, copied once each",
+			source: func(t *testing.T, e *env, topic string) {
+				produce(t, e.src, topic, 0, values("v", 0, 48)...)
+				produce(t, e.src, topic, 0, same(3)...)
+				produce(t, e.src, topic, 0, values("v", 51, 100)...)
+			},
+			steps: []step{{0, 100}}, g: 50, target: ptr(50),
+			wantStatus: StatusExact, wantE: ptr(50),
+		},
+		{
+			name: "identical run across G with a replayed copy",
+			source: func(t *testing.T, e *env, topic string) {
+				produce(t, e.src, topic, 0, values("v", 0, 48)...)
+				produce(t, e.src, topic, 0, same(3)...)
+				produce(t, e.src, topic, 0, values("v", 51, 100)...)
+			},
+			steps: []step{{0, 50}, {49, 100}}, g: 50, target: ptr(50),
+			wantStatus: StatusUnmappable, wantReason: "ambiguous",
+		},
+		{
+			name: "group inside a transaction's gap (commit marker at G-1)",
+			source: func(t *testing.T, e *env, topic string) {
+				produce(t, e.src, topic, 0, values("v", 0, 10)...)
+				produceTxn(t, e.src, topic, 0, values("t", 10, 15)...) // 10..14, marker 15
+				produce(t, e.src, topic, 0, values("v", 16, 30)...)    // 16..29
+			},
+			steps: []step{{0, 30}}, g: 16, target: ptr(15),
+			wantStatus: StatusExact, wantE: ptr(15),
+		},
+		{
+			name: "group at the commit marker offset",
+			source: func(t *testing.T, e *env, topic string) {
+				produce(t, e.src, topic, 0, values("v", 0, 10)...)
+				produceTxn(t, e.src, topic, 0, values("t", 10, 15)...)
+				produce(t, e.src, topic, 0, values("v", 16, 30)...)
+			},
+			steps: []step{{0, 30}}, g: 15, target: ptr(14),
+			wantStatus: StatusBehind, wantE: ptr(15), wantRedelivered: 1,
+		},
+		{
+			name: "records below G deleted on the source",
+			source: func(t *testing.T, e *env, topic string) {
+				produce(t, e.src, topic, 0, values("v", 0, 100)...)
+			},
+			steps: []step{{0, 100}}, g: 20, target: ptr(0),
+			wantStatus: StatusBehind, wantE: ptr(30), wantRedelivered: 30,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			topic := uniqueTopic("plan")
+			group := "g-" + topic
+			createTopic(t, e.srcAdm, topic, 1)
+			if tc.source != nil {
+				tc.source(t, e, topic)
+			} else {
+				produce(t, e.src, topic, 0, values("v", 0, 100)...)
+			}
+			if !tc.noTarget {
+				createTopic(t, e.dstAdm, topic, 1)
+				if tc.before > 0 {
+					extras := values("extra", 0, tc.before)
+					for _, r := range extras {
+						r.Timestamp = r.Timestamp.Add(-24 * 3600e9)
+					}
+					produce(t, e.dst, topic, 0, extras...)
+				}
+				mirrorTopic(t, e, topic, topic, 0, tc.steps...)
+			}
+			if strings.HasPrefix(tc.name, "records below G deleted") {
+				offs := kadm.Offsets{}
+				offs.Add(kadm.Offset{Topic: topic, Partition: 0, At: 30})
+				if _, err := e.srcAdm.DeleteRecords(testCtx(t), offs); err != nil {
+					t.Fatalf("delete records: %v", err)
+				}
+			}
+			commit(t, e.srcAdm, group, topic, 0, tc.g, "meta-"+group)
+			if tc.target != nil {
+				commit(t, e.dstAdm, group, topic, 0, *tc.target, "")
+			}
+			if tc.syncs != nil {
+				for i := range tc.syncs {
+					tc.syncs[i].Topic = topic
+				}
+				writeSyncs(t, e.src, "mm2-offset-syncs.target.internal", tc.syncs...)
+				if d, ok := mm2Translate(tc.syncs, tc.g); ok {
+					writeCheckpoints(t, e, "source", mm2.Checkpoint{Group: group, Topic: topic, Upstream: tc.g, Downstream: d, Metadata: "meta-" + group})
+				}
+			}
+
+			res, err := Plan(testCtx(t), e.src, e.dst, Config{Groups: regexp.MustCompile(regexp.QuoteMeta(group))})
+			if err != nil {
+				t.Fatalf("Plan: %v", err)
+			}
+			p := findPartition(t, res, group, topic, 0)
+			if p.Status != tc.wantStatus {
+				t.Fatalf("status: got %s (%s), want %s; partition %+v", p.Status, p.Reason, tc.wantStatus, *p)
+			}
+			if fmtPtr(p.ExactTarget) != fmtPtr(tc.wantE) {
+				t.Errorf("exact_target: got %s, want %s (proof %q, reason %q)", fmtPtr(p.ExactTarget), fmtPtr(tc.wantE), p.Proof, p.Reason)
+			}
+			if p.RedeliveredIfUnchanged != tc.wantRedelivered {
+				t.Errorf("redelivered_if_unchanged: got %d, want %d", p.RedeliveredIfUnchanged, tc.wantRedelivered)
+			}
+			if p.SkippedIfUnchanged != tc.wantSkipped {
+				t.Errorf("skipped_if_unchanged: got %d, want %d", p.SkippedIfUnchanged, tc.wantSkipped)
+			}
+			if fmtPtr(p.Checkpoint) != fmtPtr(tc.wantCheckpoint) {
+				t.Errorf("checkpoint: got %s, want %s", fmtPtr(p.Checkpoint), fmtPtr(tc.wantCheckpoint))
+			}
+			if p.CheckpointStatus != tc.wantCPStatus {
+				t.Errorf("checkpoint_status: got %q, want %q", p.CheckpointStatus, tc.wantCPStatus)
+			}
+			if tc.wantReason != "" && !strings.Contains(p.Reason, tc.wantReason) {
+				t.Errorf("reason: got %q, want it to contain %q", p.Reason, tc.wantReason)
+			}
+			if p.ExactTarget != nil && p.Proof == "" {
+				t.Errorf("proof: got none, want the fingerprint comparison")
+			}
+			if p.SourceMetadata != "meta-"+group {
+				t.Errorf("source_metadata: got %q, want %q", p.SourceMetadata, "meta-"+group)
+			}
+		})
+	}
+}
+
+// same returns n identical records.
+func same(n int) []*kgo.Record {
+	var out []*kgo.Record
+	for range n {
+		out = append(out, &kgo.Record{Key: []byte("same"), Value: []byte("same")})
+	}
+	return out
+}
+
+// produceTxn writes records in one committed transaction (a commit marker follows them).
+func produceTxn(t *testing.T, cl *kgo.Client, topic string, part int32, recs ...*kgo.Record) {
+	t.Helper()
+	ctx := testCtx(t)
+	pr, err := kgo.NewClient(append(seedsOf(t, cl), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionalID("txn-"+topic))...)
+	if err != nil {
+		t.Fatalf("transactional producer: %v", err)
+	}
+	defer pr.Close()
+	if err := pr.BeginTransaction(); err != nil {
+		t.Fatalf("begin transaction: %v", err)
+	}
+	for _, r := range recs {
+		r.Topic, r.Partition = topic, part
+	}
+	if err := pr.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce in transaction: %v", err)
+	}
+	if err := pr.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit transaction: %v", err)
+	}
+}
+
+func TestPlanOffsetMap(t *testing.T) {
+	e := newEnv(t)
+	topic := uniqueTopic("map")
+	group := "g-" + topic
+	createTopic(t, e.srcAdm, topic, 1)
+	createTopic(t, e.dstAdm, topic, 1)
+	produce(t, e.src, topic, 0, values("v", 0, 100)...)
+	mirrorTopic(t, e, topic, topic, 0, step{0, 50}, step{45, 100})
+	commit(t, e.srcAdm, group, topic, 0, 70, "")
+	commit(t, e.dstAdm, group, topic, 0, 51, "")
+	om := &verify.OffsetMap{Version: verify.OffsetMapVersion, SourceTopic: topic, TargetTopic: topic, Partitions: []*verify.PartitionMap{{
+		Partition: 0, SourceFrom: 0, SourceTo: 100, TargetTo: 105,
+		Segments:   []verify.Segment{{Source: 0, Target: 0, Len: 50}, {Source: 50, Target: 55, Len: 50}},
+		Duplicates: []verify.Copy{{Target: 50, Source: 45}, {Target: 51, Source: 46}, {Target: 52, Source: 47}, {Target: 53, Source: 48}, {Target: 54, Source: 49}},
+	}}}
+	tests := []struct {
+		name       string
+		om         *verify.OffsetMap
+		wantStatus Status
+		wantE      *int64
+		wantReason string
+	}{
+		{name: "exact map", om: om, wantStatus: StatusBehind, wantE: ptr(75)},
+		{name: "map that lies", om: &verify.OffsetMap{Version: 1, SourceTopic: topic, TargetTopic: topic, Partitions: []*verify.PartitionMap{{
+			Partition: 0, SourceTo: 100, TargetTo: 100, Segments: []verify.Segment{{Source: 0, Target: 0, Len: 100}}}}},
+			wantStatus: StatusUnmappable, wantReason: "disagrees with content"},
+		{name: "map short of G", om: &verify.OffsetMap{Version: 1, SourceTopic: topic, TargetTopic: topic, Partitions: []*verify.PartitionMap{{
+			Partition: 0, SourceTo: 40, TargetTo: 40, Segments: []verify.Segment{{Source: 0, Target: 0, Len: 40}}}}},
+			wantStatus: StatusPending},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Plan(testCtx(t), e.src, e.dst, Config{Groups: regexp.MustCompile(regexp.QuoteMeta(group)), OffsetMap: tc.om})
+			if err != nil {
+				t.Fatalf("Plan: %v", err)
+			}
+			p := findPartition(t, res, group, topic, 0)
+			if p.Status != tc.wantStatus {
+				t.Fatalf("status: got %s (%s), want %s", p.Status, p.Reason, tc.wantStatus)
+			}
+			if fmtPtr(p.ExactTarget) != fmtPtr(tc.wantE) {
+				t.Errorf("exact_target: got %s, want %s", fmtPtr(p.ExactTarget), fmtPtr(tc.wantE))
+			}
+			if !strings.Contains(p.Reason, tc.wantReason) {
+				t.Errorf("reason: got %q, want it to contain %q", p.Reason, tc.wantReason)
+			}
+		})
+	}
+}

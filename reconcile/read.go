@@ -1,0 +1,212 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmigrate/kmigrate/verify"
+)
+
+// side is one cluster as Plan reads it: a shared client, its admin view and a cache of topic
+// metadata. Reading a few records goes through raw Fetch requests to the partition leader, so
+// thousands of small reads share one client instead of building a consumer each.
+type side struct {
+	name string // "source" or "target", for errors
+	cl   *kgo.Client
+	adm  *kadm.Client
+
+	mu     sync.Mutex
+	topics map[string]kadm.TopicDetail
+}
+
+func newSide(name string, cl *kgo.Client) *side {
+	return &side{name: name, cl: cl, adm: kadm.NewClient(cl), topics: make(map[string]kadm.TopicDetail)}
+}
+
+// topic returns the metadata of t, loading it once. ok is false when t does not exist.
+func (s *side) topic(ctx context.Context, t string) (kadm.TopicDetail, bool, error) {
+	s.mu.Lock()
+	d, ok := s.topics[t]
+	s.mu.Unlock()
+	if ok {
+		return d, d.Err == nil, nil
+	}
+	tds, err := s.adm.ListTopicsWithInternal(ctx, t)
+	if err != nil {
+		return kadm.TopicDetail{}, false, fmt.Errorf("%s cluster: describe topic %q: %w", s.name, t, err)
+	}
+	d, ok = tds[t]
+	if !ok {
+		d = kadm.TopicDetail{Topic: t, Err: kerr.UnknownTopicOrPartition}
+	}
+	if d.Err != nil && !errors.Is(d.Err, kerr.UnknownTopicOrPartition) {
+		return d, false, fmt.Errorf("%s cluster: describe topic %q: %w", s.name, t, d.Err)
+	}
+	s.mu.Lock()
+	s.topics[t] = d
+	s.mu.Unlock()
+	return d, d.Err == nil, nil
+}
+
+// rec is one record as the alignment needs it.
+type rec struct {
+	off int64
+	fp  uint64
+	r   *kgo.Record
+}
+
+// read returns the records of topic/partition with offsets in [from, to), at most max of them
+// (max <= 0: no limit), in offset order. Offsets without a record (transaction markers,
+// compacted records) are simply absent. It stops early at the high watermark.
+func (s *side) read(ctx context.Context, topic string, part int32, from, to int64, max int, fields verify.Fields) ([]rec, error) {
+	if from >= to {
+		return nil, nil
+	}
+	td, ok, err := s.topic(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%s cluster: topic %q does not exist", s.name, topic)
+	}
+	pd, ok := td.Partitions[part]
+	if !ok {
+		return nil, fmt.Errorf("%s cluster: topic %q has no partition %d", s.name, topic, part)
+	}
+	var out []rec
+	next := from
+	for next < to && (max <= 0 || len(out) < max) {
+		req := kmsg.NewPtrFetchRequest()
+		req.MaxWaitMillis = 0
+		req.MinBytes = 1
+		req.MaxBytes = 4 << 20
+		req.SessionEpoch = -1
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = topic
+		rt.TopicID = td.ID
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = part
+		rp.FetchOffset = next
+		rp.CurrentLeaderEpoch = -1
+		rp.LastFetchedEpoch = -1
+		rp.LogStartOffset = -1
+		rp.PartitionMaxBytes = 1 << 20
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+
+		resp, err := req.RequestWith(ctx, s.cl.Broker(int(pd.Leader)))
+		if err != nil {
+			return nil, fmt.Errorf("%s cluster: fetch %s/%d at offset %d: %w", s.name, topic, part, next, err)
+		}
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+			if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+				return nil, fmt.Errorf("%s cluster: fetch %s/%d at offset %d: %w", s.name, topic, part, next, err)
+			}
+			return nil, fmt.Errorf("%s cluster: fetch %s/%d at offset %d: broker answered for %d topics", s.name, topic, part, next, len(resp.Topics))
+		}
+		rpr := &resp.Topics[0].Partitions[0]
+		fp, last := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
+			Offset:         next,
+			IsolationLevel: kgo.ReadUncommitted(),
+			Topic:          topic,
+			Partition:      part,
+		}, rpr, kgo.DefaultDecompressor(), nil)
+		if fp.Err != nil {
+			if errors.Is(fp.Err, kerr.OffsetOutOfRange) && next >= rpr.HighWatermark {
+				break
+			}
+			return nil, fmt.Errorf("%s cluster: fetch %s/%d at offset %d: %w", s.name, topic, part, next, fp.Err)
+		}
+		for _, r := range fp.Records {
+			if r.Offset < next || r.Offset >= to {
+				continue
+			}
+			out = append(out, rec{off: r.Offset, fp: verify.Fingerprint(r, fields), r: r})
+			if max > 0 && len(out) >= max {
+				break
+			}
+		}
+		advanced := next
+		if n := len(fp.Records); n > 0 && fp.Records[n-1].Offset+1 > advanced {
+			advanced = fp.Records[n-1].Offset + 1
+		}
+		if last > advanced {
+			advanced = last
+		}
+		if advanced <= next {
+			// Nothing decodable past next: at the high watermark, or an empty answer.
+			if next >= fp.HighWatermark || len(rpr.RecordBatches) == 0 {
+				break
+			}
+			return nil, fmt.Errorf("%s cluster: fetch %s/%d at offset %d made no progress (high watermark %d)", s.name, topic, part, next, fp.HighWatermark)
+		}
+		next = advanced
+	}
+	return out, nil
+}
+
+// readAll returns every record of partition 0 of topic (the single-partition MM2 topics),
+// up to its end; nil when the topic does not exist.
+func (s *side) readAll(ctx context.Context, topic string) ([]*kgo.Record, bool, error) {
+	_, ok, err := s.topic(ctx, topic)
+	if err != nil || !ok {
+		return nil, ok, err
+	}
+	starts, err := s.adm.ListStartOffsets(ctx, topic)
+	if err != nil {
+		return nil, true, fmt.Errorf("%s cluster: list start offsets of %q: %w", s.name, topic, err)
+	}
+	ends, err := s.adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return nil, true, fmt.Errorf("%s cluster: list end offsets of %q: %w", s.name, topic, err)
+	}
+	st, _ := starts.Lookup(topic, 0)
+	en, _ := ends.Lookup(topic, 0)
+	if st.Err != nil || en.Err != nil {
+		return nil, true, fmt.Errorf("%s cluster: offsets of %q partition 0: %w", s.name, topic, errors.Join(st.Err, en.Err))
+	}
+	recs, err := s.read(ctx, topic, 0, st.Offset, en.Offset, 0, verify.FieldKey)
+	if err != nil {
+		return nil, true, err
+	}
+	out := make([]*kgo.Record, len(recs))
+	for i := range recs {
+		out[i] = recs[i].r
+	}
+	return out, true, nil
+}
+
+// offsetAfterMilli returns the first offset of topic/partition whose timestamp is at or after
+// ms, or -1 when there is none.
+func (s *side) offsetAfterMilli(ctx context.Context, topic string, part int32, ms int64) (int64, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition = part
+	rp.Timestamp = ms
+	rp.CurrentLeaderEpoch = -1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, s.cl)
+	if err != nil {
+		return -1, fmt.Errorf("%s cluster: list offsets of %s/%d after %d ms: %w", s.name, topic, part, ms, err)
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return -1, fmt.Errorf("%s cluster: list offsets of %s/%d after %d ms: %w", s.name, topic, part, ms, err)
+			}
+			return p.Offset, nil
+		}
+	}
+	return -1, nil
+}
