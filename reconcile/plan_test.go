@@ -18,8 +18,8 @@ type scenario struct {
 	// source writes the source partition (default: 100 records "v-0".."v-99").
 	source func(t *testing.T, e *env, topic string)
 	// before writes records directly to the target before mirroring (extras).
-	before int
-	steps  []step
+	before   int
+	steps    []step
 	noTarget bool // the topic is not created on the target
 	g        int64
 	// target committed offset; nil: none.
