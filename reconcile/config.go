@@ -26,14 +26,15 @@ type Config struct {
 	Topics *regexp.Regexp
 
 	// Flow names target topics (its replication policy), the checkpoints topic and where
-	// MM2's offset syncs live. Default: mm2.NewFlow-like identity flow "source->target" with
-	// offset syncs on the source.
+	// MM2's offset syncs live, and says which topics are mirrored at all. Default:
+	// mm2.NewFlow("source", "target", mm2.IdentityPolicy{}) (MM2 defaults, offset syncs on the
+	// source, topics keep their names).
 	Flow *mm2.Flow
 	// CheckpointsTopic overrides the checkpoints topic on the target. Default:
-	// "<flow source alias>.checkpoints.internal".
+	// Flow.CheckpointsTopic(), "<source alias>.checkpoints.internal".
 	CheckpointsTopic string
-	// OffsetSyncsTopic overrides the offset-syncs topic. Default: as the flow says,
-	// "mm2-offset-syncs.<alias>.internal".
+	// OffsetSyncsTopic overrides the offset-syncs topic. Default: Flow.OffsetSyncsTopic(),
+	// "mm2-offset-syncs.<alias>.internal", on the cluster Flow.OffsetSyncsOnTarget() says.
 	OffsetSyncsTopic string
 
 	// OffsetMap, when set, is the exact offset map of its source topic (from kverify diff):
@@ -64,7 +65,7 @@ func (c *Config) SetDefaults() {
 		c.GroupsExclude = regexp.MustCompile(`^(?:` + DefaultGroupsExclude + `)$`)
 	}
 	if c.Flow == nil {
-		c.Flow = &mm2.Flow{Source: "source", Target: "target", Enabled: true, Separator: ".", OffsetSyncsLocation: "source"}
+		c.Flow = mm2.NewFlow("source", "target", mm2.IdentityPolicy{})
 	}
 	if c.Fields == 0 {
 		c.Fields = verify.DefaultFields

@@ -10,72 +10,18 @@ import (
 	"github.com/kmigrate/kmigrate/mirror/mm2"
 )
 
-// The helpers below read the few things Plan needs from an mm2.Flow through its exported
-// fields. They stand in until the mm2 package's Flow methods (TargetTopic, TopicMatches,
-// CheckpointsTopic, OffsetSyncsTopic, ReadOffsetSyncs, ReadCheckpoints) land; they follow MM2
-// 3.7.1's naming rules.
-
-// defaultTopicsExclude is MM2's topics.exclude default.
-var defaultTopicsExclude = []string{`.*[\-\.]internal`, `.*\.replica`, `__.*`}
-
-func separator(f *mm2.Flow) string {
-	if f.Separator == "" {
-		return "."
-	}
-	return f.Separator
-}
-
-// targetTopic is the name of source topic t on the target of flow f.
-func targetTopic(f *mm2.Flow, t string) string {
-	if f.Policy == nil {
-		return t // identity: what kmirror and IdentityReplicationPolicy do
-	}
-	return f.Policy.TargetTopic(f.Source, t)
-}
+// Topic names come from the flow (mm2.Flow: replication policy, checkpoints and offset-syncs
+// topics, topic filter). The offset syncs and checkpoints are read here with the same raw
+// reader Plan uses for records, as MM2 3.7.1 readers do: every record of partition 0, the last
+// checkpoint per key.
 
 // topicMirrored reports whether flow f replicates source topic t, and why not.
 func topicMirrored(f *mm2.Flow, t string) (bool, string) {
-	inc := f.Topics
-	if len(inc) == 0 {
-		inc = []string{".*"}
+	if f.TopicMatches(t) {
+		return true, ""
 	}
-	exc := f.TopicsExclude
-	if exc == nil {
-		exc = defaultTopicsExclude
-	}
-	if !fullMatchAny(inc, t) {
-		return false, fmt.Sprintf("topic %q is not mirrored: flow %s->%s topics = %s does not match it", t, f.Source, f.Target, strings.Join(inc, ","))
-	}
-	if fullMatchAny(exc, t) {
-		return false, fmt.Sprintf("topic %q is not mirrored: flow %s->%s topics.exclude = %s matches it", t, f.Source, f.Target, strings.Join(exc, ","))
-	}
-	return true, ""
-}
-
-func fullMatchAny(patterns []string, s string) bool {
-	for _, p := range patterns {
-		re, err := regexp.Compile(`^(?:` + strings.TrimSpace(p) + `)$`)
-		if err == nil && re.MatchString(s) {
-			return true
-		}
-	}
-	return false
-}
-
-// checkpointsTopic is "<source alias><sep>checkpoints.internal" on the target.
-func checkpointsTopic(f *mm2.Flow) string {
-	return f.Source + separator(f) + "checkpoints.internal"
-}
-
-// offsetSyncsTopic is "mm2-offset-syncs<sep><alias><sep>internal" and whether it lives on the
-// target: the alias is the target's when the topic is on the source (MM2's default), the
-// source's when offset-syncs.topic.location=target.
-func offsetSyncsTopic(f *mm2.Flow) (string, bool) {
-	sep := separator(f)
-	if f.OffsetSyncsLocation == "target" {
-		return "mm2-offset-syncs" + sep + f.Source + sep + "internal", true
-	}
-	return "mm2-offset-syncs" + sep + f.Target + sep + "internal", false
+	return false, fmt.Sprintf("topic not mirrored: flow %s does not replicate %q (topics = %s, topics.exclude = %s, or an internal or cyclic topic)",
+		f.Name(), t, strings.Join(f.Topics, ","), strings.Join(f.TopicsExclude, ","))
 }
 
 // syncIndex holds MM2's offset syncs per source partition, in the order MM2 wrote them.

@@ -102,7 +102,7 @@ func Plan(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, error
 	dstTopicOf := map[string]string{}
 	var dstTopics []string
 	for _, t := range topics {
-		tt := targetTopic(cfg.Flow, t)
+		tt := cfg.Flow.TargetTopic(t)
 		if cfg.OffsetMap != nil && cfg.OffsetMap.SourceTopic == t && cfg.OffsetMap.TargetTopic != "" {
 			tt = cfg.OffsetMap.TargetTopic
 		}
@@ -121,12 +121,12 @@ func Plan(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, error
 	// MM2's checkpoints and offset syncs: hints and the thing to judge, never the answer.
 	cpTopic := cfg.CheckpointsTopic
 	if cpTopic == "" {
-		cpTopic = checkpointsTopic(cfg.Flow)
+		cpTopic = cfg.Flow.CheckpointsTopic()
 	}
 	if p.checkpoints, _, err = readCheckpoints(ctx, p.dst, cpTopic); err != nil {
 		log.Warn("cannot read checkpoints", "cluster", "target", "topic", cpTopic, "err", err)
 	}
-	syncTopic, onTarget := offsetSyncsTopic(cfg.Flow)
+	syncTopic, onTarget := cfg.Flow.OffsetSyncsTopic(), cfg.Flow.OffsetSyncsOnTarget()
 	if cfg.OffsetSyncsTopic != "" {
 		syncTopic = cfg.OffsetSyncsTopic
 	}
