@@ -461,6 +461,10 @@ func (p *parser) cluster(alias string) (*Cluster, error) {
 	for suffix, pr := range p.clusterKeys[alias] {
 		for _, sp := range clientSubPrefixes {
 			if k, ok := strings.CutPrefix(suffix, sp); ok && k != "" {
+				if isSecretKey(k) {
+					p.warn(pr, alias+"."+k, "kmigrate uses one set of credentials per cluster and ignores per-client secrets; set %s.%s instead", alias, k)
+					continue
+				}
 				m := map[string]map[string]string{"producer.": c.Producer, "consumer.": c.Consumer, "admin.": c.Admin}[sp]
 				m[k] = pr.Value
 			}
@@ -483,14 +487,18 @@ func (p *parser) flowValue(src, tgt, k string) (Property, bool) {
 func (p *parser) flow(src, tgt string) (*Flow, error) {
 	get := func(k string) (Property, bool) { return p.flowValue(src, tgt, k) }
 	f := NewFlow(src, tgt, DefaultPolicy{Separator: "."})
+	// Settings carry connector keys for the engine; connection secrets stay in Cluster.Security
+	// so that a printed or serialised Flow never shows one.
 	for k, pr := range p.global {
-		if connectorKeys[k] || IsKnownKey(k) {
+		if !clientKeys[k] && !isSecretKey(k) {
 			f.Settings[k] = pr.Value
 		}
 	}
 	if fk := p.flowKeys[src+"->"+tgt]; fk != nil {
 		for k, pr := range fk.keys {
-			f.Settings[k] = pr.Value
+			if !isSecretKey(k) {
+				f.Settings[k] = pr.Value
+			}
 		}
 	}
 	if pr, ok := get("enabled"); ok {
@@ -571,4 +579,10 @@ func parseBool(pr Property) (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("%s (line %d): %q must be true or false", pr.Key, pr.Line, pr.Value)
+}
+
+// isSecretKey reports whether the value of key is a password or key material.
+func isSecretKey(key string) bool {
+	return strings.HasSuffix(key, "password") || strings.HasSuffix(key, "jaas.config") ||
+		strings.HasSuffix(key, "ssl.keystore.key")
 }

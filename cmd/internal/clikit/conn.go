@@ -1,0 +1,242 @@
+package clikit
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/kmigrate/kmigrate/mirror/mm2"
+)
+
+// Connection flag names. Per-side flags are "--source-<name>" and "--target-<name>".
+const (
+	FlagMM2Config = "mm2-config"
+	FlagFlow      = "flow"
+)
+
+// sides are the two clusters a command connects to, with their flag prefixes and the alias
+// a flow gets when no MM2 file names them.
+var sides = []string{"source", "target"}
+
+// ConnectionFlags are the flags every command uses to reach its two clusters: an MM2 file
+// (--mm2-config, --flow) and/or brokers and security per side. Flags override the MM2 file.
+// Passwords never go on the command line: they come from a file or a named environment
+// variable.
+func ConnectionFlags() []cli.Flag {
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: FlagMM2Config, Usage: "read clusters, security and the flow from the MirrorMaker 2 properties `FILE`", EnvVars: []string{"KMIGRATE_MM2_CONFIG"}, Category: "Connection"},
+		&cli.StringFlag{Name: FlagFlow, Usage: "replication flow `SOURCE->TARGET` (aliases of the MM2 file); default: its only enabled flow, or source->target", Category: "Connection"},
+	}
+	for _, side := range sides {
+		env := "KMIGRATE_" + strings.ToUpper(side) + "_BROKERS"
+		cat := "Connection (" + side + ")"
+		flags = append(flags,
+			&cli.StringFlag{Name: side + "-brokers", Usage: "comma-separated `HOST:PORT` list of the " + side + " cluster", EnvVars: []string{env}, Category: cat},
+			&cli.StringFlag{Name: side + "-security-protocol", Usage: "`PROTOCOL`: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (default: from the MM2 file, else inferred from the TLS/SASL flags)", Category: cat},
+			&cli.StringFlag{Name: side + "-sasl-mechanism", Usage: "`MECHANISM`: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (default: PLAIN)", Category: cat},
+			&cli.StringFlag{Name: side + "-sasl-user", Usage: "SASL `USER`", Category: cat},
+			&cli.StringFlag{Name: side + "-sasl-password-file", Usage: "read the SASL password from `FILE` (one line)", Category: cat},
+			&cli.StringFlag{Name: side + "-sasl-password-env", Usage: "read the SASL password from the environment variable `NAME`", Category: cat},
+			&cli.StringFlag{Name: side + "-tls-ca", Usage: "trust the CA certificates in the PEM `FILE`", Category: cat},
+			&cli.StringFlag{Name: side + "-tls-cert", Usage: "client certificate PEM `FILE`", Category: cat},
+			&cli.StringFlag{Name: side + "-tls-key", Usage: "client private key PEM `FILE` (unencrypted)", Category: cat},
+			&cli.StringFlag{Name: side + "-tls-truststore", Usage: "trust the certificates of the JKS or PKCS12 `FILE`", Category: cat},
+			&cli.StringFlag{Name: side + "-tls-truststore-password-env", Usage: "read the truststore password from the environment variable `NAME`", Category: cat},
+			&cli.StringFlag{Name: side + "-tls-server-name", Usage: "expect `NAME` in the broker certificates instead of the host name", Category: cat},
+			&cli.BoolFlag{Name: side + "-tls-insecure-skip-verify", Usage: "do not verify the broker certificates (tests only)", Category: cat},
+		)
+	}
+	return flags
+}
+
+// ConnectionHelp is a paragraph for a command's --help about the connection flags.
+const ConnectionHelp = `Connection: give --mm2-config mm2.properties (and --flow A->B when it enables several flows),
+or --source-brokers/--target-brokers (env KMIGRATE_SOURCE_BROKERS, KMIGRATE_TARGET_BROKERS);
+flags override the file. Passwords come from --source-sasl-password-file FILE or
+--source-sasl-password-env NAME, never from the command line. Without an MM2 file the flow is
+source->target with the identity replication policy (topics keep their names).`
+
+// Connect resolves the two clusters and the flow from the MM2 file (when --mm2-config is given)
+// and the connection flags, which win over the file. Without a file the flow is
+// source->target (or the aliases of --flow) with MM2's IdentityReplicationPolicy and defaults.
+// Errors name the flag or key and say what to do; they never contain a password.
+func Connect(c *cli.Context) (*Conn, error) {
+	conn, err := connect(c)
+	if err != nil {
+		return nil, &ExitCoder{Code: ExitError, Err: err}
+	}
+	return conn, nil
+}
+
+func connect(c *cli.Context) (*Conn, error) {
+	conn := &Conn{}
+	flowName := strings.TrimSpace(c.String(FlagFlow))
+	if path := c.String(FlagMM2Config); path != "" {
+		cfg, err := mm2.Load(path)
+		if err != nil {
+			return nil, fmt.Errorf("--%s: %w", FlagMM2Config, err)
+		}
+		f, err := cfg.Flow(flowName)
+		if err != nil {
+			return nil, fmt.Errorf("--%s %s: %w", FlagMM2Config, path, err)
+		}
+		conn.Config, conn.Flow = cfg, f
+		conn.Source = copyCluster(cfg.Cluster[f.Source])
+		conn.Target = copyCluster(cfg.Cluster[f.Target])
+	} else {
+		src, tgt := "source", "target"
+		if flowName != "" {
+			a, b, ok := strings.Cut(flowName, "->")
+			a, b = strings.TrimSpace(a), strings.TrimSpace(b)
+			if !ok || a == "" || b == "" || a == b {
+				return nil, fmt.Errorf("--%s %q: write it as SOURCE->TARGET with two different aliases, e.g. --flow source->target", FlagFlow, flowName)
+			}
+			src, tgt = a, b
+		}
+		conn.Flow = mm2.NewFlow(src, tgt, mm2.IdentityPolicy{})
+		conn.Source = &mm2.Cluster{Alias: src, Security: mm2.Security{Protocol: "PLAINTEXT"}}
+		conn.Target = &mm2.Cluster{Alias: tgt, Security: mm2.Security{Protocol: "PLAINTEXT"}}
+	}
+	for i, cl := range []*mm2.Cluster{conn.Source, conn.Target} {
+		if err := applyFlags(c, sides[i], cl); err != nil {
+			return nil, err
+		}
+		if len(cl.Bootstrap) == 0 {
+			if conn.Config != nil {
+				return nil, fmt.Errorf("cluster %s has no bootstrap servers: set %s.bootstrap.servers in %s or pass --%s-brokers", cl.Alias, cl.Alias, c.String(FlagMM2Config), sides[i])
+			}
+			return nil, fmt.Errorf("--%s-brokers is required (or --%s FILE): e.g. --%s-brokers host1:9092,host2:9092, or set KMIGRATE_%s_BROKERS", sides[i], FlagMM2Config, sides[i], strings.ToUpper(sides[i]))
+		}
+	}
+	return conn, nil
+}
+
+func copyCluster(c *mm2.Cluster) *mm2.Cluster {
+	if c == nil {
+		return &mm2.Cluster{Security: mm2.Security{Protocol: "PLAINTEXT"}}
+	}
+	cp := *c
+	return &cp
+}
+
+// applyFlags overrides cl with the flags of one side.
+func applyFlags(c *cli.Context, side string, cl *mm2.Cluster) error {
+	flag := func(name string) string { return side + "-" + name }
+	set := func(name string) bool { return c.IsSet(flag(name)) }
+	str := func(name string) string { return strings.TrimSpace(c.String(flag(name))) }
+
+	if set("brokers") {
+		var seeds []string
+		for _, b := range strings.Split(c.String(flag("brokers")), ",") {
+			if b = strings.TrimSpace(b); b != "" {
+				seeds = append(seeds, b)
+			}
+		}
+		if len(seeds) == 0 {
+			return fmt.Errorf("--%s is empty: give HOST:PORT[,HOST:PORT...]", flag("brokers"))
+		}
+		cl.Bootstrap = seeds
+	}
+	s := &cl.Security
+	tlsFlags, saslFlags := false, false
+	if set("tls-ca") {
+		s.CAFile, s.CAPEM, s.TruststoreFile, tlsFlags = str("tls-ca"), "", "", true
+	}
+	if set("tls-cert") || set("tls-key") {
+		s.CertFile, s.KeyFile, s.CertPEM, s.KeyPEM, s.KeystoreFile, tlsFlags = str("tls-cert"), str("tls-key"), "", "", "", true
+		if s.CertFile == "" || s.KeyFile == "" {
+			return fmt.Errorf("--%s and --%s go together: give both PEM files", flag("tls-cert"), flag("tls-key"))
+		}
+	}
+	if set("tls-truststore") {
+		s.TruststoreFile, s.TruststoreType, s.CAFile, s.CAPEM, tlsFlags = str("tls-truststore"), "", "", "", true
+	}
+	if set("tls-truststore-password-env") {
+		v, err := fromEnv(flag("tls-truststore-password-env"), str("tls-truststore-password-env"))
+		if err != nil {
+			return err
+		}
+		s.TruststorePassword = v
+	}
+	if set("tls-server-name") {
+		s.ServerName, tlsFlags = str("tls-server-name"), true
+	}
+	if set("tls-insecure-skip-verify") {
+		s.InsecureSkipVerify, tlsFlags = c.Bool(flag("tls-insecure-skip-verify")), true
+	}
+	if set("sasl-mechanism") {
+		m := strings.ToUpper(str("sasl-mechanism"))
+		switch m {
+		case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+		default:
+			return fmt.Errorf("--%s %q: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", flag("sasl-mechanism"), m)
+		}
+		s.SASLMechanism, saslFlags = m, true
+	}
+	if set("sasl-user") {
+		s.SASLUser, s.SASLLoginModule, saslFlags = str("sasl-user"), "", true
+	}
+	if set("sasl-password-file") && set("sasl-password-env") {
+		return fmt.Errorf("--%s and --%s both given: choose one", flag("sasl-password-file"), flag("sasl-password-env"))
+	}
+	if set("sasl-password-file") {
+		data, err := os.ReadFile(str("sasl-password-file"))
+		if err != nil {
+			return fmt.Errorf("--%s: %w", flag("sasl-password-file"), err)
+		}
+		pw := strings.TrimRight(string(data), "\r\n")
+		if pw == "" {
+			return fmt.Errorf("--%s %s: the file is empty", flag("sasl-password-file"), str("sasl-password-file"))
+		}
+		s.SASLPassword, saslFlags = mm2.Secret(pw), true
+	}
+	if set("sasl-password-env") {
+		v, err := fromEnv(flag("sasl-password-env"), str("sasl-password-env"))
+		if err != nil {
+			return err
+		}
+		s.SASLPassword, saslFlags = v, true
+	}
+	if set("security-protocol") {
+		p := strings.ToUpper(str("security-protocol"))
+		switch p {
+		case "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL":
+		default:
+			return fmt.Errorf("--%s %q: use PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", flag("security-protocol"), p)
+		}
+		s.Protocol = p
+	} else if tlsFlags || saslFlags {
+		// TLS or SASL flags imply the protocol that uses them, unless the file already asks for more.
+		useTLS := tlsFlags || s.Protocol == "SSL" || s.Protocol == "SASL_SSL"
+		useSASL := saslFlags || strings.HasPrefix(s.Protocol, "SASL_")
+		switch {
+		case useTLS && useSASL:
+			s.Protocol = "SASL_SSL"
+		case useSASL:
+			s.Protocol = "SASL_PLAINTEXT"
+		default:
+			s.Protocol = "SSL"
+		}
+	}
+	if strings.HasPrefix(s.Protocol, "SASL_") && s.SASLUser != "" && s.SASLPassword == "" {
+		return fmt.Errorf("cluster %s: SASL user %s has no password: pass --%s FILE or --%s NAME", cl.Alias, s.SASLUser, flag("sasl-password-file"), flag("sasl-password-env"))
+	}
+	return nil
+}
+
+func fromEnv(flagName, name string) (mm2.Secret, error) {
+	if name == "" {
+		return "", fmt.Errorf("--%s: give the name of an environment variable", flagName)
+	}
+	if strings.ContainsAny(name, "= ") {
+		return "", errors.New("--" + flagName + ": give the NAME of an environment variable that holds the password, not the password")
+	}
+	v, ok := os.LookupEnv(name)
+	if !ok || v == "" {
+		return "", fmt.Errorf("--%s %s: the environment variable %s is not set or empty", flagName, name, name)
+	}
+	return mm2.Secret(v), nil
+}
