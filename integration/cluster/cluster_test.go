@@ -249,3 +249,27 @@ func consume(t *testing.T, seeds []string, topic string, want int) int {
 	}
 	return got
 }
+
+// TestTestcontainers runs one broker of each version in containers where a Docker engine
+// answers; elsewhere it checks that the provider says so quickly instead of hanging.
+func TestTestcontainers(t *testing.T) {
+	for _, v := range []string{cluster.V230, cluster.V371} {
+		t.Run(v, func(t *testing.T) {
+			start := time.Now()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			c, err := cluster.Start(ctx, cluster.Spec{Version: v, Provider: cluster.ProviderTestcontainers})
+			if cluster.IsUnavailable(err) {
+				if d := time.Since(start); d > 5*time.Second {
+					t.Errorf("unavailable after %s, want within 5s", d)
+				}
+				t.Skipf("skip: %v", err)
+			}
+			if err != nil {
+				t.Fatalf("start: %v", err)
+			}
+			t.Cleanup(func() { c.Close() })
+			roundTrip(t, c, "tc-"+v, 1, 20)
+		})
+	}
+}

@@ -238,13 +238,11 @@ func zkRuok(ctx context.Context, addr string) error {
 	return nil
 }
 
-func (c *jvmCluster) serverProps(n *jvmNode) map[string]string {
-	nb := len(c.nodes)
+// commonProps are the broker settings shared by every provider and version for a cluster of
+// nb brokers (see the package doc).
+func commonProps(nb int) map[string]string {
 	rf := strconv.Itoa(min(nb, 3))
-	m := map[string]string{
-		"log.dirs":                   filepath.Join(n.dir, "data"),
-		"listeners":                  fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", n.port),
-		"advertised.listeners":       fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", n.port),
+	return map[string]string{
 		"auto.create.topics.enable":  "true", // Kafka's default, as on the clusters users migrate
 		"num.partitions":             "1",
 		"default.replication.factor": rf,
@@ -263,6 +261,13 @@ func (c *jvmCluster) serverProps(n *jvmNode) map[string]string {
 		"log.cleaner.dedupe.buffer.size":           strconv.Itoa(16 << 20), // default 128 MiB would take a third of the heap
 		"log.cleaner.backoff.ms":                   "1000",
 	}
+}
+
+func (c *jvmCluster) serverProps(n *jvmNode) map[string]string {
+	m := commonProps(len(c.nodes))
+	m["log.dirs"] = filepath.Join(n.dir, "data")
+	m["listeners"] = fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", n.port)
+	m["advertised.listeners"] = fmt.Sprintf("PLAINTEXT://127.0.0.1:%d", n.port)
 	switch c.spec.Version {
 	case V230:
 		m["broker.id"] = strconv.Itoa(int(n.id))

@@ -144,6 +144,7 @@ func StartMM2T(t testing.TB, spec MM2Spec) *MM2 {
 
 func topicsExist(ctx context.Context, cl *kgo.Client, topics []string) error {
 	req := kmsg.NewPtrMetadataRequest()
+	req.AllowAutoTopicCreation = false // the brokers auto-create; Connect needs its own compacted topics
 	for _, t := range topics {
 		rt := kmsg.NewMetadataRequestTopic()
 		rt.Topic = kmsg.StringPtr(t)

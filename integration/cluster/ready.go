@@ -59,6 +59,7 @@ func waitBrokers(ctx context.Context, name string, addrs []string, want []int32,
 func probeBrokers(ctx context.Context, cl *kgo.Client, want []int32) error {
 	req := kmsg.NewPtrMetadataRequest()
 	req.Topics = []kmsg.MetadataRequestTopic{} // no topics: brokers only
+	req.AllowAutoTopicCreation = false
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
 		return fmt.Errorf("metadata: %w", err)

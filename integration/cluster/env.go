@@ -1,0 +1,47 @@
+package cluster
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Describe says, in one line, which provider versioned specs use by default here and whether
+// it can run: the Java binary, the cached runtimes, or why not. TestMain prints it.
+func Describe() string {
+	provider := os.Getenv(EnvProvider)
+	src := "$" + EnvProvider
+	if provider == "" {
+		provider, src = ProviderJVM, "default"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "provider %s (%s) for 2.3.0 (ZooKeeper 3.5.9) and 3.7.1 (KRaft), MirrorMaker 2 3.7.1", provider, src)
+	switch provider {
+	case ProviderJVM:
+		bin, err := java()
+		if err != nil {
+			fmt.Fprintf(&b, "; %v", err)
+			break
+		}
+		fmt.Fprintf(&b, "; java %s", bin)
+		for _, v := range []string{V230, V371} {
+			lib := filepath.Join(cacheDir(), "kafka-"+v, "lib")
+			if _, err := os.Stat(filepath.Join(lib, ".complete")); err == nil {
+				fmt.Fprintf(&b, "; %s jars in %s", v, lib)
+			} else {
+				fmt.Fprintf(&b, "; %s jars not cached yet (fetched with Maven on first use)", v)
+			}
+		}
+	case ProviderTestcontainers:
+		if err := dockerAvailable(); err != nil {
+			fmt.Fprintf(&b, "; %v", err)
+		} else {
+			b.WriteString("; Docker engine reachable")
+		}
+	}
+	if os.Getenv(EnvRequireReal) == "1" {
+		fmt.Fprintf(&b, "; %s=1: a missing Java 17 or Maven fails the tests", EnvRequireReal)
+	}
+	return b.String()
+}
