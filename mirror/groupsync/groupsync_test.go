@@ -26,6 +26,9 @@ import (
 type fakeTranslator struct {
 	mu   sync.Mutex
 	maps map[string]map[int32]*verify.PartitionMap
+	// okWhenOwned answers ok=true for every owned partition, pending ones included (Known
+	// false); otherwise ok is false for pending answers too. mirror.Translator allows both.
+	okWhenOwned bool
 }
 
 func (f *fakeTranslator) Translate(topic string, p int32, g int64) (verify.Translation, bool) {
@@ -36,7 +39,7 @@ func (f *fakeTranslator) Translate(topic string, p int32, g int64) (verify.Trans
 		return verify.Translation{}, false
 	}
 	tr := pm.ExactTarget(g)
-	return tr, tr.Known
+	return tr, tr.Known || f.okWhenOwned
 }
 
 func (f *fakeTranslator) Owned() map[string][]int32 {
@@ -266,7 +269,17 @@ func (e *env) wantTarget(group, topic string, p int32, want int64) {
 // approximately, as MM2 does for an idle group) once the mirror passes G.
 func TestIdleGroupPendingThenExact(t *testing.T) {
 	t.Parallel()
+	for _, okWhenOwned := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ok when owned %v", okWhenOwned), func(t *testing.T) {
+			t.Parallel()
+			testIdleGroupPendingThenExact(t, okWhenOwned)
+		})
+	}
+}
+
+func testIdleGroupPendingThenExact(t *testing.T, okWhenOwned bool) {
 	e := newEnv(t)
+	e.tr.okWhenOwned = okWhenOwned
 	e.topic("orders", 2)
 	e.tr.mirrored("orders", 0, 5, 10) // mirror has copied source 0..4 to target 10..14
 	e.tr.mirrored("orders", 1, 0, 0)
@@ -657,4 +670,85 @@ func TestRunFollowsMirror(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// A rewind is followed only while the target still holds what this package wrote: once
+// consumers of the target moved the group on, their progress is kept. And a target already at
+// E(G) when the process starts counts as written by it.
+func TestRewindKeepsTargetProgress(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.topic("w", 2)
+	e.tr.mirrored("w", 0, 50, 0)
+	e.tr.mirrored("w", 1, 50, 0)
+	cfg := e.config()
+	cfg.EmitCheckpoints = false // memory from this Syncer only
+	s, err := groupsync.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass := func() groupsync.Report {
+		t.Helper()
+		rep, err := s.SyncOnce(e.ctx)
+		if err != nil || rep.Errors() > 0 {
+			t.Fatalf("SyncOnce: %v %+v", err, rep.Groups)
+		}
+		return rep
+	}
+	commit(t, e.ctx, e.tgtAdm, "g", prefix+"w", 1, 30, "") // already exact before the first pass
+	e.commitSource("g", "w", 0, 30, "")
+	e.commitSource("g", "w", 1, 30, "")
+	rep := pass()
+	wantPartition(t, rep, "g", "w", 0, groupsync.StatusSynced, groupsync.StatusDisabled)
+	wantPartition(t, rep, "g", "w", 1, groupsync.StatusUnchanged, groupsync.StatusDisabled)
+
+	commit(t, e.ctx, e.tgtAdm, "g", prefix+"w", 0, 45, "") // consumers of the target moved on
+	e.commitSource("g", "w", 0, 10, "")
+	e.commitSource("g", "w", 1, 10, "")
+	rep = pass()
+	wantPartition(t, rep, "g", "w", 0, groupsync.StatusHeld, groupsync.StatusDisabled)
+	wantPartition(t, rep, "g", "w", 1, groupsync.StatusRewound, groupsync.StatusDisabled)
+	e.wantTarget("g", prefix+"w", 0, 45)
+	e.wantTarget("g", prefix+"w", 1, 10)
+}
+
+// Scale-out: a process that gains a partition reads its checkpoint back, so it continues from
+// what the previous owner wrote (here: it sees the source rewind relative to that).
+func TestGainedPartitionReadsPreviousOwner(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.topic("m", 2)
+	trA, trB := &fakeTranslator{}, &fakeTranslator{}
+	trA.mirrored("m", 0, 50, 0)
+	trB.mirrored("m", 1, 50, 0)
+	newSyncer := func(tr *fakeTranslator) *groupsync.Syncer {
+		t.Helper()
+		cfg := e.config()
+		cfg.Translator = tr
+		s, err := groupsync.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := newSyncer(trA), newSyncer(trB)
+	pass := func(s *groupsync.Syncer) groupsync.Report {
+		t.Helper()
+		rep, err := s.SyncOnce(e.ctx)
+		if err != nil || rep.Errors() > 0 {
+			t.Fatalf("SyncOnce: %v %+v", err, rep.Groups)
+		}
+		return rep
+	}
+	pass(b) // b has read the (empty) checkpoints topic
+	e.commitSource("g", "m", 0, 30, "")
+	wantPartition(t, pass(a), "g", "m", 0, groupsync.StatusSynced, groupsync.StatusSynced)
+
+	// The partition moves from a to b; meanwhile the source group rewound.
+	trA.disown("m", 0)
+	trB.mirrored("m", 0, 50, 0)
+	e.commitSource("g", "m", 0, 25, "")
+	wantPartition(t, pass(b), "g", "m", 0, groupsync.StatusRewound, groupsync.StatusRewound)
+	e.wantTarget("g", prefix+"m", 0, 25)
+	wantPartition(t, pass(a), "g", "m", 0, groupsync.StatusNotOwned, groupsync.StatusNotOwned)
 }
