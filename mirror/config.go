@@ -36,7 +36,8 @@ type Config struct {
 	Policy mm2.ReplicationPolicy
 
 	// RefreshTopics turns on finding new source topics and partitions every
-	// RefreshTopicsInterval. Default: true, 600s (refresh.topics.*).
+	// RefreshTopicsInterval. Default: 600s; FromFlow turns it on as MM2 does (refresh.topics.*).
+	// (Booleans keep their zero value in SetDefaults; FromFlow applies MM2's boolean defaults.)
 	RefreshTopics         bool
 	RefreshTopicsInterval time.Duration
 	// RefreshGroupsInterval is how often the group list is refreshed for group sync.
@@ -46,14 +47,15 @@ type Config struct {
 
 	// SyncTopicConfigs copies the source topics' own configuration overrides to the target
 	// when kmirror creates a target topic and every SyncTopicConfigsInterval after.
-	// Default: true, 600s (sync.topic.configs.*). ConfigExclude lists regexes of properties
+	// Default: 600s; FromFlow turns it on (sync.topic.configs.*). ConfigExclude lists regexes of properties
 	// never copied. Default: MM2 3.7.1's DefaultConfigPropertyFilter list.
 	SyncTopicConfigs         bool
 	SyncTopicConfigsInterval time.Duration
 	ConfigExclude            []string
 
-	// SyncGroupOffsets and EmitCheckpoints run the groupsync loop. Default: false, 60s and
-	// true, 60s (sync.group.offsets.*, emit.checkpoints.*).
+	// SyncGroupOffsets and EmitCheckpoints run the groupsync loop (which needs Flow).
+	// Default: 60s intervals; FromFlow sets false and true as MM2 does (sync.group.offsets.*,
+	// emit.checkpoints.*).
 	SyncGroupOffsets         bool
 	SyncGroupOffsetsInterval time.Duration
 	EmitCheckpoints          bool
@@ -91,13 +93,12 @@ type Config struct {
 
 	// Producer settings (producer.* keys). Compression default: none (compression.type);
 	// Linger default: 5ms (linger.ms); BatchMaxBytes default: 1 MiB (batch.size);
-	// MaxBufferedRecords default: 10000 (bounds memory); MaxInflight default: 5
-	// (max.in.flight.requests.per.connection, at most 5 with idempotence).
+	// MaxBufferedRecords default: 10000 (bounds memory). In-flight requests per broker are
+	// franz-go's idempotent maximum (5), so max.in.flight.requests.per.connection is ignored.
 	Compression        string
 	Linger             time.Duration
 	BatchMaxBytes      int32
 	MaxBufferedRecords int
-	MaxInflight        int
 	// Consumer settings (consumer.* keys). FetchMaxBytes default: 50 MiB (fetch.max.bytes);
 	// FetchMaxPartitionBytes default: 1 MiB (max.partition.fetch.bytes); FetchMaxWait
 	// default: 500ms (fetch.max.wait.ms).
@@ -176,9 +177,6 @@ func (c *Config) SetDefaults() {
 	if c.MaxBufferedRecords == 0 {
 		c.MaxBufferedRecords = 10000
 	}
-	if c.MaxInflight == 0 {
-		c.MaxInflight = 5
-	}
 	if c.FetchMaxBytes == 0 {
 		c.FetchMaxBytes = 50 << 20
 	}
@@ -217,9 +215,6 @@ func (c *Config) Validate() error {
 	}
 	if _, err := compression(c.Compression); err != nil {
 		errs = append(errs, err)
-	}
-	if c.MaxInflight > 5 {
-		errs = append(errs, fmt.Errorf("producer max.in.flight.requests.per.connection=%d: the idempotent producer keeps order with at most 5; set 5 or less", c.MaxInflight))
 	}
 	if c.ReplicationFactor < -1 || c.InternalReplicationFactor < -1 {
 		errs = append(errs, fmt.Errorf("replication factors must be -1 (broker default) or positive, got %d and %d", c.ReplicationFactor, c.InternalReplicationFactor))
@@ -326,7 +321,7 @@ var honoured = map[string]bool{
 // producerKeys and consumerKeys are the producer./consumer. overrides mapped onto franz-go.
 var producerKeys = map[string]bool{
 	"compression.type": true, "linger.ms": true, "batch.size": true, "buffer.memory": true,
-	"max.in.flight.requests.per.connection": true, "acks": true, "enable.idempotence": true,
+	"acks": true, "enable.idempotence": true,
 }
 var consumerKeys = map[string]bool{
 	"fetch.max.bytes": true, "max.partition.fetch.bytes": true, "fetch.max.wait.ms": true,
@@ -533,12 +528,6 @@ func (c *Config) applyProducer(k, v string) error {
 			return bad("want a positive number of bytes")
 		}
 		c.BatchMaxBytes = int32(n)
-	case "max.in.flight.requests.per.connection":
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			return bad("want a positive number")
-		}
-		c.MaxInflight = n
 	case "acks":
 		if v != "all" && v != "-1" {
 			return bad("kmirror always produces with acks=all so that a mirrored record is never lost; remove the key")

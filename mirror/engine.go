@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -37,8 +38,9 @@ type Engine struct {
 	fatal     chan error
 
 	metrics metrics
-	// hooks for tests
-	afterProduce func()
+	// crashed makes the engine stop like a killed process: no wait for in-flight records and
+	// no persist on revoke or at the end (tests set it through export_test.go).
+	crashed atomic.Bool
 }
 
 // New checks cfg and prepares an engine. srcOpts and dstOpts connect to the source and the
@@ -152,7 +154,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	src.Close()
 	cancelLoops()
 	wg.Wait()
-	e.persistAll(drain)
+	if !e.crashed.Load() {
+		e.persistAll(drain)
+	}
 	if runErr != nil {
 		return runErr
 	}
@@ -181,7 +185,6 @@ func (e *Engine) connect(ctx context.Context) error {
 		kgo.ProducerLinger(max(e.cfg.Linger, 0)),
 		kgo.ProducerBatchMaxBytes(e.cfg.BatchMaxBytes),
 		kgo.MaxBufferedRecords(e.cfg.MaxBufferedRecords),
-		kgo.MaxProduceRequestsInflightPerBroker(e.cfg.MaxInflight),
 		kgo.UnknownTopicRetries(20),
 	)...)
 	if err != nil {
@@ -284,9 +287,6 @@ func (e *Engine) poll(ctx context.Context) error {
 					}
 					e.metrics.add(1, size)
 				})
-				if e.afterProduce != nil {
-					e.afterProduce()
-				}
 			}
 		})
 	}
@@ -365,6 +365,9 @@ func (e *Engine) onAssigned(ctx context.Context, offsets map[string]map[int32]kg
 // onRevoked stops the revoked partitions, waits for their in-flight records and persists
 // their maps before returning, so that the next owner starts from a complete map.
 func (e *Engine) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[string][]int32) {
+	if e.crashed.Load() {
+		return
+	}
 	var states []*partState
 	e.mu.Lock()
 	for t, ps := range revoked {
@@ -410,6 +413,9 @@ func (e *Engine) persistLoop(ctx context.Context) {
 }
 
 func (e *Engine) persistAll(ctx context.Context) {
+	if e.crashed.Load() {
+		return
+	}
 	e.mu.Lock()
 	states := make([]*partState, 0, len(e.parts))
 	for _, ps := range e.parts {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -168,6 +169,20 @@ func (e *Engine) ensureInternal(ctx context.Context, topic string) error {
 			e.cfg.TargetAlias, topic, e.cfg.InternalReplicationFactor, err, hint(err))
 	}
 	e.log.Info("created internal topic", "cluster", e.cfg.TargetAlias, "topic", topic)
+	// Wait until the new partition has a leader, so the first read of the topic finds it.
+	for i := 0; i < 50; i++ {
+		ends, err := e.dstAdm.ListEndOffsets(ctx, topic)
+		if err == nil {
+			if o, ok := ends.Lookup(topic, 0); ok && o.Err == nil {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 	return nil
 }
 

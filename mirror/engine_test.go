@@ -1,0 +1,483 @@
+package mirror_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/mirror"
+	"github.com/kmigrate/kmigrate/verify"
+)
+
+// pair is a source and a target kfake cluster.
+type pair struct {
+	src, dst *kfake.Cluster
+}
+
+func newPair(t *testing.T) pair {
+	t.Helper()
+	src, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(src.Close)
+	dst, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(dst.Close)
+	return pair{src, dst}
+}
+
+func seeds(c *kfake.Cluster) []kgo.Opt { return []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)} }
+
+func client(t *testing.T, c *kfake.Cluster, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(append(seeds(c), opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+func createTopic(t *testing.T, c *kfake.Cluster, topic string, partitions int32, configs map[string]*string) {
+	t.Helper()
+	adm := kadm.NewClient(client(t, c))
+	if _, err := adm.CreateTopic(context.Background(), partitions, 1, configs, topic); err != nil {
+		t.Fatalf("create topic %s: %v", topic, err)
+	}
+}
+
+// produce writes n records to every partition of topic, numbered from start, with keys (some
+// null), headers and timestamps.
+func produce(t *testing.T, c *kfake.Cluster, topic string, partitions int32, start, n int) {
+	t.Helper()
+	cl := client(t, c, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	var recs []*kgo.Record
+	for p := int32(0); p < partitions; p++ {
+		for i := start; i < start+n; i++ {
+			r := &kgo.Record{
+				Topic:     topic,
+				Partition: p,
+				Value:     fmt.Appendf(nil, "value-%d-%d", p, i),
+				Timestamp: time.UnixMilli(1_700_000_000_000 + int64(i)),
+				Headers:   []kgo.RecordHeader{{Key: "h", Value: fmt.Appendf(nil, "%d", i)}},
+			}
+			if i%7 != 0 {
+				r.Key = fmt.Appendf(nil, "key-%d", i%50)
+			}
+			recs = append(recs, r)
+		}
+	}
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatalf("produce to %s: %v", topic, err)
+	}
+}
+
+// readAll returns every record of topic/partition on c, read_committed, control records left
+// out.
+func readAll(t *testing.T, c *kfake.Cluster, topic string, partition int32) []*kgo.Record {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	adm := kadm.NewClient(client(t, c))
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, _ := ends.Lookup(topic, partition)
+	if end.Offset == 0 {
+		return nil
+	}
+	cl := client(t, c,
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().AtStart()}}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
+	var out []*kgo.Record
+	for {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %s/%d: timed out at %d records (end %d)", topic, partition, len(out), end.Offset)
+		}
+		last := int64(-1)
+		fs.EachRecord(func(r *kgo.Record) {
+			last = r.Offset
+			if !r.Attrs.IsControl() {
+				out = append(out, r)
+			}
+		})
+		if last >= end.Offset-1 {
+			return out
+		}
+	}
+}
+
+// waitMirrored polls until every partition of the target topic holds as many records as the
+// source one.
+func waitMirrored(t *testing.T, p pair, topic string, partitions int32) {
+	t.Helper()
+	srcAdm, dstAdm := kadm.NewClient(client(t, p.src)), kadm.NewClient(client(t, p.dst))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx := context.Background()
+		se, err1 := srcAdm.ListEndOffsets(ctx, topic)
+		de, err2 := dstAdm.ListEndOffsets(ctx, topic)
+		done := err1 == nil && err2 == nil
+		for part := int32(0); done && part < partitions; part++ {
+			s, _ := se.Lookup(topic, part)
+			d, ok := de.Lookup(topic, part)
+			done = ok && d.Err == nil && d.Offset >= s.Offset
+		}
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("topic %s not mirrored in time: source %v, target %v", topic, se, de)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// sameRecords fails unless the target partition holds exactly the source's records, in order:
+// key, value, headers and timestamp identical, no duplicate, nothing missing.
+func sameRecords(t *testing.T, p pair, topic string, partition int32) {
+	t.Helper()
+	src := readAll(t, p.src, topic, partition)
+	dst := readAll(t, p.dst, topic, partition)
+	if len(dst) != len(src) {
+		t.Fatalf("%s/%d: got %d target records, want %d", topic, partition, len(dst), len(src))
+	}
+	for i := range src {
+		s, d := src[i], dst[i]
+		if diff := verify.DiffFields(s, d, verify.FieldKey|verify.FieldValue|verify.FieldHeaders|verify.FieldTimestamp); len(diff) > 0 {
+			t.Fatalf("%s/%d: source offset %d / target offset %d differ in %v", topic, partition, s.Offset, d.Offset, diff)
+		}
+		if (s.Key == nil) != (d.Key == nil) {
+			t.Fatalf("%s/%d: source offset %d: null key not preserved", topic, partition, s.Offset)
+		}
+	}
+}
+
+func testConfig(topic string) mirror.Config {
+	return mirror.Config{
+		SourceAlias:      "A",
+		TargetAlias:      "B",
+		Topics:           []string{topic},
+		RefreshTopics:    true,
+		SyncTopicConfigs: true,
+		PersistInterval:  100 * time.Millisecond,
+		// kfake has one broker
+		ReplicationFactor:         1,
+		InternalReplicationFactor: 1,
+	}
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("test", t.Name())
+	}
+	return nil
+}
+
+// start runs an engine until the returned stop function is called; stop returns Run's error.
+func start(t *testing.T, p pair, cfg mirror.Config) (*mirror.Engine, func() error) {
+	t.Helper()
+	e, err := mirror.New(cfg, seeds(p.src), seeds(p.dst), testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		err := e.Run(ctx)
+		if err != nil && ctx.Err() == nil {
+			t.Logf("Run stopped early: %v", err)
+		}
+		done <- err
+	}()
+	var once sync.Once
+	var runErr error
+	stop := func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case runErr = <-done:
+			case <-time.After(40 * time.Second):
+				runErr = fmt.Errorf("engine did not stop in 40s")
+			}
+		})
+		return runErr
+	}
+	t.Cleanup(func() { stop() })
+	return e, stop
+}
+
+// checkMap fails unless the engine's map of the partition says source offset i is at target
+// offset i for every record (a fresh target, a source without gaps).
+func checkMap(t *testing.T, e *mirror.Engine, topic string, partition int32, n int64) {
+	t.Helper()
+	pm, ok := e.Map(topic, partition)
+	if !ok {
+		t.Fatalf("%s/%d: engine does not own the partition", topic, partition)
+	}
+	var covered int64
+	for _, s := range pm.Segments {
+		if s.Source != s.Target {
+			t.Errorf("%s/%d: got segment %+v, want source == target", topic, partition, s)
+		}
+		covered += s.Len
+	}
+	if covered != n {
+		t.Errorf("%s/%d: map covers %d records, want %d", topic, partition, covered, n)
+	}
+	tr, ok := e.Translate(topic, partition, n)
+	if !ok || tr.Target != n {
+		t.Errorf("%s/%d: Translate(%d) = %+v, %v; want target %d", topic, partition, n, tr, ok, n)
+	}
+	if _, ok := e.Translate(topic, partition, n+5); ok {
+		t.Errorf("%s/%d: Translate beyond the mirrored end must be pending", topic, partition)
+	}
+}
+
+func TestMirrorDataPath(t *testing.T) {
+	t.Parallel()
+	p := newPair(t)
+	const topic, parts = "orders-datapath", 3
+	retention := "3600000"
+	createTopic(t, p.src, topic, parts, map[string]*string{"retention.ms": &retention})
+	produce(t, p.src, topic, parts, 0, 200)
+
+	e, stop := start(t, p, testConfig(topic))
+	waitMirrored(t, p, topic, parts)
+	produce(t, p.src, topic, parts, 200, 50) // while running
+	waitMirrored(t, p, topic, parts)
+	for part := int32(0); part < parts; part++ {
+		sameRecords(t, p, topic, part)
+		waitFor(t, "map complete", func() bool { tr, ok := e.Translate(topic, part, 250); return ok && tr.Target == 250 })
+		checkMap(t, e, topic, part, 250)
+	}
+	var metrics bytes.Buffer
+	e.WriteMetrics(&metrics)
+	if !strings.Contains(metrics.String(), "kmirror_records_total 750") {
+		t.Errorf("metrics: got\n%s\nwant kmirror_records_total 750", metrics.String())
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+
+	// The target topic got the source's partition count and its own configuration override.
+	adm := kadm.NewClient(client(t, p.dst))
+	rcs, err := adm.DescribeTopicConfigs(context.Background(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, _ := rcs.On(topic, nil)
+	found := false
+	for _, c := range rc.Configs {
+		if c.Key == "retention.ms" && c.Value != nil && *c.Value == retention {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("target topic config retention.ms not synced")
+	}
+
+	// The persisted map says the same as the in-memory one.
+	persisted := readPersisted(t, p, "kmirror-offsets.A.internal")
+	for part := int32(0); part < parts; part++ {
+		segs := persisted[fmt.Sprintf("%s/%d", topic, part)]
+		var covered int64
+		for _, s := range segs {
+			covered += s.Len
+		}
+		if covered != 250 {
+			t.Errorf("%s/%d: persisted map covers %d records, want 250 (%v)", topic, part, covered, segs)
+		}
+	}
+}
+
+// readPersisted reads the map topic: the last record per key, grouped by "topic/partition".
+func readPersisted(t *testing.T, p pair, mapTopic string) map[string][]verify.Segment {
+	t.Helper()
+	latest := map[string]map[int64]verify.Segment{}
+	for _, r := range readAll(t, p.dst, mapTopic, 0) {
+		topic, part, src, dst, n, err := mirror.DecodeMapRecord(r.Key, r.Value)
+		if err != nil {
+			t.Fatalf("map record at offset %d: %v", r.Offset, err)
+		}
+		k := fmt.Sprintf("%s/%d", topic, part)
+		if latest[k] == nil {
+			latest[k] = map[int64]verify.Segment{}
+		}
+		latest[k][src] = verify.Segment{Source: src, Target: dst, Len: n}
+	}
+	out := map[string][]verify.Segment{}
+	for k, m := range latest {
+		for _, s := range m {
+			out[k] = append(out[k], s)
+		}
+	}
+	return out
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestMirrorResumeAfterCrash kills an engine after it produced records but before it persisted
+// them; the next engine must find them on the target's tail: no duplicate, no gap.
+func TestMirrorResumeAfterCrash(t *testing.T) {
+	t.Parallel()
+	p := newPair(t)
+	const topic, parts = "orders-crash", 2
+	createTopic(t, p.src, topic, parts, nil)
+	produce(t, p.src, topic, parts, 0, 300)
+
+	cfg := testConfig(topic)
+	cfg.PersistInterval = time.Hour // nothing but the origin is persisted before the crash
+	e1, stop1 := start(t, p, cfg)
+	waitMirrored(t, p, topic, parts)
+	e1.Crash()
+	if err := stop1(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for k, segs := range readPersisted(t, p, "kmirror-offsets.A.internal") {
+		for _, s := range segs {
+			if s.Len != 0 {
+				t.Fatalf("%s: got persisted segment %+v before the crash, want origins only (the test must crash before persisting)", k, s)
+			}
+		}
+	}
+
+	produce(t, p.src, topic, parts, 300, 100)
+	e2, stop2 := start(t, p, testConfig(topic))
+	waitMirrored(t, p, topic, parts)
+	for part := int32(0); part < parts; part++ {
+		waitFor(t, "map complete", func() bool { tr, ok := e2.Translate(topic, part, 400); return ok && tr.Target == 400 })
+		sameRecords(t, p, topic, part)
+		checkMap(t, e2, topic, part, 400)
+	}
+	if err := stop2(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
+// TestMirrorScaleOut runs two engines of one flow: they share the partitions, and when one
+// leaves the other takes its partitions over without loss or duplicates.
+func TestMirrorScaleOut(t *testing.T) {
+	t.Parallel()
+	p := newPair(t)
+	const topic, parts = "orders-scale", 6
+	createTopic(t, p.src, topic, parts, nil)
+	produce(t, p.src, topic, parts, 0, 100)
+
+	e1, stop1 := start(t, p, testConfig(topic))
+	waitMirrored(t, p, topic, parts)
+	e2, stop2 := start(t, p, testConfig(topic))
+	waitFor(t, "both engines own partitions", func() bool {
+		return count(e1.Owned()) > 0 && count(e2.Owned()) > 0 && count(e1.Owned())+count(e2.Owned()) == parts
+	})
+	produce(t, p.src, topic, parts, 100, 100)
+	waitMirrored(t, p, topic, parts)
+	if err := stop1(); err != nil {
+		t.Fatalf("Run 1: %v", err)
+	}
+	waitFor(t, "engine 2 owns every partition", func() bool { return count(e2.Owned()) == parts })
+	produce(t, p.src, topic, parts, 200, 100)
+	waitMirrored(t, p, topic, parts)
+	for part := int32(0); part < parts; part++ {
+		sameRecords(t, p, topic, part)
+		waitFor(t, "map complete", func() bool { tr, ok := e2.Translate(topic, part, 300); return ok && tr.Target == 300 })
+		checkMap(t, e2, topic, part, 300)
+	}
+	if err := stop2(); err != nil {
+		t.Fatalf("Run 2: %v", err)
+	}
+}
+
+func count(m map[string][]int32) int {
+	n := 0
+	for _, ps := range m {
+		n += len(ps)
+	}
+	return n
+}
+
+// TestMirrorTransactions mirrors a topic with committed and aborted transactions: aborted
+// records are not copied, markers are gaps in the map, and a group at the source end
+// translates to the target end.
+func TestMirrorTransactions(t *testing.T) {
+	t.Parallel()
+	p := newPair(t)
+	const topic = "orders-txn"
+	createTopic(t, p.src, topic, 1, nil)
+	cl := client(t, p.src, kgo.TransactionalID("txn-test"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	ctx := context.Background()
+	want := 0
+	for batch := 0; batch < 6; batch++ {
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 10; i++ {
+			cl.Produce(ctx, &kgo.Record{Topic: topic, Value: fmt.Appendf(nil, "b%d-%d", batch, i)}, nil)
+		}
+		if err := cl.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		commit := kgo.TryCommit
+		if batch%3 == 1 {
+			commit = kgo.TryAbort
+		} else {
+			want += 10
+		}
+		if err := cl.EndTransaction(ctx, commit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srcEnd := int64(6*10 + 6) // records and one marker per transaction
+
+	e, stop := start(t, p, testConfig(topic))
+	waitFor(t, "transactional topic mirrored", func() bool {
+		tr, ok := e.Translate(topic, 0, srcEnd)
+		return ok && tr.Target == int64(want)
+	})
+	got := readAll(t, p.dst, topic, 0)
+	if len(got) != want {
+		t.Fatalf("got %d target records, want %d (committed only)", len(got), want)
+	}
+	for _, r := range got {
+		if bytes.HasPrefix(r.Value, []byte("b1-")) || bytes.HasPrefix(r.Value, []byte("b4-")) {
+			t.Fatalf("aborted record %q mirrored", r.Value)
+		}
+	}
+	pm, _ := e.Map(topic, 0)
+	if len(pm.Segments) != 4 {
+		t.Errorf("got %d segments, want 4 (one per committed transaction): %+v", len(pm.Segments), pm.Segments)
+	}
+	// A group between two committed transactions (at the marker) translates to just after
+	// the last record before it.
+	tr, ok := e.Translate(topic, 0, 11)
+	if !ok || tr.Target != 10 {
+		t.Errorf("Translate(11) = %+v, %v; want target 10", tr, ok)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}

@@ -1,0 +1,10 @@
+package mirror
+
+// Crash makes e stop like a killed process from now on: nothing more is persisted.
+func (e *Engine) Crash() { e.crashed.Store(true) }
+
+// DecodeMapRecord exposes the map record decoder.
+func DecodeMapRecord(key, value []byte) (topic string, partition int32, source, target, length int64, err error) {
+	t, s, err := decodeMapRecord(key, value)
+	return t.topic, t.partition, s.Source, s.Target, s.Len, err
+}
