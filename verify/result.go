@@ -58,6 +58,11 @@ type PartitionResult struct {
 	Mismatches      []Mismatch    `json:"mismatches"`
 	ExtraRanges     []TargetRange `json:"extra_ranges"`
 	AmbiguousRanges []TargetRange `json:"ambiguous_ranges,omitempty"`
+	// TargetSkipped counts target records read before the copy of the source range began
+	// (the target was read from a lower bound such as an MM2 offset sync or a timestamp);
+	// they are outside the comparison, in no class.
+	TargetSkipped      int64        `json:"target_skipped,omitempty"`
+	TargetSkippedRange *TargetRange `json:"target_skipped_range,omitempty"`
 	// Truncated is set when a list above was cut to keep the report bounded; the counts are
 	// always complete.
 	Truncated bool `json:"truncated,omitempty"`

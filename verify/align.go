@@ -1,0 +1,705 @@
+package verify
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Item is one record of a stream the aligner reads: its offset, its fingerprint over the
+// compared fields, and the record itself (kept only while it is inside the look-ahead window,
+// to say which fields differ at a mismatch).
+type Item struct {
+	Offset int64
+	FP     uint64
+	Record *kgo.Record
+}
+
+// NewItem fingerprints r over f.
+func NewItem(r *kgo.Record, f Fields) Item {
+	return Item{Offset: r.Offset, FP: Fingerprint(r, f), Record: r}
+}
+
+// Stream yields the records of one side of a partition in offset order.
+type Stream interface {
+	// Next returns the next item, or ok == false at the end of the range.
+	Next(ctx context.Context) (it Item, ok bool, err error)
+}
+
+// SliceStream is a Stream over items in memory (tests, small ranges).
+type SliceStream struct{ Items []Item }
+
+// Next implements Stream.
+func (s *SliceStream) Next(context.Context) (Item, bool, error) {
+	if len(s.Items) == 0 {
+		return Item{}, false, nil
+	}
+	it := s.Items[0]
+	s.Items = s.Items[1:]
+	return it, true, nil
+}
+
+// AlignOptions tune Align.
+type AlignOptions struct {
+	Partition int32
+	// Fields are the compared fields, used to say which ones differ at a mismatch.
+	// Default: DefaultFields.
+	Fields Fields
+	// Window is the look-ahead in records on each side, and the number of recently matched
+	// source records remembered to recognise replays. Memory is proportional to it.
+	// Default: DefaultWindow.
+	Window int
+	// MaxListed caps each list of ranges, duplicates and mismatches in the PartitionResult
+	// (the counts and the PartitionMap stay complete). Default: 1000.
+	MaxListed int
+
+	// SourceFrom and SourceTo bound the source range read ([SourceFrom, SourceTo)); they go
+	// into the PartitionMap. TargetFrom is where the target was read from.
+	SourceFrom, SourceTo int64
+	TargetFrom, TargetTo int64
+
+	// StrictTargetFrom says that TargetFrom is where the copy of the range starts: leading
+	// target records that copy nothing are extra. Default false: TargetFrom is a lower bound
+	// (a hint), and target records before the first copy of a record of the range are skipped
+	// and counted in PartitionResult.TargetSkipped, not as extra.
+	StrictTargetFrom bool
+	// StrictTargetTo says that every target record after the copy of the last source record is
+	// part of the comparison (extra unless it repeats a source record). Default false: the
+	// first such record ends the comparison (it is beyond the range).
+	StrictTargetTo bool
+
+	// Progress, when set, is called every few thousand records with the current positions.
+	Progress func(sourceOffset, targetOffset, records int64)
+}
+
+// DefaultWindow is the default look-ahead: room for an at-least-once replay of a few thousand
+// records, ~1 MiB of fingerprints and the records themselves.
+const DefaultWindow = 10000
+
+// confirmRun is how many consecutive equal records confirm a resynchronisation point.
+const confirmRun = 8
+
+// smallSearch is the largest skip (source + target records) tried by direct comparison
+// before the hashed search over the whole window.
+const smallSearch = 24
+
+func (o *AlignOptions) setDefaults() {
+	if o.Fields == 0 {
+		o.Fields = DefaultFields
+	}
+	if o.Window <= 0 {
+		o.Window = DefaultWindow
+	}
+	if o.MaxListed <= 0 {
+		o.MaxListed = 1000
+	}
+}
+
+// Align merges a source and a target stream of one partition, as DESIGN.md "Alignment"
+// defines, with look-ahead bounded by opt.Window. It returns the classes as compact ranges
+// and the exact offset map. The error is the first error of a stream or of ctx.
+func Align(ctx context.Context, src, dst Stream, opt AlignOptions) (PartitionResult, *PartitionMap, error) {
+	opt.setDefaults()
+	a := &aligner{
+		opt:  opt,
+		src:  src,
+		dst:  dst,
+		hist: newHistory(opt.Window),
+	}
+	a.res.Partition = opt.Partition
+	a.res.SourceStart, a.res.SourceEnd = opt.SourceFrom, opt.SourceTo
+	a.res.TargetStart = opt.TargetFrom
+	a.pm = &PartitionMap{Partition: opt.Partition, SourceFrom: opt.SourceFrom, SourceTo: opt.SourceTo, TargetTo: opt.TargetFrom}
+	err := a.run(ctx)
+	a.finish()
+	return a.res, a.pm, err
+}
+
+type class uint8
+
+const (
+	classNone class = iota
+	classMatched
+	classMismatched
+	classMissing
+	classDuplicated
+	classExtra
+)
+
+type aligner struct {
+	opt      AlignOptions
+	src, dst Stream
+	sq, tq   queue
+	srcEOF   bool
+	dstEOF   bool
+	hist     *history
+	res      PartitionResult
+	pm       *PartitionMap
+
+	srcClass, tgtClass class // class of the last source / target record, for ranges
+	tailFrom           int64 // first source offset of a tail the target never reached
+	tail               bool
+
+	// Ambiguity: the run of identical consecutive source records being read.
+	runFP      uint64
+	runLen     int64
+	runValid   bool
+	runFirstT  int64 // target offset of the run's first record, if matched
+	runFirstOK bool
+
+	records  int64
+	lastProg int64
+	blind    int // resolves to go before the next hashed search
+}
+
+func (a *aligner) run(ctx context.Context) error {
+	if !a.opt.StrictTargetFrom {
+		if err := a.seek(ctx); err != nil {
+			return err
+		}
+	}
+	for {
+		if err := a.fill(ctx, &a.sq, a.src, &a.srcEOF, 1); err != nil {
+			return err
+		}
+		if err := a.fill(ctx, &a.tq, a.dst, &a.dstEOF, 1); err != nil {
+			return err
+		}
+		ns, nt := a.sq.len(), a.tq.len()
+		switch {
+		case ns == 0 && nt == 0:
+			return nil
+		case ns == 0:
+			t := a.tq.front()
+			if src, ok := a.hist.get(t.FP); ok {
+				a.duplicate(a.tq.pop(), src)
+			} else if a.opt.StrictTargetTo {
+				a.extra(a.tq.pop())
+			} else {
+				return nil // beyond the range: leave it unexamined
+			}
+		case nt == 0:
+			s := a.sq.pop()
+			if !a.tail {
+				a.tail, a.tailFrom = true, s.Offset
+			}
+			a.missing(s)
+		case a.sq.front().FP == a.tq.front().FP:
+			a.match(a.sq.pop(), a.tq.pop())
+		default:
+			if err := a.resolve(ctx); err != nil {
+				return err
+			}
+		}
+		if a.opt.Progress != nil && a.records-a.lastProg >= 4096 {
+			a.lastProg = a.records
+			a.opt.Progress(a.lastSource(), a.pm.TargetTo, a.records)
+		}
+	}
+}
+
+func (a *aligner) lastSource() int64 {
+	if a.sq.len() > 0 {
+		return a.sq.front().Offset
+	}
+	return a.res.SourceEnd
+}
+
+// fill reads from st until q holds n items or st ends.
+func (a *aligner) fill(ctx context.Context, q *queue, st Stream, eof *bool, n int) error {
+	for !*eof && q.len() < n {
+		it, ok, err := st.Next(ctx)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			*eof = true
+			return nil
+		}
+		q.push(it)
+		a.records++
+	}
+	return nil
+}
+
+// seek skips target records read from before the copy of the range (TargetFrom is a lower
+// bound): it reads on until a target record starts a confirmed run of copies of records in
+// the source window. Source records before that point are missing.
+func (a *aligner) seek(ctx context.Context) error {
+	w := a.opt.Window
+	if err := a.fill(ctx, &a.sq, a.src, &a.srcEOF, w); err != nil {
+		return err
+	}
+	if a.sq.len() == 0 {
+		return nil
+	}
+	idx := make(map[uint64]int, a.sq.len())
+	for i := a.sq.len() - 1; i >= 0; i-- {
+		idx[a.sq.at(i).FP] = i
+	}
+	limit := 10 * w
+	for skipped := 0; skipped < limit; skipped++ {
+		if err := a.fill(ctx, &a.tq, a.dst, &a.dstEOF, confirmRun); err != nil {
+			return err
+		}
+		if a.tq.len() == 0 {
+			break
+		}
+		if i, ok := idx[a.tq.front().FP]; ok && a.confirmed(i, 0) {
+			for ; i > 0; i-- {
+				a.missing(a.sq.pop())
+			}
+			return nil
+		}
+		t := a.tq.pop()
+		a.res.TargetSkipped++
+		if a.res.TargetSkippedRange == nil {
+			a.res.TargetSkippedRange = &TargetRange{From: t.Offset}
+		}
+		a.res.TargetSkippedRange.To = t.Offset
+		a.pm.TargetTo = t.Offset + 1
+	}
+	// Nothing of the source window was found: align from here as if strict.
+	return nil
+}
+
+// resolve handles a divergence of the two heads.
+func (a *aligner) resolve(ctx context.Context) error {
+	w := a.opt.Window
+	if err := a.fill(ctx, &a.sq, a.src, &a.srcEOF, w); err != nil {
+		return err
+	}
+	if err := a.fill(ctx, &a.tq, a.dst, &a.dstEOF, w); err != nil {
+		return err
+	}
+	// A resynchronisation point is confirmed by a run of equal records; when faults are
+	// dense, a shorter run is accepted near the heads before looking further away.
+	for _, run := range []int{confirmRun, 2} {
+		if i, j, ok := a.searchSmall(run); ok {
+			a.classify(i, j)
+			return nil
+		}
+	}
+	t := a.tq.front()
+	if src, ok := a.hist.get(t.FP); ok {
+		a.duplicate(a.tq.pop(), src)
+		return nil
+	}
+	if a.blind > 0 {
+		// The last hashed search found no common record in the windows: until half of them
+		// has been consumed, a new one cannot find a near resynchronisation point either.
+		a.blind--
+	} else if i, j, ok := a.searchWindow(); ok {
+		a.classify(i, j)
+		return nil
+	} else {
+		a.blind = max(1, min(a.sq.len(), a.tq.len())/2)
+	}
+	if a.keysAligned() {
+		a.mismatch(a.sq.pop(), a.tq.pop())
+		return nil
+	}
+	a.fallback()
+	return nil
+}
+
+// confirmed reports whether source i and target j start a run of confirmRun equal records (or
+// a shorter run that reaches the end of a stream).
+func (a *aligner) confirmed(i, j int) bool { return a.confirmedRun(i, j, confirmRun) }
+
+func (a *aligner) confirmedRun(i, j, run int) bool {
+	ns, nt := a.sq.len(), a.tq.len()
+	for k := 0; k < run; k++ {
+		if i+k >= ns {
+			return a.srcEOF
+		}
+		if j+k >= nt {
+			return a.dstEOF
+		}
+		if a.sq.at(i+k).FP != a.tq.at(j+k).FP {
+			return false
+		}
+	}
+	return true
+}
+
+// searchSmall tries every split of a skip of k = 1..smallSearch records, balanced splits
+// first (so an altered record is preferred to a missing plus an extra one).
+func (a *aligner) searchSmall(run int) (int, int, bool) {
+	ns, nt := a.sq.len(), a.tq.len()
+	for k := 1; k <= smallSearch; k++ {
+		for d := 0; d <= k; d++ {
+			// d walks away from the balanced split: i = k/2 ± ...
+			i := k/2 + (d+1)/2*sign(d)
+			if i < 0 || i > k {
+				continue
+			}
+			j := k - i
+			if i >= ns || j >= nt {
+				continue
+			}
+			if a.sq.at(i).FP == a.tq.at(j).FP && a.confirmedRun(i, j, run) {
+				return i, j, true
+			}
+		}
+	}
+	return 0, 0, false
+}
+
+func sign(d int) int {
+	if d%2 == 1 {
+		return 1
+	}
+	return -1
+}
+
+// searchWindow finds the resynchronisation point (i, j) with the smallest i+j over the whole
+// windows, through a hash index of the source window.
+func (a *aligner) searchWindow() (int, int, bool) {
+	ns, nt := a.sq.len(), a.tq.len()
+	idx := make(map[uint64]int, ns)
+	for i := ns - 1; i >= 0; i-- {
+		idx[a.sq.at(i).FP] = i
+	}
+	best, bi, bj := -1, 0, 0
+	for j := 0; j < nt; j++ {
+		if best >= 0 && j >= best {
+			break
+		}
+		i, ok := idx[a.tq.at(j).FP]
+		if !ok || (best >= 0 && i+j >= best) {
+			continue
+		}
+		if a.confirmed(i, j) {
+			best, bi, bj = i+j, i, j
+		}
+	}
+	return bi, bj, best >= 0
+}
+
+// keysAligned reports whether the heads and the next few records on both sides have equal
+// keys pairwise: values re-encoded in place.
+func (a *aligner) keysAligned() bool {
+	n := min(a.sq.len(), a.tq.len(), confirmRun)
+	for k := 0; k < n; k++ {
+		s, t := a.sq.at(k).Record, a.tq.at(k).Record
+		if s == nil || t == nil || !bytes.Equal(s.Key, t.Key) || (s.Key == nil) != (t.Key == nil) {
+			return false
+		}
+	}
+	return n > 0
+}
+
+// fallback handles a divergence with no resynchronisation point inside the windows: the
+// side whose head is older (by timestamp) is behind, so its records up to the other head's
+// timestamp are missing (source) or extra (target).
+func (a *aligner) fallback() {
+	s, t := a.sq.front(), a.tq.front()
+	var st, tt int64
+	if s.Record != nil && t.Record != nil {
+		st, tt = s.Record.Timestamp.UnixMilli(), t.Record.Timestamp.UnixMilli()
+	}
+	if st <= tt {
+		a.missing(a.sq.pop())
+		for a.sq.len() > 0 && a.sq.front().Record != nil && a.sq.front().Record.Timestamp.UnixMilli() < tt {
+			a.missing(a.sq.pop())
+		}
+		return
+	}
+	a.extraOrDup(a.tq.pop())
+	for a.tq.len() > 0 && a.tq.front().Record != nil && a.tq.front().Record.Timestamp.UnixMilli() < st {
+		a.extraOrDup(a.tq.pop())
+	}
+}
+
+// classify explains the source records before i and the target records before j, the skipped
+// blocks before a resynchronisation point: target copies of recently matched source records
+// are duplicates; the others pair with the source records as mismatches (by position when the
+// blocks have the same length, else by equal key in order); what is left is missing (source)
+// or extra (target).
+func (a *aligner) classify(i, j int) {
+	srcs := make([]Item, i)
+	for k := range srcs {
+		srcs[k] = a.sq.pop()
+	}
+	tgts := make([]Item, j)
+	for k := range tgts {
+		tgts[k] = a.tq.pop()
+	}
+	dup := make([]int64, j) // source offset repeated, or -1
+	rest := 0
+	for k, t := range tgts {
+		dup[k] = -1
+		if s, ok := a.hist.get(t.FP); ok {
+			dup[k] = s
+		} else {
+			rest++
+		}
+	}
+	// pair[k] is the index in srcs of the source record target k is a mismatch of, or -1.
+	pair := make([]int, j)
+	for k := range pair {
+		pair[k] = -1
+	}
+	if rest == i {
+		si := 0
+		for k := range tgts {
+			if dup[k] < 0 {
+				pair[k] = si
+				si++
+			}
+		}
+	} else {
+		si := 0
+		for k, t := range tgts {
+			if dup[k] >= 0 || si >= i {
+				continue
+			}
+			for x := si; x < i; x++ {
+				if sameKey(srcs[x].Record, t.Record) {
+					pair[k] = x
+					si = x + 1
+					break
+				}
+			}
+		}
+	}
+	// Emit in order on both sides: source records up to each pair, then the pair.
+	si := 0
+	for k, t := range tgts {
+		switch {
+		case dup[k] >= 0:
+			a.duplicate(t, dup[k])
+		case pair[k] >= 0:
+			for ; si < pair[k]; si++ {
+				a.missing(srcs[si])
+			}
+			if srcs[si].FP == t.FP {
+				a.match(srcs[si], t)
+			} else {
+				a.mismatch(srcs[si], t)
+			}
+			si++
+		default:
+			a.extra(t)
+		}
+	}
+	for ; si < i; si++ {
+		a.missing(srcs[si])
+	}
+}
+
+func sameKey(s, t *kgo.Record) bool {
+	if s == nil || t == nil {
+		return false
+	}
+	return (s.Key == nil) == (t.Key == nil) && bytes.Equal(s.Key, t.Key)
+}
+
+func (a *aligner) extraOrDup(t Item) {
+	if s, ok := a.hist.get(t.FP); ok {
+		a.duplicate(t, s)
+		return
+	}
+	a.extra(t)
+}
+
+// --- emitting ---
+
+func (a *aligner) match(s, t Item) {
+	a.res.Matched++
+	a.hist.add(s.FP, s.Offset)
+	a.mapPair(s.Offset, t.Offset)
+	a.sourceRun(s, true, t.Offset)
+	a.srcClass, a.tgtClass = classMatched, classMatched
+	a.pm.TargetTo = t.Offset + 1
+}
+
+func (a *aligner) mismatch(s, t Item) {
+	a.res.Mismatched++
+	a.hist.add(s.FP, s.Offset)
+	a.mapPair(s.Offset, t.Offset)
+	a.sourceRun(s, false, 0)
+	if len(a.res.Mismatches) < a.opt.MaxListed {
+		var fields []string
+		if s.Record != nil && t.Record != nil {
+			fields = DiffFields(s.Record, t.Record, a.opt.Fields)
+		}
+		if len(fields) == 0 {
+			fields = a.opt.Fields.Names()
+		}
+		a.res.Mismatches = append(a.res.Mismatches, Mismatch{SourceOffset: s.Offset, TargetOffset: t.Offset, Fields: fields})
+	} else {
+		a.res.Truncated = true
+	}
+	a.srcClass, a.tgtClass = classMismatched, classMismatched
+	a.pm.TargetTo = t.Offset + 1
+}
+
+func (a *aligner) missing(s Item) {
+	a.res.Missing++
+	a.sourceRun(s, false, 0)
+	r := a.res.MissingRanges
+	if n := len(r); n > 0 && a.srcClass == classMissing {
+		r[n-1].To = s.Offset
+	} else if n < a.opt.MaxListed {
+		a.res.MissingRanges = append(r, SourceRange{From: s.Offset, To: s.Offset})
+	} else {
+		a.res.Truncated = true
+	}
+	a.srcClass = classMissing
+}
+
+func (a *aligner) duplicate(t Item, src int64) {
+	a.res.Duplicated++
+	a.pm.Duplicates = append(a.pm.Duplicates, Copy{Target: t.Offset, Source: src})
+	if len(a.res.Duplicates) < a.opt.MaxListed {
+		a.res.Duplicates = append(a.res.Duplicates, Copy{Target: t.Offset, Source: src})
+	} else {
+		a.res.Truncated = true
+	}
+	a.tgtClass = classDuplicated
+	a.pm.TargetTo = t.Offset + 1
+}
+
+func (a *aligner) extra(t Item) {
+	a.res.Extra++
+	r := a.res.ExtraRanges
+	if n := len(r); n > 0 && a.tgtClass == classExtra {
+		r[n-1].To = t.Offset
+	} else if n < a.opt.MaxListed {
+		a.res.ExtraRanges = append(r, TargetRange{From: t.Offset, To: t.Offset})
+	} else {
+		a.res.Truncated = true
+	}
+	a.tgtClass = classExtra
+	a.pm.TargetTo = t.Offset + 1
+}
+
+// mapPair extends the offset map with source s copied to target t.
+func (a *aligner) mapPair(s, t int64) {
+	segs := a.pm.Segments
+	if n := len(segs); n > 0 {
+		last := &segs[n-1]
+		if last.Source+last.Len == s && last.Target+last.Len == t {
+			last.Len++
+			return
+		}
+	}
+	a.pm.Segments = append(segs, Segment{Source: s, Target: t, Len: 1})
+}
+
+// sourceRun tracks runs of identical consecutive source records: their matched records are
+// ambiguous (which copy is which cannot be told from content).
+func (a *aligner) sourceRun(s Item, matched bool, t int64) {
+	if a.runValid && a.runFP == s.FP {
+		a.runLen++
+		if a.runLen == 2 && a.runFirstOK {
+			a.ambiguous(a.runFirstT)
+		}
+		if matched {
+			a.ambiguous(t)
+		}
+		return
+	}
+	a.runValid, a.runFP, a.runLen = true, s.FP, 1
+	a.runFirstOK, a.runFirstT = matched, t
+}
+
+func (a *aligner) ambiguous(t int64) {
+	a.res.Ambiguous++
+	r := a.res.AmbiguousRanges
+	if n := len(r); n > 0 && r[n-1].To < t && t-r[n-1].To <= 1 {
+		r[n-1].To = t
+	} else if n < a.opt.MaxListed {
+		a.res.AmbiguousRanges = append(r, TargetRange{From: t, To: t})
+	} else {
+		a.res.Truncated = true
+	}
+}
+
+func (a *aligner) finish() {
+	if a.opt.StrictTargetTo && a.dstEOF && a.tq.len() == 0 && a.opt.TargetTo > a.pm.TargetTo {
+		a.pm.TargetTo = a.opt.TargetTo // markers or a compacted gap after the last record
+	}
+	a.res.TargetEnd = a.pm.TargetTo
+	if a.tail {
+		// The target ended before these source records: until it has them they are pending
+		// in the map, never guessed.
+		a.pm.SourceTo = a.tailFrom
+	}
+	sort.Slice(a.pm.Duplicates, func(i, j int) bool {
+		x, y := a.pm.Duplicates[i], a.pm.Duplicates[j]
+		return x.Source < y.Source || x.Source == y.Source && x.Target < y.Target
+	})
+}
+
+// --- queue and history ---
+
+// queue is a FIFO of items over a slice that is compacted as it is consumed.
+type queue struct {
+	items []Item
+	head  int
+}
+
+func (q *queue) len() int       { return len(q.items) - q.head }
+func (q *queue) at(i int) *Item { return &q.items[q.head+i] }
+func (q *queue) front() *Item   { return &q.items[q.head] }
+func (q *queue) push(it Item)   { q.compact(); q.items = append(q.items, it) }
+func (q *queue) pop() (it Item) { it = q.items[q.head]; q.items[q.head] = Item{}; q.head++; return it }
+func (q *queue) String() string { return fmt.Sprintf("queue(%d)", q.len()) }
+func (q *queue) compact() {
+	if q.head == 0 || len(q.items) < cap(q.items) {
+		return
+	}
+	if q.head == len(q.items) {
+		q.items, q.head = q.items[:0], 0
+		return
+	}
+	if q.head >= len(q.items)/2 {
+		n := copy(q.items, q.items[q.head:])
+		clear(q.items[n:])
+		q.items, q.head = q.items[:n], 0
+	}
+}
+
+// history remembers the fingerprints of the last n matched source records, to recognise a
+// target record that repeats one of them (a replay).
+type history struct {
+	ring []histEntry
+	next int
+	full bool
+	last map[uint64]int64 // fingerprint -> latest source offset with it
+}
+
+type histEntry struct {
+	fp     uint64
+	offset int64
+}
+
+func newHistory(n int) *history {
+	return &history{ring: make([]histEntry, n), last: make(map[uint64]int64, n)}
+}
+
+func (h *history) add(fp uint64, offset int64) {
+	if h.full {
+		old := h.ring[h.next]
+		if h.last[old.fp] == old.offset {
+			delete(h.last, old.fp)
+		}
+	}
+	h.ring[h.next] = histEntry{fp, offset}
+	h.last[fp] = offset
+	h.next++
+	if h.next == len(h.ring) {
+		h.next, h.full = 0, true
+	}
+}
+
+func (h *history) get(fp uint64) (int64, bool) {
+	o, ok := h.last[fp]
+	return o, ok
+}
