@@ -237,6 +237,7 @@ func (a *aligner) run(ctx context.Context, star int) (ans answer, retry bool, er
 	i := i0
 	lastStar := -1 // target index of the last copy of any source index <= star
 	dups := 0
+	hi := i0 // one past the highest source index matched so far
 	for jj := j0; ; jj++ {
 		for jj >= len(a.T) {
 			need := i <= star || lastStar < 0 && star >= 0
@@ -258,6 +259,7 @@ func (a *aligner) run(ctx context.Context, star int) (ans answer, retry bool, er
 			break
 		}
 		t := a.T[jj]
+		before := i
 		switch {
 		case i < len(a.S) && a.S[i].fp == t.fp:
 			a.copies[i] = append(a.copies[i], jj)
@@ -267,7 +269,6 @@ func (a *aligner) run(ctx context.Context, star int) (ans answer, retry bool, er
 				a.copies[k] = append(a.copies[k], jj)
 				a.weak[k] = a.weak[k] || weak
 				i = k + 1
-				dups++
 			} else if k, weak := a.search(i, jj, +1); k >= 0 { // S[i..k-1] missing on the target
 				a.copies[k] = append(a.copies[k], jj)
 				a.weak[k] = a.weak[k] || weak
@@ -275,6 +276,12 @@ func (a *aligner) run(ctx context.Context, star int) (ans answer, retry bool, er
 			} else {
 				a.extras = append(a.extras, t.off)
 			}
+		}
+		if placed := i - 1; i != before || placed >= 0 && placed < hi && a.copies[placed][len(a.copies[placed])-1] == jj {
+			if placed < hi {
+				dups++ // a source record matched before: a replayed copy
+			}
+			hi = max(hi, i)
 		}
 		if star >= 0 {
 			for k := 0; k <= star; k++ {

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
+	"github.com/kmigrate/kmigrate/reconcile"
+)
+
+func cluster(t *testing.T) (*kgo.Client, string) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatalf("kfake: %v", err)
+	}
+	t.Cleanup(c.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	t.Cleanup(cl.Close)
+	return cl, strings.Join(c.ListenAddrs(), ",")
+}
+
+func ctxT(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// run runs kreconcile with args and returns its exit code, stdout and stderr.
+func run(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	app := newApp()
+	var out, errb bytes.Buffer
+	app.Writer, app.ErrWriter = &out, &errb
+	code := clikit.Main(app, append([]string{"kreconcile"}, args...))
+	return code, out.String(), errb.String()
+}
+
+// seed builds the seed case in miniature: 30 records, the test mirror replays 5 of them, the
+// group consumed 20 on the source and its target commit is where a sparse sync put it.
+func seed(t *testing.T) (srcSeeds, dstSeeds, topic, group string, dst *kgo.Client) {
+	t.Helper()
+	src, srcSeeds := cluster(t)
+	dst, dstSeeds = cluster(t)
+	topic, group = "orders", "orders-app"
+	for _, cl := range []*kgo.Client{src, dst} {
+		if _, err := kadm.NewClient(cl).CreateTopic(ctxT(t), 1, 1, nil, topic); err != nil {
+			t.Fatalf("create topic: %v", err)
+		}
+	}
+	var recs []*kgo.Record
+	for i := range 30 {
+		recs = append(recs, &kgo.Record{Topic: topic, Value: []byte(fmt.Sprintf("order-%d", i))})
+	}
+	if err := src.ProduceSync(ctxT(t), recs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	var copies []*kgo.Record
+	for _, i := range append(seq(0, 15), seq(10, 30)...) {
+		copies = append(copies, &kgo.Record{Topic: topic, Value: []byte(fmt.Sprintf("order-%d", i))})
+	}
+	if err := dst.ProduceSync(ctxT(t), copies...).FirstErr(); err != nil {
+		t.Fatalf("mirror: %v", err)
+	}
+	for _, c := range []struct {
+		cl *kgo.Client
+		at int64
+	}{{src, 20}, {dst, 16}} {
+		offs := kadm.Offsets{}
+		offs.Add(kadm.Offset{Topic: topic, At: c.at, LeaderEpoch: -1, Metadata: "m"})
+		if _, err := kadm.NewClient(c.cl).CommitOffsets(ctxT(t), group, offs); err != nil {
+			t.Fatalf("commit: %v", err)
+		}
+	}
+	return srcSeeds, dstSeeds, topic, group, dst
+}
+
+func seq(from, to int) []int {
+	var out []int
+	for i := from; i < to; i++ {
+		out = append(out, i)
+	}
+	return out
+}
+
+func targetCommit(t *testing.T, dst *kgo.Client, group, topic string) int64 {
+	t.Helper()
+	resp, err := kadm.NewClient(dst).FetchOffsets(ctxT(t), group)
+	if err != nil {
+		t.Fatalf("fetch offsets: %v", err)
+	}
+	o, _ := resp.Lookup(topic, 0)
+	return o.At
+}
+
+func TestGroupsPlanApplyRollback(t *testing.T) {
+	srcSeeds, dstSeeds, topic, group, dst := seed(t)
+	conn := []string{"--source-brokers", srcSeeds, "--target-brokers", dstSeeds}
+
+	// Plan only: exit 1, JSON with the documented fields, nothing written.
+	code, out, errOut := run(t, append(append([]string{"groups"}, conn...), "--format", "json")...)
+	if code != 1 {
+		t.Fatalf("plan exit: got %d, want 1 (stderr %q)", code, errOut)
+	}
+	var res reconcile.Result
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("plan JSON: %v\n%s", err, out)
+	}
+	var raw map[string]any
+	_ = json.Unmarshal([]byte(out), &raw)
+	p0 := raw["groups"].([]any)[0].(map[string]any)["partitions"].([]any)[0].(map[string]any)
+	for _, k := range []string{"topic", "target_topic", "partition", "source_committed", "source_end", "target_committed", "target_end", "checkpoint", "exact_target", "status", "redelivered_if_unchanged", "skipped_if_unchanged"} {
+		if _, ok := p0[k]; !ok {
+			t.Errorf("plan JSON: field %q missing", k)
+		}
+	}
+	p := res.Groups[0].Partitions[0]
+	if p.Status != reconcile.StatusBehind || p.ExactTarget == nil || *p.ExactTarget != 25 || p.RedeliveredIfUnchanged != 9 {
+		t.Fatalf("plan: got %s E=%v redelivered=%d, want behind E=25 redelivered=9 (%s)", p.Status, p.ExactTarget, p.RedeliveredIfUnchanged, p.Reason)
+	}
+	if got := targetCommit(t, dst, group, topic); got != 16 {
+		t.Fatalf("after a plan without --apply: target commit got %d, want 16 (untouched)", got)
+	}
+
+	// Usage errors exit 2.
+	if code, _, _ := run(t, append(append([]string{"groups"}, conn...), "--allow-rewind")...); code != 2 {
+		t.Errorf("--allow-rewind without --apply: got exit %d, want 2", code)
+	}
+	if code, _, _ := run(t, "groups", "--target-brokers", dstSeeds); code != 2 {
+		t.Errorf("no source brokers: got exit %d, want 2", code)
+	}
+
+	// Apply: exit 0 (now exact), backup named on stderr.
+	backup := filepath.Join(t.TempDir(), "b.json")
+	code, _, errOut = run(t, append(append([]string{"groups"}, conn...), "--apply", "--backup", backup, "--format", "json")...)
+	if code != 0 {
+		t.Fatalf("apply exit: got %d, want 0 (stderr %q)", code, errOut)
+	}
+	if !strings.Contains(errOut, backup) {
+		t.Errorf("apply stderr: got %q, want the backup file named", errOut)
+	}
+	if got := targetCommit(t, dst, group, topic); got != 25 {
+		t.Fatalf("after --apply: target commit got %d, want 25", got)
+	}
+	// Second run: exact, exit 0, nothing written.
+	if code, _, _ := run(t, append(append([]string{"groups"}, conn...), "--apply", "--format", "json")...); code != 0 {
+		t.Errorf("second apply: got exit %d, want 0", code)
+	}
+	if m, _ := filepath.Glob("kreconcile-backup-*.json"); len(m) > 0 {
+		t.Errorf("second apply wrote a backup %v, want none", m)
+		for _, f := range m {
+			os.Remove(f)
+		}
+	}
+
+	// Rollback.
+	if code, out, errOut := run(t, append(append([]string{"rollback"}, conn...), "--backup", backup)...); code != 0 {
+		t.Fatalf("rollback: got exit %d, want 0 (%s %s)", code, out, errOut)
+	}
+	if got := targetCommit(t, dst, group, topic); got != 16 {
+		t.Errorf("after rollback: target commit got %d, want 16", got)
+	}
+}
+
+func TestHelpTeaches(t *testing.T) {
+	code, out, _ := run(t, "groups", "--help")
+	if code != 0 {
+		t.Fatalf("help exit: got %d, want 0", code)
+	}
+	for _, want := range []string{"Exit status", "behind", "unmappable", "--apply", "rollback", "seed case", "Examples"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("groups --help: %q missing", want)
+		}
+	}
+}
+
+func TestGroupsTable(t *testing.T) {
+	srcSeeds, dstSeeds, _, group, _ := seed(t)
+	code, out, errOut := run(t, "groups", "--source-brokers", srcSeeds, "--target-brokers", dstSeeds)
+	if code != 1 {
+		t.Fatalf("exit: got %d, want 1 (stderr %q)", code, errOut)
+	}
+	if !strings.Contains(out, group) {
+		t.Errorf("table: group %s missing:\n%s", group, out)
+	}
+	t.Log("\n" + out)
+}
