@@ -130,13 +130,13 @@ func StartMM2T(t testing.TB, spec MM2Spec) *MM2 {
 		skipOrFail(t, err)
 		return nil
 	}
-	t.Logf("mm2 %s: running, log %s", spec.Name, m.LogPath())
+	t.Logf("mm2 %s: running, log %s", m.spec.Name, m.LogPath())
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("tail of %s:\n%s", m.LogPath(), Tail(m.LogPath(), tailLines))
 		}
 		if err := m.Close(); err != nil {
-			t.Errorf("close mm2 %s: %v", spec.Name, err)
+			t.Errorf("close mm2 %s: %v", m.spec.Name, err)
 		}
 	})
 	return m

@@ -1,0 +1,329 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/integration/cluster"
+	"github.com/kmigrate/kmigrate/mirror/mm2"
+)
+
+// The seed case of issue 2, with the user's names.
+const (
+	seedTopic = "GEN.LAB.P.TEST.TESTINFO.OLD2NEW"
+	seedGroup = "test-consumer-kafkaupgrade-109"
+	// seedPhase1 records are produced while the group consumes; it consumes all of them,
+	// commits and stops. 120 is past MM2's default offset.lag.max (100): MM2 then writes one
+	// offset sync for the first record (0->0) and one at 101->101, none near 120.
+	seedPhase1 = 120
+	// seedPhase2 records are produced after the consumer stopped (the user's 30).
+	seedPhase2 = 30
+	// seedRate paces the producer, as a live application would.
+	seedRate = 20 * time.Millisecond
+)
+
+// SeedFixture is the seed scenario after MirrorMaker 2 has mirrored every record and
+// checkpointed the group: the state in which users meet the bug, and on which the reconcile
+// work shows the fix. MM2 still runs (close it to freeze the target group).
+type SeedFixture struct {
+	Source, Target cluster.Cluster // Kafka 2.3.0 (ZooKeeper) and 3.7.1 (KRaft), one broker each
+	MM2            *cluster.MM2    // MirrorMaker 2 3.7.1, dedicated mode, --clusters destination
+	Topic, Group   string          // seedTopic, seedGroup; one partition, same name on both
+	// Consumed are the values the group consumed (and committed) on the source, in order;
+	// Unconsumed the ones produced after it stopped. Every value is unique.
+	Consumed, Unconsumed [][]byte
+	// SourceLag is source end offset - source committed offset (30); TargetLag the same on the
+	// target with the offset MM2 synced; Reread how many Consumed values a consumer switched
+	// to the target reads again (by content).
+	SourceLag, TargetLag, Reread int64
+	// SourceCommitted is the group's offset on the source (G); TargetCommitted the one MM2
+	// wrote on the target; Checkpoint MM2's checkpoint for G.
+	SourceCommitted, TargetCommitted int64
+	Checkpoint                       mm2.Checkpoint
+	// OffsetSyncs are the records of mm2-offset-syncs.source.internal (on the target).
+	OffsetSyncs []mm2.OffsetSync
+	// MM2Properties is the mm2.properties text MM2 runs with.
+	MM2Properties string
+}
+
+// seedProperties is the user's mm2.properties (issue 2) with the addresses of the test
+// clusters, replication factors 1 (one broker each; 2.3.0 needs them explicit), and the
+// 10 s intervals shortened to 2 s. The mechanisms are the user's: offset.max.lag=1 stays
+// (MM2 ignores that misspelt key, so offset.lag.max is its default 100), and the worker's
+// offset flush interval (offset.flush.interval.ms) keeps its default of 60 s, so that MM2
+// publishes its delayed offset syncs as rarely as it did for the user.
+func seedProperties(source, target cluster.Cluster) string {
+	return strings.Join([]string{
+		"clusters=source,destination",
+		"source.bootstrap.servers=" + strings.Join(source.Bootstrap(), ","),
+		"destination.bootstrap.servers=" + strings.Join(target.Bootstrap(), ","),
+		"source->destination.enabled=true",
+		"source->destination.topics=" + seedTopic,
+		"offset.max.lag=1",
+		"offset-syncs.topic.location=target",
+		"refresh.topics.enabled=true",
+		"refresh.topics.interval.seconds=2",
+		"checkpoints.topic.replication.factor=1",
+		"heartbeats.topic.replication.factor=1",
+		"offset-syncs.topic.replication.factor=1",
+		"offset.storage.replication.factor=1",
+		"status.storage.replication.factor=1",
+		"config.storage.replication.factor=1",
+		"emit.heartbeats.enabled=true",
+		"emit.heartbeats.interval.seconds=2",
+		"replication.policy.class=org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
+		"replication.factor=1",
+		"refresh.groups.enabled=true",
+		"refresh.groups.interval.seconds=2",
+		"sync.group.offsets.enabled=true",
+		"sync.group.offsets.interval.seconds=2",
+		"emit.checkpoints.enabled=true",
+		"emit.checkpoints.interval.seconds=2",
+	}, "\n") + "\n"
+}
+
+// runSeedScenario runs the seed case of issue 2 on real brokers and returns once MM2 has
+// mirrored every record, checkpointed the group and synced the target group's offset. It
+// skips like cluster.StartT when Java 17 is missing. Everything it starts stops in t.Cleanup.
+func runSeedScenario(t *testing.T) *SeedFixture {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	src := cluster.StartT(t, cluster.Spec{Version: cluster.V230, Name: "source"})
+	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "destination"})
+	f := &SeedFixture{Source: src, Target: dst, Topic: seedTopic, Group: seedGroup}
+	bedCreateTopic(t, src, seedTopic, 1, nil)
+
+	f.MM2Properties = seedProperties(src, dst)
+	f.MM2 = cluster.StartMM2T(t, cluster.MM2Spec{Properties: f.MM2Properties, Target: "destination"})
+
+	run := fmt.Sprintf("%x", time.Now().UnixNano())
+	value := func(i int) []byte { return fmt.Appendf(nil, "seed-%s-%04d", run, i) }
+	prod := bedClient(t, src.Bootstrap(), kgo.DefaultProduceTopic(seedTopic), kgo.RequiredAcks(kgo.AllISRAcks()))
+	produce := func(from, to int) error {
+		tick := time.NewTicker(seedRate)
+		defer tick.Stop()
+		for i := from; i < to; i++ {
+			r := &kgo.Record{Key: fmt.Appendf(nil, "key-%d", i%7), Value: value(i)}
+			if err := prod.ProduceSync(ctx, r).FirstErr(); err != nil {
+				return fmt.Errorf("produce record %d to %s on source: %w", i, seedTopic, err)
+			}
+			<-tick.C
+		}
+		return nil
+	}
+
+	// Phase 1: the producer runs while the group consumes and commits after every poll.
+	produced := make(chan error, 1)
+	go func() { produced <- produce(0, seedPhase1) }()
+	f.Consumed = seedConsume(ctx, t, src, seedPhase1)
+	if err := <-produced; err != nil {
+		t.Fatal(err)
+	}
+	// The consumer has stopped (left the group); phase 2: 30 more records, then the
+	// producer stops too.
+	if err := produce(seedPhase1, seedPhase1+seedPhase2); err != nil {
+		t.Fatal(err)
+	}
+	for i := seedPhase1; i < seedPhase1+seedPhase2; i++ {
+		f.Unconsumed = append(f.Unconsumed, value(i))
+	}
+
+	committed := seedCommitted(ctx, t, src)
+	if committed < 0 {
+		t.Fatalf("group %s has no committed offset for %s/0 on the source", seedGroup, seedTopic)
+	}
+	f.SourceCommitted = committed
+	srcEnd := bedEndOffsets(ctx, t, src, seedTopic)[0]
+	f.SourceLag = srcEnd - committed
+
+	// Wait until MM2 has mirrored everything, checkpointed G and synced the target group.
+	if err := seedWait(ctx, t, f, srcEnd); err != nil {
+		t.Fatalf("%v\nMM2 log: %s", err, f.MM2.LogPath())
+	}
+	dstEnd := bedEndOffsets(ctx, t, dst, seedTopic)[0]
+	f.TargetLag = dstEnd - f.TargetCommitted
+
+	// A consumer switched to the target starts at the synced offset: count what it reads
+	// again, by content, and check that nothing unconsumed is lost.
+	consumed := map[string]bool{}
+	for _, v := range f.Consumed {
+		consumed[string(v)] = true
+	}
+	seen := map[string]bool{}
+	for _, r := range bedReadPartition(ctx, t, dst, seedTopic, 0, f.TargetCommitted) {
+		if consumed[string(r.Value)] {
+			f.Reread++
+		}
+		seen[string(r.Value)] = true
+	}
+	for _, v := range f.Unconsumed {
+		if !seen[string(v)] {
+			t.Errorf("unconsumed record %q is not on the target after offset %d: lost", v, f.TargetCommitted)
+		}
+	}
+	f.OffsetSyncs = seedOffsetSyncs(ctx, t, dst)
+	return f
+}
+
+// seedConsume consumes seedTopic as the seed group until it has n records, committing after
+// every poll, then commits and leaves the group. It returns the values in order.
+func seedConsume(ctx context.Context, t *testing.T, src cluster.Cluster, n int) [][]byte {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(src.Bootstrap()...),
+		kgo.ConsumerGroup(seedGroup), kgo.ConsumeTopics(seedTopic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(),
+		kgo.FetchMaxWait(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close() // leaves the group: it is empty afterwards, as in the user's case
+	var out [][]byte
+	for len(out) < n {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("group %s consumed %d of %d records on the source when the deadline came", seedGroup, len(out), n)
+		}
+		fs.EachError(func(tp string, p int32, err error) { t.Logf("consume %s/%d on source: %v", tp, p, err) })
+		recs := fs.Records()
+		if len(recs) == 0 {
+			continue
+		}
+		if len(out)+len(recs) > n {
+			recs = recs[:n-len(out)] // the producer is paced, so this only trims a race
+		}
+		for _, r := range recs {
+			out = append(out, r.Value)
+		}
+		if err := cl.CommitRecords(ctx, recs...); err != nil {
+			t.Fatalf("group %s: commit on source: %v", seedGroup, err)
+		}
+	}
+	return out
+}
+
+// seedCommitted is the group's committed offset of seedTopic/0 on c, or -1.
+func seedCommitted(ctx context.Context, t testing.TB, c cluster.Cluster) int64 {
+	t.Helper()
+	offs, err := bedAdmin(t, c).FetchOffsets(ctx, seedGroup)
+	if err != nil {
+		t.Fatalf("fetch offsets of group %s on %s: %v", seedGroup, c.Name(), err)
+	}
+	o, ok := offs.Lookup(seedTopic, 0)
+	if !ok || o.Err != nil {
+		return -1
+	}
+	return o.At
+}
+
+// seedWait polls (every second, until ctx ends) for: every source record on the target, a
+// checkpoint of the group at G in source.checkpoints.internal, and the group's offset on the
+// target equal to that checkpoint's downstream offset.
+func seedWait(ctx context.Context, t *testing.T, f *SeedFixture, srcEnd int64) error {
+	t.Helper()
+	start := time.Now()
+	state := ""
+	for {
+		state = func() string {
+			if end := bedEndOffsets(ctx, t, f.Target, seedTopic)[0]; end < srcEnd {
+				return fmt.Sprintf("target has %d of %d records", end, srcEnd)
+			}
+			cp, ok := seedCheckpoint(ctx, t, f.Target)
+			if !ok {
+				return "no checkpoint for the group yet"
+			}
+			if cp.Upstream != f.SourceCommitted {
+				return fmt.Sprintf("checkpoint at upstream %d, want %d", cp.Upstream, f.SourceCommitted)
+			}
+			f.Checkpoint = cp
+			got := seedCommitted(ctx, t, f.Target)
+			if got != cp.Downstream {
+				return fmt.Sprintf("target group offset %d, checkpoint says %d", got, cp.Downstream)
+			}
+			f.TargetCommitted = got
+			return ""
+		}()
+		if state == "" {
+			t.Logf("MM2 mirrored and checkpointed after %s", time.Since(start).Round(time.Second))
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for MM2 (%s): %s when the deadline came", time.Since(start).Round(time.Second), state)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// seedCheckpoint reads MM2's checkpoint of (group, topic, 0) from the target.
+func seedCheckpoint(ctx context.Context, t testing.TB, dst cluster.Cluster) (mm2.Checkpoint, bool) {
+	t.Helper()
+	const topic = "source.checkpoints.internal"
+	if _, ok := bedEndOffsets(ctx, t, dst, topic)[0]; !ok {
+		return mm2.Checkpoint{}, false
+	}
+	var last mm2.Checkpoint
+	found := false
+	for _, r := range bedReadPartition(ctx, t, dst, topic, 0, 0) {
+		cp, err := mm2.DecodeCheckpoint(r.Key, r.Value)
+		if err != nil {
+			t.Fatalf("decode checkpoint at %s/0@%d: %v", topic, r.Offset, err)
+		}
+		if cp.Group == seedGroup && cp.Topic == seedTopic && cp.Partition == 0 {
+			last, found = cp, true
+		}
+	}
+	return last, found
+}
+
+// seedOffsetSyncs reads mm2-offset-syncs.source.internal from the target.
+func seedOffsetSyncs(ctx context.Context, t testing.TB, dst cluster.Cluster) []mm2.OffsetSync {
+	t.Helper()
+	const topic = "mm2-offset-syncs.source.internal"
+	var out []mm2.OffsetSync
+	for _, r := range bedReadPartition(ctx, t, dst, topic, 0, 0) {
+		s, err := mm2.DecodeOffsetSync(r.Key, r.Value)
+		if err != nil {
+			t.Fatalf("decode offset sync at %s/0@%d: %v", topic, r.Offset, err)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// TestSeedScenario reproduces issue 2's report on real Kafka 2.3.0, 3.7.1 and MirrorMaker 2:
+// after the switch, the target lag is larger than the source lag and already consumed records
+// are read again.
+func TestSeedScenario(t *testing.T) {
+	start := time.Now()
+	f := runSeedScenario(t)
+	var syncs bytes.Buffer
+	for _, s := range f.OffsetSyncs {
+		fmt.Fprintf(&syncs, " %d->%d", s.Upstream, s.Downstream)
+	}
+	t.Logf("offset syncs on the target (upstream->downstream):%s", syncs.String())
+	t.Logf("checkpoint: group %s %s/0 upstream %d -> downstream %d", f.Checkpoint.Group, f.Checkpoint.Topic, f.Checkpoint.Upstream, f.Checkpoint.Downstream)
+	t.Logf("source lag: %d (end %d, committed %d)", f.SourceLag, f.SourceCommitted+f.SourceLag, f.SourceCommitted)
+	t.Logf("target lag: %d (end %d, committed %d by MM2)", f.TargetLag, f.TargetCommitted+f.TargetLag, f.TargetCommitted)
+	t.Logf("re-read after switching to the target: %d already consumed records", f.Reread)
+	t.Logf("seed scenario took %s", time.Since(start).Round(time.Second))
+
+	if got, want := f.SourceLag, int64(seedPhase2); got != want {
+		t.Errorf("source lag: got %d, want %d", got, want)
+	}
+	if got, want := int64(len(f.Consumed)), f.SourceCommitted; got != want {
+		t.Errorf("consumed records: got %d, want the committed offset %d", got, want)
+	}
+	if f.TargetLag <= f.SourceLag {
+		t.Errorf("target lag: got %d, want more than the source lag %d (the bug as users meet it)", f.TargetLag, f.SourceLag)
+	}
+	if got, want := f.Reread, f.TargetLag-f.SourceLag; got != want {
+		t.Errorf("re-read records: got %d, want target lag - source lag = %d", got, want)
+	}
+}
