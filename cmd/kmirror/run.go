@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
+	"github.com/kmigrate/kmigrate/mirror"
+)
+
+func runCommand() *cli.Command {
+	flags := clikit.ConnectionFlags()
+	for _, f := range flags {
+		if sf, ok := f.(*cli.StringFlag); ok && sf.Name == clikit.FlagMM2Config {
+			sf.Aliases = append(sf.Aliases, "config")
+		}
+	}
+	flags = append(flags,
+		&cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus metrics on `ADDR` (e.g. :9102) at /metrics; empty: off"},
+		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json (logs go to standard error)"},
+		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log level: debug, info, warn or error"},
+	)
+	return &cli.Command{
+		Name:      "run",
+		Usage:     "mirror one flow until SIGTERM or SIGINT",
+		UsageText: "kmirror run --config mm2.properties [--flow A->B] [--metrics-addr :9102]",
+		Description: `run mirrors the topics of one flow of an mm2.properties file. It reads the MM2 keys that
+matter (topics, topics.exclude, groups, groups.exclude, replication.policy.class and separator,
+refresh.topics.*, refresh.groups.*, sync.topic.configs.*, config.properties.exclude,
+sync.group.offsets.*, emit.checkpoints.*, offset-syncs.topic.location, replication.factor,
+offset-syncs/checkpoints.topic.replication.factor, producer.compression.type, linger.ms,
+batch.size, consumer.fetch.max.bytes, max.partition.fetch.bytes, fetch.max.wait.ms,
+auto.offset.reset) and prints, at start, every key of the flow it does not honour, with why.
+
+What it writes, all on the target (kmirror never writes to the source):
+  - the mirrored topics, created when missing with the source's partition count and its own
+    configuration overrides (minus what MM2 excludes), grown when the source grows;
+  - kmirror-offsets.<source>.internal: the exact offset map (compacted, one partition);
+  - MM2 offset syncs at every discontinuity, when offset-syncs.topic.location=target;
+  - MM2 checkpoints and target group offsets (emit.checkpoints.enabled,
+    sync.group.offsets.enabled), translated exactly; never into a group with active members.
+
+Run several processes with the same file and flow to share the partitions (consumer group
+kmirror-<source>-<target> on the source, for assignment only: no offsets are committed there).
+The first SIGTERM/SIGINT drains (in-flight records, offset map) and exits; a second one exits
+at once. After kill -9, the next start finds the records written since the last persist on
+the target and continues after them.
+
+` + clikit.ConnectionHelp + `
+
+Examples:
+  kmirror run --config mm2.properties --flow A->B --metrics-addr :9102
+  kmirror run --source-brokers old:9092 --target-brokers new:9092     (identity policy, all topics)
+
+Exit status: 0 stopped by a signal after draining; 2 configuration or connection error, or
+mirroring stopped on an error (the message names the cluster, topic and partition).`,
+		Flags:  flags,
+		Action: run,
+	}
+}
+
+func run(c *cli.Context) error {
+	log, err := newLogger(c.App.ErrWriter, c.String("log-format"), c.String("log-level"))
+	if err != nil {
+		return &clikit.ExitCoder{Code: clikit.ExitError, Err: err}
+	}
+	conn, err := clikit.Connect(c)
+	if err != nil {
+		return err
+	}
+	if conn.Config != nil {
+		for _, w := range conn.Config.Warnings {
+			log.Warn("mm2.properties warning", "line", w.Line, "key", w.Key, "message", w.Message, "suggestion", w.Suggestion)
+		}
+	}
+	cfg, ignored, err := mirror.FromFlow(conn.Flow, conn.Source, conn.Target)
+	if err != nil {
+		return &clikit.ExitCoder{Code: clikit.ExitError, Err: fmt.Errorf("flow %s: %w", conn.Flow.Name(), err)}
+	}
+	if len(ignored) > 0 {
+		fmt.Fprintf(c.App.ErrWriter, "kmirror does not honour these keys of flow %s:\n", conn.Flow.Name())
+		for _, ig := range ignored {
+			fmt.Fprintf(c.App.ErrWriter, "  %s=%s: %s\n", ig.Key, ig.Value, ig.Reason)
+			log.Warn("key not honoured", "key", ig.Key, "value", ig.Value, "reason", ig.Reason)
+		}
+	}
+	srcOpts, err := conn.Source.Opts()
+	if err != nil {
+		return &clikit.ExitCoder{Code: clikit.ExitError, Err: fmt.Errorf("source cluster %s: %w", conn.Source.Alias, err)}
+	}
+	dstOpts, err := conn.Target.Opts()
+	if err != nil {
+		return &clikit.ExitCoder{Code: clikit.ExitError, Err: fmt.Errorf("target cluster %s: %w", conn.Target.Alias, err)}
+	}
+	e, err := mirror.New(cfg, srcOpts, dstOpts, log)
+	if err != nil {
+		return &clikit.ExitCoder{Code: clikit.ExitError, Err: err}
+	}
+	if addr := c.String("metrics-addr"); addr != "" {
+		stop, err := serveMetrics(addr, e, log)
+		if err != nil {
+			return &clikit.ExitCoder{Code: clikit.ExitError, Err: err}
+		}
+		defer stop()
+	}
+	if err := e.Run(c.Context); err != nil {
+		if errors.Is(err, context.Canceled) && c.Context.Err() != nil {
+			return nil
+		}
+		return &clikit.ExitCoder{Code: clikit.ExitError, Err: err}
+	}
+	return nil
+}
+
+func serveMetrics(addr string, e *mirror.Engine, log *slog.Logger) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", e.MetricsHandler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Warn("metrics server stopped", "addr", addr, "err", err)
+		}
+	}()
+	log.Info("serving metrics", "addr", ln.Addr().String(), "path", "/metrics")
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	}, nil
+}
+
+func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch strings.ToLower(format) {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: use text or json", format)
+}
