@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -40,7 +41,7 @@ type Syncer struct {
 
 	loaded     bool
 	owned      map[tp]bool // ownership seen in the last pass
-	topicReady bool
+	topicReady atomic.Bool // the checkpoints topic was found or created; reset when it vanishes
 	groups     []string
 	listedAt   time.Time
 }
@@ -167,11 +168,11 @@ func (s *Syncer) pass(ctx context.Context, emit, commit, relist bool) (Report, e
 	if err := s.loadState(ctx, owned); err != nil {
 		return rep, err
 	}
-	if emit && !s.topicReady {
+	if emit && !s.topicReady.Load() {
 		if err := ensureCheckpointsTopic(ctx, s.tgt, s.cfg.CheckpointsTopic, s.cfg.CheckpointsReplicationFactor, s.tgtName, s.log); err != nil {
 			return rep, err
 		}
-		s.topicReady = true
+		s.topicReady.Store(true)
 	}
 	if relist || s.groups == nil || time.Since(s.listedAt) >= s.cfg.RefreshGroupsInterval {
 		if err := s.listGroups(ctx); err != nil {
@@ -378,6 +379,9 @@ func (s *Syncer) emitCheckpoints(ctx context.Context, group string, items []item
 	defer s.mu.Unlock()
 	for i, it := range sent {
 		if err := results[i].Err; err != nil {
+			if errors.Is(err, kerr.UnknownTopicOrPartition) {
+				s.topicReady.Store(false) // deleted meanwhile: created again next pass
+			}
 			it.rep.Checkpoint = StatusError
 			appendError(it.rep, fmt.Sprintf("produce checkpoint to %q on target %s: %v", s.cfg.CheckpointsTopic, s.tgtName, err))
 			s.log.Warn("checkpoint produce failed", "cluster", s.tgtName, "group", group,

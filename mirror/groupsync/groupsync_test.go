@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -296,7 +297,14 @@ func testIdleGroupPendingThenExact(t *testing.T, okWhenOwned bool) {
 	}
 
 	e.tr.mirrored("orders", 0, 20, 10) // the mirror passes G=8
-	rep = e.syncOnce(e.config())
+	logs := &captureHandler{}
+	cfg := e.config()
+	cfg.Logger = slog.New(logs)
+	rep = e.syncOnce(cfg)
+	if got := logs.find("group offset synced"); got == nil || got["group"] != "idle" || got["topic"] != prefix+"orders" ||
+		got["partition"] != "0" || got["offset"] != "18" || got["upstream"] != "8" {
+		t.Fatalf("log of the sync: got %v, want group, topic, partition, offset and upstream", got)
+	}
 	pr = wantPartition(t, rep, "idle", "orders", 0, groupsync.StatusSynced, groupsync.StatusSynced)
 	const want = 18 // 1 + target copy of source 7
 	if pr.Downstream != want {
@@ -413,8 +421,14 @@ func TestActiveTargetGroupNeverWritten(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 
-	rep := e.syncOnce(e.config())
+	logs := &captureHandler{}
+	cfg := e.config()
+	cfg.Logger = slog.New(logs)
+	rep := e.syncOnce(cfg)
 	wantPartition(t, rep, "busy", "clicks", 0, groupsync.StatusSkippedActive, groupsync.StatusSynced)
+	if got := logs.find("target group has active members, offsets not synced"); got == nil || got["group"] != "busy" || got["cluster"] != "target" {
+		t.Fatalf("log of the skipped group: got %v, want one with group=busy cluster=target", got)
+	}
 	if g := rep.Groups[0]; g.TargetState != "Stable" || g.TargetMembers != 1 {
 		t.Fatalf("target group: got state %q members %d, want Stable 1", g.TargetState, g.TargetMembers)
 	}
@@ -751,4 +765,34 @@ func TestGainedPartitionReadsPreviousOwner(t *testing.T) {
 	wantPartition(t, pass(b), "g", "m", 0, groupsync.StatusRewound, groupsync.StatusRewound)
 	e.wantTarget("g", prefix+"m", 0, 25)
 	wantPartition(t, pass(a), "g", "m", 0, groupsync.StatusNotOwned, groupsync.StatusNotOwned)
+}
+
+// captureHandler keeps every log record's message and attributes.
+type captureHandler struct {
+	mu      sync.Mutex
+	records []map[string]string
+}
+
+func (h *captureHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *captureHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *captureHandler) WithGroup(string) slog.Handler            { return h }
+func (h *captureHandler) Handle(_ context.Context, r slog.Record) error {
+	m := map[string]string{"msg": r.Message, "level": r.Level.String()}
+	r.Attrs(func(a slog.Attr) bool { m[a.Key] = a.Value.String(); return true })
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.records = append(h.records, m)
+	return nil
+}
+
+// find returns the attributes of the first record with message msg.
+func (h *captureHandler) find(msg string) map[string]string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, r := range h.records {
+		if r["msg"] == msg {
+			return r
+		}
+	}
+	return nil
 }
