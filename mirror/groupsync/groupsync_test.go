@@ -86,7 +86,7 @@ const (
 
 // env is a source and a target kfake cluster with clients and a translator.
 type env struct {
-	t        *testing.T
+	t        testing.TB
 	ctx      context.Context
 	src, tgt *kgo.Client
 	srcAdm   *kadm.Client
@@ -98,6 +98,11 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
+	return newBenchEnv(t, ctx)
+}
+
+func newBenchEnv(t testing.TB, ctx context.Context) *env {
+	t.Helper()
 	e := &env{t: t, ctx: ctx, tr: &fakeTranslator{}}
 	e.src = newClient(t, newCluster(t))
 	e.tgt = newClient(t, newCluster(t))
@@ -105,7 +110,7 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
-func newCluster(t *testing.T) *kfake.Cluster {
+func newCluster(t testing.TB) *kfake.Cluster {
 	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
@@ -115,7 +120,7 @@ func newCluster(t *testing.T) *kfake.Cluster {
 	return c
 }
 
-func newClient(t *testing.T, c *kfake.Cluster, opts ...kgo.Opt) *kgo.Client {
+func newClient(t testing.TB, c *kfake.Cluster, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}, opts...)...)
 	if err != nil {
@@ -152,7 +157,7 @@ func (e *env) config() groupsync.Config {
 	}
 }
 
-func commit(t *testing.T, ctx context.Context, adm *kadm.Client, group, topic string, p int32, at int64, meta string) {
+func commit(t testing.TB, ctx context.Context, adm *kadm.Client, group, topic string, p int32, at int64, meta string) {
 	t.Helper()
 	os := make(kadm.Offsets)
 	os.Add(kadm.Offset{Topic: topic, Partition: p, At: at, LeaderEpoch: -1, Metadata: meta})
@@ -171,7 +176,7 @@ func (e *env) commitSource(group, topic string, p int32, at int64, meta string) 
 }
 
 // committed returns a group's committed offset and metadata, ok=false when there is none.
-func committed(t *testing.T, ctx context.Context, adm *kadm.Client, group, topic string, p int32) (int64, string, bool) {
+func committed(t testing.TB, ctx context.Context, adm *kadm.Client, group, topic string, p int32) (int64, string, bool) {
 	t.Helper()
 	resp, err := adm.FetchOffsets(ctx, group)
 	if errors.Is(err, kerr.GroupIDNotFound) {
@@ -240,7 +245,7 @@ func (e *env) syncOnce(cfg groupsync.Config) groupsync.Report {
 	return rep
 }
 
-func wantPartition(t *testing.T, rep groupsync.Report, group, topic string, p int32, offset, checkpoint groupsync.Status) groupsync.PartitionReport {
+func wantPartition(t testing.TB, rep groupsync.Report, group, topic string, p int32, offset, checkpoint groupsync.Status) groupsync.PartitionReport {
 	t.Helper()
 	pr, ok := rep.Partition(group, topic, p)
 	if !ok {
