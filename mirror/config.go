@@ -105,6 +105,9 @@ type Config struct {
 	FetchMaxBytes          int32
 	FetchMaxPartitionBytes int32
 	FetchMaxWait           time.Duration
+	// SessionTimeout is the source group session timeout: how long a killed process keeps
+	// its partitions before the others take them over. Default: 45s (consumer.session.timeout.ms).
+	SessionTimeout time.Duration
 
 	// Flow is the MM2 flow the config came from (FromFlow), or nil. When set, its
 	// TopicMatches decides which topics are mirrored (it also leaves out internal topics and
@@ -150,6 +153,7 @@ func (c *Config) SetDefaults() {
 	setDur(&c.PersistInterval, time.Second)
 	setDur(&c.Linger, 5*time.Millisecond)
 	setDur(&c.FetchMaxWait, 500*time.Millisecond)
+	setDur(&c.SessionTimeout, 45*time.Second)
 	if c.ConfigExclude == nil {
 		c.ConfigExclude = defaultConfigExclude
 	}
@@ -320,12 +324,12 @@ var honoured = map[string]bool{
 
 // producerKeys and consumerKeys are the producer./consumer. overrides mapped onto franz-go.
 var producerKeys = map[string]bool{
-	"compression.type": true, "linger.ms": true, "batch.size": true, "buffer.memory": true,
+	"compression.type": true, "linger.ms": true, "batch.size": true,
 	"acks": true, "enable.idempotence": true,
 }
 var consumerKeys = map[string]bool{
 	"fetch.max.bytes": true, "max.partition.fetch.bytes": true, "fetch.max.wait.ms": true,
-	"auto.offset.reset": true, "isolation.level": true,
+	"auto.offset.reset": true, "isolation.level": true, "session.timeout.ms": true,
 }
 
 // knownIgnored explains MM2 keys kmirror deliberately does without.
@@ -556,12 +560,16 @@ func (c *Config) applyConsumer(k, v string) error {
 		} else {
 			c.FetchMaxPartitionBytes = int32(n)
 		}
-	case "fetch.max.wait.ms":
+	case "fetch.max.wait.ms", "session.timeout.ms":
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n <= 0 {
 			return bad("want a positive number of milliseconds")
 		}
-		c.FetchMaxWait = time.Duration(n) * time.Millisecond
+		if k == "fetch.max.wait.ms" {
+			c.FetchMaxWait = time.Duration(n) * time.Millisecond
+		} else {
+			c.SessionTimeout = time.Duration(n) * time.Millisecond
+		}
 	case "auto.offset.reset":
 		switch v {
 		case "earliest":

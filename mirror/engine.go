@@ -114,6 +114,8 @@ func (e *Engine) Run(ctx context.Context) error {
 		kgo.FetchMaxBytes(e.cfg.FetchMaxBytes),
 		kgo.FetchMaxPartitionBytes(e.cfg.FetchMaxPartitionBytes),
 		kgo.FetchMaxWait(e.cfg.FetchMaxWait),
+		kgo.SessionTimeout(e.cfg.SessionTimeout),
+		kgo.HeartbeatInterval(min(3*time.Second, e.cfg.SessionTimeout/3)),
 		kgo.AdjustFetchOffsetsFn(e.onAssigned),
 		kgo.OnPartitionsRevoked(e.onRevoked),
 		kgo.OnPartitionsLost(e.onRevoked),

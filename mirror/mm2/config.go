@@ -135,7 +135,12 @@ type parser struct {
 }
 
 func (p *parser) warn(pr Property, suggestion, format string, args ...any) {
-	p.cfg.Warnings = append(p.cfg.Warnings, Warning{Line: pr.Line, Key: pr.Key, Message: fmt.Sprintf(format, args...), Suggestion: suggestion})
+	p.warnSev(SeverityError, pr, suggestion, format, args...)
+}
+
+// warnSev records a warning with the severity Lint gives it.
+func (p *parser) warnSev(sev Severity, pr Property, suggestion, format string, args ...any) {
+	p.cfg.Warnings = append(p.cfg.Warnings, Warning{Line: pr.Line, Key: pr.Key, Message: fmt.Sprintf(format, args...), Suggestion: suggestion, sev: sev})
 }
 
 // parseList splits a ConfigDef LIST value: blank is empty, else split on commas with the
@@ -153,26 +158,26 @@ var listSplit = regexp.MustCompile(`\s*,\s*`)
 func (p *parser) parseClusters() error {
 	v, ok := p.props.Get("clusters")
 	if !ok {
-		return fmt.Errorf("key clusters is missing: list the cluster aliases, e.g. clusters=source,target")
+		return keyErr(Property{Key: "clusters"}, "missing: list the cluster aliases, e.g. clusters=source,target")
 	}
 	line := p.props.Line("clusters")
 	seen := map[string]bool{}
 	for _, a := range parseList(v) {
 		switch {
 		case a == "":
-			return fmt.Errorf("clusters (line %d): empty alias in %q; remove the extra comma", line, v)
+			return keyErr(Property{Key: "clusters", Line: line}, "empty alias in %q; remove the extra comma", v)
 		case strings.Contains(a, "->"):
-			return fmt.Errorf("clusters (line %d): alias %q contains \"->\"; aliases are names like source or us-east", line, a)
+			return keyErr(Property{Key: "clusters", Line: line}, "alias %q contains \"->\"; aliases are names like source or us-east", a)
 		case strings.ContainsAny(a, " \t"):
-			return fmt.Errorf("clusters (line %d): alias %q contains whitespace", line, a)
+			return keyErr(Property{Key: "clusters", Line: line}, "alias %q contains whitespace", a)
 		case seen[a]:
-			return fmt.Errorf("clusters (line %d): alias %q is listed twice", line, a)
+			return keyErr(Property{Key: "clusters", Line: line}, "alias %q is listed twice", a)
 		}
 		seen[a] = true
 		p.cfg.Clusters = append(p.cfg.Clusters, a)
 	}
 	if len(p.cfg.Clusters) == 0 {
-		return fmt.Errorf("clusters (line %d): no aliases; list them, e.g. clusters=source,target", line)
+		return keyErr(Property{Key: "clusters", Line: line}, "no aliases; list them, e.g. clusters=source,target")
 	}
 	p.aliases = p.cfg.Clusters
 	return nil
@@ -365,7 +370,7 @@ func (p *parser) cluster(alias string) (*Cluster, error) {
 	if pr, ok := p.clusterValue(alias, "bootstrap.servers"); ok {
 		for _, b := range parseList(pr.Value) {
 			if b == "" {
-				return nil, fmt.Errorf("%s (line %d): empty broker address; remove the extra comma", pr.Key, pr.Line)
+				return nil, keyErr(pr, "empty broker address; remove the extra comma")
 			}
 			c.Bootstrap = append(c.Bootstrap, b)
 		}
@@ -375,21 +380,21 @@ func (p *parser) cluster(alias string) (*Cluster, error) {
 	if pr, ok := p.clusterValue(alias, "security.protocol"); ok {
 		v := strings.ToUpper(strings.TrimSpace(pr.Value))
 		if !protocols[v] {
-			return nil, fmt.Errorf("%s (line %d): %q is not a security protocol: use PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", pr.Key, pr.Line, pr.Value)
+			return nil, keyErr(pr, "%q is not a security protocol: use PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", pr.Value)
 		}
 		s.Protocol = v
 	}
 	if pr, ok := p.clusterValue(alias, "sasl.mechanism"); ok {
 		v := strings.ToUpper(strings.TrimSpace(pr.Value))
 		if !mechanisms[v] {
-			return nil, fmt.Errorf("%s (line %d): %q is not a SASL mechanism: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", pr.Key, pr.Line, pr.Value)
+			return nil, keyErr(pr, "%q is not a SASL mechanism: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", pr.Value)
 		}
 		s.SASLMechanism = v
 	}
 	if pr, ok := p.clusterValue(alias, "sasl.jaas.config"); ok {
 		e, err := parseJAAS(pr.Value)
 		if err != nil {
-			return nil, fmt.Errorf("%s (line %d): %v; write it as %s required username=\"USER\" password=\"PASSWORD\";", pr.Key, pr.Line, err, plainLoginModule)
+			return nil, keyErr(pr, "%v; write it as %s required username=\"USER\" password=\"PASSWORD\";", err, plainLoginModule)
 		}
 		s.SASLLoginModule = e.Module
 		switch e.Module {
@@ -397,7 +402,7 @@ func (p *parser) cluster(alias string) (*Cluster, error) {
 			s.SASLUser = e.Options["username"]
 			s.SASLPassword = Secret(e.Options["password"])
 			if s.SASLUser == "" {
-				p.warn(pr, "", "the JAAS config has no username option")
+				p.warnSev(SeverityWarning, pr, "", "the JAAS config has no username option")
 			}
 		}
 		sasl := strings.HasPrefix(s.Protocol, "SASL_")
@@ -406,7 +411,7 @@ func (p *parser) cluster(alias string) (*Cluster, error) {
 			s.SASLMechanism = "PLAIN"
 		}
 		if !sasl {
-			p.warn(pr, "", "a JAAS config is set but security.protocol is %s, so MM2 does not use it", s.Protocol)
+			p.warnSev(SeverityInfo, pr, "", "a JAAS config is set but security.protocol is %s, so MM2 does not use it", s.Protocol)
 		}
 	}
 	ssl := func(k string) (string, bool) {
@@ -455,14 +460,14 @@ func (p *parser) cluster(alias string) (*Cluster, error) {
 			s.SkipHostnameCheck = true
 		case "https":
 		default:
-			p.warn(pr, "", "ssl.endpoint.identification.algorithm %q: Kafka knows only https (check host names) or empty (do not)", v)
+			p.warnSev(SeverityWarning, pr, "", "ssl.endpoint.identification.algorithm %q: Kafka knows only https (check host names) or empty (do not)", v)
 		}
 	}
 	for suffix, pr := range p.clusterKeys[alias] {
 		for _, sp := range clientSubPrefixes {
 			if k, ok := strings.CutPrefix(suffix, sp); ok && k != "" {
 				if isSecretKey(k) {
-					p.warn(pr, alias+"."+k, "kmigrate uses one set of credentials per cluster and ignores per-client secrets; set %s.%s instead", alias, k)
+					p.warnSev(SeverityWarning, pr, alias+"."+k, "kmigrate uses one set of credentials per cluster and ignores per-client secrets; set %s.%s instead", alias, k)
 					continue
 				}
 				m := map[string]map[string]string{"producer.": c.Producer, "consumer.": c.Consumer, "admin.": c.Admin}[sp]
@@ -513,7 +518,7 @@ func (p *parser) flow(src, tgt string) (*Flow, error) {
 	if pr, ok := get("replication.policy.separator"); ok {
 		sep = pr.Value
 		if sep == "" {
-			p.warn(pr, "", "empty separator: MM2 joins names with nothing (offset syncs topic %q)", "mm2-offset-syncs"+tgt+"internal")
+			p.warnSev(SeverityWarning, pr, "", "empty separator: MM2 joins names with nothing (offset syncs topic %q)", "mm2-offset-syncs"+tgt+"internal")
 		}
 	}
 	f.Separator = sep
@@ -532,13 +537,13 @@ func (p *parser) flow(src, tgt string) (*Flow, error) {
 		case IdentityPolicyClass, "IdentityReplicationPolicy":
 			f.Policy = IdentityPolicy{Separator: sep}
 		default:
-			return nil, fmt.Errorf("%s (line %d): replication policy %q is not supported: use %s or %s", pr.Key, pr.Line, pr.Value, DefaultPolicyClass, IdentityPolicyClass)
+			return nil, keyErr(pr, "replication policy %q is not supported: use %s or %s", pr.Value, DefaultPolicyClass, IdentityPolicyClass)
 		}
 	}
 	if pr, ok := get("offset-syncs.topic.location"); ok {
 		v := strings.TrimSpace(pr.Value)
 		if v != "source" && v != "target" {
-			return nil, fmt.Errorf("%s (line %d): %q must be source or target", pr.Key, pr.Line, pr.Value)
+			return nil, keyErr(pr, "%q must be source or target", pr.Value)
 		}
 		f.OffsetSyncsLocation = v
 	}
@@ -559,7 +564,7 @@ func (p *parser) flow(src, tgt string) (*Flow, error) {
 			}
 			list := parseList(pr.Value)
 			if _, err := compileList(list); err != nil {
-				return nil, fmt.Errorf("%s (line %d): %v; kmigrate compiles these regexes with Go's RE2, which has no lookaround, backreferences or possessive quantifiers", pr.Key, pr.Line, err)
+				return nil, keyErr(pr, "%v; kmigrate compiles these regexes with Go's RE2, which has no lookaround, backreferences or possessive quantifiers", err)
 			}
 			*l.dst = list
 			break
@@ -578,11 +583,30 @@ func parseBool(pr Property) (bool, error) {
 	case "false":
 		return false, nil
 	}
-	return false, fmt.Errorf("%s (line %d): %q must be true or false", pr.Key, pr.Line, pr.Value)
+	return false, keyErr(pr, "%q must be true or false", pr.Value)
 }
 
 // isSecretKey reports whether the value of key is a password or key material.
 func isSecretKey(key string) bool {
 	return strings.HasSuffix(key, "password") || strings.HasSuffix(key, "jaas.config") ||
 		strings.HasSuffix(key, "ssl.keystore.key")
+}
+
+// KeyError is a configuration error about one key: it names the key and its line (0 when the
+// key is missing) so that users and Lint can point at it.
+type KeyError struct {
+	Key  string
+	Line int
+	Msg  string
+}
+
+func (e *KeyError) Error() string {
+	if e.Line == 0 {
+		return fmt.Sprintf("%s: %s", e.Key, e.Msg)
+	}
+	return fmt.Sprintf("%s (line %d): %s", e.Key, e.Line, e.Msg)
+}
+
+func keyErr(pr Property, format string, args ...any) error {
+	return &KeyError{Key: pr.Key, Line: pr.Line, Msg: fmt.Sprintf(format, args...)}
 }

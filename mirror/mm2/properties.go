@@ -83,7 +83,7 @@ func ParseProperties(r io.Reader) (*Properties, error) {
 			logical.WriteString(line[:len(line)-1])
 			continued = true
 			if logical.Len() > maxLine {
-				return nil, fmt.Errorf("line %d: logical line longer than %d bytes", startLine, maxLine)
+				return nil, &LineError{Line: startLine, Err: fmt.Errorf("logical line longer than %d bytes", maxLine)}
 			}
 			continue
 		}
@@ -96,7 +96,7 @@ func ParseProperties(r io.Reader) (*Properties, error) {
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, fmt.Errorf("line %d: line longer than %d bytes", lineNo+1, maxLine)
+			return nil, &LineError{Line: lineNo + 1, Err: fmt.Errorf("line longer than %d bytes", maxLine)}
 		}
 		return nil, fmt.Errorf("read properties: %w", err)
 	}
@@ -174,11 +174,11 @@ func (p *Properties) addLine(s string, line int) error {
 	}
 	key, err := unescape(s[:keyEnd])
 	if err != nil {
-		return fmt.Errorf("line %d: key: %w", line, err)
+		return &LineError{Line: line, Err: fmt.Errorf("key: %w", err)}
 	}
 	value, err := unescape(s[valStart:])
 	if err != nil {
-		return fmt.Errorf("line %d: value of %q: %w", line, key, err)
+		return &LineError{Line: line, Key: key, Err: fmt.Errorf("value of %s: %w", key, err)}
 	}
 	if i, ok := p.index[key]; ok {
 		prev := p.list[i]
@@ -186,6 +186,7 @@ func (p *Properties) addLine(s string, line int) error {
 			Line:    prev.Line,
 			Key:     key,
 			Message: fmt.Sprintf("duplicate key: line %d sets it again and wins", line),
+			sev:     SeverityWarning,
 		})
 		p.list[i] = Property{Key: key, Value: value, Line: line}
 		return nil
@@ -279,3 +280,13 @@ func hexDigit(c byte) (rune, bool) {
 	}
 	return 0, false
 }
+
+// LineError is a syntax error of a properties file at Line (and Key, when it is known).
+type LineError struct {
+	Line int
+	Key  string
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+func (e *LineError) Unwrap() error { return e.Err }

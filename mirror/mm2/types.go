@@ -117,6 +117,8 @@ type Warning struct {
 	Key        string `json:"key"`
 	Message    string `json:"message"`
 	Suggestion string `json:"suggestion,omitempty"`
+
+	sev Severity // for Lint; "" means SeverityError
 }
 
 // Config is a parsed mm2.properties file.
