@@ -1,10 +1,17 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
+
+	"github.com/kmigrate/kmigrate/reconcile"
+	"github.com/kmigrate/kmigrate/verify"
 )
 
 // Format is an output format.
@@ -32,23 +39,149 @@ func ParseFormat(s string) (Format, error) {
 	return "", fmt.Errorf("unknown format %q: use one of table, json, markdown, html, junit", s)
 }
 
+// Ext is the file name extension of a format, without the dot: txt, json, md, html, xml.
+func (f Format) Ext() string {
+	switch f {
+	case JSON:
+		return "json"
+	case Markdown:
+		return "md"
+	case HTML:
+		return "html"
+	case JUnit:
+		return "xml"
+	default:
+		return "txt"
+	}
+}
+
 // Options tune rendering.
 type Options struct {
 	// Color enables ANSI colours in tables; the commands set it only when writing to a TTY.
 	Color bool
-	// Title heads the Markdown and HTML documents and names the JUnit suite.
+	// Title heads the Markdown and HTML documents and names the JUnit suite. Default: the
+	// tool and topics, e.g. "kverify orders → orders".
 	Title string
+	// MaxItems bounds each list of ranges in a table or Markdown report, which then ends with
+	// "… and N more". JSON always has every item; HTML shows up to 200. Default: 5.
+	MaxItems int
 }
 
-// Write renders v (a *verify.Result, *reconcile.Result or another result type of this
-// project) in format f. It is a pure function of its arguments.
+func (o Options) maxItems() int {
+	if o.MaxItems > 0 {
+		return o.MaxItems
+	}
+	return 5
+}
+
+// maxNotes bounds the detail lines under a reconcile table.
+func (o Options) maxNotes() int { return 4 * o.maxItems() }
+
+// Write renders v in format f. v is a *verify.Result, a []*verify.Result (one section per
+// topic) or a *reconcile.Result (values work as well as pointers). JSON writes any v as it
+// is, indented, because its field names are the tools' interface; the other formats return an
+// error for a type they do not know. Write is a pure function of its arguments.
 func Write(w io.Writer, f Format, v any, opt Options) error {
-	switch f {
-	case JSON:
+	if f == JSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)
-	default:
-		return fmt.Errorf("format %s is not implemented yet", f)
 	}
+	switch f {
+	case Table, Markdown, HTML, JUnit:
+	default:
+		return fmt.Errorf("unknown format %q: use one of table, json, markdown, html, junit", f)
+	}
+	switch r := v.(type) {
+	case *verify.Result:
+		if r == nil {
+			return errors.New("render verify result: it is nil")
+		}
+		return writeVerify(w, f, []*verify.Result{r}, opt)
+	case verify.Result:
+		return writeVerify(w, f, []*verify.Result{&r}, opt)
+	case []*verify.Result:
+		return writeVerify(w, f, r, opt)
+	case []verify.Result:
+		ps := make([]*verify.Result, len(r))
+		for i := range r {
+			ps[i] = &r[i]
+		}
+		return writeVerify(w, f, ps, opt)
+	case *reconcile.Result:
+		if r == nil {
+			return errors.New("render reconcile result: it is nil")
+		}
+		return writeReconcile(w, f, r, opt)
+	case reconcile.Result:
+		return writeReconcile(w, f, &r, opt)
+	default:
+		return fmt.Errorf("cannot render a %T as %s: the report package knows *verify.Result, "+
+			"[]*verify.Result and *reconcile.Result (use --format json for other values)", v, f)
+	}
+}
+
+func writeVerify(w io.Writer, f Format, rs []*verify.Result, opt Options) error {
+	rep, err := newVerifyReport(opt.Title, rs)
+	if err != nil {
+		return fmt.Errorf("render verify result: %w", err)
+	}
+	switch f {
+	case Table:
+		return verifyTable(w, rep, opt)
+	case Markdown:
+		return verifyMarkdown(w, rep, opt)
+	case HTML:
+		return verifyHTML(w, rep)
+	default:
+		return verifyJUnit(w, rep)
+	}
+}
+
+func writeReconcile(w io.Writer, f Format, r *reconcile.Result, opt Options) error {
+	rep := newReconcileReport(opt.Title, r)
+	switch f {
+	case Table:
+		return reconcileTable(w, rep, opt)
+	case Markdown:
+		return reconcileMarkdown(w, rep, opt)
+	case HTML:
+		return reconcileHTML(w, rep)
+	default:
+		return reconcileJUnit(w, rep)
+	}
+}
+
+// ReportDirEnv names the environment variable that asks tests and scripts to keep their
+// reports: scripts/nightly.sh sets it, and the scenario tests pass its value to WriteFiles.
+const ReportDirEnv = "KMIGRATE_REPORT_DIR"
+
+// WriteFiles writes v as dir/name.html, dir/name.xml (JUnit) and dir/name.json, creating dir.
+// An empty dir writes nothing, so a test can call
+//
+//	report.WriteFiles(os.Getenv(report.ReportDirEnv), "scenario-idle-group", res)
+//
+// unconditionally. name also titles the documents. Each file is rendered completely before it
+// is written, so a render error never leaves a half-written report.
+func WriteFiles(dir, name string, v any) error {
+	if dir == "" {
+		return nil
+	}
+	if name == "" || strings.ContainsAny(name, `/\`) {
+		return fmt.Errorf("report name %q: want a plain file name without a directory", name)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create report directory: %w", err)
+	}
+	for _, f := range []Format{HTML, JUnit, JSON} {
+		var buf bytes.Buffer
+		if err := Write(&buf, f, v, Options{Title: name}); err != nil {
+			return fmt.Errorf("render %s report %s: %w", f, name, err)
+		}
+		path := filepath.Join(dir, name+"."+f.Ext())
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
+	}
+	return nil
 }

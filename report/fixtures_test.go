@@ -1,0 +1,147 @@
+package report_test
+
+import (
+	"github.com/kmigrate/kmigrate/reconcile"
+	"github.com/kmigrate/kmigrate/verify"
+)
+
+func ptr(n int64) *int64 { return &n }
+
+// verifyDiffering is a verify result with every class: partition 0 is identical, 1 has one
+// of each kind, 2 has more missing ranges than a table shows, 3 could not be aligned.
+func verifyDiffering() *verify.Result {
+	var p2missing []verify.SourceRange
+	for o := int64(100); o <= 650; o += 50 {
+		p2missing = append(p2missing, verify.SourceRange{From: o, To: o})
+	}
+	r := &verify.Result{
+		SourceTopic: "orders",
+		TargetTopic: "orders",
+		Compared:    []string{"key", "value", "headers"},
+		Partitions: []verify.PartitionResult{
+			{
+				Partition: 0, Counts: verify.Counts{Matched: 1000},
+				SourceStart: 0, SourceEnd: 1000, TargetStart: 0, TargetEnd: 1000,
+			},
+			{
+				Partition: 1,
+				Counts:    verify.Counts{Matched: 985, Missing: 3, Duplicated: 5, Mismatched: 2, Extra: 1, Ambiguous: 4},
+				// 990 source records: 985 matched + 3 missing + 2 mismatched; 993 target records:
+				// 985 matched + 5 duplicated + 2 mismatched + 1 extra.
+				SourceStart: 0, SourceEnd: 990, TargetStart: 0, TargetEnd: 993,
+				MissingRanges: []verify.SourceRange{{From: 120, To: 121}, {From: 500, To: 500}},
+				Duplicates: []verify.Copy{
+					{Target: 300, Source: 295}, {Target: 301, Source: 296}, {Target: 302, Source: 297},
+					{Target: 303, Source: 298}, {Target: 304, Source: 299},
+				},
+				Mismatches: []verify.Mismatch{
+					{SourceOffset: 610, TargetOffset: 612, Fields: []string{"value"}},
+					{SourceOffset: 611, TargetOffset: 613, Fields: []string{"value"}},
+				},
+				ExtraRanges:     []verify.TargetRange{{From: 992, To: 992}},
+				AmbiguousRanges: []verify.TargetRange{{From: 700, To: 703}},
+			},
+			{
+				Partition: 2, Counts: verify.Counts{Matched: 688, Missing: 12},
+				SourceStart: 0, SourceEnd: 700, TargetStart: 0, TargetEnd: 688,
+				MissingRanges: p2missing,
+			},
+			{
+				Partition: 3, SourceStart: 0, SourceEnd: 640, TargetStart: 0, TargetEnd: 640,
+				Err: "fetch target orders[3]: NOT_LEADER_OR_FOLLOWER after 5 retries; check the target cluster's leader for partition 3 and rerun with --partitions 3",
+			},
+		},
+	}
+	for _, p := range r.Partitions {
+		r.Summary.Add(p.Counts)
+	}
+	return r
+}
+
+// verifyIdentical is a clean result, with ambiguity reported but not counted as a difference.
+func verifyIdentical() *verify.Result {
+	r := &verify.Result{
+		SourceTopic: "payments",
+		TargetTopic: "dc1.payments",
+		Identical:   true,
+		Compared:    []string{"key", "value", "headers", "timestamp"},
+		Partitions: []verify.PartitionResult{
+			{Partition: 0, Counts: verify.Counts{Matched: 25000}, SourceEnd: 25000, TargetEnd: 25000},
+			{
+				Partition: 1, Counts: verify.Counts{Matched: 24871, Ambiguous: 6},
+				SourceStart: 129, SourceEnd: 25000, TargetStart: 0, TargetEnd: 24871,
+				AmbiguousRanges: []verify.TargetRange{{From: 4410, To: 4415}},
+			},
+		},
+	}
+	for _, p := range r.Partitions {
+		r.Summary.Add(p.Counts)
+	}
+	return r
+}
+
+// reconcileSeed is the case DESIGN.md starts from: the consumer stopped at 120, 30 more
+// records arrived, and MM2 3.7.1 left the target group at 112 (translated from an offset sync
+// 9 records back), so the target lag is 38 and a switch re-delivers 8.
+func reconcileSeed() *reconcile.Result {
+	return &reconcile.Result{
+		Groups: []reconcile.Group{{
+			Group: "orders-consumer", SourceState: "Empty", TargetState: "Empty",
+			Partitions: []reconcile.Partition{{
+				Topic: "orders", TargetTopic: "orders", Partition: 0,
+				SourceCommitted: 120, SourceStart: 0, SourceEnd: 150,
+				TargetCommitted: ptr(112), TargetEnd: 150,
+				Checkpoint: ptr(112), ExactTarget: ptr(120),
+				Status: reconcile.StatusBehind, RedeliveredIfUnchanged: 8,
+				CheckpointStatus: reconcile.StatusBehind,
+				Proof:            "fingerprint of source 119 = target 119",
+			}},
+		}},
+	}
+}
+
+// reconcileMixed has one group partition in every status, a group that failed and an apply.
+func reconcileMixed() *reconcile.Result {
+	return &reconcile.Result{
+		Applied: true,
+		Backup:  "kreconcile-backup-20261201T070000Z.json",
+		Groups: []reconcile.Group{
+			{
+				Group: "billing", SourceState: "Empty", TargetState: "Empty", Applied: true,
+				Partitions: []reconcile.Partition{
+					{Topic: "invoices", TargetTopic: "invoices", Partition: 0, SourceCommitted: 5000, SourceEnd: 5000,
+						TargetCommitted: ptr(5000), TargetEnd: 5000, Checkpoint: ptr(4991), ExactTarget: ptr(5000),
+						Status: reconcile.StatusExact, CheckpointStatus: reconcile.StatusBehind,
+						Proof: "fingerprint of source 4999 = target 4999"},
+					{Topic: "invoices", TargetTopic: "invoices", Partition: 1, SourceCommitted: 4870, SourceEnd: 4900,
+						TargetCommitted: ptr(4876), TargetEnd: 4903, Checkpoint: ptr(4876), ExactTarget: ptr(4873),
+						Status: reconcile.StatusAhead, SkippedIfUnchanged: 3, CheckpointStatus: reconcile.StatusAhead,
+						Proof: "fingerprint of source 4869 = target 4872 (3 duplicates earlier in the target)"},
+				},
+			},
+			{
+				Group: "audit", SourceState: "Stable", TargetState: "",
+				Refused: "the source group is Stable with 2 members: stop its consumers first, then rerun with --apply",
+				Partitions: []reconcile.Partition{
+					{Topic: "events", TargetTopic: "src.events", Partition: 0, SourceCommitted: 90210, SourceEnd: 90400,
+						TargetEnd: 88000, Status: reconcile.StatusPending,
+						Reason: "the mirror has copied source offsets up to 87999 only; rerun once it passes 90209"},
+					{Topic: "events", TargetTopic: "src.events", Partition: 1, SourceCommitted: 1200, SourceEnd: 1300,
+						TargetEnd: 1300, ExactTarget: ptr(1200), Status: reconcile.StatusMissingTargetOffset,
+						RedeliveredIfUnchanged: 1200, Proof: "fingerprint of source 1199 = target 1199"},
+				},
+			},
+			{
+				Group: "legacy<app>", SourceState: "Empty", TargetState: "Empty",
+				Partitions: []reconcile.Partition{
+					{Topic: "clicks", TargetTopic: "clicks", Partition: 0, SourceCommitted: 40, SourceStart: 100, SourceEnd: 400,
+						TargetCommitted: ptr(0), TargetEnd: 300, Status: reconcile.StatusUnmappable,
+						Reason: "the source group is committed at 40, below the log start 100: the records it has not consumed were deleted by retention"},
+				},
+			},
+			{
+				Group: "reports", Err: "describe group reports on cluster target: GROUP_AUTHORIZATION_FAILED: grant Describe on the group to the kreconcile principal",
+			},
+		},
+	}
+}

@@ -1,0 +1,285 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kmigrate/kmigrate/verify"
+)
+
+// level grades a row or a verdict; it picks colours in tables and CSS classes in HTML.
+type level string
+
+const (
+	levelOK   level = "ok"   // nothing to do
+	levelWarn level = "warn" // re-delivery, pending, ambiguity: safe but not exact
+	levelBad  level = "bad"  // differences, data loss
+	levelErr  level = "err"  // could not be determined
+)
+
+func worse(a, b level) level {
+	rank := map[level]int{levelOK: 0, levelWarn: 1, levelBad: 2, levelErr: 3}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}
+
+// verdict is the line an operator reads first.
+type verdict struct {
+	Level    level
+	Word     string   // IDENTICAL, DIFFERS, EXACT, NOT EXACT, DATA LOSS RISK, INCOMPLETE, PENDING
+	Headline string   // "identical", "12 differences", "all exact", "1 behind, 0 ahead"
+	Details  []string // the breakdown, one clause each
+}
+
+// verifyReport is what every verify renderer draws: one or more topics.
+type verifyReport struct {
+	Title   string
+	Verdict verdict
+	Total   verify.Counts
+	Topics  []verifyTopic
+}
+
+type verifyTopic struct {
+	Source, Target string
+	Compared       string
+	Verdict        verdict
+	Counts         verify.Counts
+	Parts          []verifyPart
+	Problems       []string
+	// Differing and Failed count partitions with differences and partitions not aligned.
+	Differing, Failed int
+}
+
+type verifyPart struct {
+	P           *verify.PartitionResult
+	Differences int64
+	Level       level
+	Status      string
+	Source      string // [start, end) window
+	Target      string
+	Details     []detail
+}
+
+// detail is one class of findings of a partition, every item rendered; renderers bound it.
+type detail struct {
+	Class  string // missing, duplicated, mismatched, extra, ambiguous
+	Label  string // what an item means, e.g. "source offsets with no copy on the target (loss)"
+	Level  level
+	Prefix string // "source " or "target " when the items are bare offsets
+	Items  []string
+}
+
+func differences(c verify.Counts) int64 { return c.Missing + c.Duplicated + c.Mismatched + c.Extra }
+
+func newVerifyReport(title string, rs []*verify.Result) (*verifyReport, error) {
+	rep := &verifyReport{Title: title}
+	if len(rs) == 0 {
+		return nil, fmt.Errorf("no verify results to render")
+	}
+	identical, diffTopics := 0, 0
+	var failed int
+	for i, r := range rs {
+		if r == nil {
+			return nil, fmt.Errorf("verify result %d is nil", i)
+		}
+		t := newVerifyTopic(r)
+		rep.Total.Add(t.Counts)
+		if t.Verdict.Level == levelOK {
+			identical++
+		} else {
+			diffTopics++
+		}
+		failed += t.Failed
+		rep.Topics = append(rep.Topics, t)
+	}
+	if rep.Title == "" {
+		if len(rs) == 1 {
+			rep.Title = fmt.Sprintf("kverify %s → %s", rs[0].SourceTopic, rs[0].TargetTopic)
+		} else {
+			rep.Title = fmt.Sprintf("kverify: %d topics", len(rs))
+		}
+	}
+	if len(rs) == 1 {
+		rep.Verdict = rep.Topics[0].Verdict
+		return rep, nil
+	}
+	v := verdict{Level: levelOK, Word: "IDENTICAL", Headline: "identical"}
+	if n := differences(rep.Total); n > 0 {
+		v.Level, v.Word, v.Headline = levelBad, "DIFFERS", plural(n, "difference", "differences")
+	} else if identical < len(rs) {
+		v.Level, v.Word, v.Headline = levelErr, "INCOMPLETE", "not identical"
+	}
+	v.Details = append(v.Details, fmt.Sprintf("%d of %d topics identical", identical, len(rs)))
+	v.Details = append(v.Details, countClauses(rep.Total)...)
+	if failed > 0 {
+		v.Details = append(v.Details, plural(int64(failed), "partition", "partitions")+" could not be aligned")
+	}
+	rep.Verdict = v
+	return rep, nil
+}
+
+// countClauses breaks differences down by class, naming what each means for an operator.
+func countClauses(c verify.Counts) []string {
+	var out []string
+	if c.Missing > 0 {
+		out = append(out, num(c.Missing)+" missing (lost on the target)")
+	}
+	if c.Duplicated > 0 {
+		out = append(out, num(c.Duplicated)+" duplicated (read twice on the target)")
+	}
+	if c.Mismatched > 0 {
+		out = append(out, num(c.Mismatched)+" mismatched (copied with different content)")
+	}
+	if c.Extra > 0 {
+		out = append(out, num(c.Extra)+" extra (not from the source)")
+	}
+	return out
+}
+
+func newVerifyTopic(r *verify.Result) verifyTopic {
+	t := verifyTopic{
+		Source:   r.SourceTopic,
+		Target:   r.TargetTopic,
+		Compared: strings.Join(r.Compared, ", "),
+		Problems: r.Problems,
+	}
+	for i := range r.Partitions {
+		p := newVerifyPart(&r.Partitions[i])
+		t.Counts.Add(p.P.Counts)
+		if p.P.Err != "" {
+			t.Failed++
+		} else if p.Differences > 0 {
+			t.Differing++
+		}
+		t.Parts = append(t.Parts, p)
+	}
+	// Summary is what verify computed and is authoritative; the sum of the rows stands in
+	// only for a hand-built result that left it empty.
+	if r.Summary != (verify.Counts{}) {
+		t.Counts = r.Summary
+	}
+	n := differences(t.Counts)
+	v := verdict{Level: levelOK, Word: "IDENTICAL", Headline: "identical"}
+	switch {
+	case n > 0:
+		v.Level, v.Word, v.Headline = levelBad, "DIFFERS", plural(n, "difference", "differences")
+	case !r.Identical || t.Failed > 0 || len(r.Problems) > 0:
+		v.Level, v.Word, v.Headline = levelErr, "INCOMPLETE", "not identical"
+	}
+	if n > 0 {
+		v.Details = append(v.Details, countClauses(t.Counts)...)
+		v.Details = append(v.Details, fmt.Sprintf("in %d of %d partitions", t.Differing, len(t.Parts)))
+	} else if t.Failed == 0 && len(r.Problems) == 0 {
+		v.Details = append(v.Details, fmt.Sprintf("%s matched in %s",
+			plural(t.Counts.Matched, "record", "records"), plural(int64(len(t.Parts)), "partition", "partitions")))
+	}
+	if t.Failed > 0 {
+		if n == 0 {
+			v.Level = levelErr
+		}
+		v.Details = append(v.Details, plural(int64(t.Failed), "partition", "partitions")+" could not be aligned")
+	}
+	for _, p := range r.Problems {
+		if n == 0 {
+			v.Level = levelErr
+		}
+		v.Details = append(v.Details, oneLine(p))
+	}
+	if t.Counts.Ambiguous > 0 {
+		v.Details = append(v.Details, plural(t.Counts.Ambiguous, "matched record is", "matched records are")+
+			" ambiguous (identical neighbours)")
+	}
+	t.Verdict = v
+	return t
+}
+
+func newVerifyPart(p *verify.PartitionResult) verifyPart {
+	vp := verifyPart{
+		P:           p,
+		Differences: differences(p.Counts),
+		Source:      window(p.SourceStart, p.SourceEnd),
+		Target:      window(p.TargetStart, p.TargetEnd),
+	}
+	switch {
+	case p.Err != "":
+		// The error itself is long; it is shown with the partition's details.
+		vp.Level, vp.Status = levelErr, "error: not aligned"
+	case vp.Differences > 0:
+		vp.Level, vp.Status = levelBad, plural(vp.Differences, "difference", "differences")
+	default:
+		vp.Level, vp.Status = levelOK, "identical"
+		if p.Ambiguous > 0 {
+			vp.Status += fmt.Sprintf(" (%s ambiguous)", num(p.Ambiguous))
+		}
+	}
+	if len(p.MissingRanges) > 0 {
+		d := detail{Class: "missing", Label: "source offsets with no copy on the target (loss)", Level: levelBad, Prefix: "source "}
+		for _, r := range p.MissingRanges {
+			d.Items = append(d.Items, span(r.From, r.To))
+		}
+		vp.Details = append(vp.Details, d)
+	}
+	if len(p.Duplicates) > 0 {
+		d := detail{Class: "duplicated", Label: "target records that repeat an already copied source record", Level: levelBad}
+		for _, run := range copyRuns(p.Duplicates) {
+			d.Items = append(d.Items, fmt.Sprintf("target %s = source %s", span(run.t0, run.t1), span(run.s0, run.s1)))
+		}
+		vp.Details = append(vp.Details, d)
+	}
+	if len(p.Mismatches) > 0 {
+		d := detail{Class: "mismatched", Label: "aligned records whose content differs, with the fields", Level: levelBad}
+		for _, run := range mismatchRuns(p.Mismatches) {
+			d.Items = append(d.Items, fmt.Sprintf("source %s → target %s (%s)",
+				span(run.s0, run.s1), span(run.t0, run.t1), run.fields))
+		}
+		vp.Details = append(vp.Details, d)
+	}
+	if len(p.ExtraRanges) > 0 {
+		d := detail{Class: "extra", Label: "target offsets with no source record", Level: levelBad, Prefix: "target "}
+		for _, r := range p.ExtraRanges {
+			d.Items = append(d.Items, span(r.From, r.To))
+		}
+		vp.Details = append(vp.Details, d)
+	}
+	if len(p.AmbiguousRanges) > 0 {
+		d := detail{Class: "ambiguous", Label: "target offsets matched within runs of identical records", Level: levelWarn, Prefix: "target "}
+		for _, r := range p.AmbiguousRanges {
+			d.Items = append(d.Items, span(r.From, r.To))
+		}
+		vp.Details = append(vp.Details, d)
+	}
+	return vp
+}
+
+// run is a stretch in which source and target offsets both advance by one.
+type run struct {
+	s0, s1, t0, t1 int64
+	fields         string
+}
+
+func copyRuns(cs []verify.Copy) []run {
+	var out []run
+	for _, c := range cs {
+		if n := len(out); n > 0 && out[n-1].s1+1 == c.Source && out[n-1].t1+1 == c.Target {
+			out[n-1].s1, out[n-1].t1 = c.Source, c.Target
+			continue
+		}
+		out = append(out, run{s0: c.Source, s1: c.Source, t0: c.Target, t1: c.Target})
+	}
+	return out
+}
+
+func mismatchRuns(ms []verify.Mismatch) []run {
+	var out []run
+	for _, m := range ms {
+		f := strings.Join(m.Fields, ", ")
+		if n := len(out); n > 0 && out[n-1].s1+1 == m.SourceOffset && out[n-1].t1+1 == m.TargetOffset && out[n-1].fields == f {
+			out[n-1].s1, out[n-1].t1 = m.SourceOffset, m.TargetOffset
+			continue
+		}
+		out = append(out, run{s0: m.SourceOffset, s1: m.SourceOffset, t0: m.TargetOffset, t1: m.TargetOffset, fields: f})
+	}
+	return out
+}
