@@ -1,0 +1,115 @@
+// Command kcluster keeps Kafka clusters running for scripts/cluster.sh, with the same
+// provider code as the tests (integration/cluster): one recipe for brokers.
+//
+//	kcluster -dir RUNDIR [-brokers N] VERSION...
+//
+// It starts one cluster per VERSION (2.3.0, 3.7.1 or kfake) with its data and logs in
+// RUNDIR/kafka-<version>, writes RUNDIR/clusters (one line per cluster: name, version,
+// brokers, bootstrap, directory, JVM pids) and then RUNDIR/ready, and runs until SIGTERM or
+// SIGINT, when it kills every JVM it started and removes RUNDIR/ready and RUNDIR/clusters. If
+// it dies anyway, its JVMs die with it (they are started with a parent-death signal).
+//
+// Exit codes: 0 after a signal, 1 when a cluster could not start, 2 for bad arguments.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kmigrate/kmigrate/integration/cluster"
+)
+
+func main() { os.Exit(run(os.Args[1:])) }
+
+func run(args []string) int {
+	fs := flag.NewFlagSet("kcluster", flag.ContinueOnError)
+	dir := fs.String("dir", "", "run directory for state, data and logs (required)")
+	brokers := fs.Int("brokers", 1, "brokers per cluster (1 or 3)")
+	timeout := fs.Duration("timeout", 5*time.Minute, "deadline for all clusters to be ready")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), `usage: kcluster -dir RUNDIR [-brokers N] VERSION...
+
+Starts Kafka clusters (2.3.0 on ZooKeeper, 3.7.1 on KRaft, or kfake) and keeps them until
+SIGTERM/SIGINT. Normally run by scripts/cluster.sh up; stop it with scripts/cluster.sh down.
+
+Example:
+  kcluster -dir /tmp/kmigrate-clusters 2.3.0 3.7.1
+
+Exit codes: 0 stopped by a signal, 1 a cluster failed to start, 2 bad arguments.
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *dir == "" || fs.NArg() == 0 {
+		fs.Usage()
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := serve(ctx, *dir, *brokers, *timeout, fs.Args()); err != nil {
+		fmt.Fprintf(os.Stderr, "kcluster: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func serve(ctx context.Context, dir string, brokers int, timeout time.Duration, versions []string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	defer cluster.CloseAll()
+	startCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var lines []string
+	for _, v := range versions {
+		name := "kafka-" + v
+		start := time.Now()
+		c, err := cluster.Start(startCtx, cluster.Spec{Version: v, Brokers: brokers, Name: name, Dir: filepath.Join(dir, name)})
+		if err != nil {
+			return fmt.Errorf("start %s: %w", name, err)
+		}
+		fmt.Printf("kcluster: %s ready in %s at %s\n", name, time.Since(start).Round(time.Millisecond), strings.Join(c.Bootstrap(), ","))
+		lines = append(lines, stateLine(c, filepath.Join(dir, name)))
+	}
+	state := filepath.Join(dir, "clusters")
+	ready := filepath.Join(dir, "ready")
+	if err := os.WriteFile(state, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(ready, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		return err
+	}
+	defer os.Remove(state)
+	defer os.Remove(ready)
+	<-ctx.Done()
+	fmt.Println("kcluster: signal received, stopping every cluster")
+	return nil
+}
+
+// stateLine is "name version brokers bootstrap dir pids" with comma-separated lists ("-" for
+// none), for cluster.sh to read with `read`.
+func stateLine(c cluster.Cluster, dir string) string {
+	pids := "-"
+	if p, ok := c.(interface{ Pids() []int }); ok {
+		var s []string
+		for _, pid := range p.Pids() {
+			s = append(s, strconv.Itoa(pid))
+		}
+		if len(s) > 0 {
+			pids = strings.Join(s, ",")
+		}
+	}
+	return fmt.Sprintf("%s %s %d %s %s %s", c.Name(), c.Version(), c.Brokers(), strings.Join(c.Bootstrap(), ","), dir, pids)
+}
