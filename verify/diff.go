@@ -1,0 +1,573 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/kmigrate/kmigrate/mirror/mm2"
+)
+
+// PositionKind says how a Position is given.
+type PositionKind uint8
+
+// The kinds of Position. The zero kind is "not set" (SetDefaults chooses).
+const (
+	Earliest PositionKind = iota + 1
+	Latest
+	AtOffset
+	AtTime
+)
+
+// Position is where a comparison starts (From) or ends (To) in each source partition.
+type Position struct {
+	Kind   PositionKind
+	Offset int64     // AtOffset
+	Time   time.Time // AtTime
+}
+
+// ParsePosition parses "earliest", "latest", an offset ("1200") or an RFC 3339 time
+// ("2026-11-30T08:00:00Z").
+func ParsePosition(s string) (Position, error) {
+	s = strings.TrimSpace(s)
+	switch strings.ToLower(s) {
+	case "earliest", "start", "":
+		return Position{Kind: Earliest}, nil
+	case "latest", "end":
+		return Position{Kind: Latest}, nil
+	}
+	if o, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if o < 0 {
+			return Position{}, fmt.Errorf("offset %d is negative: give an offset >= 0, earliest, latest or an RFC 3339 time", o)
+		}
+		return Position{Kind: AtOffset, Offset: o}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return Position{}, fmt.Errorf("%q is not earliest, latest, an offset or an RFC 3339 time such as 2026-11-30T08:00:00Z", s)
+	}
+	return Position{Kind: AtTime, Time: t}, nil
+}
+
+// String implements fmt.Stringer.
+func (p Position) String() string {
+	switch p.Kind {
+	case Earliest:
+		return "earliest"
+	case Latest:
+		return "latest"
+	case AtOffset:
+		return strconv.FormatInt(p.Offset, 10)
+	case AtTime:
+		return p.Time.Format(time.RFC3339Nano)
+	}
+	return "unset"
+}
+
+// Progress is reported while a partition is read.
+type Progress struct {
+	Partition    int32
+	SourceOffset int64 // next source offset to align
+	SourceFrom   int64
+	SourceTo     int64
+	TargetOffset int64 // just past the last target record aligned
+	Records      int64 // records read on both sides so far
+	Done         bool
+}
+
+// Config is what Diff compares.
+type Config struct {
+	SourceTopic string
+	// TargetTopic is the topic's name on the target. Default: SourceTopic (identity policy).
+	TargetTopic string
+	// Partitions are the source partitions to compare. Default (nil): all.
+	Partitions []int32
+	// From and To bound the comparison in every source partition: [From, To). An offset To is
+	// exclusive (like an end offset); a time To ends before the first record at or after it.
+	// Default: earliest and latest (the last stable offset with read_committed).
+	From, To Position
+	// Fields are compared. Default: DefaultFields (key, value, headers).
+	Fields Fields
+	// Window is the aligner's look-ahead per partition in records. Default: DefaultWindow.
+	Window int
+	// Parallel is how many partitions are read at once. Default: 4.
+	Parallel int
+	// ReadUncommitted reads aborted and open transactions too. Default: false, both sides are
+	// read with read_committed (see doc.go).
+	ReadUncommitted bool
+	// OffsetSyncsTopic names MM2's offset-syncs topic, read with OffsetSyncsClient, whose syncs
+	// tell where to start reading the target when From is not earliest. Optional: without it
+	// the target start is found by timestamp.
+	OffsetSyncsTopic  string
+	OffsetSyncsClient *kgo.Client
+	// MaxListed caps each list of ranges in a PartitionResult. Default: 1000.
+	MaxListed int
+	// Progress, when set, is called from the partition goroutines (it must be safe for
+	// concurrent use) every few thousand records and when a partition is done.
+	Progress func(Progress)
+	// Logger receives debug and warning events. Default: discard.
+	Logger *slog.Logger
+}
+
+// SetDefaults fills in the defaults documented on each field.
+func (c *Config) SetDefaults() {
+	if c.TargetTopic == "" {
+		c.TargetTopic = c.SourceTopic
+	}
+	if c.From.Kind == 0 {
+		c.From.Kind = Earliest
+	}
+	if c.To.Kind == 0 {
+		c.To.Kind = Latest
+	}
+	if c.Fields == 0 {
+		c.Fields = DefaultFields
+	}
+	if c.Window <= 0 {
+		c.Window = DefaultWindow
+	}
+	if c.Parallel <= 0 {
+		c.Parallel = 4
+	}
+	if c.MaxListed <= 0 {
+		c.MaxListed = 1000
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Validate checks c after SetDefaults.
+func (c *Config) Validate() error {
+	if c.SourceTopic == "" {
+		return errors.New("no source topic: give --topic")
+	}
+	if c.From.Kind == Latest {
+		return errors.New("from latest compares nothing: give earliest, an offset or a time")
+	}
+	if c.To.Kind == Earliest {
+		return errors.New("to earliest compares nothing: give latest, an offset or a time")
+	}
+	if c.From.Kind == AtOffset && c.To.Kind == AtOffset && c.To.Offset < c.From.Offset {
+		return fmt.Errorf("from offset %d is after to offset %d", c.From.Offset, c.To.Offset)
+	}
+	if c.From.Kind == AtTime && c.To.Kind == AtTime && c.To.Time.Before(c.From.Time) {
+		return fmt.Errorf("from %s is after to %s", c.From, c.To)
+	}
+	if c.OffsetSyncsTopic != "" && c.OffsetSyncsClient == nil {
+		return fmt.Errorf("offset syncs topic %q given without a client to read it", c.OffsetSyncsTopic)
+	}
+	for _, p := range c.Partitions {
+		if p < 0 {
+			return fmt.Errorf("partition %d is negative", p)
+		}
+	}
+	return nil
+}
+
+// Diff compares SourceTopic on src with TargetTopic on dst partition by partition (at most
+// Parallel at once) and returns the result and the exact offset map. A missing target topic and
+// a partition count mismatch are Problems in the result (the common partitions are still
+// compared); a partition that cannot be read has its Err set. The error is for failures of the
+// whole call: a missing source topic, a partition that does not exist, an unreachable cluster.
+//
+// src and dst are used for metadata, offset lookups and raw fetches; they must not be group
+// consumers.
+func Diff(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, *OffsetMap, error) {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+	res := &Result{SourceTopic: cfg.SourceTopic, TargetTopic: cfg.TargetTopic, Compared: cfg.Fields.Names(),
+		Partitions: []PartitionResult{}}
+	om := &OffsetMap{Version: OffsetMapVersion, SourceTopic: cfg.SourceTopic, TargetTopic: cfg.TargetTopic, Partitions: []*PartitionMap{}}
+	sadm, tadm := kadm.NewClient(src), kadm.NewClient(dst)
+
+	sparts, err := topicPartitions(ctx, sadm, "source", cfg.SourceTopic)
+	if err != nil {
+		return nil, nil, err
+	}
+	if sparts == nil {
+		return nil, nil, fmt.Errorf("source topic %q does not exist: check --topic and --source-brokers", cfg.SourceTopic)
+	}
+	want := sparts
+	if cfg.Partitions != nil {
+		want = nil
+		for _, p := range cfg.Partitions {
+			if !slices.Contains(sparts, p) {
+				return nil, nil, fmt.Errorf("source topic %q has no partition %d (it has %d partitions): check --partitions", cfg.SourceTopic, p, len(sparts))
+			}
+			if !slices.Contains(want, p) {
+				want = append(want, p)
+			}
+		}
+		slices.Sort(want)
+	}
+	tparts, err := topicPartitions(ctx, tadm, "target", cfg.TargetTopic)
+	if err != nil {
+		return nil, nil, err
+	}
+	if tparts == nil {
+		res.Problems = append(res.Problems, fmt.Sprintf("target topic %q does not exist: nothing of source topic %q has been mirrored (check --target-topic and the replication policy)", cfg.TargetTopic, cfg.SourceTopic))
+		for _, p := range want {
+			res.Partitions = append(res.Partitions, PartitionResult{Partition: p, Err: fmt.Sprintf("target topic %q does not exist", cfg.TargetTopic)})
+		}
+		return res, om, nil
+	}
+	if len(sparts) != len(tparts) {
+		res.Problems = append(res.Problems, fmt.Sprintf("partition count differs: source topic %q has %d partitions, target topic %q has %d; the common partitions are compared", cfg.SourceTopic, len(sparts), cfg.TargetTopic, len(tparts)))
+	}
+	var common []int32
+	for _, p := range want {
+		if slices.Contains(tparts, p) {
+			common = append(common, p)
+		} else {
+			res.Partitions = append(res.Partitions, PartitionResult{Partition: p, Err: fmt.Sprintf("target topic %q has no partition %d", cfg.TargetTopic, p)})
+		}
+	}
+
+	ends := func(adm *kadm.Client, topic string) (kadm.ListedOffsets, error) {
+		if cfg.ReadUncommitted {
+			return adm.ListEndOffsets(ctx, topic)
+		}
+		return adm.ListCommittedOffsets(ctx, topic)
+	}
+	sStart, err := sadm.ListStartOffsets(ctx, cfg.SourceTopic)
+	if err == nil {
+		err = sStart.Error()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("list start offsets of source topic %q: %w", cfg.SourceTopic, err)
+	}
+	sEnd, err := ends(sadm, cfg.SourceTopic)
+	if err == nil {
+		err = sEnd.Error()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("list end offsets of source topic %q: %w", cfg.SourceTopic, err)
+	}
+	tStart, err := tadm.ListStartOffsets(ctx, cfg.TargetTopic)
+	if err == nil {
+		err = tStart.Error()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("list start offsets of target topic %q: %w", cfg.TargetTopic, err)
+	}
+	tEnd, err := ends(tadm, cfg.TargetTopic)
+	if err == nil {
+		err = tEnd.Error()
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("list end offsets of target topic %q: %w", cfg.TargetTopic, err)
+	}
+	after := func(adm *kadm.Client, side, topic string, t time.Time) (kadm.ListedOffsets, error) {
+		l, err := adm.ListOffsetsAfterMilli(ctx, t.UnixMilli(), topic)
+		if err == nil {
+			err = l.Error()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("look up offsets of %s topic %q at %s: %w", side, topic, t.Format(time.RFC3339), err)
+		}
+		return l, nil
+	}
+	var sFromT, sToT kadm.ListedOffsets
+	if cfg.From.Kind == AtTime {
+		if sFromT, err = after(sadm, "source", cfg.SourceTopic, cfg.From.Time); err != nil {
+			return nil, nil, err
+		}
+	}
+	if cfg.To.Kind == AtTime {
+		if sToT, err = after(sadm, "source", cfg.SourceTopic, cfg.To.Time); err != nil {
+			return nil, nil, err
+		}
+	}
+	syncs := map[int32][]mm2.OffsetSync{}
+	if cfg.OffsetSyncsTopic != "" && cfg.From.Kind != Earliest {
+		all, err := mm2.ReadOffsetSyncs(ctx, cfg.OffsetSyncsClient, cfg.OffsetSyncsTopic)
+		if err != nil {
+			cfg.Logger.Warn("offset syncs unreadable, finding the target start by timestamp", "topic", cfg.OffsetSyncsTopic, "err", err)
+		}
+		for _, s := range all {
+			if s.Topic == cfg.SourceTopic {
+				syncs[s.Partition] = append(syncs[s.Partition], s)
+			}
+		}
+	}
+
+	look := func(l kadm.ListedOffsets, topic string, p int32) int64 {
+		o, _ := l.Lookup(topic, p)
+		return o.Offset
+	}
+	var mu sync.Mutex
+	results := make(map[int32]PartitionResult, len(common))
+	maps := make(map[int32]*PartitionMap, len(common))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(cfg.Parallel)
+	for _, p := range common {
+		ss, se := look(sStart, cfg.SourceTopic, p), look(sEnd, cfg.SourceTopic, p)
+		from, to := ss, se
+		switch cfg.From.Kind {
+		case AtOffset:
+			from = cfg.From.Offset
+		case AtTime:
+			if o := look(sFromT, cfg.SourceTopic, p); o >= 0 {
+				from = o
+			} else {
+				from = se
+			}
+		}
+		switch cfg.To.Kind {
+		case AtOffset:
+			to = cfg.To.Offset
+		case AtTime:
+			if o := look(sToT, cfg.SourceTopic, p); o >= 0 {
+				to = o
+			}
+		}
+		from = min(max(from, ss), se)
+		to = min(max(to, from), se)
+		job := partJob{
+			spec: PartitionSpec{
+				SourceTopic: cfg.SourceTopic, TargetTopic: cfg.TargetTopic, Partition: p,
+				SourceFrom: from, SourceTo: to,
+				TargetFrom: look(tStart, cfg.TargetTopic, p), TargetTo: look(tEnd, cfg.TargetTopic, p),
+				Fields: cfg.Fields, Window: cfg.Window, MaxListed: cfg.MaxListed, ReadUncommitted: cfg.ReadUncommitted,
+				// The whole target is compared when the whole source is: leading records are
+				// extra unless the source lost older records to retention.
+				StrictTargetFrom: cfg.From.Kind == Earliest && ss == 0,
+				StrictTargetTo:   cfg.To.Kind == Latest,
+			},
+			hint:     cfg.From.Kind != Earliest || ss > 0,
+			syncs:    syncs[p],
+			progress: cfg.Progress,
+			logger:   cfg.Logger,
+		}
+		g.Go(func() error {
+			pr, pm, err := job.run(gctx, src, dst)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				pr.Partition = p
+				pr.Err = err.Error()
+				cfg.Logger.Warn("partition not compared", "topic", cfg.SourceTopic, "partition", p, "err", err)
+			}
+			mu.Lock()
+			results[p] = pr
+			if pm != nil && err == nil {
+				maps[p] = pm
+			}
+			mu.Unlock()
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, nil, err
+	}
+	for _, p := range common {
+		res.Partitions = append(res.Partitions, results[p])
+		if pm := maps[p]; pm != nil {
+			om.Partitions = append(om.Partitions, pm)
+		}
+	}
+	sort.Slice(res.Partitions, func(i, j int) bool { return res.Partitions[i].Partition < res.Partitions[j].Partition })
+	res.Identical = len(res.Problems) == 0
+	for _, pr := range res.Partitions {
+		res.Summary.Add(pr.Counts)
+		if pr.Err != "" || pr.Differs() {
+			res.Identical = false
+		}
+	}
+	return res, om, nil
+}
+
+// topicPartitions lists the partitions of topic, or nil if it does not exist.
+func topicPartitions(ctx context.Context, adm *kadm.Client, side, topic string) ([]int32, error) {
+	tds, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("list topic %q on the %s cluster: %w (check --%s-brokers)", topic, side, err, side)
+	}
+	td, ok := tds[topic]
+	if !ok || td.Err != nil {
+		if ok && td.Err != nil && !errors.Is(td.Err, errUnknownTopic) {
+			return nil, fmt.Errorf("list topic %q on the %s cluster: %w", topic, side, td.Err)
+		}
+		return nil, nil
+	}
+	ps := td.Partitions.Numbers()
+	slices.Sort(ps)
+	return ps, nil
+}
+
+// PartitionSpec is one partition over explicit offset ranges, for AlignPartition.
+type PartitionSpec struct {
+	SourceTopic, TargetTopic string
+	Partition                int32
+	// SourceFrom and SourceTo bound the source range [SourceFrom, SourceTo). A negative
+	// SourceTo means the end offset (the last stable offset with read_committed).
+	SourceFrom, SourceTo int64
+	// TargetFrom and TargetTo bound the target range read. A negative TargetTo means the end
+	// offset. TargetFrom is a lower bound unless StrictTargetFrom: see AlignOptions.
+	TargetFrom, TargetTo int64
+	// Fields compared. Default: DefaultFields.
+	Fields Fields
+	// Window is the look-ahead. Default: DefaultWindow, or less for a small range.
+	Window int
+
+	// StrictTargetFrom and StrictTargetTo: see AlignOptions. Default false: the target range
+	// is a window around the copy (TargetFrom may be a little before it, TargetTo after it).
+	StrictTargetFrom, StrictTargetTo bool
+	// ReadUncommitted: see Config. Default false (read_committed).
+	ReadUncommitted bool
+	// MaxListed: see AlignOptions. Default: 1000.
+	MaxListed int
+}
+
+// AlignPartition aligns one partition over explicit ranges; kreconcile calls it to align a
+// small range around a group's committed offset. It reads the two ranges directly (raw fetches,
+// no consumer group) and is cheap for small ranges: the window is cut to the range size.
+func AlignPartition(ctx context.Context, src, dst *kgo.Client, spec PartitionSpec) (PartitionResult, *PartitionMap, error) {
+	if spec.TargetTopic == "" {
+		spec.TargetTopic = spec.SourceTopic
+	}
+	if spec.SourceTo < 0 || spec.TargetTo < 0 {
+		for _, side := range []struct {
+			cl    *kgo.Client
+			name  string
+			topic string
+			to    *int64
+		}{{src, "source", spec.SourceTopic, &spec.SourceTo}, {dst, "target", spec.TargetTopic, &spec.TargetTo}} {
+			if *side.to >= 0 {
+				continue
+			}
+			adm := kadm.NewClient(side.cl)
+			var l kadm.ListedOffsets
+			var err error
+			if spec.ReadUncommitted {
+				l, err = adm.ListEndOffsets(ctx, side.topic)
+			} else {
+				l, err = adm.ListCommittedOffsets(ctx, side.topic)
+			}
+			if err == nil {
+				err = l.Error()
+			}
+			if err != nil {
+				return PartitionResult{Partition: spec.Partition}, nil, fmt.Errorf("list end offset of %s topic %q partition %d: %w", side.name, side.topic, spec.Partition, err)
+			}
+			o, ok := l.Lookup(side.topic, spec.Partition)
+			if !ok {
+				return PartitionResult{Partition: spec.Partition}, nil, fmt.Errorf("%s topic %q has no partition %d", side.name, side.topic, spec.Partition)
+			}
+			*side.to = o.Offset
+		}
+	}
+	if spec.Window <= 0 {
+		spec.Window = DefaultWindow
+	}
+	size := (spec.SourceTo - spec.SourceFrom) + (spec.TargetTo - spec.TargetFrom)
+	spec.Window = int(max(64, min(int64(spec.Window), size)))
+	job := partJob{spec: spec, logger: slog.New(slog.DiscardHandler)}
+	return job.run(ctx, src, dst)
+}
+
+type partJob struct {
+	spec PartitionSpec
+	// hint: spec.TargetFrom is only the log start; refine it from syncs and timestamps.
+	hint     bool
+	syncs    []mm2.OffsetSync
+	progress func(Progress)
+	logger   *slog.Logger
+}
+
+// hintMargin is how many target records before the estimated start of the copy are read.
+const hintMargin = 100
+
+func (j *partJob) run(ctx context.Context, src, dst *kgo.Client) (PartitionResult, *PartitionMap, error) {
+	sp := j.spec
+	if sp.Fields == 0 {
+		sp.Fields = DefaultFields
+	}
+	committed := !sp.ReadUncommitted
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ss := startFetch(sctx, src, fetchSpec{cluster: "source", topic: sp.SourceTopic, partition: sp.Partition, from: sp.SourceFrom, to: sp.SourceTo, committed: committed, fields: sp.Fields})
+	defer ss.close()
+	if j.hint {
+		from, err := j.targetStart(ctx, ss, dst)
+		if err != nil {
+			return PartitionResult{Partition: sp.Partition}, nil, err
+		}
+		sp.TargetFrom = max(sp.TargetFrom, min(from, sp.TargetTo))
+	}
+	if sp.SourceFrom >= sp.SourceTo && !(sp.StrictTargetFrom && sp.StrictTargetTo) {
+		sp.TargetFrom = sp.TargetTo // nothing to compare against
+	}
+	ts := startFetch(sctx, dst, fetchSpec{cluster: "target", topic: sp.TargetTopic, partition: sp.Partition, from: sp.TargetFrom, to: sp.TargetTo, committed: committed, fields: sp.Fields})
+	defer ts.close()
+	opt := AlignOptions{
+		Partition: sp.Partition, Fields: sp.Fields, Window: sp.Window, MaxListed: sp.MaxListed,
+		SourceFrom: sp.SourceFrom, SourceTo: sp.SourceTo, TargetFrom: sp.TargetFrom, TargetTo: sp.TargetTo,
+		StrictTargetFrom: sp.StrictTargetFrom, StrictTargetTo: sp.StrictTargetTo,
+	}
+	if j.progress != nil {
+		opt.Progress = func(so, to, n int64) {
+			j.progress(Progress{Partition: sp.Partition, SourceOffset: so, SourceFrom: sp.SourceFrom, SourceTo: sp.SourceTo, TargetOffset: to, Records: n})
+		}
+	}
+	j.logger.Debug("aligning partition", "topic", sp.SourceTopic, "partition", sp.Partition,
+		"source_from", sp.SourceFrom, "source_to", sp.SourceTo, "target_from", sp.TargetFrom, "target_to", sp.TargetTo)
+	pr, pm, err := Align(ctx, ss, ts, opt)
+	if err != nil {
+		return pr, nil, err
+	}
+	if j.progress != nil {
+		j.progress(Progress{Partition: sp.Partition, SourceOffset: sp.SourceTo, SourceFrom: sp.SourceFrom, SourceTo: sp.SourceTo, TargetOffset: pm.TargetTo, Records: pr.Matched*2 + pr.Missing + pr.Duplicated + pr.Mismatched*2 + pr.Extra, Done: true})
+	}
+	return pr, pm, nil
+}
+
+// targetStart estimates a lower bound of where the copy of the source range starts on the
+// target: the newest MM2 offset sync at or below the source start (its downstream offset is
+// where that earlier record landed), and the first target offset with a timestamp at or after
+// the first source record's (copies keep CreateTime; LogAppendTime only makes them later). The
+// larger of the two, less a margin, is where the target is read from.
+func (j *partJob) targetStart(ctx context.Context, ss *fetchStream, dst *kgo.Client) (int64, error) {
+	sp := j.spec
+	var best int64 = sp.TargetFrom
+	for _, s := range j.syncs {
+		if s.Upstream <= sp.SourceFrom && s.Downstream > best {
+			best = s.Downstream
+		}
+	}
+	first, ok, err := ss.peek(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if ok && first.Record != nil {
+		l, err := kadm.NewClient(dst).ListOffsetsAfterMilli(ctx, first.Record.Timestamp.UnixMilli(), sp.TargetTopic)
+		if err == nil {
+			err = l.Error()
+		}
+		if err != nil {
+			return 0, fmt.Errorf("look up target topic %q partition %d by timestamp: %w", sp.TargetTopic, sp.Partition, err)
+		}
+		if o, ok := l.Lookup(sp.TargetTopic, sp.Partition); ok && o.Offset > best {
+			best = o.Offset
+		}
+	}
+	return max(sp.TargetFrom, best-hintMargin), nil
+}
+
+var errUnknownTopic = kerr.UnknownTopicOrPartition

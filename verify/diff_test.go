@@ -1,0 +1,287 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+var topicSeq atomic.Int64
+
+func uniqueTopic(t *testing.T) string {
+	t.Helper()
+	return fmt.Sprintf("t%d-%d", time.Now().UnixNano()%1e9, topicSeq.Add(1))
+}
+
+// newCluster starts a kfake cluster and returns a client to it.
+func newCluster(t *testing.T) *kgo.Client {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatalf("start kfake: %v", err)
+	}
+	t.Cleanup(c.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+func createTopic(t *testing.T, cl *kgo.Client, topic string, partitions int32) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("create topic %s: %v", topic, err)
+	}
+}
+
+// produce writes recs to partition p of topic, in order.
+func produce(t *testing.T, cl *kgo.Client, topic string, p int32, recs []*kgo.Record) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	batch := make([]*kgo.Record, len(recs))
+	for i, r := range recs {
+		c := *r
+		c.Topic, c.Partition, c.Offset = topic, p, 0
+		batch[i] = &c
+	}
+	if err := cl.ProduceSync(ctx, batch...).FirstErr(); err != nil {
+		t.Fatalf("produce to %s/%d: %v", topic, p, err)
+	}
+}
+
+func diff(t *testing.T, src, dst *kgo.Client, cfg Config) (*Result, *OffsetMap) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, om, err := Diff(ctx, src, dst, cfg)
+	if err != nil {
+		t.Fatalf("Diff: %v", err)
+	}
+	return res, om
+}
+
+func TestDiffIdenticalWithOtherBase(t *testing.T) {
+	src, dst := newCluster(t), newCluster(t)
+	topic := uniqueTopic(t)
+	createTopic(t, src, topic, 3)
+	createTopic(t, dst, topic, 3)
+	produce(t, src, topic, 0, span(0, 99))
+	produce(t, src, topic, 1, span(100, 149))
+	// Partition 2 stays empty on both sides. Partition 0 starts at offset 5 on the target.
+	produce(t, dst, topic, 0, span(1000, 1004))
+	ctx := context.Background()
+	if _, err := kadm.NewClient(dst).DeleteRecords(ctx, kadm.Offsets{topic: {0: {At: 5}}}); err != nil {
+		t.Fatalf("delete records: %v", err)
+	}
+	produce(t, dst, topic, 0, span(0, 99))
+	produce(t, dst, topic, 1, span(100, 149))
+
+	res, om := diff(t, src, dst, Config{SourceTopic: topic})
+	if !res.Identical {
+		t.Fatalf("got not identical, want identical: %+v", res)
+	}
+	if got, want := res.Summary, (Counts{Matched: 150}); got != want {
+		t.Errorf("summary: got %+v, want %+v", got, want)
+	}
+	if len(res.Partitions) != 3 {
+		t.Fatalf("got %d partitions, want 3", len(res.Partitions))
+	}
+	pm := om.Partition(0)
+	if pm == nil || !reflect.DeepEqual(pm.Segments, []Segment{{0, 5, 100}}) {
+		t.Errorf("partition 0 map: got %+v, want one segment 0->5 of 100", pm)
+	}
+	if got := pm.ExactTarget(40); !got.Known || got.Target != 45 {
+		t.Errorf("ExactTarget(40): got %+v, want 45", got)
+	}
+}
+
+func TestDiffFaults(t *testing.T) {
+	src, dst := newCluster(t), newCluster(t)
+	topic := uniqueTopic(t)
+	createTopic(t, src, topic, 1)
+	createTopic(t, dst, topic, 1)
+	produce(t, src, topic, 0, span(0, 59))
+	target := cat(
+		span(0, 9), // 10..12 left out
+		span(13, 24),
+		span(20, 24), // replayed: target 22..26 repeat 20..24
+		span(25, 29),
+		with(r(30), func(c *kgo.Record) { c.Value = []byte("re-encoded") }), // target 32
+		span(31, 39),
+		with(r(40), func(c *kgo.Record) { c.Headers = nil }), // target 42
+		span(41, 59),
+		[]*kgo.Record{{Value: []byte("direct-1")}, {Value: []byte("direct-2")}}, // target 62, 63
+	)
+	produce(t, dst, topic, 0, target)
+
+	res, om := diff(t, src, dst, Config{SourceTopic: topic})
+	if res.Identical {
+		t.Fatalf("got identical, want differences")
+	}
+	p := res.Partitions[0]
+	if got, want := p.Counts, (Counts{Matched: 55, Missing: 3, Duplicated: 5, Mismatched: 2, Extra: 2}); got != want {
+		t.Errorf("counts: got %+v, want %+v", got, want)
+	}
+	if want := []SourceRange{{10, 12}}; !reflect.DeepEqual(p.MissingRanges, want) {
+		t.Errorf("missing: got %v, want %v", p.MissingRanges, want)
+	}
+	if want := []Copy{{22, 20}, {23, 21}, {24, 22}, {25, 23}, {26, 24}}; !reflect.DeepEqual(p.Duplicates, want) {
+		t.Errorf("duplicates: got %v, want %v", p.Duplicates, want)
+	}
+	if want := []Mismatch{{30, 32, []string{"value"}}, {40, 42, []string{"headers"}}}; !reflect.DeepEqual(p.Mismatches, want) {
+		t.Errorf("mismatches: got %v, want %v", p.Mismatches, want)
+	}
+	if want := []TargetRange{{62, 63}}; !reflect.DeepEqual(p.ExtraRanges, want) {
+		t.Errorf("extra: got %v, want %v", p.ExtraRanges, want)
+	}
+	// A group that consumed source 0..24 resumes on the target after the replayed copy of 24.
+	if got := om.Partition(0).ExactTarget(25); !got.Known || got.Target != 27 {
+		t.Errorf("ExactTarget(25): got %+v, want 27", got)
+	}
+}
+
+func TestDiffTopicProblems(t *testing.T) {
+	src, dst := newCluster(t), newCluster(t)
+	topic := uniqueTopic(t)
+	createTopic(t, src, topic, 3)
+	for p := int32(0); p < 3; p++ {
+		produce(t, src, topic, p, span(0, 9))
+	}
+	t.Run("missing target topic", func(t *testing.T) {
+		res, _ := diff(t, src, dst, Config{SourceTopic: topic})
+		if res.Identical || len(res.Problems) != 1 {
+			t.Fatalf("got identical=%v problems=%v, want not identical and one problem", res.Identical, res.Problems)
+		}
+	})
+	t.Run("partition count mismatch", func(t *testing.T) {
+		createTopic(t, dst, topic, 2)
+		for p := int32(0); p < 2; p++ {
+			produce(t, dst, topic, p, span(0, 9))
+		}
+		res, _ := diff(t, src, dst, Config{SourceTopic: topic})
+		if res.Identical || len(res.Problems) != 1 {
+			t.Fatalf("got identical=%v problems=%v, want not identical and one problem", res.Identical, res.Problems)
+		}
+		if res.Summary.Matched != 20 || res.Partitions[2].Err == "" {
+			t.Errorf("got summary %+v, partition 2 err %q; want 20 matched and an error on partition 2", res.Summary, res.Partitions[2].Err)
+		}
+		res, _ = diff(t, src, dst, Config{SourceTopic: topic, Partitions: []int32{1}})
+		if len(res.Partitions) != 1 || res.Partitions[0].Matched != 10 {
+			t.Errorf("--partitions 1: got %+v, want partition 1 with 10 matched", res.Partitions)
+		}
+	})
+	t.Run("missing source topic", func(t *testing.T) {
+		_, _, err := Diff(context.Background(), src, dst, Config{SourceTopic: "nope-" + topic})
+		if err == nil {
+			t.Fatalf("got nil error, want missing source topic")
+		}
+	})
+	t.Run("unknown partition", func(t *testing.T) {
+		_, _, err := Diff(context.Background(), src, dst, Config{SourceTopic: topic, Partitions: []int32{7}})
+		if err == nil {
+			t.Fatalf("got nil error, want unknown partition")
+		}
+	})
+}
+
+func TestDiffTransactionalSource(t *testing.T) {
+	srcCl, dst := newCluster(t), newCluster(t)
+	topic := uniqueTopic(t)
+	createTopic(t, srcCl, topic, 1)
+	createTopic(t, dst, topic, 1)
+	txn, err := kgo.NewClient(append(srcCl.Opts(), kgo.TransactionalID("tx-"+topic))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(txn.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var committed []*kgo.Record
+	for b := 0; b < 6; b++ {
+		if err := txn.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		recs := span(b*10, b*10+9)
+		for _, r := range recs {
+			c := *r
+			c.Topic = topic
+			if err := txn.ProduceSync(ctx, &c).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		commit := b%3 != 1 // batches 1 and 4 are aborted
+		if err := txn.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
+			t.Fatal(err)
+		}
+		if commit {
+			committed = append(committed, recs...)
+		}
+	}
+	produce(t, dst, topic, 0, committed)
+	res, om := diff(t, srcCl, dst, Config{SourceTopic: topic})
+	if !res.Identical || res.Summary.Matched != int64(len(committed)) {
+		t.Fatalf("got identical=%v summary=%+v, want identical with %d matched", res.Identical, res.Summary, len(committed))
+	}
+	if n := len(om.Partition(0).Segments); n < 2 {
+		t.Errorf("got %d segments, want one per committed transaction (markers are gaps)", n)
+	}
+}
+
+func TestDiffFromOffsetReadsTargetFromHint(t *testing.T) {
+	src, dst := newCluster(t), newCluster(t)
+	topic := uniqueTopic(t)
+	createTopic(t, src, topic, 1)
+	createTopic(t, dst, topic, 1)
+	produce(t, src, topic, 0, span(0, 999))
+	produce(t, dst, topic, 0, span(0, 999))
+	res, om := diff(t, src, dst, Config{SourceTopic: topic, From: Position{Kind: AtOffset, Offset: 600}, To: Position{Kind: AtOffset, Offset: 700}})
+	p := res.Partitions[0]
+	if !res.Identical || p.Matched != 100 {
+		t.Fatalf("got identical=%v counts=%+v, want identical, 100 matched", res.Identical, p.Counts)
+	}
+	if p.TargetSkipped == 0 || p.TargetSkipped > hintMargin {
+		t.Errorf("got %d target records skipped, want 1..%d (the margin before the hint)", p.TargetSkipped, hintMargin)
+	}
+	if want := []Segment{{600, 600, 100}}; !reflect.DeepEqual(om.Partition(0).Segments, want) {
+		t.Errorf("segments: got %v, want %v", om.Partition(0).Segments, want)
+	}
+}
+
+func TestAlignPartitionSmallRange(t *testing.T) {
+	src, dst := newCluster(t), newCluster(t)
+	topic := uniqueTopic(t)
+	createTopic(t, src, topic, 1)
+	createTopic(t, dst, topic, 1)
+	produce(t, src, topic, 0, span(0, 199))
+	produce(t, dst, topic, 0, cat(span(0, 120), span(118, 199))) // 118..120 replayed
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pr, pm, err := AlignPartition(ctx, src, dst, PartitionSpec{
+		SourceTopic: topic, Partition: 0, SourceFrom: 110, SourceTo: 130, TargetFrom: 100, TargetTo: 140,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr.Matched != 20 || pr.Duplicated != 3 {
+		t.Errorf("got %+v, want 20 matched, 3 duplicated", pr.Counts)
+	}
+	if got := pm.ExactTarget(121); !got.Known || got.Target != 124 {
+		t.Errorf("ExactTarget(121): got %+v, want 124", got)
+	}
+}

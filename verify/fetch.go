@@ -1,0 +1,286 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// fetchStream reads one partition over [from, to) with raw Fetch requests to the partition
+// leader, decoded by kgo.ProcessFetchPartition. Unlike a kgo consumer it knows its exact
+// position after every response, also when the range ends in transaction markers, aborted
+// records or a compacted gap, which a consumer never returns as records: it stops when the
+// position reaches to, not by counting records.
+//
+// Fetching, decoding and fingerprinting run in their own goroutine, ahead of the aligner by
+// at most a few responses (bounded memory).
+type fetchStream struct {
+	ch     chan fetchBatch
+	cur    []Item
+	err    error
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+type fetchBatch struct {
+	items []Item
+	err   error
+}
+
+type fetchSpec struct {
+	cluster   string // "source" or "target", for errors
+	topic     string
+	partition int32
+	from, to  int64
+	committed bool
+	fields    Fields
+	// maxPartBytes is the partition fetch size. Default: 4 MiB.
+	maxPartBytes int32
+}
+
+// fetchBuffer is how many decoded responses may wait for the aligner.
+const fetchBuffer = 2
+
+func startFetch(ctx context.Context, cl *kgo.Client, spec fetchSpec) *fetchStream {
+	ctx, cancel := context.WithCancel(ctx)
+	s := &fetchStream{ch: make(chan fetchBatch, fetchBuffer), cancel: cancel, done: make(chan struct{})}
+	if spec.maxPartBytes == 0 {
+		spec.maxPartBytes = 4 << 20
+	}
+	go func() {
+		defer close(s.done)
+		defer close(s.ch)
+		f := &fetcher{cl: cl, spec: spec, leader: -1, decomp: kgo.DefaultDecompressor()}
+		if err := f.run(ctx, s.ch); err != nil && ctx.Err() == nil {
+			s.ch <- fetchBatch{err: err}
+		}
+	}()
+	return s
+}
+
+// Next implements Stream.
+func (s *fetchStream) Next(ctx context.Context) (Item, bool, error) {
+	for len(s.cur) == 0 {
+		if s.err != nil {
+			return Item{}, false, s.err
+		}
+		select {
+		case b, ok := <-s.ch:
+			if !ok {
+				return Item{}, false, nil
+			}
+			if b.err != nil {
+				s.err = b.err
+				continue
+			}
+			s.cur = b.items
+		case <-ctx.Done():
+			return Item{}, false, ctx.Err()
+		}
+	}
+	it := s.cur[0]
+	s.cur[0] = Item{}
+	s.cur = s.cur[1:]
+	return it, true, nil
+}
+
+// peek returns the first item without consuming it.
+func (s *fetchStream) peek(ctx context.Context) (Item, bool, error) {
+	it, ok, err := s.Next(ctx)
+	if ok {
+		s.cur = append([]Item{it}, s.cur...)
+	}
+	return it, ok, err
+}
+
+// close stops the fetcher and waits for it.
+func (s *fetchStream) close() {
+	s.cancel()
+	for range s.ch {
+	}
+	<-s.done
+}
+
+type fetcher struct {
+	cl      *kgo.Client
+	spec    fetchSpec
+	leader  int32
+	topicID [16]byte
+	decomp  kgo.Decompressor
+}
+
+func (f *fetcher) where() string {
+	return fmt.Sprintf("%s topic %q partition %d", f.spec.cluster, f.spec.topic, f.spec.partition)
+}
+
+func (f *fetcher) run(ctx context.Context, out chan<- fetchBatch) error {
+	next := f.spec.from
+	iso := kgo.ReadUncommitted()
+	var isoLevel int8
+	if f.spec.committed {
+		iso, isoLevel = kgo.ReadCommitted(), 1
+	}
+	failures := 0
+	retry := func(err error) error {
+		failures++
+		f.leader = -1
+		if failures > 20 {
+			return fmt.Errorf("fetch %s at offset %d: %w (gave up after %d tries: check the cluster is reachable)", f.where(), next, err, failures)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(min(failures, 10)) * 100 * time.Millisecond):
+		}
+		return nil
+	}
+	for next < f.spec.to {
+		if f.leader < 0 {
+			if err := f.loadLeader(ctx); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				if err := retry(err); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		req := kmsg.NewPtrFetchRequest()
+		req.ReplicaID = -1
+		req.MaxWaitMillis = 500
+		req.MinBytes = 1
+		req.MaxBytes = 2 * f.spec.maxPartBytes
+		req.IsolationLevel = isoLevel
+		req.SessionEpoch = -1
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic, rt.TopicID = f.spec.topic, f.topicID
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = f.spec.partition
+		rp.FetchOffset = next
+		rp.PartitionMaxBytes = f.spec.maxPartBytes
+		rp.CurrentLeaderEpoch = -1
+		rp.LogStartOffset = -1
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+
+		kresp, err := f.cl.Broker(int(f.leader)).Request(ctx, req)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err := retry(err); err != nil {
+				return err
+			}
+			continue
+		}
+		resp := kresp.(*kmsg.FetchResponse)
+		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+			if err := retry(err); err != nil {
+				return err
+			}
+			continue
+		}
+		var part *kmsg.FetchResponseTopicPartition
+		for i := range resp.Topics {
+			for j := range resp.Topics[i].Partitions {
+				if resp.Topics[i].Partitions[j].Partition == f.spec.partition {
+					part = &resp.Topics[i].Partitions[j]
+				}
+			}
+		}
+		if part == nil {
+			if err := retry(errors.New("partition missing from the fetch response")); err != nil {
+				return err
+			}
+			continue
+		}
+		fp, pos := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
+			Offset:         next,
+			IsolationLevel: iso,
+			Topic:          f.spec.topic,
+			Partition:      f.spec.partition,
+		}, part, f.decomp, nil)
+		if fp.Err != nil {
+			if errors.Is(fp.Err, kerr.OffsetOutOfRange) {
+				return fmt.Errorf("fetch %s: offset %d is out of range (log start %d, high watermark %d): records were deleted while reading; run again", f.where(), next, part.LogStartOffset, part.HighWatermark)
+			}
+			var ke *kerr.Error
+			if errors.As(fp.Err, &ke) && ke.Retriable {
+				if err := retry(fp.Err); err != nil {
+					return err
+				}
+				continue
+			}
+			return fmt.Errorf("fetch %s at offset %d: %w", f.where(), next, fp.Err)
+		}
+		failures = 0
+		items := make([]Item, 0, len(fp.Records))
+		for _, r := range fp.Records {
+			if r.Offset >= f.spec.to {
+				break
+			}
+			items = append(items, NewItem(r, f.spec.fields))
+		}
+		if len(items) > 0 {
+			select {
+			case out <- fetchBatch{items: items}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		if pos > next {
+			next = pos
+			continue
+		}
+		// Nothing past next: the broker long-polled. If the end we were given is beyond the
+		// log (truncated since it was listed), waiting would never end.
+		end := part.HighWatermark
+		if f.spec.committed && part.LastStableOffset >= 0 {
+			end = part.LastStableOffset
+		}
+		if end >= 0 && end <= next && part.HighWatermark < f.spec.to {
+			return fmt.Errorf("fetch %s: the log ends at %d, before the end offset %d listed at the start (truncated, e.g. by an unclean leader election): run again", f.where(), part.HighWatermark, f.spec.to)
+		}
+	}
+	return nil
+}
+
+func (f *fetcher) loadLeader(ctx context.Context) error {
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	t := f.spec.topic
+	rt.Topic = &t
+	req.Topics = append(req.Topics, rt)
+	kresp, err := req.RequestWith(ctx, f.cl)
+	if err != nil {
+		return fmt.Errorf("metadata of %s: %w", f.where(), err)
+	}
+	for _, mt := range kresp.Topics {
+		if mt.Topic == nil || *mt.Topic != t {
+			continue
+		}
+		if err := kerr.ErrorForCode(mt.ErrorCode); err != nil {
+			return fmt.Errorf("metadata of %s: %w", f.where(), err)
+		}
+		for _, mp := range mt.Partitions {
+			if mp.Partition != f.spec.partition {
+				continue
+			}
+			if err := kerr.ErrorForCode(mp.ErrorCode); err != nil && mp.Leader < 0 {
+				return fmt.Errorf("metadata of %s: %w", f.where(), err)
+			}
+			if mp.Leader < 0 {
+				return fmt.Errorf("metadata of %s: no leader", f.where())
+			}
+			f.leader, f.topicID = mp.Leader, mt.TopicID
+			return nil
+		}
+	}
+	return fmt.Errorf("metadata of %s: partition not found", f.where())
+}
