@@ -1,0 +1,565 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/integration/cluster"
+	"github.com/kmigrate/kmigrate/mirror/mm2"
+	"github.com/kmigrate/kmigrate/reconcile"
+)
+
+// The reconcile tests of issue 4 on real brokers. Each one computes the true E(G) on its own,
+// by reading both partitions whole and matching unique values, and checks Plan against it.
+
+func rcCtx(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// rcTruth is E(G) computed from the whole partitions: 1 + the last target offset holding the
+// value of the largest source record below G; with none below G, the first target offset
+// holding the value of the first source record at or after G. Values must be unique.
+func rcTruth(t *testing.T, srcRecs, dstRecs []*kgo.Record, g int64) int64 {
+	t.Helper()
+	var prev, next *kgo.Record
+	for _, r := range srcRecs {
+		if r.Offset < g {
+			prev = r
+		} else if next == nil {
+			next = r
+		}
+	}
+	if prev != nil {
+		last := int64(-1)
+		for _, r := range dstRecs {
+			if bytes.Equal(r.Value, prev.Value) {
+				last = r.Offset
+			}
+		}
+		if last < 0 {
+			t.Fatalf("truth: source record %d (%q) is not on the target", prev.Offset, prev.Value)
+		}
+		return last + 1
+	}
+	if next != nil {
+		for _, r := range dstRecs {
+			if bytes.Equal(r.Value, next.Value) {
+				return r.Offset
+			}
+		}
+		t.Fatalf("truth: source record %d (%q) is not on the target", next.Offset, next.Value)
+	}
+	if len(dstRecs) == 0 {
+		return 0
+	}
+	return dstRecs[len(dstRecs)-1].Offset + 1
+}
+
+func rcCommit(t *testing.T, c cluster.Cluster, group, topic string, part int32, at int64, meta string) {
+	t.Helper()
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: topic, Partition: part, At: at, LeaderEpoch: -1, Metadata: meta})
+	resp, err := bedAdmin(t, c).CommitOffsets(rcCtx(t, time.Minute), group, offs)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatalf("commit %s %s/%d=%d on %s: %v", group, topic, part, at, c.Name(), err)
+	}
+}
+
+// rcCommitted is the group's offset of topic/part on c, or nil.
+func rcCommitted(t *testing.T, c cluster.Cluster, group, topic string, part int32) *int64 {
+	t.Helper()
+	offs, err := bedAdmin(t, c).FetchOffsets(rcCtx(t, time.Minute), group)
+	if err != nil {
+		t.Fatalf("fetch offsets of %s on %s: %v", group, c.Name(), err)
+	}
+	o, ok := offs.Lookup(topic, part)
+	if !ok || o.Err != nil || o.At < 0 {
+		return nil
+	}
+	at := o.At
+	return &at
+}
+
+func rcPartition(t *testing.T, res *reconcile.Result, group, topic string) *reconcile.Partition {
+	t.Helper()
+	for gi := range res.Groups {
+		if res.Groups[gi].Group != group {
+			continue
+		}
+		for pi := range res.Groups[gi].Partitions {
+			if p := &res.Groups[gi].Partitions[pi]; p.Topic == topic {
+				return p
+			}
+		}
+	}
+	t.Fatalf("plan has no %s/%s", group, topic)
+	return nil
+}
+
+func rcGroup(t *testing.T, res *reconcile.Result, group string) *reconcile.Group {
+	t.Helper()
+	for gi := range res.Groups {
+		if res.Groups[gi].Group == group {
+			return &res.Groups[gi]
+		}
+	}
+	t.Fatalf("plan has no group %s", group)
+	return nil
+}
+
+// rcConsumeGroup consumes topic on c as group, from its committed offset, until nothing more
+// comes for 5 s, and returns the values. It commits nothing.
+func rcConsumeGroup(t *testing.T, c cluster.Cluster, group, topic string) [][]byte {
+	t.Helper()
+	ctx := rcCtx(t, 2*time.Minute)
+	cl := bedClient(t, c.Bootstrap(), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()), kgo.FetchMaxWait(200*time.Millisecond))
+	var out [][]byte
+	for idle := 30 * time.Second; ctx.Err() == nil; idle = 5 * time.Second { // the first poll also joins
+		pctx, cancel := context.WithTimeout(ctx, idle)
+		recs := cl.PollFetches(pctx).Records()
+		cancel()
+		if len(recs) == 0 {
+			break
+		}
+		out = append(out, rcValues(recs)...)
+	}
+	cl.LeaveGroup()
+	return out
+}
+
+func rcValues(recs []*kgo.Record) [][]byte {
+	out := make([][]byte, len(recs))
+	for i, r := range recs {
+		out[i] = r.Value
+	}
+	return out
+}
+
+func rcSameValues(t *testing.T, what string, got, want [][]byte) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%s: got %d records, want %d", what, len(got), len(want))
+	}
+	for i := 0; i < min(len(got), len(want)); i++ {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Errorf("%s: record %d: got %q, want %q", what, i, got[i], want[i])
+			return
+		}
+	}
+}
+
+// TestReconcileSeed: on the seed fixture (2.3.0 -> 3.7.1 with MirrorMaker 2) the plan shows the
+// discrepancy with the fixture's re-read count; after Apply the target lag equals the source
+// lag and a consumer of the group on the target reads exactly the unconsumed records.
+func TestReconcileSeed(t *testing.T) {
+	f := runSeedScenario(t)
+	cfgMM2, err := mm2.Parse(strings.NewReader(f.MM2Properties))
+	if err != nil {
+		t.Fatalf("parse the fixture's mm2.properties: %v", err)
+	}
+	flow, err := cfgMM2.Flow("")
+	if err != nil {
+		t.Fatalf("flow: %v", err)
+	}
+	src := bedClient(t, f.Source.Bootstrap())
+	dst := bedClient(t, f.Target.Bootstrap())
+	ctx := rcCtx(t, 3*time.Minute)
+
+	start := time.Now()
+	res, err := reconcile.Plan(ctx, src, dst, reconcile.Config{Flow: flow, Groups: regexp.MustCompile(regexp.QuoteMeta(f.Group))})
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	t.Logf("plan took %s", time.Since(start).Round(time.Millisecond))
+	p := rcPartition(t, res, f.Group, f.Topic)
+	t.Logf("plan: G=%d target=%s E=%s checkpoint=%s status=%s redelivered=%d proof=%q", p.SourceCommitted, fmtP(p.TargetCommitted), fmtP(p.ExactTarget), fmtP(p.Checkpoint), p.Status, p.RedeliveredIfUnchanged, p.Proof)
+	if p.Status != reconcile.StatusBehind {
+		t.Fatalf("status: got %s (%s), want behind", p.Status, p.Reason)
+	}
+	if p.RedeliveredIfUnchanged != f.Reread {
+		t.Errorf("redelivered_if_unchanged: got %d, want the fixture's re-read count %d", p.RedeliveredIfUnchanged, f.Reread)
+	}
+	if p.Checkpoint == nil || *p.Checkpoint != f.Checkpoint.Downstream || p.CheckpointStatus != reconcile.StatusBehind {
+		t.Errorf("checkpoint: got %s (%s), want %d (behind)", fmtP(p.Checkpoint), p.CheckpointStatus, f.Checkpoint.Downstream)
+	}
+	truth := rcTruth(t, bedReadPartition(ctx, t, f.Source, f.Topic, 0, 0), bedReadPartition(ctx, t, f.Target, f.Topic, 0, 0), f.SourceCommitted)
+	if p.ExactTarget == nil || *p.ExactTarget != truth {
+		t.Fatalf("exact_target: got %s, want %d", fmtP(p.ExactTarget), truth)
+	}
+
+	backup := filepath.Join(t.TempDir(), "backup.json")
+	if err := reconcile.Apply(ctx, dst, res, reconcile.ApplyConfig{Backup: backup}); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	tc := rcCommitted(t, f.Target, f.Group, f.Topic, 0)
+	end := bedEndOffsets(ctx, t, f.Target, f.Topic)[0]
+	if tc == nil || end-*tc != f.SourceLag {
+		t.Errorf("target lag after apply: got %d (end %d, committed %s), want the source lag %d", end-deref(tc), end, fmtP(tc), f.SourceLag)
+	}
+	got := rcConsumeGroup(t, f.Target, f.Group, f.Topic)
+	rcSameValues(t, "consumer of the group on the target after apply", got, f.Unconsumed)
+
+	// Apply twice: nothing changes.
+	res2, err := reconcile.Plan(ctx, src, dst, reconcile.Config{Flow: flow, Groups: regexp.MustCompile(regexp.QuoteMeta(f.Group))})
+	if err != nil {
+		t.Fatalf("second Plan: %v", err)
+	}
+	if p := rcPartition(t, res2, f.Group, f.Topic); p.Status != reconcile.StatusExact {
+		t.Errorf("second plan: got %s, want exact", p.Status)
+	}
+}
+
+func fmtP(p *int64) string {
+	if p == nil {
+		return "null"
+	}
+	return fmt.Sprint(*p)
+}
+
+func deref(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// rcProduce writes records with the given values to topic/0 on c.
+func rcProduce(t *testing.T, c cluster.Cluster, topic string, recs ...*kgo.Record) {
+	t.Helper()
+	cl := bedClient(t, c.Bootstrap(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
+	for _, r := range recs {
+		r.Topic, r.Partition = topic, 0
+	}
+	if err := cl.ProduceSync(rcCtx(t, time.Minute), recs...).FirstErr(); err != nil {
+		t.Fatalf("produce to %s on %s: %v", topic, c.Name(), err)
+	}
+}
+
+// rcRecords makes records "<prefix>-<i>" for i in [from, to) with key "<keyPrefix><i>".
+func rcRecords(prefix, keyPrefix string, from, to int) []*kgo.Record {
+	var out []*kgo.Record
+	for i := from; i < to; i++ {
+		out = append(out, &kgo.Record{Key: fmt.Appendf(nil, "%s%d", keyPrefix, i), Value: fmt.Appendf(nil, "%s-%d", prefix, i)})
+	}
+	return out
+}
+
+// rcProduceTxn writes records in one committed transaction on c.
+func rcProduceTxn(t *testing.T, c cluster.Cluster, topic string, recs ...*kgo.Record) {
+	t.Helper()
+	ctx := rcCtx(t, time.Minute)
+	cl := bedClient(t, c.Bootstrap(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionalID(bedUnique("rc-txn")))
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatalf("begin transaction: %v", err)
+	}
+	for _, r := range recs {
+		r.Topic, r.Partition = topic, 0
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce in transaction to %s on %s: %v", topic, c.Name(), err)
+	}
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit transaction on %s: %v", c.Name(), err)
+	}
+}
+
+// rcWaitFor polls cond every 500 ms until it returns "" or ctx ends.
+func rcWaitFor(ctx context.Context, t *testing.T, what string, cond func() string) {
+	t.Helper()
+	state := ""
+	for {
+		if state = cond(); state == "" {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %s when the deadline came", what, state)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// rcHasValue reports whether topic/0 on c holds a record with value v.
+func rcHasValue(ctx context.Context, t *testing.T, c cluster.Cluster, topic string, v []byte) bool {
+	t.Helper()
+	if _, ok := bedEndOffsets(ctx, t, c, topic)[0]; !ok {
+		return false
+	}
+	for _, r := range bedReadPartition(ctx, t, c, topic, 0, 0) {
+		if bytes.Equal(r.Value, v) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestReconcileCases runs the cases of issue 4 on Kafka 2.3.0 -> 3.7.1 mirrored by MirrorMaker
+// 2: an idle group at the end of a topic, a group at log start, a group whose previous record
+// was compacted away, groups at and after a transaction's commit marker, a topic that is not
+// mirrored, an active target group (refused, nothing written), apply twice, rollback.
+func TestReconcileCases(t *testing.T) {
+	src := cluster.StartT(t, cluster.Spec{Version: cluster.V230, Name: "source"})
+	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "destination"})
+	ctx := rcCtx(t, 10*time.Minute)
+	run := fmt.Sprintf("%x", time.Now().UnixNano())
+	plain, compact, txn, unmirrored := "rc-plain-"+run, "rc-compact-"+run, "rc-txn-"+run, "rc-unmirrored-"+run
+
+	bedCreateTopic(t, src, plain, 1, nil)
+	rcProduce(t, src, plain, rcRecords("plain-"+run, "k", 0, 50)...)
+
+	// Compacted: records 10..19 are overwritten by 20..29 (same keys), then the segment rolls
+	// and the cleaner removes them; G=20 then has no record at G-1..G-10.
+	str := func(s string) *string { return &s }
+	bedCreateTopic(t, src, compact, 1, map[string]*string{"cleanup.policy": str("compact"), "segment.ms": str("200"),
+		"min.cleanable.dirty.ratio": str("0.01"), "delete.retention.ms": str("100"), "min.compaction.lag.ms": str("0")})
+	rcProduce(t, src, compact, rcRecords("compact-"+run, "c", 0, 20)...)
+	over := rcRecords("compact-"+run+"-new", "c", 10, 20)
+	rcProduce(t, src, compact, over...)
+	rcWaitFor(ctx, t, "the source cleaner to compact "+compact, func() string {
+		n := time.Now().UnixNano() // unique keys: nothing else to compact, on either side
+		rcProduce(t, src, compact, &kgo.Record{Key: fmt.Appendf(nil, "roll-%d", n), Value: fmt.Appendf(nil, "roll-%d", n)})
+		for _, r := range bedReadPartition(ctx, t, src, compact, 0, 0) {
+			if r.Offset == 19 {
+				return "offset 19 is still there"
+			}
+		}
+		return ""
+	})
+
+	// Transactions: 0..4 plain, 5..9 in a transaction, its commit marker at 10, 11..15 plain.
+	bedCreateTopic(t, src, txn, 1, nil)
+	rcProduce(t, src, txn, rcRecords("txn-"+run, "t", 0, 5)...)
+	rcProduceTxn(t, src, txn, rcRecords("txn-"+run, "t", 5, 10)...)
+	rcProduce(t, src, txn, rcRecords("txn-"+run, "t", 11, 16)...)
+
+	bedCreateTopic(t, src, unmirrored, 1, nil)
+	rcProduce(t, src, unmirrored, rcRecords("unmirrored-"+run, "u", 0, 10)...)
+
+	type gcase struct {
+		group, topic string
+		g            int64
+	}
+	cases := []gcase{
+		{"rc-idle-" + run, plain, 50},
+		{"rc-start-" + run, plain, 0},
+		{"rc-mid-" + run, plain, 25},
+		{"rc-compacted-" + run, compact, 20},
+		{"rc-txn-marker-" + run, txn, 10},
+		{"rc-txn-after-" + run, txn, 11},
+		{"rc-unmirrored-" + run, unmirrored, 3},
+		{"rc-active-" + run, plain, 30},
+	}
+	for _, c := range cases {
+		rcCommit(t, src, c.group, c.topic, 0, c.g, "meta-"+c.group)
+	}
+
+	props := seedProperties(src, dst)
+	props = strings.Replace(props, "source->destination.topics="+seedTopic, "source->destination.topics="+strings.Join([]string{plain, compact, txn}, ","), 1)
+	m := cluster.StartMM2T(t, cluster.MM2Spec{Properties: props, Target: "destination"})
+
+	// The active group consumes on the target before MM2 could sync it.
+	active := cases[len(cases)-1]
+	bedCreateTopic(t, dst, plain, 1, nil) // MM2 would create it too; the member needs it now
+	member := bedClient(t, dst.Bootstrap(), kgo.ConsumerGroup(active.group), kgo.ConsumeTopics(plain), kgo.DisableAutoCommit(),
+		kgo.SessionTimeout(45*time.Second))
+	rcWaitFor(ctx, t, "the active group to be Stable on the target", func() string {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		member.PollFetches(pctx)
+		cancel()
+		d, err := bedAdmin(t, dst).DescribeGroups(ctx, active.group)
+		if err != nil {
+			return err.Error()
+		}
+		if s := d[active.group].State; s != "Stable" {
+			return "state " + s
+		}
+		return ""
+	})
+
+	lastTxn := rcRecords("txn-"+run, "t", 15, 16)[0].Value
+	rcWaitFor(ctx, t, "MM2 to mirror every topic and checkpoint the idle group", func() string {
+		for _, v := range []struct {
+			topic string
+			value []byte
+		}{{plain, rcRecords("plain-"+run, "k", 49, 50)[0].Value}, {compact, over[len(over)-1].Value}, {txn, lastTxn}} {
+			if !rcHasValue(ctx, t, dst, v.topic, v.value) {
+				return v.topic + " not mirrored yet"
+			}
+		}
+		if rcCommitted(t, dst, cases[0].group, plain, 0) == nil {
+			return "no target offset for the idle group yet"
+		}
+		return ""
+	})
+	if err := m.Close(); err != nil { // freeze the target groups
+		t.Logf("stop MM2: %v", err)
+	}
+	before := map[string]*int64{}
+	for _, c := range cases {
+		before[c.group] = rcCommitted(t, dst, c.group, c.topic, 0)
+	}
+
+	cfgMM2, err := mm2.Parse(strings.NewReader(props))
+	if err != nil {
+		t.Fatalf("parse mm2.properties: %v", err)
+	}
+	flow, err := cfgMM2.Flow("")
+	if err != nil {
+		t.Fatalf("flow: %v", err)
+	}
+	srcCl, dstCl := bedClient(t, src.Bootstrap()), bedClient(t, dst.Bootstrap())
+	cfg := reconcile.Config{Flow: flow, Groups: regexp.MustCompile(`rc-.*-` + run)}
+	res, err := reconcile.Plan(ctx, srcCl, dstCl, cfg)
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	srcData, dstData := map[string][]*kgo.Record{}, map[string][]*kgo.Record{}
+	for _, tp := range []string{plain, compact, txn} {
+		srcData[tp], dstData[tp] = bedReadPartition(ctx, t, src, tp, 0, 0), bedReadPartition(ctx, t, dst, tp, 0, 0)
+	}
+	for _, c := range cases {
+		t.Run("plan "+strings.TrimSuffix(c.group, "-"+run), func(t *testing.T) {
+			p := rcPartition(t, res, c.group, c.topic)
+			t.Logf("G=%d target=%s checkpoint=%s(%s) E=%s status=%s reason=%q proof=%q", p.SourceCommitted, fmtP(p.TargetCommitted), fmtP(p.Checkpoint), p.CheckpointStatus, fmtP(p.ExactTarget), p.Status, p.Reason, p.Proof)
+			if c.topic == unmirrored {
+				if p.Status != reconcile.StatusUnmappable || !strings.Contains(p.Reason, "not mirrored") {
+					t.Errorf("got %s %q, want unmappable: topic not mirrored", p.Status, p.Reason)
+				}
+				return
+			}
+			truth := rcTruth(t, srcData[c.topic], dstData[c.topic], c.g)
+			if p.ExactTarget == nil || *p.ExactTarget != truth {
+				t.Fatalf("exact_target: got %s, want %d (%s)", fmtP(p.ExactTarget), truth, p.Reason)
+			}
+			tc := before[c.group]
+			want := reconcile.StatusMissingTargetOffset
+			if tc != nil {
+				want = map[bool]reconcile.Status{true: reconcile.StatusExact, false: reconcile.StatusBehind}[*tc == truth]
+				if *tc > truth {
+					want = reconcile.StatusAhead
+				}
+			}
+			if p.Status != want {
+				t.Errorf("status: got %s, want %s (target commit %s, E %d)", p.Status, want, fmtP(tc), truth)
+			}
+			if want == reconcile.StatusBehind && p.RedeliveredIfUnchanged != truth-*tc {
+				t.Errorf("redelivered_if_unchanged: got %d, want %d", p.RedeliveredIfUnchanged, truth-*tc)
+			}
+		})
+	}
+
+	backup := filepath.Join(t.TempDir(), "backup.json")
+	if err := reconcile.Apply(ctx, dstCl, res, reconcile.ApplyConfig{Backup: backup}); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if g := rcGroup(t, res, active.group); !strings.Contains(g.Refused, active.group) {
+		t.Errorf("active group: refused %q, want a refusal naming %s", g.Refused, active.group)
+	}
+	if got := rcCommitted(t, dst, active.group, plain, 0); fmtP(got) != fmtP(before[active.group]) {
+		t.Errorf("active group: target commit got %s, want %s (nothing written)", fmtP(got), fmtP(before[active.group]))
+	}
+	for _, c := range cases[:6] {
+		p := rcPartition(t, res, c.group, c.topic)
+		if got := rcCommitted(t, dst, c.group, c.topic, 0); fmtP(got) != fmtP(p.ExactTarget) {
+			t.Errorf("%s after apply: target commit got %s, want E %s", c.group, fmtP(got), fmtP(p.ExactTarget))
+		}
+	}
+	// The mid group on the target reads exactly what it had not consumed on the source.
+	mid := cases[2]
+	rcSameValues(t, "mid group on the target after apply", rcConsumeGroup(t, dst, mid.group, plain), rcValues(srcData[plain][25:]))
+	// ... and the compacted and transaction groups too.
+	var wantCompact [][]byte
+	for _, r := range srcData[compact] {
+		if r.Offset >= 20 {
+			wantCompact = append(wantCompact, r.Value)
+		}
+	}
+	rcSameValues(t, "compacted group on the target after apply", rcConsumeGroup(t, dst, cases[3].group, compact), wantCompact)
+
+	// Apply twice: the second plan is exact and writes nothing.
+	res2, err := reconcile.Plan(ctx, srcCl, dstCl, cfg)
+	if err != nil {
+		t.Fatalf("second Plan: %v", err)
+	}
+	for _, c := range cases[:6] {
+		if p := rcPartition(t, res2, c.group, c.topic); p.Status != reconcile.StatusExact {
+			t.Errorf("second plan %s: got %s, want exact", c.group, p.Status)
+		}
+	}
+	if err := reconcile.Apply(ctx, dstCl, res2, reconcile.ApplyConfig{Backup: filepath.Join(t.TempDir(), "b2.json")}); err != nil {
+		t.Fatalf("second Apply: %v", err)
+	}
+	if res2.Backup != "" || res2.Applied {
+		t.Errorf("second apply: got backup %q applied %v, want nothing written", res2.Backup, res2.Applied)
+	}
+
+	// Rollback restores what MM2 had left (or nothing).
+	member.Close() // the active group may be rolled back only once it is empty; it had nothing written anyway
+	if _, err := reconcile.Rollback(ctx, dstCl, backup); err != nil {
+		t.Fatalf("Rollback: %v", err)
+	}
+	for _, c := range cases[:6] {
+		if got := rcCommitted(t, dst, c.group, c.topic, 0); fmtP(got) != fmtP(before[c.group]) {
+			t.Errorf("%s after rollback: got %s, want %s", c.group, fmtP(got), fmtP(before[c.group]))
+		}
+	}
+}
+
+// TestReconcile371To371 mirrors between two 3.7.1 clusters with a test mirror that replays
+// records (as a restarted mirror does), then plans, applies and consumes.
+func TestReconcile371To371(t *testing.T) {
+	src := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "source"})
+	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "target"})
+	ctx := rcCtx(t, 5*time.Minute)
+	run := fmt.Sprintf("%x", time.Now().UnixNano())
+	topic, group := "rc371-"+run, "rc371-g-"+run
+	bedCreateTopic(t, src, topic, 1, nil)
+	bedCreateTopic(t, dst, topic, 1, nil)
+	recs := rcRecords("v-"+run, "k", 0, 60)
+	rcProduce(t, src, topic, recs...)
+	var copies []*kgo.Record
+	for _, i := range append(append(rcSeq(0, 40), rcSeq(35, 40)...), rcSeq(40, 60)...) {
+		copies = append(copies, &kgo.Record{Key: recs[i].Key, Value: recs[i].Value})
+	}
+	rcProduce(t, dst, topic, copies...)
+	rcCommit(t, src, group, topic, 0, 50, "m")
+	rcCommit(t, dst, group, topic, 0, 41, "") // what a sparse-sync translation would give
+
+	srcCl, dstCl := bedClient(t, src.Bootstrap()), bedClient(t, dst.Bootstrap())
+	res, err := reconcile.Plan(ctx, srcCl, dstCl, reconcile.Config{Groups: regexp.MustCompile(regexp.QuoteMeta(group))})
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	p := rcPartition(t, res, group, topic)
+	if p.Status != reconcile.StatusBehind || fmtP(p.ExactTarget) != "55" || p.RedeliveredIfUnchanged != 14 {
+		t.Fatalf("plan: got %s E=%s redelivered=%d (%s), want behind E=55 redelivered=14", p.Status, fmtP(p.ExactTarget), p.RedeliveredIfUnchanged, p.Reason)
+	}
+	if err := reconcile.Apply(ctx, dstCl, res, reconcile.ApplyConfig{Backup: filepath.Join(t.TempDir(), "b.json")}); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	rcSameValues(t, "group on the target after apply", rcConsumeGroup(t, dst, group, topic), rcValues(recs[50:]))
+}
+
+func rcSeq(from, to int) []int {
+	var out []int
+	for i := from; i < to; i++ {
+		out = append(out, i)
+	}
+	return out
+}
