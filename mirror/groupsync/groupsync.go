@@ -165,14 +165,20 @@ func (s *Syncer) pass(ctx context.Context, emit, commit, relist bool) (Report, e
 			owned[tp{t, p}] = true
 		}
 	}
+	// A checkpoints topic that cannot be read or created stops the checkpoints of this pass,
+	// not the offset sync: without the last checkpoints a lower one could replace a higher
+	// one, while commits still only go forwards (rewinds need that state and wait for it).
 	if err := s.loadState(ctx, owned); err != nil {
-		return rep, err
+		rep.Error, emit = err.Error(), false
+		s.log.Warn("checkpoints topic not read, no checkpoint this pass", "cluster", s.tgtName, "topic", s.cfg.CheckpointsTopic, "err", err)
 	}
 	if emit && !s.topicReady.Load() {
 		if err := ensureCheckpointsTopic(ctx, s.tgt, s.cfg.CheckpointsTopic, s.cfg.CheckpointsReplicationFactor, s.tgtName, s.log); err != nil {
-			return rep, err
+			rep.Error, emit = err.Error(), false
+			s.log.Warn("checkpoints topic not ready, no checkpoint this pass", "cluster", s.tgtName, "topic", s.cfg.CheckpointsTopic, "err", err)
+		} else {
+			s.topicReady.Store(true)
 		}
-		s.topicReady.Store(true)
 	}
 	if relist || s.groups == nil || time.Since(s.listedAt) >= s.cfg.RefreshGroupsInterval {
 		if err := s.listGroups(ctx); err != nil {
@@ -213,15 +219,15 @@ func (s *Syncer) loadState(ctx context.Context, owned map[tp]bool) error {
 			gained[tp{s.cfg.TargetTopic(k.topic), k.partition}] = true
 		}
 	}
-	defer func() { s.owned = owned }()
 	if s.cfg.CheckpointsTopic == "" || (s.loaded && len(gained) == 0) {
-		s.loaded = true
+		s.loaded, s.owned = true, owned
 		return nil
 	}
 	cps, err := readCheckpoints(ctx, s.cfg.Target, s.tgt, s.cfg.CheckpointsTopic, s.tgtName, s.log)
 	if err != nil {
-		return err
+		return err // s.owned unchanged: the gained partitions are read again next pass
 	}
+	s.owned = owned
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k, c := range cps {

@@ -801,3 +801,48 @@ func (h *captureHandler) find(msg string) map[string]string {
 	}
 	return nil
 }
+
+// A checkpoints topic that cannot be created, or has more than one partition, stops the
+// checkpoints (reported) but not the offset sync.
+func TestCheckpointsTopicProblemsDoNotStopSync(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		prepare func(e *env, cfg *groupsync.Config)
+		wantErr string
+	}{
+		{
+			name:    "replication factor above the brokers",
+			prepare: func(_ *env, cfg *groupsync.Config) { cfg.CheckpointsReplicationFactor = 3 },
+			wantErr: "checkpoints.topic.replication.factor",
+		},
+		{
+			name: "three partitions",
+			prepare: func(e *env, _ *groupsync.Config) {
+				if _, err := e.tgtAdm.CreateTopic(e.ctx, 3, 1, nil, cpTop); err != nil {
+					e.t.Fatal(err)
+				}
+			},
+			wantErr: "has 3 partitions",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			e.topic("c", 1)
+			e.tr.mirrored("c", 0, 10, 0)
+			e.commitSource("g", "c", 0, 4, "")
+			cfg := e.config()
+			tc.prepare(e, &cfg)
+			rep, err := groupsync.SyncOnce(e.ctx, cfg)
+			if err != nil {
+				t.Fatalf("SyncOnce: got %v, want the problem in the report", err)
+			}
+			if !strings.Contains(rep.Error, tc.wantErr) || rep.Errors() != 1 {
+				t.Fatalf("report error: got %q (%d errors), want one containing %q", rep.Error, rep.Errors(), tc.wantErr)
+			}
+			wantPartition(t, rep, "g", "c", 0, groupsync.StatusSynced, groupsync.StatusDisabled)
+			e.wantTarget("g", prefix+"c", 0, 4)
+		})
+	}
+}

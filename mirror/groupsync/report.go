@@ -43,6 +43,9 @@ type Report struct {
 	// records produced.
 	Committed int `json:"committed"`
 	Emitted   int `json:"emitted"`
+	// Error is set when no checkpoint could be emitted in this pass (the checkpoints topic
+	// could not be read or created); the offset sync still ran.
+	Error string `json:"error,omitempty"`
 }
 
 // GroupReport is one source consumer group.
@@ -78,9 +81,12 @@ type PartitionReport struct {
 	Error  string `json:"error,omitempty"`
 }
 
-// Errors returns how many groups and partitions carry an error.
+// Errors returns how many errors the report carries (pass, groups and partitions).
 func (r *Report) Errors() int {
 	n := 0
+	if r.Error != "" {
+		n++
+	}
 	for _, g := range r.Groups {
 		if g.Error != "" {
 			n++
