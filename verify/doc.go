@@ -1,0 +1,120 @@
+// Package verify proves, record by record, that a target topic is a complete and unaltered
+// copy of a source topic, and recovers the exact offset map M between them.
+//
+// # The types to know
+//
+//   - Diff reads a topic on both clusters (partitions in parallel, at most Config.Parallel)
+//     and returns a Result (the JSON of `kverify diff`) and an OffsetMap (the file of
+//     `kverify diff --offset-map`, read by kreconcile). AlignPartition does the same for one
+//     partition over explicit offset ranges.
+//   - Align is the pure, in-memory aligner over two Streams of Items (offset, fingerprint,
+//     record); Diff feeds it from raw fetches. It is table- and fuzz-tested on synthetic
+//     sequences (align_test.go).
+//   - PartitionMap.ExactTarget turns the map into E(G), the exact target offset of a group
+//     committed at source offset G (DESIGN.md "What exact means").
+//
+// # Alignment
+//
+// Records of one partition keep their order through a mirror, so alignment is a streaming
+// merge with a bounded look-ahead (Config.Window records per side, default 10000), not a
+// general diff. While the heads of the two streams are equal they are matched. At a
+// divergence the aligner fills both windows and looks for the nearest resynchronisation point
+// (source i, target j: the smallest i+j at which a run of equal records starts; direct
+// comparison for small skips, a hash index of the source window for large ones). The skipped
+// records are then classified:
+//
+//   - duplicated: a target record equal to one of the last Window matched source records (a
+//     replay); the result says which source offset it repeats;
+//   - mismatched: a target record paired with a skipped source record at the same position
+//     between two matched anchors (when both blocks have the same length), or with the same key;
+//     DiffFields says which fields differ;
+//   - missing: a skipped source record left unpaired;
+//   - extra: a skipped target record left unpaired.
+//
+// With no resynchronisation point in the windows, a target record repeating a matched source
+// record is a duplicate; equal keys on both sides pair as mismatches (values re-encoded in
+// place); otherwise the side whose head is older by timestamp is behind and its records up to
+// the other head's timestamp are missing (source) or extra (target). Memory is bounded by the
+// windows and the replay history, never by the topic (PartitionMap.Duplicates and the ranges
+// grow only with the differences found; the ranges are capped by Config.MaxListed, and
+// PartitionResult.Truncated says so; counts are always complete).
+//
+// Identical neighbouring records (a run of equal consecutive source records) cannot be told
+// apart: their matched records are counted in Counts.Ambiguous and listed in AmbiguousRanges
+// (target offsets). They are mapped in order, which is exact unless a record of the run was
+// lost or replayed, in which case the missing or duplicate offset could be any of the run.
+//
+// # Invariants (checked by the tests and the fuzz test)
+//
+// A mismatch is a pair: one source record and one target record. Per partition:
+//
+//	matched + mismatched + missing                 = source records read
+//	matched + mismatched + duplicated + extra      = target records read, less TargetSkipped
+//	                                                 and records beyond a bounded range
+//	ambiguous <= matched
+//
+// The segments of the map cover exactly the matched and mismatched pairs (a mismatched record
+// is still the copy at that position, so a group that consumed its source must skip it), in
+// increasing source and target order; PartitionMap.Duplicates lists every duplicate copy.
+// Result.Identical is true when there is no problem, no partition error, and nothing missing,
+// duplicated, mismatched or extra (ambiguous records are matched).
+//
+// # Reading
+//
+// Both sides are read with raw Fetch requests to the partition leader, decoded by
+// kgo.ProcessFetchPartition, so the reader knows its exact position after every response and
+// stops when the position reaches the end offset resolved at the start, even when the range
+// ends in transaction markers or a compacted gap (which no consumer returns as records); it
+// never stops by counting records. Source offsets need not be contiguous.
+//
+// Isolation: both sides are read with read_committed by default and the end offset is the
+// last stable offset. Records of aborted transactions are skipped on both sides, so a source
+// whose aborted records were (correctly) not mirrored compares identical, and the transaction
+// markers are gaps in the source offsets. Records of a transaction still open when Diff starts
+// are past the last stable offset and not compared. With Config.ReadUncommitted both sides are
+// read up to the high watermark including aborted records: a target written by an MM2 that
+// reads read_committed will then show the aborted source records as missing.
+//
+// Where the target is read from: with From earliest on a source whose log starts at 0 the
+// whole target partition is compared (leading target records are extra). Otherwise (From an
+// offset or a time, or a source log start above 0 after retention) the target start is a lower
+// bound: the newest MM2 offset sync at or below the source start (Config.OffsetSyncsTopic), and
+// the first target offset whose timestamp is at or after the first source record's (copies keep
+// CreateTime; LogAppendTime only makes them later), less a margin of 100 records. Target records
+// before the first copy of a source record in range are skipped and counted in
+// PartitionResult.TargetSkipped. With To latest the target is read to its end and trailing
+// records are extra; with a bounded To the comparison ends at the first target record after
+// the copy of the last source record that repeats nothing.
+//
+// # Offset map file (version 1)
+//
+// `kverify diff --offset-map FILE` writes WriteOffsetMap's JSON:
+//
+//	{
+//	 "version": 1,
+//	 "source_topic": "orders", "target_topic": "orders",
+//	 "partitions": [ {
+//	   "partition": 0,
+//	   "source_from": 0,      // every source offset in [source_from, source_to) was examined
+//	   "source_to": 1200,
+//	   "target_to": 1215,     // just past the last target record examined
+//	   "segments": [ {"source": 0, "target": 0, "len": 800},
+//	                 {"source": 801, "target": 805, "len": 399} ],
+//	   "duplicates": [ {"target_offset": 800, "source_offset": 796} ]
+//	 } ]
+//	}
+//
+// A segment says source offsets source..source+len-1 were copied to target offsets
+// target..target+len-1; segments and duplicates are sorted by source offset. A source offset
+// in [source_from, source_to) in no segment is not on the target (missing, or a gap of the
+// source log). When the target ends before the source range does (the mirror is behind),
+// source_to is the first source offset the target has not reached, so ExactTarget answers
+// "pending" past it instead of guessing. ReadOffsetMap rejects other versions.
+//
+// # Testing
+//
+// `go test ./verify` runs the aligner tables, the fingerprint tests and Diff against two kfake
+// clusters; `go test ./verify -fuzz FuzzAlign` and `-fuzz FuzzFingerprintConcatenation` fuzz
+// the invariants and the framing. Real brokers (2.3.0 -> MM2 3.7.1 -> 3.7.1) are exercised in
+// integration/verify_test.go; the throughput benchmark is scripts/bench-verify.sh.
+package verify
