@@ -83,6 +83,9 @@ type Config struct {
 	Concurrency int
 	// Logger receives the sync's logs. Default: a logger that discards.
 	Logger *slog.Logger
+	// OnPass, when set, is called by Run after every pass with its report and error, e.g. to
+	// update the engine's checkpoint-age metric. It runs on Run's goroutine: keep it short.
+	OnPass func(Report, error)
 }
 
 // Defaults of Config (MM2 3.7.1's defaults where MM2 has the key).

@@ -128,6 +128,9 @@ func (s *Syncer) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		if s.cfg.OnPass != nil {
+			s.cfg.OnPass(rep, err)
+		}
 		if err != nil {
 			s.log.Warn("group sync pass failed", "cluster", s.tgtName, "err", err)
 		} else {

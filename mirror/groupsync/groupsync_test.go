@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -670,6 +671,12 @@ func TestRunFollowsMirror(t *testing.T) {
 	cfg := e.config()
 	cfg.Interval = 20 * time.Millisecond
 	cfg.CheckpointInterval = 20 * time.Millisecond
+	var passes atomic.Int64
+	cfg.OnPass = func(rep groupsync.Report, err error) {
+		if err == nil && rep.Errors() == 0 {
+			passes.Add(1)
+		}
+	}
 	ctx, cancel := context.WithCancel(e.ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- groupsync.Run(ctx, cfg) }()
@@ -681,11 +688,12 @@ func TestRunFollowsMirror(t *testing.T) {
 	})
 	e.tr.mirrored("r", 0, 9, 0)
 	for {
-		if got, _, ok := committed(t, e.ctx, e.tgtAdm, "g", prefix+"r", 0); ok && got == 6 {
+		got, _, ok := committed(t, e.ctx, e.tgtAdm, "g", prefix+"r", 0)
+		if ok && got == 6 && passes.Load() > 0 {
 			break
 		}
 		if e.ctx.Err() != nil {
-			t.Fatalf("target offset never reached 6")
+			t.Fatalf("target offset: got %d (present %v) after %d clean passes, want 6 after at least 1", got, ok, passes.Load())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
