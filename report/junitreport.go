@@ -16,12 +16,12 @@ func verifyJUnit(w io.Writer, rep *verifyReport) error {
 	for _, t := range rep.Topics {
 		s := junit.Suite{
 			Name: fmt.Sprintf("kverify %s → %s", t.Source, t.Target),
-			Properties: []junit.Property{
-				{Name: "source_topic", Value: t.Source},
-				{Name: "target_topic", Value: t.Target},
-				{Name: "compared", Value: t.Compared},
-				{Name: "verdict", Value: t.Verdict.Headline},
-			},
+			Properties: junit.Props(
+				junit.Property{Name: "source_topic", Value: t.Source},
+				junit.Property{Name: "target_topic", Value: t.Target},
+				junit.Property{Name: "compared", Value: t.Compared},
+				junit.Property{Name: "verdict", Value: t.Verdict.Headline},
+			),
 		}
 		class := "kverify." + t.Source
 		for _, p := range t.Problems {
@@ -75,12 +75,12 @@ func reconcileJUnit(w io.Writer, rep *reconcileReport) error {
 	for _, g := range rep.Groups {
 		s := junit.Suite{
 			Name: "kreconcile " + g.G.Group,
-			Properties: []junit.Property{
-				{Name: "group", Value: g.G.Group},
-				{Name: "source_state", Value: g.G.SourceState},
-				{Name: "target_state", Value: g.G.TargetState},
-				{Name: "status", Value: g.Status},
-			},
+			Properties: junit.Props(
+				junit.Property{Name: "group", Value: g.G.Group},
+				junit.Property{Name: "source_state", Value: g.G.SourceState},
+				junit.Property{Name: "target_state", Value: g.G.TargetState},
+				junit.Property{Name: "status", Value: g.Status},
+			),
 		}
 		class := "kreconcile." + g.G.Group
 		if g.G.Err != "" {

@@ -27,17 +27,17 @@ type Suites struct {
 // Suite is one <testsuite>. The element order follows the Jenkins/Ant schema: properties,
 // testcases, system-out, system-err.
 type Suite struct {
-	Name       string     `xml:"name,attr"`
-	Tests      int        `xml:"tests,attr"`
-	Failures   int        `xml:"failures,attr"`
-	Errors     int        `xml:"errors,attr"`
-	Skipped    int        `xml:"skipped,attr"`
-	Time       Seconds    `xml:"time,attr"`
-	Timestamp  string     `xml:"timestamp,attr,omitempty"`
-	Properties []Property `xml:"properties>property,omitempty"`
-	Cases      []Case     `xml:"testcase"`
-	SystemOut  *Output    `xml:"system-out"`
-	SystemErr  *Output    `xml:"system-err"`
+	Name       string      `xml:"name,attr"`
+	Tests      int         `xml:"tests,attr"`
+	Failures   int         `xml:"failures,attr"`
+	Errors     int         `xml:"errors,attr"`
+	Skipped    int         `xml:"skipped,attr"`
+	Time       Seconds     `xml:"time,attr"`
+	Timestamp  string      `xml:"timestamp,attr,omitempty"`
+	Properties *Properties `xml:"properties"`
+	Cases      []Case      `xml:"testcase"`
+	SystemOut  *Output     `xml:"system-out"`
+	SystemErr  *Output     `xml:"system-err"`
 }
 
 // Output is the text of a <system-out> or <system-err>, written as CDATA so it stays readable
@@ -52,6 +52,19 @@ func Text(s string) *Output {
 		return nil
 	}
 	return &Output{Text: s}
+}
+
+// Properties is the <properties> element of a suite.
+type Properties struct {
+	Property []Property `xml:"property"`
+}
+
+// Props returns the properties ps, or nil for none, so the element is left out.
+func Props(ps ...Property) *Properties {
+	if len(ps) == 0 {
+		return nil
+	}
+	return &Properties{Property: ps}
 }
 
 // Property is a name/value pair of a suite, e.g. the topics a verification compared.
@@ -159,8 +172,11 @@ func (ss *Suites) sanitize() {
 	for i := range ss.Suites {
 		s := &ss.Suites[i]
 		s.Name = clean(s.Name)
-		for j := range s.Properties {
-			s.Properties[j].Name, s.Properties[j].Value = clean(s.Properties[j].Name), clean(s.Properties[j].Value)
+		if s.Properties != nil {
+			for j := range s.Properties.Property {
+				p := &s.Properties.Property[j]
+				p.Name, p.Value = clean(p.Name), clean(p.Value)
+			}
 		}
 		cleanOut(s.SystemOut)
 		cleanOut(s.SystemErr)

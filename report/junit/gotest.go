@@ -1,0 +1,243 @@
+package junit
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// event is one line of `go test -json` (cmd/test2json), including the build events Go 1.24+
+// writes for packages that do not compile.
+type event struct {
+	Time        time.Time
+	Action      string
+	Package     string
+	Test        string
+	Elapsed     float64
+	Output      string
+	ImportPath  string
+	FailedBuild string
+}
+
+type goCase struct {
+	name   string
+	result string // pass, fail, skip, or "" when the test never finished
+	secs   float64
+	out    strings.Builder
+}
+
+type goPackage struct {
+	name   string
+	start  time.Time
+	result string
+	secs   float64
+	out    strings.Builder
+	build  string // the import path whose build failed, when it did
+	cases  []*goCase
+	byName map[string]*goCase
+}
+
+// FromGoTest converts the output of `go test -json` into one suite per package and one case
+// per test (subtests included, named as go test names them). A failed test carries the lines
+// it logged; a skipped one the reason; a test that never finished (a panic or -timeout) is an
+// error with its output; a package that failed outside any test (build failure, TestMain, a
+// panic) gets a case named after the package with that output. Lines that are not JSON (the
+// go command's own messages) are kept in the first suite's system-err.
+func FromGoTest(r io.Reader) (*Suites, error) {
+	var (
+		pkgs   []*goPackage
+		byName = map[string]*goPackage{}
+		builds = map[string]*strings.Builder{}
+		stray  strings.Builder
+	)
+	pkg := func(name string) *goPackage {
+		p, ok := byName[name]
+		if !ok {
+			p = &goPackage{name: name, byName: map[string]*goCase{}}
+			byName[name] = p
+			pkgs = append(pkgs, p)
+		}
+		return p
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		var ev event
+		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &ev) != nil {
+			stray.Write(line)
+			stray.WriteByte('\n')
+			continue
+		}
+		switch ev.Action {
+		case "build-output":
+			b := builds[ev.ImportPath]
+			if b == nil {
+				b = &strings.Builder{}
+				builds[ev.ImportPath] = b
+			}
+			b.WriteString(ev.Output)
+			continue
+		case "build-fail":
+			continue
+		}
+		if ev.Package == "" {
+			continue
+		}
+		p := pkg(ev.Package)
+		if p.start.IsZero() && !ev.Time.IsZero() {
+			p.start = ev.Time
+		}
+		if ev.Test == "" {
+			switch ev.Action {
+			case "output":
+				p.out.WriteString(ev.Output)
+			case "pass", "fail", "skip":
+				p.result, p.secs, p.build = ev.Action, ev.Elapsed, ev.FailedBuild
+			}
+			continue
+		}
+		c, ok := p.byName[ev.Test]
+		if !ok {
+			c = &goCase{name: ev.Test}
+			p.byName[ev.Test] = c
+			p.cases = append(p.cases, c)
+		}
+		switch ev.Action {
+		case "output":
+			c.out.WriteString(ev.Output)
+		case "pass", "fail", "skip":
+			c.result, c.secs = ev.Action, ev.Elapsed
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read go test -json output: %w", err)
+	}
+	ss := &Suites{Name: "go test"}
+	for _, p := range pkgs {
+		s := Suite{Name: p.name, Time: Seconds(p.secs)}
+		if !p.start.IsZero() {
+			s.Timestamp = p.start.UTC().Format("2006-01-02T15:04:05")
+		}
+		failedCase := false
+		for _, gc := range p.cases {
+			c := Case{Name: gc.name, Classname: p.name, Time: Seconds(gc.secs)}
+			out := testOutput(gc.out.String())
+			switch gc.result {
+			case "pass":
+				c.SystemOut = Text(out)
+			case "skip":
+				c.Skipped = &Skipped{Message: firstLogLine(out, "skipped")}
+				c.SystemOut = Text(out)
+			case "fail":
+				failedCase = true
+				fallback := "failed"
+				if subtestFailed(p, gc.name) {
+					fallback = "a subtest failed"
+				}
+				c.Failure = &Problem{Type: "failure", Message: firstLogLine(out, fallback), Body: out}
+			default:
+				failedCase = true
+				msg := "the test did not finish (a panic, or go test -timeout)"
+				if m := panicLine(gc.out.String() + p.out.String()); m != "" {
+					msg = m
+				}
+				c.Error = &Problem{Type: "unfinished", Message: msg, Body: out}
+			}
+			s.Cases = append(s.Cases, c)
+		}
+		if p.result == "fail" && !failedCase {
+			body := p.out.String()
+			msg := "the package failed outside any test"
+			if p.build != "" {
+				msg = "build failed: " + p.build
+				if b := builds[p.build]; b != nil {
+					body = b.String() + body
+				}
+			} else if m := panicLine(body); m != "" {
+				msg = m
+			}
+			s.Cases = append(s.Cases, Case{Name: p.name, Classname: p.name, Time: Seconds(p.secs),
+				Error: &Problem{Type: "package", Message: msg, Body: body}})
+		}
+		ss.Suites = append(ss.Suites, s)
+	}
+	if stray.Len() > 0 {
+		if len(ss.Suites) == 0 {
+			ss.Suites = append(ss.Suites, Suite{Name: "go test"})
+		}
+		ss.Suites[0].SystemErr = Text(stray.String())
+	}
+	ss.Total()
+	return ss, nil
+}
+
+func subtestFailed(p *goPackage, name string) bool {
+	for _, c := range p.cases {
+		if strings.HasPrefix(c.name, name+"/") && c.result != "pass" && c.result != "skip" {
+			return true
+		}
+	}
+	return false
+}
+
+// testOutput drops the framing lines go test prints around every test, keeping what the test
+// logged.
+func testOutput(s string) string {
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(s, "\n") {
+		t := strings.TrimLeft(line, " ")
+		if strings.HasPrefix(t, "=== RUN") || strings.HasPrefix(t, "=== PAUSE") || strings.HasPrefix(t, "=== CONT") ||
+			strings.HasPrefix(t, "=== NAME") || strings.HasPrefix(t, "--- PASS") || strings.HasPrefix(t, "--- FAIL") ||
+			strings.HasPrefix(t, "--- SKIP") {
+			continue
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
+var logLine = regexp.MustCompile(`^\s*[\w.-]+\.go:\d+: (.*)$`)
+
+// firstLogLine is the first t.Log/t.Error message, "file_test.go:12: got 1, want 2".
+func firstLogLine(out, fallback string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if logLine.MatchString(line) {
+			return strings.TrimSpace(line)
+		}
+	}
+	return fallback
+}
+
+func panicLine(out string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "panic: ") {
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
+}
+
+// Counts are the totals of a converted run, for the closing line "N passed, N failed".
+type Counts struct {
+	Passed, Failed, Skipped int
+}
+
+// Count returns how many cases passed, failed (failures and errors) and were skipped.
+func (ss *Suites) Count() Counts {
+	ss.Total()
+	return Counts{
+		Passed:  ss.Tests - ss.Failures - ss.Errors - ss.Skipped,
+		Failed:  ss.Failures + ss.Errors,
+		Skipped: ss.Skipped,
+	}
+}
+
+// String is the closing line CI readers look for: "12 passed, 1 failed, 3 skipped".
+func (c Counts) String() string {
+	return fmt.Sprintf("%d passed, %d failed, %d skipped", c.Passed, c.Failed, c.Skipped)
+}
