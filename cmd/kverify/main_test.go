@@ -1,0 +1,298 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
+	"github.com/kmigrate/kmigrate/verify"
+)
+
+func cluster(t *testing.T) (*kgo.Client, string) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatalf("kfake: %v", err)
+	}
+	t.Cleanup(c.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	t.Cleanup(cl.Close)
+	return cl, strings.Join(c.ListenAddrs(), ",")
+}
+
+var seq atomic.Int64
+
+func topicName() string { return fmt.Sprintf("orders-%d", seq.Add(1)) }
+
+func create(t *testing.T, cl *kgo.Client, topic string, partitions int32) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("create %s: %v", topic, err)
+	}
+}
+
+func rec(i int) *kgo.Record {
+	return &kgo.Record{Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(fmt.Sprintf("v%d", i)),
+		Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("x")}}, Timestamp: time.UnixMilli(1_700_000_000_000 + int64(i))}
+}
+
+func recs(from, to int) []*kgo.Record {
+	var out []*kgo.Record
+	for i := from; i <= to; i++ {
+		out = append(out, rec(i))
+	}
+	return out
+}
+
+func produce(t *testing.T, cl *kgo.Client, topic string, p int32, rs ...[]*kgo.Record) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var batch []*kgo.Record
+	for _, part := range rs {
+		for _, r := range part {
+			c := *r
+			c.Topic, c.Partition = topic, p
+			batch = append(batch, &c)
+		}
+	}
+	if err := cl.ProduceSync(ctx, batch...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+}
+
+// run runs kverify with args and returns its exit code, stdout and stderr.
+func run(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	a := app()
+	var out, errb bytes.Buffer
+	a.Writer, a.ErrWriter = &out, &errb
+	code := clikit.Main(a, append([]string{"kverify"}, args...))
+	return code, out.String(), errb.String()
+}
+
+// The JSON fields issue 3 item 7 names, exactly so.
+type jsonResult struct {
+	SourceTopic string `json:"source_topic"`
+	TargetTopic string `json:"target_topic"`
+	Identical   bool   `json:"identical"`
+	Summary     struct {
+		Matched, Missing, Duplicated, Mismatched, Extra int64
+	} `json:"summary"`
+	Partitions []struct {
+		Partition                                       int32 `json:"partition"`
+		Matched, Missing, Duplicated, Mismatched, Extra int64
+		MissingRanges                                   []map[string]int64 `json:"missing_ranges"`
+		Duplicates                                      []map[string]int64 `json:"duplicates"`
+		Mismatches                                      []struct {
+			SourceOffset int64    `json:"source_offset"`
+			TargetOffset int64    `json:"target_offset"`
+			Fields       []string `json:"fields"`
+		} `json:"mismatches"`
+		ExtraRanges []map[string]int64 `json:"extra_ranges"`
+	} `json:"partitions"`
+	Problems []string `json:"problems"`
+}
+
+func decode(t *testing.T, out string) jsonResult {
+	t.Helper()
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(out), &raw); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out)
+	}
+	for _, k := range []string{"source_topic", "target_topic", "identical", "summary", "partitions"} {
+		if _, ok := raw[k]; !ok {
+			t.Errorf("JSON has no %q field", k)
+		}
+	}
+	var sum map[string]json.RawMessage
+	json.Unmarshal(raw["summary"], &sum)
+	for _, k := range []string{"matched", "missing", "duplicated", "mismatched", "extra"} {
+		if _, ok := sum[k]; !ok {
+			t.Errorf("summary has no %q field", k)
+		}
+	}
+	var parts []map[string]json.RawMessage
+	json.Unmarshal(raw["partitions"], &parts)
+	for _, p := range parts {
+		for _, k := range []string{"partition", "matched", "missing", "duplicated", "mismatched", "extra", "missing_ranges", "duplicates", "mismatches", "extra_ranges"} {
+			if _, ok := p[k]; !ok {
+				t.Errorf("partition has no %q field", k)
+			}
+		}
+	}
+	var r jsonResult
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestDiffCommand(t *testing.T) {
+	src, srcSeeds := cluster(t)
+	dst, dstSeeds := cluster(t)
+	conn := []string{"--source-brokers", srcSeeds, "--target-brokers", dstSeeds}
+
+	same := topicName()
+	create(t, src, same, 2)
+	create(t, dst, same, 2)
+	produce(t, src, same, 0, recs(0, 49))
+	produce(t, src, same, 1, recs(50, 59))
+	produce(t, dst, same, 0, recs(0, 49))
+	produce(t, dst, same, 1, recs(50, 59))
+
+	faulty := topicName()
+	create(t, src, faulty, 1)
+	create(t, dst, faulty, 1)
+	produce(t, src, faulty, 0, recs(0, 29))
+	altered := rec(20)
+	altered.Value = []byte("re-encoded")
+	produce(t, dst, faulty, 0, recs(0, 4), recs(7, 14), recs(12, 14), recs(15, 19), []*kgo.Record{altered}, recs(21, 29),
+		[]*kgo.Record{{Value: []byte("written directly")}})
+
+	lonely := topicName()
+	create(t, src, lonely, 1)
+	produce(t, src, lonely, 0, recs(0, 3))
+
+	t.Run("identical exits 0", func(t *testing.T) {
+		mapFile := filepath.Join(t.TempDir(), "map.json")
+		code, out, errs := run(t, append([]string{"diff", "--topic", same, "--format", "json", "--offset-map", mapFile}, conn...)...)
+		if code != 0 {
+			t.Fatalf("exit %d, want 0; stderr: %s", code, errs)
+		}
+		r := decode(t, out)
+		if !r.Identical || r.Summary.Matched != 60 || r.SourceTopic != same || r.TargetTopic != same {
+			t.Errorf("got %+v, want identical with 60 matched", r)
+		}
+		om, err := verify.ReadOffsetMap(mapFile)
+		if err != nil {
+			t.Fatalf("read offset map: %v", err)
+		}
+		if got := om.Partition(1).ExactTarget(5); !got.Known || got.Target != 5 {
+			t.Errorf("offset map: ExactTarget(5) on partition 1 = %+v, want 5", got)
+		}
+	})
+	t.Run("differences exit 1 at the exact offsets", func(t *testing.T) {
+		code, out, errs := run(t, append([]string{"diff", "--topic", faulty, "--format", "json", "--quiet"}, conn...)...)
+		if code != 1 {
+			t.Fatalf("exit %d, want 1; stderr: %s", code, errs)
+		}
+		r := decode(t, out)
+		p := r.Partitions[0]
+		if r.Identical || p.Matched != 27 || p.Missing != 2 || p.Duplicated != 3 || p.Mismatched != 1 || p.Extra != 1 {
+			t.Errorf("got %+v, want 27 matched, 2 missing, 3 duplicated, 1 mismatched, 1 extra", p)
+		}
+		if want := []map[string]int64{{"source_from": 5, "source_to": 6}}; !reflect.DeepEqual(p.MissingRanges, want) {
+			t.Errorf("missing_ranges: got %v, want %v", p.MissingRanges, want)
+		}
+		if want := []map[string]int64{{"target_offset": 13, "source_offset": 12}, {"target_offset": 14, "source_offset": 13}, {"target_offset": 15, "source_offset": 14}}; !reflect.DeepEqual(p.Duplicates, want) {
+			t.Errorf("duplicates: got %v, want %v", p.Duplicates, want)
+		}
+		if len(p.Mismatches) != 1 || p.Mismatches[0].SourceOffset != 20 || p.Mismatches[0].TargetOffset != 21 || !reflect.DeepEqual(p.Mismatches[0].Fields, []string{"value"}) {
+			t.Errorf("mismatches: got %+v, want source 20 target 21 [value]", p.Mismatches)
+		}
+		if want := []map[string]int64{{"target_from": 31, "target_to": 31}}; !reflect.DeepEqual(p.ExtraRanges, want) {
+			t.Errorf("extra_ranges: got %v, want %v", p.ExtraRanges, want)
+		}
+	})
+	t.Run("table output", func(t *testing.T) {
+		code, out, errs := run(t, append([]string{"diff", "--topic", faulty}, conn...)...)
+		if code != 1 || !strings.Contains(out, faulty) {
+			t.Errorf("exit %d, output %q, stderr %q; want exit 1 and a table naming the topic", code, out, errs)
+		}
+		t.Log("\n" + out)
+	})
+	t.Run("missing target topic exits 1 with a problem", func(t *testing.T) {
+		code, out, _ := run(t, append([]string{"diff", "--topic", lonely, "--format", "json"}, conn...)...)
+		r := decode(t, out)
+		if code != 1 || len(r.Problems) != 1 {
+			t.Errorf("exit %d problems %v, want exit 1 and one problem", code, r.Problems)
+		}
+	})
+	t.Run("target topic flag", func(t *testing.T) {
+		code, out, errs := run(t, append([]string{"diff", "--topic", same, "--target-topic", faulty, "--partitions", "0", "--format", "json"}, conn...)...)
+		if code != 1 {
+			t.Fatalf("exit %d, want 1; stderr: %s", code, errs)
+		}
+		if r := decode(t, out); r.TargetTopic != faulty {
+			t.Errorf("target_topic: got %q, want %q", r.TargetTopic, faulty)
+		}
+	})
+	usageCases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "bad compare", args: append([]string{"diff", "--topic", same, "--compare", "body"}, conn...), want: "--compare"},
+		{name: "bad partitions", args: append([]string{"diff", "--topic", same, "--partitions", "3-1"}, conn...), want: "--partitions"},
+		{name: "bad from", args: append([]string{"diff", "--topic", same, "--from", "yesterday"}, conn...), want: "--from"},
+		{name: "unknown partition", args: append([]string{"diff", "--topic", same, "--partitions", "9"}, conn...), want: "partition 9"},
+		{name: "unknown source topic", args: append([]string{"diff", "--topic", "nope"}, conn...), want: `"nope"`},
+		{name: "no brokers", args: []string{"diff", "--topic", same}, want: "--source-brokers"},
+		{name: "unreachable broker", args: []string{"diff", "--topic", same, "--source-brokers", "127.0.0.1:1", "--target-brokers", dstSeeds}, want: "127.0.0.1:1"},
+	}
+	for _, tt := range usageCases {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errs := run(t, tt.args...)
+			if code != 2 || !strings.Contains(errs, tt.want) {
+				t.Errorf("exit %d stderr %q, want exit 2 naming %s", code, errs, tt.want)
+			}
+		})
+	}
+}
+
+func TestParsePartitions(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want []int32
+		err  bool
+	}{
+		{name: "list and range", in: "0,3,5-9", want: []int32{0, 3, 5, 6, 7, 8, 9}},
+		{name: "duplicates and order", in: "3, 1,1-2", want: []int32{1, 2, 3}},
+		{name: "reversed range", in: "9-5", err: true},
+		{name: "negative", in: "-1", err: true},
+		{name: "empty", in: ",", err: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parsePartitions(tt.in)
+			if (err != nil) != tt.err || !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("parsePartitions(%q) = %v, %v; want %v, error %v", tt.in, got, err, tt.want, tt.err)
+			}
+		})
+	}
+}
+
+func TestHelpTeaches(t *testing.T) {
+	code, out, _ := run(t, "diff", "--help")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"missing", "duplicated", "mismatched", "extra", "ambiguous", "Exit status", "Examples"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("--help does not mention %q", want)
+		}
+	}
+}
