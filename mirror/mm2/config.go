@@ -410,7 +410,7 @@ func (p *parser) cluster(alias string) (*Cluster, error) {
 			p.warn(pr, alias+".sasl.mechanism=PLAIN", "sasl.mechanism is not set: Kafka's default is GSSAPI, so MM2 would try Kerberos; kmigrate assumes PLAIN from the PlainLoginModule")
 			s.SASLMechanism = "PLAIN"
 		}
-		if !sasl {
+		if !sasl && strings.HasPrefix(pr.Key, alias+".") {
 			p.warnSev(SeverityInfo, pr, "", "a JAAS config is set but security.protocol is %s, so MM2 does not use it", s.Protocol)
 		}
 	}

@@ -61,6 +61,8 @@ func Lint(r io.Reader) ([]Finding, error) {
 	}
 
 	// Parse, removing each key that stops it, so one bad key does not hide the others.
+	all, _ := ParseProperties(strings.NewReader(string(data))) // the value checks see every key
+	stopped := map[string]bool{}
 	var cfg *Config
 	for attempt := 0; attempt < 64; attempt++ {
 		cfg, err = FromProperties(props)
@@ -72,6 +74,7 @@ func Lint(r io.Reader) ([]Finding, error) {
 			return nil, err
 		}
 		add(ke.Line, ke.Key, SeverityError, "", "%s", ke.Msg)
+		stopped[ke.Key] = true
 		if ke.Key == "clusters" || !props.remove(ke.Key) {
 			return sortFindings(out), nil
 		}
@@ -86,10 +89,10 @@ func Lint(r io.Reader) ([]Finding, error) {
 		}
 		add(w.Line, w.Key, sev, w.Suggestion, "%s", w.Message)
 	}
-	for _, pr := range props.All() {
+	for _, pr := range all.All() {
 		lintValue(pr, add)
 	}
-	lintRegexes(props, add)
+	lintRegexes(all, stopped, add)
 	lintReplicationFactors(props, cfg, add)
 	lintFlows(cfg, props, add)
 	return sortFindings(out), nil
@@ -194,7 +197,7 @@ func isListRegexKey(suffix string) bool {
 	return false
 }
 
-func lintRegexes(props *Properties, add addFunc) {
+func lintRegexes(props *Properties, stopped map[string]bool, add addFunc) {
 	for _, pr := range props.All() {
 		suffix := pr.Key
 		if i := strings.Index(suffix, "->"); i >= 0 {
@@ -208,6 +211,7 @@ func lintRegexes(props *Properties, add addFunc) {
 		if strings.HasSuffix(suffix, ".blacklist") {
 			add(pr.Line, pr.Key, SeverityInfo, strings.TrimSuffix(pr.Key, "blacklist")+"exclude", "deprecated name: MM2 still reads it, but any %s wins over it", strings.TrimSuffix(suffix, "blacklist")+"exclude")
 		}
+		lintSwallowedBackslashes(pr, add)
 		list := parseList(pr.Value)
 		if len(list) == 0 {
 			add(pr.Line, pr.Key, SeverityWarning, "", "an empty list matches nothing: MM2 mirrors no %s in this flow", strings.SplitN(suffix, ".", 2)[0])
@@ -226,7 +230,7 @@ func lintRegexes(props *Properties, add addFunc) {
 					add(pr.Line, pr.Key, SeverityError, "", "regex %q uses %s: Java reads it, but Go's RE2 (kmigrate, kmirror) cannot; rewrite it without", item, j.what)
 				}
 			}
-			if _, err := regexp.Compile(item); err != nil && !anyJavaOnly(item) {
+			if _, err := regexp.Compile(item); err != nil && !anyJavaOnly(item) && !stopped[pr.Key] && !strings.HasPrefix(item, "*") {
 				add(pr.Line, pr.Key, SeverityError, "", "regex %q does not compile: %v", item, err)
 			}
 			if strings.HasPrefix(item, "*") {
@@ -331,5 +335,33 @@ func lintFlows(cfg *Config, props *Properties, add addFunc) {
 			key = "security.protocol"
 		}
 		add(props.Line(key), key, SeverityError, a+".sasl.jaas.config=...", "cluster %s uses %s but has no sasl.jaas.config: MM2 cannot log in", a, c.Security.Protocol)
+	}
+}
+
+// lintSwallowedBackslashes flags regex escapes that the properties format eats: Java's
+// Properties.load turns "\." into "." and "\d" into "d" before MM2 sees the regex, so a regex
+// escape needs a doubled backslash in the file.
+func lintSwallowedBackslashes(pr Property, add addFunc) {
+	raw := pr.Raw
+	for i := 0; i < len(raw)-1; i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		c := raw[i+1]
+		i++
+		switch c {
+		case '\\', 't', 'n', 'r', 'f', 'u', ' ', ',', '\t':
+			continue
+		}
+		esc := `\` + string(c)
+		fixed := strings.ReplaceAll(pr.Raw, esc, `\\`+string(c))
+		if c == '.' || c == '-' || c == '_' {
+			add(pr.Line, pr.Key, SeverityWarning, pr.Key+"="+fixed,
+				"%s: the properties format drops the backslash, so MM2's regex gets %q (any character, or the character itself) instead of a literal; write %s", esc, string(c), `\\`+string(c))
+		} else {
+			add(pr.Line, pr.Key, SeverityError, pr.Key+"="+fixed,
+				"%s: the properties format drops the backslash, so MM2's regex gets %q; write %s", esc, string(c), `\\`+string(c))
+		}
+		return
 	}
 }

@@ -16,6 +16,8 @@ type Property struct {
 	Key   string
 	Value string
 	Line  int
+	// Raw is the value as written (continuations joined), before unescaping.
+	Raw string
 }
 
 // Properties is a parsed Java properties file. When a key appears twice the last one wins, as
@@ -188,11 +190,11 @@ func (p *Properties) addLine(s string, line int) error {
 			Message: fmt.Sprintf("duplicate key: line %d sets it again and wins", line),
 			sev:     SeverityWarning,
 		})
-		p.list[i] = Property{Key: key, Value: value, Line: line}
+		p.list[i] = Property{Key: key, Value: value, Line: line, Raw: s[valStart:]}
 		return nil
 	}
 	p.index[key] = len(p.list)
-	p.list = append(p.list, Property{Key: key, Value: value, Line: line})
+	p.list = append(p.list, Property{Key: key, Value: value, Line: line, Raw: s[valStart:]})
 	return nil
 }
 
