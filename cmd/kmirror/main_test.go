@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
+)
+
+func writeFile(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "mm2.properties")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestLint(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		file     string
+		wantCode int
+		wantOut  string
+	}{
+		{"seed flags offset.max.lag", "../../mirror/mm2/testdata/seed.properties", clikit.ExitDiffers, "offset.lag.max"},
+		{"clean file", "", clikit.ExitOK, "no findings"},
+		{"missing file", "/nonexistent/mm2.properties", clikit.ExitError, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			file := tt.file
+			if file == "" {
+				file = writeFile(t, "clusters=A,B\nA.bootstrap.servers=a:9092\nB.bootstrap.servers=b:9092\nA->B.enabled=true\n")
+			}
+			app := newApp()
+			var out, errOut bytes.Buffer
+			app.Writer, app.ErrWriter = &out, &errOut
+			code := clikit.Main(app, []string{"kmirror", "lint", file})
+			if code != tt.wantCode {
+				t.Fatalf("got exit %d, want %d; stdout %q stderr %q", code, tt.wantCode, out.String(), errOut.String())
+			}
+			if !strings.Contains(out.String(), tt.wantOut) {
+				t.Errorf("got output %q, want it to contain %q", out.String(), tt.wantOut)
+			}
+		})
+	}
+}
+
+// TestRun mirrors a topic between two kfake clusters through the command and checks that the
+// keys kmirror does not honour are listed at start.
+func TestRun(t *testing.T) {
+	t.Parallel()
+	src := kfake.MustCluster(kfake.NumBrokers(1))
+	t.Cleanup(src.Close)
+	dst := kfake.MustCluster(kfake.NumBrokers(1))
+	t.Cleanup(dst.Close)
+	const topic = "cmd-run"
+	cl, err := kgo.NewClient(kgo.SeedBrokers(src.ListenAddrs()...), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	ctx := context.Background()
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 2, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 100; i++ {
+		if err := cl.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "v%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	props := writeFile(t, fmt.Sprintf(`clusters=A,B
+A.bootstrap.servers=%s
+B.bootstrap.servers=%s
+A->B.enabled=true
+A->B.topics=cmd-.*
+replication.policy.class=org.apache.kafka.connect.mirror.IdentityReplicationPolicy
+replication.factor=1
+offset-syncs.topic.replication.factor=1
+checkpoints.topic.replication.factor=1
+tasks.max=4
+emit.checkpoints.enabled=false
+`, strings.Join(src.ListenAddrs(), ","), strings.Join(dst.ListenAddrs(), ",")))
+
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	app := newApp()
+	var out, errOut syncBuffer
+	app.Writer, app.ErrWriter = &out, &errOut
+	done := make(chan error, 1)
+	go func() { done <- app.RunContext(rctx, []string{"kmirror", "run", "--config", props, "--flow", "A->B"}) }()
+
+	adm := kadm.NewClient(kgoClient(t, dst.ListenAddrs()))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ends, err := adm.ListEndOffsets(ctx, topic)
+		var n int64
+		if err == nil {
+			ends.Each(func(o kadm.ListedOffset) { n += max(o.Offset, 0) })
+		}
+		if n == 100 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("got %d records on the target, want 100; stderr:\n%s", n, errOut.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("run: %v", err)
+	}
+	for _, want := range []string{"does not honour", "tasks.max", "offset-syncs.topic.location"} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("stderr does not mention %q:\n%s", want, errOut.String())
+		}
+	}
+}
+
+func kgoClient(t *testing.T, seeds []string) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
