@@ -1,0 +1,45 @@
+// Package mm2 speaks MirrorMaker 2 (3.7.1): its mm2.properties configuration, its replication
+// policies and internal topic names, the byte formats of its internal topics, and the client
+// connection (TLS, SASL) every kmigrate tool uses.
+//
+// The types to know:
+//
+//   - Config, from Parse or Load: the cluster aliases, one Cluster per alias (bootstrap servers,
+//     Security, "<alias>.producer./consumer./admin." overrides) and one Flow per "A->B" pair the
+//     file names. Config.Flow("") is the only enabled flow; Config.Flow("A->B") any declared
+//     pair. Warnings list every key MM2 would drop, with its line and a suggestion for near
+//     misses (offset.max.lag -> offset.lag.max, by edit distance or word order).
+//   - Flow: the topic and group filters (TopicMatches, GroupMatches), the replication policy
+//     (TargetTopic) and the internal topic names (OffsetSyncsTopic, CheckpointsTopic,
+//     HeartbeatsTopic). NewFlow gives MM2's defaults without a file.
+//   - OffsetSync, Checkpoint, Heartbeat: the records of MM2's internal topics, byte-compatible
+//     both ways; ReadOffsetSyncs and ReadCheckpoints read partition 0 of those topics.
+//   - Cluster.Opts: franz-go options for seeds, TLS (PEM files or inline PEM, JKS and PKCS12
+//     stores) and SASL PLAIN / SCRAM-SHA-256 / SCRAM-SHA-512.
+//   - Lint: what MM2 would silently ignore or misread in a file, as Findings.
+//
+// Guarantees. Parsing follows java.util.Properties (separators "=", ":" or blanks; "\"
+// continuations; "#"/"!" comments only at line start; escapes) and MM2 3.7.1's own rules,
+// checked against its source: an "<alias>." client key wins over the unprefixed one, which
+// applies to every cluster; an "A->B." key wins over the top-level one; connector keys are
+// only read at the top level or with a flow prefix; topics.exclude wins over the deprecated
+// topics.blacklist wherever either is set; filter lists are split at commas, joined with "|"
+// and must match the whole name (Java's matches()); an empty list matches nothing; internal
+// topics ("__*", ".*", "*.internal", "*-internal") are never mirrored and heartbeats always are;
+// replication.policy.separator also joins the internal topic names unless
+// replication.policy.internal.topic.separator.enabled=false; offset syncs are named after the
+// target alias when they live on the source (the default) and after the source alias when
+// offset-syncs.topic.location=target. Bad input is an error (*KeyError or *LineError) naming
+// the key and its line, never a panic (fuzz-tested). Secrets (passwords, JAAS configs, PEM
+// keys) are Secret values that print and marshal as "[redacted]", and never appear in
+// Flow.Settings, the override maps or an error message.
+//
+// Regexes are compiled with Go's RE2, which lacks lookaround, backreferences and possessive
+// quantifiers; Parse rejects them and Lint explains them. Remember that the properties format
+// eats single backslashes: a literal dot in an mm2.properties regex is written "\\.".
+//
+// Testing: go test ./mirror/mm2/ runs the table tests, the seed configuration of issue 2
+// (testdata/seed.properties), TLS handshakes against a listener with a CA generated in the test,
+// and kfake clusters with TLS and SASL; go test -fuzz FuzzParseProperties ./mirror/mm2/ fuzzes
+// the parser, Parse and Lint.
+package mm2
