@@ -273,3 +273,78 @@ func TestTestcontainers(t *testing.T) {
 		})
 	}
 }
+
+// TestMM2 runs MirrorMaker 2 from one alias of a 3.7.1 cluster to another alias of the same
+// cluster (DefaultReplicationPolicy renames the copy "a.<topic>"), kills it, and restarts it.
+func TestMM2(t *testing.T) {
+	c := cluster.StartT(t, cluster.Spec{Version: cluster.V371})
+	topic := "mm2-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	createTopic(t, c, topic, 1, 1)
+	produce(t, c, topic, 0, 10)
+	boot := strings.Join(c.Bootstrap(), ",")
+	props := strings.Join([]string{
+		"clusters=a,b",
+		"a.bootstrap.servers=" + boot,
+		"b.bootstrap.servers=" + boot,
+		"a->b.enabled=true",
+		"a->b.topics=" + topic,
+		"replication.factor=1",
+		"checkpoints.topic.replication.factor=1",
+		"heartbeats.topic.replication.factor=1",
+		"offset-syncs.topic.replication.factor=1",
+		"offset.storage.replication.factor=1",
+		"status.storage.replication.factor=1",
+		"config.storage.replication.factor=1",
+		"refresh.topics.interval.seconds=2",
+		"sync.topic.configs.enabled=false",
+		"sync.topic.acls.enabled=false",
+	}, "\n")
+	m := cluster.StartMM2T(t, cluster.MM2Spec{Properties: props, Target: "b"})
+	if m.Pid() == 0 {
+		t.Fatalf("got pid 0 after start, want a running MirrorMaker")
+	}
+	if got, want := waitRecords(t, c, "a."+topic, 10), int64(10); got != want {
+		t.Fatalf("mirrored %d records, want %d (log %s)", got, want, m.LogPath())
+	}
+	m.Kill()
+	if m.Pid() != 0 {
+		t.Errorf("got pid %d after Kill, want 0", m.Pid())
+	}
+	produce(t, c, topic, 10, 5)
+	if err := m.Restart(); err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	if got := waitRecords(t, c, "a."+topic, 15); got < 15 {
+		t.Fatalf("after restart: mirrored %d records, want at least 15 (log %s)", got, m.LogPath())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := m.Stop(ctx); err != nil {
+		t.Errorf("stop: %v", err)
+	}
+}
+
+// waitRecords polls the end offset of topic/0 until it reaches want (or 2 minutes pass) and
+// returns it.
+func waitRecords(t *testing.T, c cluster.Cluster, topic string, want int64) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	adm := kadm.NewClient(client(t, c.Bootstrap()))
+	var end int64
+	for {
+		if ends, err := adm.ListEndOffsets(ctx, topic); err == nil {
+			if o, ok := ends.Lookup(topic, 0); ok && o.Err == nil {
+				end = o.Offset
+			}
+		}
+		if end >= want {
+			return end
+		}
+		select {
+		case <-ctx.Done():
+			return end
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
