@@ -47,7 +47,11 @@ type goPackage struct {
 // error with its output; a package that failed outside any test (build failure, TestMain, a
 // panic) gets a case named after the package with that output. Lines that are not JSON (the
 // go command's own messages) are kept in the first suite's system-err.
-func FromGoTest(r io.Reader) (*Suites, error) {
+func FromGoTest(r io.Reader) (*Suites, error) { return FromGoTestEcho(r, nil) }
+
+// FromGoTestEcho is FromGoTest that also writes the text of the run to echo as it reads it
+// (what go test -v would have printed), so a script can keep the JSON and show progress.
+func FromGoTestEcho(r io.Reader, echo io.Writer) (*Suites, error) {
 	var (
 		pkgs   []*goPackage
 		byName = map[string]*goPackage{}
@@ -71,7 +75,13 @@ func FromGoTest(r io.Reader) (*Suites, error) {
 		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &ev) != nil {
 			stray.Write(line)
 			stray.WriteByte('\n')
+			if echo != nil {
+				fmt.Fprintf(echo, "%s\n", line)
+			}
 			continue
+		}
+		if echo != nil && ev.Output != "" {
+			io.WriteString(echo, ev.Output)
 		}
 		switch ev.Action {
 		case "build-output":

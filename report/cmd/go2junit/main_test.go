@@ -35,6 +35,28 @@ func TestRun(t *testing.T) {
 			}
 		})
 	}
+	t.Run("echo and keep the json", func(t *testing.T) {
+		raw := filepath.Join(t.TempDir(), "go-test.json")
+		var stdout, stderr bytes.Buffer
+		in := `{"Action":"run","Package":"p","Test":"TestA"}` + "\n" +
+			`{"Action":"output","Package":"p","Test":"TestA","Output":"=== RUN   TestA\n"}` + "\n" +
+			`{"Action":"pass","Package":"p","Test":"TestA"}` + "\n"
+		if code := run([]string{"-echo", "-json", raw, "-out", out}, strings.NewReader(in), &stdout, &stderr); code != 0 {
+			t.Fatalf("got exit %d: %s", code, stderr.String())
+		}
+		if got, want := stdout.String(), "=== RUN   TestA\n1 passed, 0 failed, 0 skipped\n"; got != want {
+			t.Errorf("got stdout %q, want %q", got, want)
+		}
+		if b, _ := os.ReadFile(raw); string(b) != in {
+			t.Errorf("got raw copy %q, want the input", b)
+		}
+	})
+	t.Run("echo without out", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{"-echo"}, strings.NewReader(""), &stdout, &stderr); code != 2 {
+			t.Errorf("got exit %d, want 2", code)
+		}
+	})
 	t.Run("stdin to stdout", func(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		in := `{"Action":"run","Package":"p","Test":"TestA"}` + "\n" + `{"Action":"pass","Package":"p","Test":"TestA"}` + "\n"
