@@ -188,11 +188,14 @@ func (e *Engine) connect(ctx context.Context) error {
 		kgo.ProducerBatchMaxBytes(e.cfg.BatchMaxBytes),
 		kgo.MaxBufferedRecords(e.cfg.MaxBufferedRecords),
 		kgo.UnknownTopicRetries(20),
+		// kadm answers from cached metadata up to this age: keep it short so that topics
+		// kmirror just created are seen at once.
+		kgo.MetadataMinAge(500*time.Millisecond),
 	)...)
 	if err != nil {
 		return fmt.Errorf("target cluster %s: create producer: %w", e.cfg.TargetAlias, err)
 	}
-	srcAdmCl, err := kgo.NewClient(e.srcOpts...)
+	srcAdmCl, err := kgo.NewClient(append(append([]kgo.Opt(nil), e.srcOpts...), kgo.MetadataMinAge(500*time.Millisecond))...)
 	if err != nil {
 		dst.Close()
 		return fmt.Errorf("source cluster %s: create client: %w", e.cfg.SourceAlias, err)

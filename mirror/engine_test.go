@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/mirror"
+	"github.com/kmigrate/kmigrate/mirror/mm2"
 	"github.com/kmigrate/kmigrate/verify"
 )
 
@@ -476,6 +477,78 @@ func TestMirrorTransactions(t *testing.T) {
 	tr, ok := e.Translate(topic, 0, 11)
 	if !ok || tr.Target != 10 {
 		t.Errorf("Translate(11) = %+v, %v; want target 10", tr, ok)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
+// TestMirrorGroupSyncAndOffsetSyncs runs the engine from an mm2.properties flow with group
+// offset sync on: a source group's offset arrives on the target translated exactly (the
+// target topic held 10 foreign records per partition before mirroring, so E(G) = G + 10), and
+// MM2-format offset syncs are written at the first record and at every discontinuity.
+func TestMirrorGroupSyncAndOffsetSyncs(t *testing.T) {
+	t.Parallel()
+	p := newPair(t)
+	const topic, parts, group = "orders-groups", 2, "billing"
+	createTopic(t, p.src, topic, parts, nil)
+	createTopic(t, p.dst, topic, parts, nil)
+	produce(t, p.dst, topic, parts, 0, 10) // foreign records already on the target
+	produce(t, p.src, topic, parts, 0, 100)
+	ctx := context.Background()
+	srcAdm := kadm.NewClient(client(t, p.src))
+	commits := kadm.Offsets{}
+	commits.Add(kadm.Offset{Topic: topic, Partition: 0, At: 40, LeaderEpoch: -1})
+	commits.Add(kadm.Offset{Topic: topic, Partition: 1, At: 100, LeaderEpoch: -1})
+	if _, err := srcAdm.CommitOffsets(ctx, group, commits); err != nil {
+		t.Fatal(err)
+	}
+
+	f, cfgFile := flowOf(t, fmt.Sprintf(`clusters=A,B
+A.bootstrap.servers=%s
+B.bootstrap.servers=%s
+A->B.enabled=true
+A->B.topics=%s
+replication.policy.class=org.apache.kafka.connect.mirror.IdentityReplicationPolicy
+replication.factor=1
+offset-syncs.topic.replication.factor=1
+checkpoints.topic.replication.factor=1
+offset-syncs.topic.location=target
+sync.group.offsets.enabled=true
+sync.group.offsets.interval.seconds=1
+emit.checkpoints.interval.seconds=1
+`, strings.Join(p.src.ListenAddrs(), ","), strings.Join(p.dst.ListenAddrs(), ","), topic))
+	cfg, _, err := mirror.FromFlow(f, cfgFile.Cluster["A"], cfgFile.Cluster["B"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.PersistInterval = 100 * time.Millisecond
+	_, stop := start(t, p, cfg)
+
+	dstAdm := kadm.NewClient(client(t, p.dst))
+	waitFor(t, "target group offsets", func() bool {
+		got, err := dstAdm.FetchOffsets(ctx, group)
+		if err != nil {
+			return false
+		}
+		o0, ok0 := got.Lookup(topic, 0)
+		o1, ok1 := got.Lookup(topic, 1)
+		return ok0 && ok1 && o0.At == 50 && o1.At == 110
+	})
+
+	syncs, err := mm2.ReadOffsetSyncs(ctx, client(t, p.dst), cfg.OffsetSyncsTopic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byPart := map[int32][]mm2.OffsetSync{}
+	for _, s := range syncs {
+		byPart[s.Partition] = append(byPart[s.Partition], s)
+	}
+	for part := int32(0); part < parts; part++ {
+		got := byPart[part]
+		if len(got) != 1 || got[0].Topic != topic || got[0].Upstream != 0 || got[0].Downstream != 10 {
+			t.Errorf("partition %d: got offset syncs %+v, want one sync 0 -> 10", part, got)
+		}
 	}
 	if err := stop(); err != nil {
 		t.Fatalf("Run: %v", err)

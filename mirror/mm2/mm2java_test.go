@@ -1,0 +1,301 @@
+package mm2
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// oracleJava asks MirrorMaker 2 3.7.1's own classes what they make of a properties file. It
+// lives in MM2's package so that it can reach the package-private methods the connectors use
+// (offsetSyncsTopic, shouldReplicateTopic). Output: one tab-separated fact per line, the same
+// lines TestAgainstMM2 derives from Parse.
+const oracleJava = `package org.apache.kafka.connect.mirror;
+
+import java.nio.file.*;
+import java.util.*;
+import org.apache.kafka.common.utils.Utils;
+
+public class KmigrateOracle {
+    public static void main(String[] args) throws Exception {
+        List<String> topics = Files.readAllLines(Paths.get(args[0]));
+        List<String> groups = Files.readAllLines(Paths.get(args[1]));
+        for (int i = 2; i < args.length; i++) {
+            String file = Paths.get(args[i]).getFileName().toString();
+            Map<String, String> props = Utils.propsToStringMap(Utils.loadProps(args[i]));
+            MirrorMakerConfig mm = new MirrorMakerConfig(props);
+            List<String> clusters = new ArrayList<>(mm.clusters());
+            Collections.sort(clusters);
+            for (String alias : clusters) {
+                Map<String, Object> admin = mm.clientConfig(alias).adminConfig();
+                for (String k : new String[]{"bootstrap.servers", "security.protocol", "ssl.truststore.location", "ssl.endpoint.identification.algorithm"}) {
+                    Object v = admin.get(k);
+                    if (v instanceof List) {
+                        List<String> l = new ArrayList<>();
+                        for (Object o : (List<?>) v) l.add(o.toString());
+                        v = String.join(",", l);
+                    }
+                    System.out.println(file + "\tcluster\t" + alias + "\t" + k + "\t" + (v == null ? "<null>" : v));
+                }
+            }
+            for (SourceAndTarget sat : mm.clusterPairs()) {
+                String f = sat.toString();
+                MirrorSourceConfig sc = new MirrorSourceConfig(mm.connectorBaseConfig(sat, MirrorSourceConnector.class));
+                MirrorCheckpointConfig cc = new MirrorCheckpointConfig(mm.connectorBaseConfig(sat, MirrorCheckpointConnector.class));
+                ReplicationPolicy p = sc.replicationPolicy();
+                System.out.println(file + "\tflow\t" + f + "\tenabled\t" + sc.enabled());
+                System.out.println(file + "\tflow\t" + f + "\tpolicy\t" + p.getClass().getName());
+                System.out.println(file + "\tflow\t" + f + "\toffset-syncs\t" + sc.offsetSyncsTopic());
+                System.out.println(file + "\tflow\t" + f + "\tcheckpoints\t" + cc.checkpointsTopic());
+                System.out.println(file + "\tflow\t" + f + "\theartbeats\t" + p.heartbeatsTopic());
+                MirrorSourceConnector conn = new MirrorSourceConnector(sat, p, sc.topicFilter(), sc.configPropertyFilter());
+                for (String t : topics) {
+                    System.out.println(file + "\ttopic\t" + f + "\t" + t + "\t" + conn.shouldReplicateTopic(t) + "\t" + p.formatRemoteTopic(sat.source(), t));
+                }
+                GroupFilter gf = cc.groupFilter();
+                for (String g : groups) {
+                    System.out.println(file + "\tgroup\t" + f + "\t" + g + "\t" + gf.shouldReplicateGroup(g));
+                }
+            }
+        }
+    }
+}
+`
+
+// The configurations both sides read. Each exercises rules where a reimplementation could
+// drift from MM2: global vs prefixed client keys, flow-prefixed connector keys, deprecated
+// aliases, separators inside internal names, anchoring, empty lists and backslash escapes.
+var oracleConfigs = map[string]string{
+	"separator.properties": `clusters = a, b
+bootstrap.servers = shared:9092
+a.bootstrap.servers = a1:9092, a2:9092
+a.security.protocol = SSL
+a.ssl.truststore.location = /etc/a/trust.jks
+a.ssl.endpoint.identification.algorithm =
+a->b.enabled = true
+replication.policy.separator = _
+replication.policy.internal.topic.separator.enabled = false
+topics = orders, payments\\..*, a_.*
+topics.exclude = .*\\.tmp
+groups = g.*, app
+groups.blacklist = g-old.*
+`,
+	"identity.properties": `clusters=a,b
+a.bootstrap.servers=a:9092
+b.bootstrap.servers=b:9092
+a->b.enabled=true
+b->a.enabled=TRUE
+replication.policy.class=org.apache.kafka.connect.mirror.IdentityReplicationPolicy
+replication.policy.separator=-
+offset-syncs.topic.location=target
+a->b.topics=orders|payments\\.eu
+a->b.topics.blacklist=orders
+topics.exclude=.*\\.tmp
+b->a.groups.exclude=
+`,
+	"mixed.properties": `clusters=a,b,c
+a.bootstrap.servers=a:9092
+b.bootstrap.servers=b:9092
+c.bootstrap.servers=c:9092
+c.security.protocol=sasl_ssl
+a->b.enabled=true
+a->b.replication.policy.class=IdentityReplicationPolicy
+b->a.enabled=true 
+b->c.enabled=true
+b->c.replication.policy.class=DefaultReplicationPolicy
+b->c.offset-syncs.topic.location=target
+b->c.topics=
+c->a.enabled=yes
+topics=\d+, orders
+groups.exclude=h.*, \
+    console-.*
+`,
+}
+
+var oracleTopics = []string{
+	"orders", "orders2", "xorders", "GEN.LAB.P.TEST.TESTINFO.OLD2NEW", "__consumer_offsets", "x.internal",
+	"x-internal", "mm2-offset-syncs.b.internal", "heartbeats", "a.heartbeats", "b.heartbeats", "c.heartbeats",
+	"a.orders", "b.orders", "a_orders", "b_orders", "a-orders", "b-orders", "orders.replica", ".hidden", "payments.eu",
+	"paymentsXeu", "payments.eu.tmp", "connect-configs", "a.b.orders", "b.a.orders", "x.checkpoints.internal",
+	"123", "d", "dd", "orders|payments",
+}
+
+var oracleGroups = []string{"g1", "g-old1", "app", "apps", "console-consumer-1", "console-x", "connect-mm2", "__x", "h1", "other"}
+
+// goFacts renders what Parse makes of a file in the oracle's line format.
+func goFacts(t *testing.T, file, text string) []string {
+	t.Helper()
+	cfg, err := Parse(strings.NewReader(text))
+	if err != nil {
+		t.Fatalf("%s: Parse: %v", file, err)
+	}
+	var out []string
+	add := func(parts ...string) { out = append(out, file+"\t"+strings.Join(parts, "\t")) }
+	for _, a := range cfg.Clusters {
+		c := cfg.Cluster[a]
+		bs := strings.Join(c.Bootstrap, ",")
+		if bs == "" {
+			bs = "<null>"
+		}
+		add("cluster", a, "bootstrap.servers", bs)
+		add("cluster", a, "security.protocol", c.Security.Protocol)
+		trust := c.Security.TruststoreFile + c.Security.CAFile
+		if trust == "" {
+			trust = "<null>"
+		}
+		add("cluster", a, "ssl.truststore.location", trust)
+		algo := "https"
+		if c.Security.SkipHostnameCheck {
+			algo = ""
+		}
+		add("cluster", a, "ssl.endpoint.identification.algorithm", algo)
+	}
+	for _, src := range cfg.Clusters {
+		for _, tgt := range cfg.Clusters {
+			if src == tgt {
+				continue
+			}
+			name := src + "->" + tgt
+			f, err := cfg.Flow(name)
+			if err != nil {
+				t.Fatalf("%s: Flow(%q): %v", file, name, err)
+			}
+			add("flow", name, "enabled", fmt.Sprint(f.Enabled))
+			add("flow", name, "policy", f.Policy.Name())
+			add("flow", name, "offset-syncs", f.OffsetSyncsTopic())
+			add("flow", name, "checkpoints", f.CheckpointsTopic())
+			add("flow", name, "heartbeats", f.HeartbeatsTopic())
+			for _, topic := range oracleTopics {
+				add("topic", name, topic, fmt.Sprint(f.TopicMatches(topic)), f.TargetTopic(topic))
+			}
+			for _, g := range oracleGroups {
+				add("group", name, g, fmt.Sprint(f.GroupMatches(g)))
+			}
+		}
+	}
+	return out
+}
+
+// mm2Lib finds the MM2 3.7.1 jars that scripts/fetch-kafka.sh caches.
+func mm2Lib(t *testing.T) string {
+	t.Helper()
+	skip := func(why string) {
+		if os.Getenv("KMIGRATE_REQUIRE_REAL") == "1" {
+			t.Fatalf("KMIGRATE_REQUIRE_REAL=1 but %s", why)
+		}
+		t.Skip(why)
+	}
+	cache := os.Getenv("KMIGRATE_CACHE")
+	if cache == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			skip("no home directory for the Kafka jar cache")
+		}
+		cache = filepath.Join(home, ".cache", "kmigrate")
+	}
+	lib := filepath.Join(cache, "kafka-3.7.1", "lib")
+	if _, err := os.Stat(filepath.Join(lib, "connect-mirror-3.7.1.jar")); err != nil {
+		skip("MirrorMaker 2 3.7.1 jars not in " + lib + ": run scripts/fetch-kafka.sh 3.7.1")
+	}
+	for _, tool := range []string{"javac", "java"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			skip(tool + " not found: install Java 17")
+		}
+	}
+	return lib
+}
+
+// TestAgainstMM2 compares Parse with MirrorMaker 2 3.7.1's own configuration classes on the
+// same files: cluster connection keys, which flows are enabled, the policy, the internal topic
+// names, and for a corpus of topics and groups whether they are mirrored and under which name.
+func TestAgainstMM2(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a JVM; skipped with -short")
+	}
+	lib := mm2Lib(t)
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src", "org", "apache", "kafka", "connect", "mirror")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "KmigrateOracle.java"), []byte(oracleJava), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cp := filepath.Join(lib, "*")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	classes := filepath.Join(dir, "classes")
+	javac := exec.CommandContext(ctx, "javac", "-nowarn", "-cp", cp, "-d", classes, filepath.Join(src, "KmigrateOracle.java"))
+	if out, err := javac.CombinedOutput(); err != nil {
+		t.Fatalf("javac: %v\n%s", err, out)
+	}
+	write := func(name, content string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	seed, err := os.ReadFile("testdata/seed.properties")
+	if err != nil {
+		t.Fatal(err)
+	}
+	configs := map[string]string{"seed.properties": string(seed)}
+	for k, v := range oracleConfigs {
+		configs[k] = v
+	}
+	args := []string{"-Xmx128m", "-Xshare:auto", "-cp", classes + string(os.PathListSeparator) + cp,
+		"org.apache.kafka.connect.mirror.KmigrateOracle",
+		write("topics.txt", strings.Join(oracleTopics, "\n")), write("groups.txt", strings.Join(oracleGroups, "\n"))}
+	var want []string
+	names := make([]string, 0, len(configs))
+	for name := range configs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		args = append(args, write(name, configs[name]))
+		want = append(want, goFacts(t, name, configs[name])...)
+	}
+	java := exec.CommandContext(ctx, "java", args...)
+	java.Stderr = nil
+	out, err := java.Output()
+	if err != nil {
+		t.Fatalf("java oracle: %v\n%s", err, out)
+	}
+	got := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	sort.Strings(got)
+	sort.Strings(want)
+	gotSet := map[string]bool{}
+	for _, l := range got {
+		gotSet[l] = true
+	}
+	wantSet := map[string]bool{}
+	for _, l := range want {
+		wantSet[l] = true
+	}
+	diffs := 0
+	for _, l := range want {
+		if !gotSet[l] {
+			diffs++
+			if diffs <= 40 {
+				t.Errorf("kmigrate says, MM2 does not:  %s", l)
+			}
+		}
+	}
+	for _, l := range got {
+		if !wantSet[l] {
+			diffs++
+			if diffs <= 40 {
+				t.Errorf("MM2 says, kmigrate does not: %s", l)
+			}
+		}
+	}
+	t.Logf("compared %d facts from MM2 3.7.1 over %d files; %d differ", len(got), len(configs), diffs)
+}
