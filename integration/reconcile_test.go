@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -239,6 +241,34 @@ func deref(p *int64) int64 {
 	return *p
 }
 
+// rcProperties is an mm2.properties for the flow source->destination of topics, as the seed
+// case runs it (IdentityReplicationPolicy, offset syncs on the target, group offset sync on),
+// with 2 s intervals and replication factors 1 (explicit, for 2.3.0).
+func rcProperties(src, dst cluster.Cluster, topics ...string) string {
+	return strings.Join([]string{
+		"clusters=source,destination",
+		"source.bootstrap.servers=" + strings.Join(src.Bootstrap(), ","),
+		"destination.bootstrap.servers=" + strings.Join(dst.Bootstrap(), ","),
+		"source->destination.enabled=true",
+		"source->destination.topics=" + strings.Join(topics, ","),
+		"offset-syncs.topic.location=target",
+		"replication.policy.class=org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
+		"replication.factor=1",
+		"checkpoints.topic.replication.factor=1",
+		"heartbeats.topic.replication.factor=1",
+		"offset-syncs.topic.replication.factor=1",
+		"offset.storage.replication.factor=1",
+		"status.storage.replication.factor=1",
+		"config.storage.replication.factor=1",
+		"refresh.topics.interval.seconds=2",
+		"refresh.groups.interval.seconds=2",
+		"emit.heartbeats.interval.seconds=2",
+		"emit.checkpoints.interval.seconds=2",
+		"sync.group.offsets.enabled=true",
+		"sync.group.offsets.interval.seconds=2",
+	}, "\n") + "\n"
+}
+
 // rcProduce writes records with the given values to topic/0 on c.
 func rcProduce(t *testing.T, c cluster.Cluster, topic string, recs ...*kgo.Record) {
 	t.Helper()
@@ -342,11 +372,33 @@ func TestReconcileCases(t *testing.T) {
 		return ""
 	})
 
-	// Transactions: 0..4 plain, 5..9 in a transaction, its commit marker at 10, 11..15 plain.
+	// Transactions: 5 plain records, 5 in a transaction and its commit marker, 5 plain.
 	bedCreateTopic(t, src, txn, 1, nil)
 	rcProduce(t, src, txn, rcRecords("txn-"+run, "t", 0, 5)...)
 	rcProduceTxn(t, src, txn, rcRecords("txn-"+run, "t", 5, 10)...)
+	// EndTxn returns before the coordinator has written the marker: wait for it, so that the
+	// next records come after it.
+	rcWaitFor(ctx, t, "the commit marker on "+txn, func() string {
+		if end := bedEndOffsets(ctx, t, src, txn)[0]; end != 11 {
+			return fmt.Sprintf("end offset %d, want 11", end)
+		}
+		return ""
+	})
 	rcProduce(t, src, txn, rcRecords("txn-"+run, "t", 11, 16)...)
+
+	// Where the commit marker is: the first offset without a record.
+	marker := int64(-1)
+	var txnOffsets []int64
+	for i, r := range bedReadPartition(ctx, t, src, txn, 0, 0) {
+		txnOffsets = append(txnOffsets, r.Offset)
+		if marker < 0 && r.Offset != int64(i) {
+			marker = int64(i)
+		}
+	}
+	t.Logf("source %s record offsets: %v (commit marker at %d)", txn, txnOffsets, marker)
+	if marker < 0 {
+		t.Fatalf("source %s has no gap for the commit marker: offsets %v", txn, txnOffsets)
+	}
 
 	bedCreateTopic(t, src, unmirrored, 1, nil)
 	rcProduce(t, src, unmirrored, rcRecords("unmirrored-"+run, "u", 0, 10)...)
@@ -360,8 +412,8 @@ func TestReconcileCases(t *testing.T) {
 		{"rc-start-" + run, plain, 0},
 		{"rc-mid-" + run, plain, 25},
 		{"rc-compacted-" + run, compact, 20},
-		{"rc-txn-marker-" + run, txn, 10},
-		{"rc-txn-after-" + run, txn, 11},
+		{"rc-txn-marker-" + run, txn, marker},    // G is the marker itself
+		{"rc-txn-after-" + run, txn, marker + 1}, // G-1 is the marker
 		{"rc-unmirrored-" + run, unmirrored, 3},
 		{"rc-active-" + run, plain, 30},
 	}
@@ -369,8 +421,7 @@ func TestReconcileCases(t *testing.T) {
 		rcCommit(t, src, c.group, c.topic, 0, c.g, "meta-"+c.group)
 	}
 
-	props := seedProperties(src, dst)
-	props = strings.Replace(props, "source->destination.topics="+seedTopic, "source->destination.topics="+strings.Join([]string{plain, compact, txn}, ","), 1)
+	props := rcProperties(src, dst, plain, compact, txn)
 	m := cluster.StartMM2T(t, cluster.MM2Spec{Properties: props, Target: "destination"})
 
 	// The active group consumes on the target before MM2 could sync it.
@@ -562,4 +613,137 @@ func rcSeq(from, to int) []int {
 		out = append(out, i)
 	}
 	return out
+}
+
+// TestReconcileBench is issue 4's benchmark: 1,000 groups x 24 partitions on real 3.7.1
+// clusters mirrored by MirrorMaker 2; it reports the plan time and how many partitions MM2's
+// own checkpoints got exact against Plan's proven E(G). It runs only with KMIGRATE_BENCH=1:
+//
+//	KMIGRATE_BENCH=1 go test ./integration/ -run TestReconcileBench -v -timeout 30m
+func TestReconcileBench(t *testing.T) {
+	if os.Getenv("KMIGRATE_BENCH") != "1" {
+		t.Skip("benchmark: set KMIGRATE_BENCH=1 to run it (real 3.7.1 brokers and MirrorMaker 2, a few minutes)")
+	}
+	const (
+		partitions = 24
+		groups     = 1000
+		perPart    = 500
+	)
+	src := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "source"})
+	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "destination"})
+	ctx := rcCtx(t, 25*time.Minute)
+	run := fmt.Sprintf("%x", time.Now().UnixNano())
+	topic := "rc-bench-" + run
+	bedCreateTopic(t, src, topic, partitions, nil)
+	prod := bedClient(t, src.Bootstrap(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5*time.Millisecond))
+	var recs []*kgo.Record
+	for p := range int32(partitions) {
+		for i := range perPart {
+			recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Key: fmt.Appendf(nil, "k%d", i%50), Value: fmt.Appendf(nil, "bench-%s-%d-%d", run, p, i)})
+		}
+	}
+	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	adm := bedAdmin(t, src)
+	for g := range groups {
+		offs := kadm.Offsets{}
+		for p := range int32(partitions) {
+			offs.Add(kadm.Offset{Topic: topic, Partition: p, At: rng.Int64N(perPart + 1), LeaderEpoch: -1})
+		}
+		resp, err := adm.CommitOffsets(ctx, fmt.Sprintf("bench-%s-%04d", run, g), offs)
+		if err == nil {
+			err = resp.Error()
+		}
+		if err != nil {
+			t.Fatalf("commit group %d: %v", g, err)
+		}
+	}
+
+	props := rcProperties(src, dst, topic) + "destination.offset.flush.interval.ms=5000\n"
+	m := cluster.StartMM2T(t, cluster.MM2Spec{Properties: props, Target: "destination"})
+	want := groups * partitions
+	cpTopic := "source.checkpoints.internal"
+	mm2Start := time.Now()
+	rcWaitFor(ctx, t, "MM2 to mirror the topic and checkpoint every group partition", func() string {
+		ends := bedEndOffsets(ctx, t, dst, topic)
+		for p := range int32(partitions) {
+			if ends[p] < perPart {
+				return fmt.Sprintf("partition %d has %d of %d records on the target", p, ends[p], perPart)
+			}
+		}
+		if _, ok := bedEndOffsets(ctx, t, dst, cpTopic)[0]; !ok {
+			return "no checkpoints topic yet"
+		}
+		keys := map[mm2.CheckpointKey]bool{}
+		for _, r := range bedReadPartition(ctx, t, dst, cpTopic, 0, 0) {
+			if c, err := mm2.DecodeCheckpoint(r.Key, r.Value); err == nil && c.Topic == topic {
+				keys[c.ID()] = true
+			}
+		}
+		if len(keys) < want {
+			return fmt.Sprintf("%d of %d group partitions checkpointed", len(keys), want)
+		}
+		return ""
+	})
+	t.Logf("MM2 mirrored and checkpointed %d group partitions in %s", want, time.Since(mm2Start).Round(time.Second))
+	if err := m.Close(); err != nil {
+		t.Logf("stop MM2: %v", err)
+	}
+
+	cfgMM2, err := mm2.Parse(strings.NewReader(props))
+	if err != nil {
+		t.Fatalf("parse mm2.properties: %v", err)
+	}
+	flow, err := cfgMM2.Flow("")
+	if err != nil {
+		t.Fatalf("flow: %v", err)
+	}
+	srcCl, dstCl := bedClient(t, src.Bootstrap()), bedClient(t, dst.Bootstrap())
+	start := time.Now()
+	res, err := reconcile.Plan(ctx, srcCl, dstCl, reconcile.Config{Flow: flow, Groups: regexp.MustCompile(`bench-` + run + `-.*`)})
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	took := time.Since(start)
+	var total, proven, cpExact, cpBehind, cpAhead, cpNone int
+	statuses := map[reconcile.Status]int{}
+	for _, g := range res.Groups {
+		if g.Err != "" {
+			t.Errorf("group %s: %s", g.Group, g.Err)
+		}
+		for _, p := range g.Partitions {
+			total++
+			statuses[p.Status]++
+			if p.ExactTarget != nil {
+				proven++
+			}
+			switch p.CheckpointStatus {
+			case reconcile.StatusExact:
+				cpExact++
+			case reconcile.StatusBehind:
+				cpBehind++
+			case reconcile.StatusAhead:
+				cpAhead++
+			default:
+				cpNone++
+			}
+		}
+	}
+	t.Logf("BENCH plan: %d groups x %d partitions = %d group partitions in %s (goal < 30s)", len(res.Groups), partitions, total, took.Round(time.Millisecond))
+	t.Logf("BENCH E(G) proven by content: %d of %d; target statuses %v", proven, total, statuses)
+	t.Logf("BENCH MM2 checkpoints: %d exact, %d behind, %d ahead, %d none/unjudged (of %d)", cpExact, cpBehind, cpAhead, cpNone, total)
+	if total != want {
+		t.Errorf("group partitions planned: got %d, want %d", total, want)
+	}
+	if proven != total {
+		t.Errorf("E(G) proven: got %d, want all %d", proven, total)
+	}
+	if cpAhead > 0 {
+		t.Errorf("MM2 checkpoints ahead of E(G): %d (MM2 would lose records)", cpAhead)
+	}
+	if took > 30*time.Second {
+		t.Errorf("plan time: got %s, want under 30s", took.Round(time.Millisecond))
+	}
 }
