@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"fmt"
 	"strings"
 	"testing"
@@ -52,40 +53,34 @@ type SeedFixture struct {
 	MM2Properties string
 }
 
-// seedProperties is the user's mm2.properties (issue 2) with the addresses of the test
-// clusters, replication factors 1 (one broker each; 2.3.0 needs them explicit), and the
-// 10 s intervals shortened to 2 s. The mechanisms are the user's: offset.max.lag=1 stays
-// (MM2 ignores that misspelt key, so offset.lag.max is its default 100), and the worker's
-// offset flush interval (offset.flush.interval.ms) keeps its default of 60 s, so that MM2
-// publishes its delayed offset syncs as rarely as it did for the user.
+//go:embed testdata/seed-mm2.properties
+var seedMM2 string
+
+// seedProperties is the user's mm2.properties (testdata/seed-mm2.properties, verbatim from
+// issue 2) with three mechanical changes: the bootstrap servers of the test clusters, every
+// replication factor 1 (one broker each; 2.3.0 needs them explicit), and every 10 s interval
+// shortened to 2 s. Everything else is the user's: offset.max.lag=1 stays (MM2 ignores that
+// misspelt key, so offset.lag.max is its default 100), and the worker's offset flush
+// interval (offset.flush.interval.ms) keeps its default of 60 s as in the user's setup, so
+// MM2 publishes its delayed offset syncs as rarely as it did for them.
 func seedProperties(source, target cluster.Cluster) string {
-	return strings.Join([]string{
-		"clusters=source,destination",
-		"source.bootstrap.servers=" + strings.Join(source.Bootstrap(), ","),
-		"destination.bootstrap.servers=" + strings.Join(target.Bootstrap(), ","),
-		"source->destination.enabled=true",
-		"source->destination.topics=" + seedTopic,
-		"offset.max.lag=1",
-		"offset-syncs.topic.location=target",
-		"refresh.topics.enabled=true",
-		"refresh.topics.interval.seconds=2",
-		"checkpoints.topic.replication.factor=1",
-		"heartbeats.topic.replication.factor=1",
-		"offset-syncs.topic.replication.factor=1",
-		"offset.storage.replication.factor=1",
-		"status.storage.replication.factor=1",
-		"config.storage.replication.factor=1",
-		"emit.heartbeats.enabled=true",
-		"emit.heartbeats.interval.seconds=2",
-		"replication.policy.class=org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
-		"replication.factor=1",
-		"refresh.groups.enabled=true",
-		"refresh.groups.interval.seconds=2",
-		"sync.group.offsets.enabled=true",
-		"sync.group.offsets.interval.seconds=2",
-		"emit.checkpoints.enabled=true",
-		"emit.checkpoints.interval.seconds=2",
-	}, "\n") + "\n"
+	var b strings.Builder
+	for _, line := range strings.Split(strings.TrimRight(seedMM2, "\n"), "\n") {
+		key, _, ok := strings.Cut(line, "=")
+		switch {
+		case !ok || strings.HasPrefix(line, "#"):
+		case key == "source.bootstrap.servers":
+			line = key + "=" + strings.Join(source.Bootstrap(), ",")
+		case key == "destination.bootstrap.servers":
+			line = key + "=" + strings.Join(target.Bootstrap(), ",")
+		case strings.HasSuffix(key, "replication.factor"):
+			line = key + "=1"
+		case strings.HasSuffix(key, ".interval.seconds"):
+			line = key + "=2"
+		}
+		b.WriteString(line + "\n")
+	}
+	return b.String()
 }
 
 // runSeedScenario runs the seed case of issue 2 on real brokers and returns once MM2 has
@@ -325,5 +320,43 @@ func TestSeedScenario(t *testing.T) {
 	}
 	if got, want := f.Reread, f.TargetLag-f.SourceLag; got != want {
 		t.Errorf("re-read records: got %d, want target lag - source lag = %d", got, want)
+	}
+}
+
+// TestSeedProperties checks that the test's mm2.properties is the user's but for addresses,
+// replication factors and intervals.
+func TestSeedProperties(t *testing.T) {
+	src := cluster.StartT(t, cluster.Spec{Version: cluster.Kfake, Name: "source"})
+	dst := cluster.StartT(t, cluster.Spec{Version: cluster.Kfake, Name: "destination"})
+	parse := func(text string) map[string]string {
+		m := map[string]string{}
+		for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+			k, v, _ := strings.Cut(line, "=")
+			m[k] = v
+		}
+		return m
+	}
+	user, got := parse(seedMM2), parse(seedProperties(src, dst))
+	if len(got) != len(user) {
+		t.Errorf("got %d keys, want the user's %d", len(got), len(user))
+	}
+	for k, uv := range user {
+		want := uv
+		switch {
+		case k == "source.bootstrap.servers":
+			want = strings.Join(src.Bootstrap(), ",")
+		case k == "destination.bootstrap.servers":
+			want = strings.Join(dst.Bootstrap(), ",")
+		case strings.HasSuffix(k, "replication.factor"):
+			want = "1"
+		case strings.HasSuffix(k, ".interval.seconds"):
+			want = "2"
+		}
+		if got[k] != want {
+			t.Errorf("%s: got %q, want %q", k, got[k], want)
+		}
+	}
+	if got["offset.max.lag"] != "1" {
+		t.Errorf("offset.max.lag: got %q, want the user's misspelt key kept at 1", got["offset.max.lag"])
 	}
 }
