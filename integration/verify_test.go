@@ -1,0 +1,358 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/integration/cluster"
+	"github.com/kmigrate/kmigrate/verify"
+)
+
+// TestVerify runs kverify on real brokers: Kafka 2.3.0 (source) mirrored by MirrorMaker 2
+// 3.7.1 to Kafka 3.7.1 (target). A plain topic, a transactional producer's topic (markers and
+// an aborted transaction leave gaps) and a topic compacted before mirroring are reported
+// identical (exit 0). Then a copy of the plain topic with faults injected is reported with every
+// fault at its exact offsets (exit 1).
+func TestVerify(t *testing.T) {
+	src := cluster.StartT(t, cluster.Spec{Version: cluster.V230, Name: "vf-source"})
+	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "vf-destination"})
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+	run := fmt.Sprintf("%x", time.Now().UnixNano())
+	plain, txn, compact := "vf-plain-"+run, "vf-txn-"+run, "vf-compact-"+run
+
+	bedCreateTopic(t, src, plain, 2, nil)
+	bedCreateTopic(t, src, txn, 1, nil)
+	bedCreateTopic(t, src, compact, 1, map[string]*string{
+		"cleanup.policy":            vfPtr("compact"),
+		"segment.ms":                vfPtr("100"),
+		"min.cleanable.dirty.ratio": vfPtr("0.01"),
+		"min.compaction.lag.ms":     vfPtr("0"),
+		"delete.retention.ms":       vfPtr("100"),
+	})
+	base := time.Now().Add(-time.Hour)
+	for p := int32(0); p < 2; p++ {
+		vfProduce(ctx, t, src, plain, p, vfRecords(fmt.Sprintf("p%d", p), 0, 400, base))
+	}
+	vfProduceTxns(ctx, t, src, txn, base)
+	vfCompact(ctx, t, src, compact, base)
+
+	props := vfProperties(src, dst, "vf-.*-"+run)
+	propsFile := filepath.Join(t.TempDir(), "mm2.properties")
+	if err := os.WriteFile(propsFile, []byte(props), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mm := cluster.StartMM2T(t, cluster.MM2Spec{Properties: props, Target: "destination"})
+
+	srcCl, dstCl := bedClient(t, src.Bootstrap()), bedClient(t, dst.Bootstrap())
+	for _, topic := range []string{plain, txn, compact} {
+		res := vfWaitIdentical(ctx, t, srcCl, dstCl, topic, mm.LogPath())
+		t.Logf("%s: %+v", topic, res.Summary)
+	}
+	bin := vfBuild(t)
+
+	t.Run("clean mirror is identical", func(t *testing.T) {
+		for _, topic := range []string{plain, txn, compact} {
+			mapFile := filepath.Join(t.TempDir(), topic+".map.json")
+			code, out, errs := vfRun(t, bin, "diff", "--mm2-config", propsFile, "--topic", topic, "--format", "json", "--offset-map", mapFile)
+			if code != 0 {
+				t.Errorf("kverify diff --topic %s: exit %d, want 0\nstderr: %s\nstdout: %s", topic, code, errs, out)
+				continue
+			}
+			res := vfDecode(t, out)
+			if !res.Identical || res.Summary.Matched == 0 {
+				t.Errorf("%s: got identical=%v summary=%+v, want identical", topic, res.Identical, res.Summary)
+			}
+			om, err := verify.ReadOffsetMap(mapFile)
+			if err != nil {
+				t.Fatalf("read offset map: %v", err)
+			}
+			if topic != plain {
+				// Markers (txn) and the cleaner (compact) leave gaps in the source offsets,
+				// MM2's copy is contiguous: the map has one segment per gap.
+				if n := len(om.Partition(0).Segments); n < 2 {
+					t.Errorf("%s: offset map has %d segments, want one per source gap (>= 2): %+v", topic, n, om.Partition(0).Segments)
+				}
+			}
+		}
+	})
+
+	t.Run("faults at their exact offsets", func(t *testing.T) {
+		faulty := "vf-faulty-" + run
+		bedCreateTopic(t, dst, faulty, 2, nil)
+		p0 := bedReadPartition(ctx, t, src, plain, 0, 0)
+		p1 := bedReadPartition(ctx, t, src, plain, 1, 0)
+		if len(p0) != 400 || len(p1) != 400 {
+			t.Fatalf("read %d and %d records of %s, want 400 each", len(p0), len(p1), plain)
+		}
+		altered := vfClone(p0[200])
+		altered.Value = []byte("re-encoded by a wrong converter")
+		noHeader := vfClone(p0[250])
+		noHeader.Headers = nil
+		var direct []*kgo.Record
+		for i := 0; i < 3; i++ {
+			direct = append(direct, &kgo.Record{Key: []byte("new-app"), Value: fmt.Appendf(nil, "written directly %d", i)})
+		}
+		copy0 := vfJoin(
+			p0[0:50],               // source 50..54 left out
+			p0[55:121],             // target 50..115
+			p0[110:121],            // replayed: target 116..126 repeat source 110..120
+			p0[121:200],            // target 127..205
+			[]*kgo.Record{altered}, // source 200 -> target 206
+			p0[201:250],
+			[]*kgo.Record{noHeader}, // source 250 -> target 256
+			p0[251:],                // target 257..405
+			direct,                  // target 406..408
+		)
+		vfProduce(ctx, t, dst, faulty, 0, copy0)
+		vfProduce(ctx, t, dst, faulty, 1, p1)
+
+		code, out, errs := vfRun(t, bin, "diff", "--source-brokers", strings.Join(src.Bootstrap(), ","),
+			"--target-brokers", strings.Join(dst.Bootstrap(), ","), "--topic", plain, "--target-topic", faulty, "--format", "json")
+		if code != 1 {
+			t.Fatalf("exit %d, want 1\nstderr: %s\nstdout: %s", code, errs, out)
+		}
+		res := vfDecode(t, out)
+		if len(res.Partitions) != 2 {
+			t.Fatalf("got %d partitions, want 2", len(res.Partitions))
+		}
+		got := res.Partitions[0]
+		if want := (verify.Counts{Matched: 393, Missing: 5, Duplicated: 11, Mismatched: 2, Extra: 3}); got.Counts != want {
+			t.Errorf("partition 0 counts: got %+v, want %+v", got.Counts, want)
+		}
+		if want := []verify.SourceRange{{From: 50, To: 54}}; !reflect.DeepEqual(got.MissingRanges, want) {
+			t.Errorf("missing_ranges: got %v, want %v", got.MissingRanges, want)
+		}
+		var dups []verify.Copy
+		for i := int64(0); i < 11; i++ {
+			dups = append(dups, verify.Copy{Target: 116 + i, Source: 110 + i})
+		}
+		if !reflect.DeepEqual(got.Duplicates, dups) {
+			t.Errorf("duplicates: got %v, want %v", got.Duplicates, dups)
+		}
+		wantMism := []verify.Mismatch{
+			{SourceOffset: 200, TargetOffset: 206, Fields: []string{"value"}},
+			{SourceOffset: 250, TargetOffset: 256, Fields: []string{"headers"}},
+		}
+		if !reflect.DeepEqual(got.Mismatches, wantMism) {
+			t.Errorf("mismatches: got %v, want %v", got.Mismatches, wantMism)
+		}
+		if want := []verify.TargetRange{{From: 406, To: 408}}; !reflect.DeepEqual(got.ExtraRanges, want) {
+			t.Errorf("extra_ranges: got %v, want %v", got.ExtraRanges, want)
+		}
+		if p := res.Partitions[1]; p.Counts.Differs() || p.Matched != 400 {
+			t.Errorf("partition 1: got %+v, want 400 matched and nothing else", p.Counts)
+		}
+	})
+}
+
+func vfPtr(s string) *string { return &s }
+
+// vfProperties is an mm2.properties mirroring the topics matching topics from source to
+// destination with the identity policy. Topic configs are not synced (a compacted source
+// would otherwise be compacted again on the target), and the source is read with
+// read_committed so that aborted transactions are not copied.
+func vfProperties(source, target cluster.Cluster, topics string) string {
+	return strings.Join([]string{
+		"clusters=source,destination",
+		"source.bootstrap.servers=" + strings.Join(source.Bootstrap(), ","),
+		"destination.bootstrap.servers=" + strings.Join(target.Bootstrap(), ","),
+		"source->destination.enabled=true",
+		"source->destination.topics=" + topics,
+		"source.consumer.isolation.level=read_committed",
+		"sync.topic.configs.enabled=false",
+		"sync.topic.acls.enabled=false",
+		"offset-syncs.topic.location=target",
+		"refresh.topics.enabled=true",
+		"refresh.topics.interval.seconds=2",
+		"checkpoints.topic.replication.factor=1",
+		"heartbeats.topic.replication.factor=1",
+		"offset-syncs.topic.replication.factor=1",
+		"offset.storage.replication.factor=1",
+		"status.storage.replication.factor=1",
+		"config.storage.replication.factor=1",
+		"replication.policy.class=org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
+		"replication.factor=1",
+		"emit.checkpoints.enabled=false",
+		"sync.group.offsets.enabled=false",
+	}, "\n") + "\n"
+}
+
+// vfRecords makes records prefix-i for i in [from, to): key, value, two headers, CreateTime
+// timestamps one millisecond apart.
+func vfRecords(prefix string, from, to int, base time.Time) []*kgo.Record {
+	var out []*kgo.Record
+	for i := from; i < to; i++ {
+		out = append(out, &kgo.Record{
+			Key:       fmt.Appendf(nil, "%s-key-%d", prefix, i%37),
+			Value:     fmt.Appendf(nil, "%s-value-%d", prefix, i),
+			Headers:   []kgo.RecordHeader{{Key: "trace", Value: fmt.Appendf(nil, "t%d", i)}, {Key: "empty", Value: []byte{}}},
+			Timestamp: base.Add(time.Duration(i) * time.Millisecond),
+		})
+	}
+	return out
+}
+
+func vfClone(r *kgo.Record) *kgo.Record {
+	c := *r
+	c.Headers = append([]kgo.RecordHeader(nil), r.Headers...)
+	return &c
+}
+
+func vfJoin(parts ...[]*kgo.Record) []*kgo.Record {
+	var out []*kgo.Record
+	for _, p := range parts {
+		for _, r := range p {
+			out = append(out, vfClone(r))
+		}
+	}
+	return out
+}
+
+// vfProduce writes recs in order to topic/p on c, keeping their keys, values, headers and
+// timestamps.
+func vfProduce(ctx context.Context, t *testing.T, c cluster.Cluster, topic string, p int32, recs []*kgo.Record) {
+	t.Helper()
+	cl := bedClient(t, c.Bootstrap(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.MaxProduceRequestsInflightPerBroker(1))
+	batch := make([]*kgo.Record, len(recs))
+	for i, r := range recs {
+		batch[i] = &kgo.Record{Topic: topic, Partition: p, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp}
+	}
+	if err := cl.ProduceSync(ctx, batch...).FirstErr(); err != nil {
+		t.Fatalf("produce to %s/%d on %s: %v", topic, p, c.Name(), err)
+	}
+}
+
+// vfProduceTxns writes 8 transactions of 25 records to topic/0; every third is aborted.
+func vfProduceTxns(ctx context.Context, t *testing.T, c cluster.Cluster, topic string, base time.Time) {
+	t.Helper()
+	cl := bedClient(t, c.Bootstrap(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionalID(bedUnique("vf-txn")))
+	for b := 0; b < 8; b++ {
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatalf("begin transaction on %s: %v", c.Name(), err)
+		}
+		for _, r := range vfRecords("txn", b*25, b*25+25, base) {
+			r.Topic, r.Partition = topic, 0
+			if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatalf("produce in transaction to %s on %s: %v", topic, c.Name(), err)
+			}
+		}
+		if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(b%3 != 2)); err != nil {
+			t.Fatalf("end transaction on %s: %v", c.Name(), err)
+		}
+	}
+}
+
+// vfCompact writes 10 rounds over 40 keys to topic/0 (see below) and waits until the log cleaner has
+// removed overwritten records (fewer records than offsets), producing a filler record now and
+// then so that segments roll (segment.ms only rolls on an append).
+func vfCompact(ctx context.Context, t *testing.T, c cluster.Cluster, topic string, base time.Time) {
+	t.Helper()
+	// Keys 0..19 are written once, keys 20..39 ten times: the survivors are offsets 0..19 and
+	// the last round, so the cleaner leaves a gap in the middle of the log.
+	var recs []*kgo.Record
+	for round := 0; round < 10; round++ {
+		for k := 0; k < 40; k++ {
+			if round > 0 && k < 20 {
+				continue
+			}
+			recs = append(recs, &kgo.Record{Key: fmt.Appendf(nil, "key-%d", k), Value: fmt.Appendf(nil, "round-%d-key-%d", round, k),
+				Timestamp: base.Add(time.Duration(len(recs)) * time.Millisecond)})
+		}
+	}
+	vfProduce(ctx, t, c, topic, 0, recs)
+	deadline := time.Now().Add(3 * time.Minute)
+	for i := 0; ; i++ {
+		end := bedEndOffsets(ctx, t, c, topic)[0]
+		got := int64(len(bedReadPartition(ctx, t, c, topic, 0, 0)))
+		if got < end/2 {
+			t.Logf("%s compacted: %d records over %d offsets", topic, got, end)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s on %s: still %d records over %d offsets after 3 minutes: the log cleaner did not run", topic, c.Name(), got, end)
+		}
+		vfProduce(ctx, t, c, topic, 0, []*kgo.Record{{Key: []byte("filler"), Value: fmt.Appendf(nil, "filler-%d", i), Timestamp: time.Now()}})
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// vfWaitIdentical polls verify.Diff until MM2 has mirrored topic completely.
+func vfWaitIdentical(ctx context.Context, t *testing.T, src, dst *kgo.Client, topic, mm2Log string) *verify.Result {
+	t.Helper()
+	deadline := time.Now().Add(4 * time.Minute)
+	for {
+		dctx, cancel := context.WithTimeout(ctx, time.Minute)
+		res, _, err := verify.Diff(dctx, src, dst, verify.Config{SourceTopic: topic})
+		cancel()
+		if err == nil && res.Identical {
+			return res
+		}
+		if time.Now().After(deadline) {
+			if err != nil {
+				t.Fatalf("%s not mirrored after 4 minutes: %v\nMM2 log: %s", topic, err, mm2Log)
+			}
+			t.Fatalf("%s not mirrored after 4 minutes: problems %v summary %+v partitions %+v\nMM2 log: %s", topic, res.Problems, res.Summary, res.Partitions, mm2Log)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
+// vfBuild builds the kverify binary.
+func vfBuild(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "kverify")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/kverify").CombinedOutput(); err != nil {
+		t.Fatalf("go build kverify: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// vfRun runs the kverify binary and returns its exit code, stdout and stderr.
+func vfRun(t *testing.T, bin string, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, out.String(), errb.String()
+	case errors.As(err, &ee):
+		return ee.ExitCode(), out.String(), errb.String()
+	}
+	t.Fatalf("run kverify: %v", err)
+	return -1, "", ""
+}
+
+func vfDecode(t *testing.T, out string) *verify.Result {
+	t.Helper()
+	var res verify.Result
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("kverify output is not JSON: %v\n%s", err, out)
+	}
+	return &res
+}
