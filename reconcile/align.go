@@ -3,13 +3,18 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
+
+	"github.com/kmigrate/kmigrate/verify"
 )
 
 // This file finds E(G) for one group partition by aligning content locally: the few source
-// records around G against a bounded target window. It is the stand-in for
-// verify.AlignPartition until that lands; the rules for the answer (the last copy of s*,
-// ambiguity, pending) stay here either way.
+// records around G against a bounded target window, merged by verify.Align (the aligner kverify
+// uses, so replays, losses, extras and altered records are classified the same way in both
+// tools). What stays here is what only reconcile needs: which records to read (walking back
+// over gaps below G, extending the target window lazily), and the rules for the answer (the
+// last copy of s*, ambiguity, pending).
 
 // job is one source partition and committed offset to translate.
 type job struct {
@@ -161,55 +166,51 @@ func (a *aligner) more(ctx context.Context) (bool, error) {
 // atEnd reports whether the window reaches the target log end.
 func (a *aligner) atEnd() bool { return a.tNext >= a.j.dstEnd }
 
-// agree counts how many pairs (S[i+m], T[j+m]), m >= 0, are equal in a row, up to n.
-func (a *aligner) agree(i, j, n int) int {
-	m := 0
-	for m < n && i+m < len(a.S) && j+m < len(a.T) && a.S[i+m].fp == a.T[j+m].fp {
-		m++
-	}
-	return m
-}
-
-// confirmed reports whether T[j] copies S[k] with the following records agreeing as far as
-// both sides go (up to 3), and whether that context was empty (weak).
-func (a *aligner) confirmed(k, j int) (ok, weak bool) {
-	want := min(3, len(a.S)-k, len(a.T)-j)
-	if a.agree(k, j, want) != want {
-		return false, false
-	}
-	return true, want <= 1
-}
-
-// run aligns from the current window. retry asks for an earlier window start: the first
-// records of S were not found in it.
+// run aligns the windows read so far with verify.Align (the aligner kverify uses), reading
+// more target records while s* has not been passed or the look-ahead after its last copy is
+// not covered. retry asks for an earlier window start: the first records of S were not found.
 func (a *aligner) run(ctx context.Context, star int) (ans answer, retry bool, err error) {
-	// Anchor: the first target record that copies a source record of S, with context.
-	i0, j0 := -1, -1
-	for j := 0; i0 < 0; j++ {
-		for j >= len(a.T) {
-			ok, err := a.more(ctx)
-			if err != nil {
-				return answer{}, false, err
-			}
-			if !ok {
-				break
+	j := a.j
+	var dups int64
+	for {
+		pr, pm, err := a.align(ctx)
+		if err != nil {
+			return answer{}, false, err
+		}
+		dups = pr.Duplicated
+		a.fromMap(pm, pr)
+		matched, lastStar := -1, int64(-1)
+		for k := range a.S {
+			if n := len(a.copies[k]); n > 0 {
+				matched = k
+				if k <= star {
+					lastStar = max(lastStar, a.T[a.copies[k][n-1]].off)
+				}
 			}
 		}
-		if j >= len(a.T) {
+		need := matched < 0 || star >= 0 && matched <= star
+		if lastStar >= 0 && lastStar+int64(a.p.cfg.Window) >= a.tNext {
+			need = true
+		}
+		if !need {
 			break
 		}
-		for i := range a.S {
-			if a.S[i].fp != a.T[j].fp {
-				continue
-			}
-			if ok, _ := a.confirmed(i, j); ok {
-				i0, j0 = i, j
-				break
-			}
+		ok, err := a.more(ctx)
+		if err != nil {
+			return answer{}, false, err
+		}
+		if !ok {
+			break
 		}
 	}
-	j := a.j
-	if i0 < 0 {
+	first := -1
+	for k := range a.S {
+		if len(a.copies[k]) > 0 {
+			first = k
+			break
+		}
+	}
+	if first < 0 {
 		if !a.atEnd() {
 			return unmappable("record not found: no copy of source %s/%d offsets %d..%d in target %s/%d offsets %d..%d (read budget %d records)",
 				j.srcTopic, j.part, a.S[0].off, a.S[len(a.S)-1].off, j.dstTopic, j.part, a.tFrom, a.tNext-1, a.p.cfg.MaxTargetRead), false, nil
@@ -228,93 +229,93 @@ func (a *aligner) run(ctx context.Context, star int) (ans answer, retry bool, er
 		return unmappable("record not found: no copy of source %s/%d offsets %d..%d in target %s/%d offsets %d..%d",
 			j.srcTopic, j.part, a.S[0].off, a.S[len(a.S)-1].off, j.dstTopic, j.part, a.tFrom, a.tNext-1), false, nil
 	}
-	if star >= 0 && i0 > star && a.tFrom > j.dstStart {
+	if star >= 0 && first > star && a.tFrom > j.dstStart {
 		return answer{}, true, nil // the copies of the records below G start before the window
 	}
+	return a.answer(star, int(dups)), false, nil
+}
 
-	// Merge forward from the anchor, reading more target records while s* has not been passed
-	// or the look-ahead after its last copy is not covered.
-	i := i0
-	lastStar := -1 // target index of the last copy of any source index <= star
-	dups := 0
-	hi := i0 // one past the highest source index matched so far
-	for jj := j0; ; jj++ {
-		for jj >= len(a.T) {
-			need := i <= star || lastStar < 0 && star >= 0
-			if lastStar >= 0 && a.T[lastStar].off+int64(a.p.cfg.Window) >= a.tNext {
-				need = true
-			}
-			if !need {
-				break
-			}
-			ok, err := a.more(ctx)
-			if err != nil {
-				return answer{}, false, err
-			}
-			if !ok {
-				break
+// align runs verify.Align over the source records S and the target window T.
+func (a *aligner) align(ctx context.Context) (verify.PartitionResult, *verify.PartitionMap, error) {
+	items := func(rs []rec) []verify.Item {
+		out := make([]verify.Item, len(rs))
+		for i, r := range rs {
+			out[i] = verify.Item{Offset: r.off, FP: r.fp, Record: r.r}
+		}
+		return out
+	}
+	n := len(a.S) + len(a.T)
+	return verify.Align(ctx, &verify.SliceStream{Items: items(a.S)}, &verify.SliceStream{Items: items(a.T)}, verify.AlignOptions{
+		Partition: a.j.part, Fields: a.p.cfg.Fields, Window: n + 8, MaxListed: n + 1,
+		SourceFrom: a.S[0].off, SourceTo: a.S[len(a.S)-1].off + 1,
+		TargetFrom: a.tFrom, TargetTo: a.tNext,
+		// Every target record of the window is classified: a replay of s* after the copies of
+		// the records read is what the look-ahead is for.
+		StrictTargetTo: true,
+	})
+}
+
+// fromMap turns the alignment into copies per source index and the extras. A lone duplicate
+// found after the last in-order copy is only a content match that nothing confirms (it may be
+// a later record with the same content, beyond the source window): weak.
+func (a *aligner) fromMap(pm *verify.PartitionMap, pr verify.PartitionResult) {
+	at := make(map[int64]int, len(a.T)) // target offset -> index in T
+	for i, t := range a.T {
+		at[t.off] = i
+	}
+	src := make(map[int64]int, len(a.S)) // source offset -> index in S
+	for i, s := range a.S {
+		src[s.off] = i
+	}
+	a.copies = make([][]int, len(a.S))
+	a.weak = make([]bool, len(a.S))
+	a.extras = nil
+	var seqEnd int64 = -1 // target offset of the last in-order copy
+	for _, sg := range pm.Segments {
+		for d := range sg.Len {
+			k, ok1 := src[sg.Source+d]
+			ti, ok2 := at[sg.Target+d]
+			if ok1 && ok2 {
+				a.copies[k] = append(a.copies[k], ti)
+				seqEnd = max(seqEnd, sg.Target+d)
 			}
 		}
-		if jj >= len(a.T) {
-			break
+	}
+	// Duplicates past seqEnd: a run of two or more consecutive target records copying
+	// consecutive source records is a replay; a lone one is weak.
+	type dup struct{ k, ti int }
+	var late []dup
+	for _, c := range pm.Duplicates {
+		k, ok1 := src[c.Source]
+		ti, ok2 := at[c.Target]
+		if !ok1 || !ok2 {
+			continue
 		}
-		t := a.T[jj]
-		before := i
-		switch {
-		case i < len(a.S) && a.S[i].fp == t.fp:
-			a.copies[i] = append(a.copies[i], jj)
-			i++
-		default:
-			if k, weak := a.search(i, jj, -1); k >= 0 { // a replay of an earlier record
-				a.copies[k] = append(a.copies[k], jj)
-				a.weak[k] = a.weak[k] || weak
-				i = k + 1
-			} else if k, weak := a.search(i, jj, +1); k >= 0 { // S[i..k-1] missing on the target
-				a.copies[k] = append(a.copies[k], jj)
-				a.weak[k] = a.weak[k] || weak
-				i = k + 1
-			} else {
+		a.copies[k] = append(a.copies[k], ti)
+		if c.Target > seqEnd {
+			late = append(late, dup{k, ti})
+		}
+	}
+	sort.Slice(late, func(x, y int) bool { return late[x].ti < late[y].ti })
+	for x, d := range late {
+		prev := x > 0 && late[x-1].ti == d.ti-1 && late[x-1].k == d.k-1
+		next := x+1 < len(late) && late[x+1].ti == d.ti+1 && late[x+1].k == d.k+1
+		if !prev && !next {
+			a.weak[d.k] = true
+		}
+	}
+	for k := range a.copies {
+		sort.Ints(a.copies[k])
+	}
+	// Extras count only below the last in-order copy: past it, target records may copy
+	// source records beyond the window.
+	for _, r := range pr.ExtraRanges {
+		for _, t := range a.T {
+			if t.off >= r.From && t.off <= r.To && t.off < seqEnd {
 				a.extras = append(a.extras, t.off)
 			}
 		}
-		if placed := i - 1; i != before || placed >= 0 && placed < hi && a.copies[placed][len(a.copies[placed])-1] == jj {
-			if placed < hi {
-				dups++ // a source record matched before: a replayed copy
-			}
-			hi = max(hi, i)
-		}
-		if star >= 0 {
-			for k := 0; k <= star; k++ {
-				if n := len(a.copies[k]); n > 0 && a.copies[k][n-1] == jj {
-					lastStar = jj
-				}
-			}
-		}
 	}
-	return a.answer(star, dups), false, nil
-}
-
-// search looks for S[k] == T[j] with confirming context, k < i (dir -1, nearest first) or
-// k > i (dir +1, nearest first).
-func (a *aligner) search(i, j, dir int) (int, bool) {
-	if dir < 0 {
-		for k := min(i, len(a.S)) - 1; k >= 0; k-- {
-			if a.S[k].fp == a.T[j].fp {
-				if ok, weak := a.confirmed(k, j); ok {
-					return k, weak
-				}
-			}
-		}
-		return -1, false
-	}
-	for k := i + 1; k < len(a.S); k++ {
-		if a.S[k].fp == a.T[j].fp {
-			if ok, weak := a.confirmed(k, j); ok {
-				return k, weak
-			}
-		}
-	}
-	return -1, false
 }
 
 // answer turns the alignment into E(G), refusing whenever content cannot tell.
@@ -394,6 +395,11 @@ func (a *aligner) answer(star, dups int) answer {
 		}
 	}
 	last := a.T[a.copies[s][len(a.copies[s])-1]]
+	if last.fp != a.S[s].fp {
+		base.status = StatusUnmappable
+		base.reason = fmt.Sprintf("record altered: target offset %d sits where source offset %d was copied but differs in %v", last.off, a.S[s].off, verify.DiffFields(a.S[s].r, last.r, a.p.cfg.Fields))
+		return base
+	}
 	base.known, base.e = true, last.off+1
 	var notes []string
 	if s < star {

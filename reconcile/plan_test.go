@@ -17,8 +17,10 @@ type scenario struct {
 	name string
 	// source writes the source partition (default: 100 records "v-0".."v-99").
 	source func(t *testing.T, e *env, topic string)
-	// before writes records directly to the target before mirroring (extras).
+	// before writes records directly to the target before mirroring (extras); after writes
+	// to the target after mirroring.
 	before   int
+	after    func(t *testing.T, e *env, topic string)
 	steps    []step
 	noTarget bool // the topic is not created on the target
 	g        int64
@@ -143,6 +145,24 @@ func TestPlan(t *testing.T) {
 			wantStatus: StatusBehind, wantE: ptr(15), wantRedelivered: 1,
 		},
 		{
+			name: "a lone record identical to s* after it: replay or new record, cannot tell",
+			source: func(t *testing.T, e *env, topic string) {
+				produce(t, e.src, topic, 0, values("v", 0, 100)...)
+			},
+			steps: []step{{0, 100}, {99, 100}}, g: 100, target: ptr(100),
+			wantStatus: StatusUnmappable, wantReason: "ambiguous",
+		},
+		{
+			name: "altered copy of s*",
+			after: func(t *testing.T, e *env, topic string) {
+				r := values("v", 99, 100)[0]
+				r.Value = []byte("re-encoded")
+				produce(t, e.dst, topic, 0, r)
+			},
+			steps: []step{{0, 99}}, g: 100, target: ptr(100),
+			wantStatus: StatusUnmappable, wantReason: "altered",
+		},
+		{
 			name: "records below G deleted on the source",
 			source: func(t *testing.T, e *env, topic string) {
 				produce(t, e.src, topic, 0, values("v", 0, 100)...)
@@ -172,6 +192,9 @@ func TestPlan(t *testing.T) {
 					produce(t, e.dst, topic, 0, extras...)
 				}
 				mirrorTopic(t, e, topic, topic, 0, tc.steps...)
+				if tc.after != nil {
+					tc.after(t, e, topic)
+				}
 			}
 			if strings.HasPrefix(tc.name, "records below G deleted") {
 				offs := kadm.Offsets{}
@@ -309,5 +332,47 @@ func TestPlanOffsetMap(t *testing.T) {
 				t.Errorf("reason: got %q, want it to contain %q", p.Reason, tc.wantReason)
 			}
 		})
+	}
+}
+
+func TestPlanTopicOutsideFlow(t *testing.T) {
+	e := newEnv(t)
+	topic := uniqueTopic("filtered")
+	group := "g-" + topic
+	createTopic(t, e.srcAdm, topic, 1)
+	createTopic(t, e.dstAdm, topic, 1)
+	produce(t, e.src, topic, 0, values("v", 0, 10)...)
+	mirrorTopic(t, e, topic, topic, 0, step{0, 10})
+	commit(t, e.srcAdm, group, topic, 0, 5, "")
+	flow := &mm2.Flow{Source: "source", Target: "target", Enabled: true, Policy: mm2.IdentityPolicy{},
+		Topics: []string{".*"}, TopicsExclude: append(append([]string(nil), mm2.DefaultTopicsExclude...), "filtered-.*")}
+	res, err := Plan(testCtx(t), e.src, e.dst, Config{Flow: flow, Groups: regexp.MustCompile(regexp.QuoteMeta(group))})
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	p := findPartition(t, res, group, topic, 0)
+	if p.Status != StatusUnmappable || !strings.Contains(p.Reason, "not mirrored") {
+		t.Errorf("got %s %q, want unmappable: topic not mirrored", p.Status, p.Reason)
+	}
+}
+
+func TestPlanDefaultExclusions(t *testing.T) {
+	e := newEnv(t)
+	topic := uniqueTopic("excl")
+	createTopic(t, e.srcAdm, topic, 1)
+	produce(t, e.src, topic, 0, values("v", 0, 3)...)
+	for _, g := range []string{"console-consumer-1", "connect-x", "__internal", "app-" + topic} {
+		commit(t, e.srcAdm, g, topic, 0, 1, "")
+	}
+	res, err := Plan(testCtx(t), e.src, e.dst, Config{})
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	var got []string
+	for _, g := range res.Groups {
+		got = append(got, g.Group)
+	}
+	if len(got) != 1 || got[0] != "app-"+topic {
+		t.Errorf("groups planned: got %v, want only app-%s (MM2's default exclusions)", got, topic)
 	}
 }
