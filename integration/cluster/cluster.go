@@ -165,7 +165,7 @@ func Start(ctx context.Context, spec Spec) (Cluster, error) {
 	case ProviderKfake:
 		return startKfake(s)
 	case ProviderJVM:
-		return startJVM(ctx, s)
+		return startJVMRetry(ctx, s)
 	default:
 		return startContainers(ctx, s)
 	}
@@ -233,4 +233,26 @@ func checkIndex(c Cluster, i int) error {
 		return fmt.Errorf("cluster %s: broker index %d out of range 0..%d", c.Name(), i, c.Brokers()-1)
 	}
 	return nil
+}
+
+// startJVMRetry starts a jvm cluster, and once more on new ports when a process died while
+// starting (ports are checked free, but another process may bind one before the JVM does).
+// The failed attempt's directory is kept beside the new one as <dir>.failed.
+func startJVMRetry(ctx context.Context, s Spec) (Cluster, error) {
+	c, err := startJVM(ctx, s)
+	if err == nil || !errors.Is(err, errExited) || ctx.Err() != nil {
+		return c, err
+	}
+	if s.Dir != "" {
+		failed := strings.TrimRight(s.Dir, "/") + ".failed"
+		_ = os.RemoveAll(failed)
+		if rerr := os.Rename(s.Dir, failed); rerr != nil {
+			return nil, err
+		}
+	}
+	c, err2 := startJVM(ctx, s)
+	if err2 != nil {
+		return nil, fmt.Errorf("%w\n(second attempt after: %v)", err2, err)
+	}
+	return c, nil
 }

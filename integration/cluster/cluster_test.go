@@ -348,3 +348,31 @@ func waitRecords(t *testing.T, c cluster.Cluster, topic string, want int64) int6
 		}
 	}
 }
+
+// TestJVMStartFailsFast checks that a broker that dies while starting fails Start at once
+// (after one retry) with its exit status and log tail, instead of waiting for the deadline.
+func TestJVMStartFailsFast(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "bad")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	start := time.Now()
+	c, err := cluster.Start(ctx, cluster.Spec{Version: cluster.V230, Dir: dir, Config: map[string]string{"broker.id": "not-a-number"}})
+	if cluster.IsUnavailable(err) {
+		t.Skipf("skip: %v", err)
+	}
+	if err == nil {
+		c.Close()
+		t.Fatal("got a running cluster, want a start error")
+	}
+	for _, want := range []string{"before it was ready", "second attempt", "--- tail of"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not say %q:\n%v", want, err)
+		}
+	}
+	if d := time.Since(start); d > 2*time.Minute {
+		t.Errorf("failed after %s, want well before the deadline", d)
+	}
+	if _, err := os.Stat(dir + ".failed"); err != nil {
+		t.Errorf("first attempt's directory: %v, want it kept as %s.failed", err, dir)
+	}
+}

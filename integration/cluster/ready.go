@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -12,6 +13,10 @@ import (
 
 const pollEvery = 250 * time.Millisecond
 
+// errExited marks a start that failed because a process died while starting, e.g. because
+// another test process bound its port first; Start tries such a start once more.
+var errExited = errors.New("process exited while starting")
+
 // poll calls probe until it succeeds, ctx ends, or one of procs exits (then it fails at once
 // with the exit status: no point waiting for a dead broker).
 func poll(ctx context.Context, what string, procs []*proc, probe func(context.Context) error) error {
@@ -21,7 +26,7 @@ func poll(ctx context.Context, what string, procs []*proc, probe func(context.Co
 	for {
 		for _, p := range procs {
 			if !p.running() {
-				return fmt.Errorf("%s: %s %v before it was ready (log: %s)", what, p.name, p.exitErr(), p.logPath)
+				return fmt.Errorf("%s: %s %v before it was ready (log: %s): %w", what, p.name, p.exitErr(), p.logPath, errExited)
 			}
 		}
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
