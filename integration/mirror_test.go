@@ -505,3 +505,249 @@ func mirShared(t *testing.T, src, dst cluster.Cluster, bin string) {
 		mirClean(t, topic, part, mirAlign(ctx, t, src, dst, topic, part))
 	}
 }
+
+// TestMirrorBench compares, on the same brokers (2.3.0 -> 3.7.1) and the same data, the time
+// to copy N records and the peak RSS of: kmirror (the binary), MirrorMaker 2 3.7.1 with
+// default settings, MM2 tuned, and a bare franz-go consume-to-produce loop (this test binary
+// re-run as a helper process). It runs only with KMIGRATE_BENCH=1 (scripts/bench-mirror.sh);
+// KMIGRATE_BENCH_RECORDS sets N (default 500000, 200-byte values, 6 partitions). It prints a
+// Markdown table.
+func TestMirrorBench(t *testing.T) {
+	if os.Getenv("KMIGRATE_BENCH") != "1" {
+		t.Skip("set KMIGRATE_BENCH=1 (or run scripts/bench-mirror.sh) to run the mirror benchmark")
+	}
+	n := 500000
+	if v := os.Getenv("KMIGRATE_BENCH_RECORDS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil {
+			t.Fatalf("KMIGRATE_BENCH_RECORDS=%q: %v", v, err)
+		}
+	}
+	const parts = 6
+	src := cluster.StartT(t, cluster.Spec{Version: "2.3.0", Name: "bench-src"})
+	dst := cluster.StartT(t, cluster.Spec{Version: "3.7.1", Name: "bench-dst"})
+	if t.Failed() || t.Skipped() {
+		return
+	}
+	topic := bedUnique("bench")
+	bedCreateTopic(t, src, topic, parts, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
+	defer cancel()
+	{
+		cl := bedClient(t, src.Bootstrap(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(10*time.Millisecond))
+		value := []byte(strings.Repeat("v", 200))
+		var wg sync.WaitGroup
+		var perr atomic.Value
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: int32(i % parts), Key: fmt.Appendf(nil, "key-%d", i), Value: value},
+				func(_ *kgo.Record, err error) {
+					if err != nil {
+						perr.Store(err)
+					}
+					wg.Done()
+				})
+		}
+		wg.Wait()
+		if err, _ := perr.Load().(error); err != nil {
+			t.Fatalf("seed the source: %v", err)
+		}
+	}
+	t.Logf("source topic %s: %d records in %d partitions", topic, n, parts)
+
+	type result struct {
+		name          string
+		total, steady time.Duration
+		rssKiB        int64
+	}
+	var results []result
+	// waitCopied polls the target topic until it holds n records, returning the time of the
+	// first record and of the end.
+	waitCopied := func(target string, started time.Time, alive func() bool) (first, end time.Time) {
+		for {
+			got := sumEnds(ctx, t, dst, target)
+			if got > 0 && first.IsZero() {
+				first = time.Now()
+			}
+			if got >= int64(n) {
+				return first, time.Now()
+			}
+			if ctx.Err() != nil || !alive() {
+				t.Fatalf("%s: %d of %d records copied after %v", target, got, n, time.Since(started))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+
+	// bare franz-go loop
+	{
+		target := "bare." + topic
+		bedCreateTopic(t, dst, target, parts, nil)
+		cmd := exec.Command(os.Args[0], "-test.run=^TestMirrorBareHelper$")
+		cmd.Env = append(os.Environ(), "KMIGRATE_BARE_HELPER=1",
+			"KMIGRATE_BARE_SRC="+strings.Join(src.Bootstrap(), ","), "KMIGRATE_BARE_DST="+strings.Join(dst.Bootstrap(), ","),
+			"KMIGRATE_BARE_TOPIC="+topic, "KMIGRATE_BARE_TARGET="+target, fmt.Sprintf("KMIGRATE_BARE_N=%d", n))
+		out := &strings.Builder{}
+		cmd.Stdout, cmd.Stderr = out, out
+		start := time.Now()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan struct{})
+		go func() { cmd.Wait(); close(exited) }()
+		first, end := waitCopied(target, start, func() bool {
+			select {
+			case <-exited:
+				return sumEnds(ctx, t, dst, target) >= int64(n)
+			default:
+				return true
+			}
+		})
+		<-exited
+		if !cmd.ProcessState.Success() {
+			t.Fatalf("bare loop helper: %v\n%s", cmd.ProcessState, out)
+		}
+		results = append(results, result{"bare franz-go loop", end.Sub(start), end.Sub(first), cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss})
+	}
+
+	// kmirror
+	{
+		bin := mirBuild(t)
+		props := filepath.Join(t.TempDir(), "bench.properties")
+		text := fmt.Sprintf(`clusters=km,B
+km.bootstrap.servers=%s
+B.bootstrap.servers=%s
+km->B.enabled=true
+km->B.topics=%s
+replication.factor=1
+offset-syncs.topic.replication.factor=1
+checkpoints.topic.replication.factor=1
+offset-syncs.topic.location=target
+`, strings.Join(src.Bootstrap(), ","), strings.Join(dst.Bootstrap(), ","), topic)
+		if err := os.WriteFile(props, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		target := "km." + topic
+		start := time.Now()
+		p := mirStart(t, bin, props, "km->B", "kmirror-bench")
+		first, end := waitCopied(target, start, func() bool { return p.cmd.ProcessState == nil })
+		p.term(t)
+		results = append(results, result{"kmirror", end.Sub(start), end.Sub(first), p.cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss})
+	}
+
+	// MirrorMaker 2, default and tuned
+	for _, mm := range []struct{ alias, name, extra string }{
+		{"md", "MirrorMaker 2 3.7.1 (defaults)", ""},
+		{"mt", "MirrorMaker 2 3.7.1 (tuned)", `tasks.max=6
+B.producer.linger.ms=20
+B.producer.batch.size=524288
+mt.consumer.max.poll.records=5000
+mt.consumer.max.partition.fetch.bytes=4194304
+mt.consumer.fetch.max.bytes=52428800
+offset.flush.interval.ms=10000
+`},
+	} {
+		text := fmt.Sprintf(`clusters=%[1]s,B
+%[1]s.bootstrap.servers=%[2]s
+B.bootstrap.servers=%[3]s
+%[1]s->B.enabled=true
+%[1]s->B.topics=%[4]s
+B->%[1]s.enabled=false
+replication.factor=1
+offset-syncs.topic.replication.factor=1
+checkpoints.topic.replication.factor=1
+heartbeats.topic.replication.factor=1
+offset.storage.replication.factor=1
+status.storage.replication.factor=1
+config.storage.replication.factor=1
+offset-syncs.topic.location=target
+emit.heartbeats.enabled=false
+`, mm.alias, strings.Join(src.Bootstrap(), ","), strings.Join(dst.Bootstrap(), ","), topic) + mm.extra
+		target := mm.alias + "." + topic
+		start := time.Now()
+		m, err := cluster.StartMM2(ctx, cluster.MM2Spec{Properties: text, Target: "B", Name: "bench-" + mm.alias, Dir: t.TempDir()})
+		if err != nil {
+			t.Fatalf("start %s: %v", mm.name, err)
+		}
+		first, end := waitCopied(target, start, func() bool { return m.Pid() != 0 })
+		rss := vmHWM(m.Pid())
+		m.Close()
+		results = append(results, result{mm.name, end.Sub(start), end.Sub(first), rss})
+	}
+
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%d records of 200 B in %d partitions, Kafka 2.3.0 -> 3.7.1, one broker each, same machine:\n\n", n, parts)
+	fmt.Fprintf(&b, "| mirror | wall time | records/s (wall) | records/s (first to last record) | peak RSS |\n|---|---|---|---|---|\n")
+	for _, r := range results {
+		fmt.Fprintf(&b, "| %s | %.1f s | %.0f | %.0f | %.0f MiB |\n", r.name, r.total.Seconds(),
+			float64(n)/r.total.Seconds(), float64(n)/r.steady.Seconds(), float64(r.rssKiB)/1024)
+	}
+	km, bare, md, mt := results[1], results[0], results[2], results[3]
+	fmt.Fprintf(&b, "\nkmirror / bare loop: %.2f; kmirror / MM2 default: %.2f; kmirror / MM2 tuned: %.2f (steady-state throughput ratios)\n",
+		bare.steady.Seconds()/km.steady.Seconds(), md.steady.Seconds()/km.steady.Seconds(), mt.steady.Seconds()/km.steady.Seconds())
+	t.Log(b.String())
+	if out := os.Getenv("KMIGRATE_BENCH_OUT"); out != "" {
+		if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {
+			t.Errorf("write %s: %v", out, err)
+		}
+	}
+}
+
+// vmHWM is the peak resident set size of process pid in KiB, from /proc (0 if unknown).
+func vmHWM(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// TestMirrorBareHelper is the bare consume-to-produce loop of TestMirrorBench, run as its own
+// process: every record of the source topic to the same partition of the target topic, with
+// an idempotent acks=all producer, and nothing else (no offset map, no group).
+func TestMirrorBareHelper(t *testing.T) {
+	if os.Getenv("KMIGRATE_BARE_HELPER") != "1" {
+		t.Skip("helper process of TestMirrorBench")
+	}
+	n, _ := strconv.ParseInt(os.Getenv("KMIGRATE_BARE_N"), 10, 64)
+	target := os.Getenv("KMIGRATE_BARE_TARGET")
+	src, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(os.Getenv("KMIGRATE_BARE_SRC"), ",")...),
+		kgo.ConsumeTopics(os.Getenv("KMIGRATE_BARE_TOPIC")), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxPartitionBytes(1<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(os.Getenv("KMIGRATE_BARE_DST"), ",")...),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5*time.Millisecond),
+		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(10000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	ctx := context.Background()
+	var acked atomic.Int64
+	var polled int64
+	for polled < n {
+		fs := src.PollRecords(ctx, 5000)
+		fs.EachRecord(func(r *kgo.Record) {
+			polled++
+			dst.Produce(ctx, &kgo.Record{Topic: target, Partition: r.Partition, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp},
+				func(_ *kgo.Record, err error) {
+					if err != nil {
+						panic(err)
+					}
+					acked.Add(1)
+				})
+		})
+	}
+	if err := dst.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
