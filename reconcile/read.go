@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -69,6 +70,25 @@ func (s *side) read(ctx context.Context, topic string, part int32, from, to int6
 	if from >= to {
 		return nil, nil
 	}
+	for try := 0; ; try++ {
+		out, err := s.readOnce(ctx, topic, part, from, to, max, fields)
+		if err == nil || try >= 3 || !(errors.Is(err, kerr.NotLeaderForPartition) || errors.Is(err, kerr.FencedLeaderEpoch) ||
+			errors.Is(err, kerr.UnknownLeaderEpoch) || errors.Is(err, kerr.LeaderNotAvailable)) {
+			return out, err
+		}
+		// The leader moved: forget the metadata and ask again.
+		s.mu.Lock()
+		delete(s.topics, topic)
+		s.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Duration(try+1) * 200 * time.Millisecond):
+		}
+	}
+}
+
+func (s *side) readOnce(ctx context.Context, topic string, part int32, from, to int64, max int, fields verify.Fields) ([]rec, error) {
 	td, ok, err := s.topic(ctx, topic)
 	if err != nil {
 		return nil, err
