@@ -174,9 +174,13 @@ func Start(ctx context.Context, spec Spec) (Cluster, error) {
 // StartT starts the cluster for a test and closes it in t.Cleanup. It skips the test, saying
 // why, when the provider cannot run here (no Java 17, no Maven to fetch missing jars, no
 // Docker engine); with KMIGRATE_REQUIRE_REAL=1 a missing Java 17 or Maven fails it instead.
-// When the test fails, the tail of every log file is printed.
+// When the test fails, the tail of every log file is printed. Under go test -short it skips
+// every cluster that is not kfake.
 func StartT(t testing.TB, spec Spec) Cluster {
 	t.Helper()
+	if testing.Short() && spec.Version != Kfake && spec.Provider != ProviderKfake {
+		t.Skipf("skip: -short: no real %s brokers", spec.Version)
+	}
 	if spec.Dir == "" && os.Getenv(EnvLogDir) == "" {
 		spec.Dir = t.TempDir()
 	}

@@ -41,8 +41,14 @@
 //
 // Skipping: StartT skips, saying why, when Java 17 is missing or the jars are missing and
 // Maven is not there to fetch them; KMIGRATE_REQUIRE_REAL=1 (CI) turns that into a failure.
-// A missing Docker engine always skips.
+// A missing Docker engine always skips. go test -short skips every real cluster and MM2.
 //
-// Testing the package itself: go test ./integration/cluster/ (about 40 s: both versions with
-// one broker, then three 3.7.1 brokers with one killed and restarted).
+// Logs: every process appends its console (log4j at INFO) to a file in the cluster's
+// directory (zookeeper/zookeeper.log, broker-<i>/broker.log, mm2.log). Under StartT that is
+// t.TempDir, or a kept sub-directory of $KMIGRATE_LOGDIR when set.
+//
+// Testing the package itself: go test ./integration/cluster/ (about 100 s on an idle 2-core
+// machine: both versions with one broker; three 3.7.1 brokers with one killed -9, restarted
+// and one stopped; MirrorMaker 2 killed and restarted; a broker dying at start; the pid
+// registry; the Docker probe).
 package cluster

@@ -120,6 +120,9 @@ func StartMM2(ctx context.Context, spec MM2Spec) (_ *MM2, err error) {
 // t.Cleanup, printing the tail of its log when the test failed.
 func StartMM2T(t testing.TB, spec MM2Spec) *MM2 {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("skip: -short: no MirrorMaker 2")
+	}
 	if spec.Dir == "" && os.Getenv(EnvLogDir) == "" {
 		spec.Dir = t.TempDir()
 	}
