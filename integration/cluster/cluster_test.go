@@ -253,6 +253,9 @@ func consume(t *testing.T, seeds []string, topic string, want int) int {
 // TestTestcontainers runs one broker of each version in containers where a Docker engine
 // answers; elsewhere it checks that the provider says so quickly instead of hanging.
 func TestTestcontainers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skip: -short: no real brokers")
+	}
 	for _, v := range []string{cluster.V230, cluster.V371} {
 		t.Run(v, func(t *testing.T) {
 			start := time.Now()
@@ -352,6 +355,9 @@ func waitRecords(t *testing.T, c cluster.Cluster, topic string, want int64) int6
 // TestJVMStartFailsFast checks that a broker that dies while starting fails Start at once
 // (after one retry) with its exit status and log tail, instead of waiting for the deadline.
 func TestJVMStartFailsFast(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skip: -short: no real brokers")
+	}
 	dir := filepath.Join(t.TempDir(), "bad")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
