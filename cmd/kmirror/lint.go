@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -18,7 +20,9 @@ func lintCommand() *cli.Command {
 		Description: `lint reads FILE as MirrorMaker 2 3.7.1 would and prints every finding with its line: unknown
 or misspelled keys with a suggestion (offset.max.lag -> offset.lag.max), flow keys naming an
 undeclared alias, an alias in the wrong case, inline "# comments" that become part of a
-value, invalid regexes. MM2 itself drops unknown keys without a word.
+value, trailing blanks that turn "true" false, invalid regexes, replication factors a
+2.3.0 cluster cannot take. MM2 itself drops unknown keys without a word. Each finding has a
+severity: error (MM2 refuses the file or does not do what it says), warning, info.
 
 Examples:
   kmirror lint mm2.properties
@@ -47,15 +51,23 @@ func lint(c *cli.Context) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		if findings == nil {
-			findings = []mm2.Warning{}
+			findings = []mm2.Finding{}
 		}
 		if err := enc.Encode(findings); err != nil {
 			return &clikit.ExitCoder{Code: clikit.ExitError, Err: err}
 		}
 	case "text":
 		for _, f := range findings {
-			line := fmt.Sprintf("%s:%d: %s: %s", path, f.Line, f.Key, f.Message)
-			if f.Suggestion != "" {
+			at := path
+			if f.Line > 0 {
+				at = fmt.Sprintf("%s:%d", path, f.Line)
+			}
+			line := fmt.Sprintf("%s: %s: %s: %s", at, f.Severity, f.Key, f.Message)
+			switch {
+			case f.Suggestion == "":
+			case strings.ContainsRune(f.Suggestion, ' '):
+				line += fmt.Sprintf(" (suggestion: %s)", f.Suggestion)
+			default:
 				line += fmt.Sprintf(" (did you mean %s?)", f.Suggestion)
 			}
 			fmt.Fprintln(w, line)
@@ -72,11 +84,16 @@ func lint(c *cli.Context) error {
 	return nil
 }
 
-// lintFile returns the findings of the mm2 parser for path.
-func lintFile(path string) ([]mm2.Warning, error) {
-	cfg, err := mm2.Load(path)
+// lintFile returns mm2.Lint's findings for path.
+func lintFile(path string) ([]mm2.Finding, error) {
+	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("lint: %w", err)
 	}
-	return cfg.Warnings, nil
+	defer f.Close()
+	findings, err := mm2.Lint(f)
+	if err != nil {
+		return nil, fmt.Errorf("lint %s: %w", path, err)
+	}
+	return findings, nil
 }

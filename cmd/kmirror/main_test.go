@@ -44,7 +44,10 @@ func TestLint(t *testing.T) {
 			t.Parallel()
 			file := tt.file
 			if file == "" {
-				file = writeFile(t, "clusters=A,B\nA.bootstrap.servers=a:9092\nB.bootstrap.servers=b:9092\nA->B.enabled=true\n")
+				file = writeFile(t, "clusters=A,B\nA.bootstrap.servers=a:9092\nB.bootstrap.servers=b:9092\nA->B.enabled=true\n"+
+					"replication.factor=3\ncheckpoints.topic.replication.factor=3\nheartbeats.topic.replication.factor=3\n"+
+					"offset-syncs.topic.replication.factor=3\noffset.storage.replication.factor=3\n"+
+					"status.storage.replication.factor=3\nconfig.storage.replication.factor=3\n")
 			}
 			app := newApp()
 			var out, errOut bytes.Buffer
