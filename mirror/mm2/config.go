@@ -132,6 +132,8 @@ type parser struct {
 	flowOrder   []string
 	clusterKeys map[string]map[string]Property // alias -> suffix -> property
 	global      map[string]Property
+
+	warnedPolicy map[string]bool // keys already warned about, as flows share global keys
 }
 
 func (p *parser) warn(pr Property, suggestion, format string, args ...any) {
@@ -209,6 +211,7 @@ func (p *parser) classify() {
 	p.flowKeys = map[string]*flowKey{}
 	p.clusterKeys = map[string]map[string]Property{}
 	p.global = map[string]Property{}
+	p.warnedPolicy = map[string]bool{}
 	for _, pr := range p.props.All() {
 		k := pr.Key
 		if k == "clusters" {
@@ -507,11 +510,22 @@ func (p *parser) flow(src, tgt string) (*Flow, error) {
 		}
 	}
 	if pr, ok := get("enabled"); ok {
-		// MirrorMakerConfig.clusterPairs uses Boolean.parseBoolean: untrimmed, anything but
-		// "true" (any case) is false.
-		f.Enabled = strings.EqualFold(pr.Value, "true")
-		if t := strings.TrimSpace(pr.Value); !f.Enabled && (strings.EqualFold(t, "true") || !strings.EqualFold(t, "false")) {
-			p.warn(pr, "", "value %q is not exactly true or false: MM2 reads it as false and leaves the flow disabled", pr.Value)
+		// The connectors read "enabled" as a trimmed boolean; anything else makes MM2's
+		// connector config fail. (MirrorMakerConfig.clusterPairs reads it untrimmed, which
+		// only matters with heartbeats off; Lint reports that.)
+		b, err := parseBool(pr)
+		if err != nil {
+			return nil, err
+		}
+		f.Enabled = b
+		// MM2 starts a herder for the pair only if "enabled" or emit.heartbeats.enabled is
+		// exactly "true" (Boolean.parseBoolean, untrimmed; heartbeats default to on).
+		heartbeats := true
+		if hb, ok := get("emit.heartbeats.enabled"); ok {
+			heartbeats = strings.EqualFold(hb.Value, "true")
+		}
+		if !strings.EqualFold(pr.Value, "true") && !heartbeats {
+			f.Enabled = false
 		}
 	}
 	sep := "."
@@ -532,12 +546,18 @@ func (p *parser) flow(src, tgt string) (*Flow, error) {
 	}
 	f.Policy = DefaultPolicy{Separator: sep}
 	if pr, ok := get("replication.policy.class"); ok {
-		switch strings.TrimSpace(pr.Value) {
+		v := strings.TrimSpace(pr.Value)
+		switch v {
 		case DefaultPolicyClass, "DefaultReplicationPolicy":
 		case IdentityPolicyClass, "IdentityReplicationPolicy":
 			f.Policy = IdentityPolicy{Separator: sep}
 		default:
 			return nil, keyErr(pr, "replication policy %q is not supported: use %s or %s", pr.Value, DefaultPolicyClass, IdentityPolicyClass)
+		}
+		if !strings.Contains(v, ".") && !p.warnedPolicy[pr.Key] {
+			// MM2 loads the class by name: a simple name is a ClassNotFound at start-up.
+			p.warnedPolicy[pr.Key] = true
+			p.warn(pr, "org.apache.kafka.connect.mirror."+v, "MM2 needs the full class name: %q fails with \"could not be found\" when MM2 starts; kmigrate accepts it", v)
 		}
 	}
 	if pr, ok := get("offset-syncs.topic.location"); ok {

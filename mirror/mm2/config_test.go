@@ -113,6 +113,8 @@ func TestParseErrors(t *testing.T) {
 		{"bad location", "clusters=a,b\na->b.enabled=true\noffset-syncs.topic.location=Target", "offset-syncs.topic.location", 3, "source or target"},
 		{"bad regex", "clusters=a,b\na->b.enabled=true\na->b.topics=orders(", "a->b.topics", 3, "RE2"},
 		{"Java-only regex", "clusters=a,b\na->b.enabled=true\ngroups.exclude=(?!keep).*", "groups.exclude", 3, "lookaround"},
+		{"enabled with a comment", "clusters=a,b\na->b.enabled=true # later", "a->b.enabled", 2, "true or false"},
+		{"enabled yes", "clusters=a,b\na->b.enabled=yes", "a->b.enabled", 2, "true or false"},
 		{"bad boolean", "clusters=a,b\na->b.enabled=true\nreplication.policy.internal.topic.separator.enabled=yes", "replication.policy.internal.topic.separator.enabled", 3, "true or false"},
 		{"empty broker", "clusters=a,b\na.bootstrap.servers=x:1,,y:2", "a.bootstrap.servers", 2, "empty broker"},
 	}
@@ -221,6 +223,30 @@ c->a.sync.group.offsets.enabled=true
 	}
 }
 
+func TestEnabledNeedsAHerder(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, keys string
+		want       bool
+	}{
+		{"true", "a->b.enabled=true", true},
+		{"TRUE", "a->b.enabled=TRUE", true},
+		{"trailing blank, heartbeats on", "a->b.enabled=true ", true},
+		{"trailing blank, heartbeats off", "a->b.enabled=true \nemit.heartbeats.enabled=false", false},
+		{"trailing blank, flow heartbeats off", "a->b.enabled=true \na->b.emit.heartbeats.enabled=false", false},
+		{"heartbeats off", "a->b.enabled=true\nemit.heartbeats.enabled=false", true},
+		{"false", "a->b.enabled=false", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := mustFlow(t, mustParse(t, "clusters=a,b\n"+tt.keys+"\n"), "a->b")
+			if f.Enabled != tt.want {
+				t.Fatalf("enabled: got %v, want %v", f.Enabled, tt.want)
+			}
+		})
+	}
+}
+
 func TestDefaults(t *testing.T) {
 	t.Parallel()
 	cfg := mustParse(t, "clusters=src,dst\nsrc->dst.enabled=true\n")
@@ -297,7 +323,11 @@ func TestPolicies(t *testing.T) {
 					t.Errorf("%s: got %q, want %q", c.what, c.got, c.want)
 				}
 			}
-			if len(cfg.Warnings) != 0 {
+			simple := !strings.Contains(tt.keys, "class=org.") && strings.Contains(tt.keys, "class=")
+			switch {
+			case simple && (len(cfg.Warnings) != 1 || !strings.HasPrefix(cfg.Warnings[0].Suggestion, "org.apache.kafka.connect.mirror.")):
+				t.Errorf("warnings: got %+v, want one suggesting the full class name (MM2 cannot load a simple name)", cfg.Warnings)
+			case !simple && len(cfg.Warnings) != 0:
 				t.Errorf("warnings: got %+v, want none", cfg.Warnings)
 			}
 		})
@@ -325,7 +355,6 @@ func TestWarnings(t *testing.T) {
 		{"producer key without prefix", "producer.linger.ms=5", "producer.linger.ms", "", "unprefixed producer."},
 		{"connector key after a cluster prefix", "source.topics=orders", "source.topics", "", "ignores it as a flow setting"},
 		{"not a 3.7.1 key", "heartbeats.topic.name=hb", "heartbeats.topic.name", "", "ignores"},
-		{"flow enabled with a comment", "target->source.enabled=true # later", "target->source.enabled", "", "reads it as false"},
 		{"per-client secret", "source.producer.ssl.key.password=x", "source.producer.ssl.key.password", "source.ssl.key.password", "per-client secrets"},
 	}
 	for _, tt := range tests {

@@ -164,10 +164,11 @@ func lintValue(pr Property, add addFunc) {
 			add(pr.Line, pr.Key, SeverityError, pr.Key+"="+kept, "%q: a comment only starts a line, so MM2 keeps %q in the value; move the comment to its own line", pr.Value, strings.TrimSpace(pr.Value[loc[0]:]))
 		}
 	}
-	// MirrorMakerConfig.clusterPairs reads these with Boolean.parseBoolean, untrimmed.
+	// MirrorMakerConfig.clusterPairs reads these with Boolean.parseBoolean, untrimmed, to decide
+	// which herders exist; the connectors read them trimmed.
 	if strings.HasSuffix(pr.Key, ".enabled") && (strings.Contains(pr.Key, "->") || pr.Key == "emit.heartbeats.enabled") {
 		if pr.Value != strings.TrimRight(pr.Value, " \t\f") && strings.EqualFold(strings.TrimSpace(pr.Value), "true") {
-			add(pr.Line, pr.Key, SeverityError, pr.Key+"=true", "trailing blanks after true: MM2 reads %q as false here", pr.Value)
+			add(pr.Line, pr.Key, SeverityWarning, pr.Key+"=true", "trailing blanks after true: MM2 reads %q as true in the connectors but as false when it decides which flows to start, so with emit.heartbeats.enabled=false this flow never starts; remove the blanks", pr.Value)
 		}
 	}
 }

@@ -67,7 +67,7 @@ func TestLint(t *testing.T) {
 		{name: "alias case", extra: "Src->dst.topics=orders", wantKey: "Src->dst.topics", wantLine: 12, wantSev: SeverityError, wantMsg: "case-sensitive", wantSugg: "src->dst.topics"},
 		{name: "inline comment", extra: "src->dst.topics=orders # only orders", wantKey: "src->dst.topics", wantLine: 12, wantSev: SeverityError, wantMsg: "comment", wantSugg: "src->dst.topics=orders"},
 		{name: "inline comment in a secret", extra: "src.ssl.truststore.password=pw # the pw", wantKey: "src.ssl.truststore.password", wantLine: 12, wantSev: SeverityError, wantMsg: "not shown"},
-		{name: "trailing blank after true", replace: [2]string{"src->dst.enabled=true\n", "src->dst.enabled=true \n"}, wantKey: "src->dst.enabled", wantLine: 4, wantSev: SeverityError, wantMsg: "false"},
+		{name: "trailing blank after true", replace: [2]string{"src->dst.enabled=true\n", "src->dst.enabled=true \n"}, wantKey: "src->dst.enabled", wantLine: 4, wantSev: SeverityWarning, wantMsg: "never starts", wantSugg: "src->dst.enabled=true"},
 		{name: "Java-only regex", extra: "groups=(?!tmp).*", wantKey: "groups", wantLine: 12, wantSev: SeverityError, wantMsg: "lookaround"},
 		{name: "possessive quantifier", extra: "topics=a.*+", wantKey: "topics", wantLine: 12, wantSev: SeverityError, wantMsg: "possessive"},
 		{name: "regex does not compile", extra: "topics=orders(", wantKey: "topics", wantLine: 12, wantSev: SeverityError, wantMsg: "RE2"},

@@ -40,7 +40,10 @@ public class KmigrateOracle {
                         List<String> l = new ArrayList<>();
                         for (Object o : (List<?>) v) l.add(o.toString());
                         v = String.join(",", l);
+                    } else if (v != null && k.equals("bootstrap.servers")) {
+                        v = String.join(",", v.toString().trim().split("\\s*,\\s*")); // a STRING here, a LIST in the clients
                     }
+                    if (v != null && k.equals("security.protocol")) v = v.toString().toUpperCase(java.util.Locale.ROOT);
                     System.out.println(file + "\tcluster\t" + alias + "\t" + k + "\t" + (v == null ? "<null>" : v));
                 }
             }
@@ -105,13 +108,13 @@ b.bootstrap.servers=b:9092
 c.bootstrap.servers=c:9092
 c.security.protocol=sasl_ssl
 a->b.enabled=true
-a->b.replication.policy.class=IdentityReplicationPolicy
+a->b.replication.policy.class=org.apache.kafka.connect.mirror.IdentityReplicationPolicy
 b->a.enabled=true 
 b->c.enabled=true
-b->c.replication.policy.class=DefaultReplicationPolicy
+b->c.replication.policy.class=org.apache.kafka.connect.mirror.DefaultReplicationPolicy
 b->c.offset-syncs.topic.location=target
 b->c.topics=
-c->a.enabled=yes
+c->a.enabled=false
 topics=\d+, orders
 groups.exclude=h.*, \
     console-.*
@@ -264,10 +267,11 @@ func TestAgainstMM2(t *testing.T) {
 		want = append(want, goFacts(t, name, configs[name])...)
 	}
 	java := exec.CommandContext(ctx, "java", args...)
-	java.Stderr = nil
+	var stderr strings.Builder
+	java.Stderr = &stderr
 	out, err := java.Output()
 	if err != nil {
-		t.Fatalf("java oracle: %v\n%s", err, out)
+		t.Fatalf("java oracle: %v\n%s", err, stderr.String())
 	}
 	got := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
 	sort.Strings(got)
