@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/mirror/mm2"
 )
 
 var topicSeq atomic.Int64
@@ -283,5 +285,36 @@ func TestAlignPartitionSmallRange(t *testing.T) {
 	}
 	if got := pm.ExactTarget(121); !got.Known || got.Target != 124 {
 		t.Errorf("ExactTarget(121): got %+v, want 124", got)
+	}
+}
+
+func TestDiffFromOffsetUsesOffsetSyncs(t *testing.T) {
+	src, dst := newCluster(t), newCluster(t)
+	topic := uniqueTopic(t)
+	syncs := "mm2-offset-syncs.source.internal"
+	createTopic(t, src, topic, 1)
+	createTopic(t, dst, topic, 1)
+	createTopic(t, dst, syncs, 1)
+	produce(t, src, topic, 0, span(0, 999))
+	// The target rewrote the timestamps (LogAppendTime): they say nothing about where a
+	// source record landed, so only the offset sync 500 -> 500 narrows the target start.
+	var copied []*kgo.Record
+	for _, r := range span(0, 999) {
+		c := *r
+		c.Timestamp = time.Now()
+		copied = append(copied, &c)
+	}
+	produce(t, dst, topic, 0, copied)
+	s := mm2.OffsetSync{Topic: topic, Partition: 0, Upstream: 500, Downstream: 500}
+	produce(t, dst, syncs, 0, []*kgo.Record{{Key: s.Key(), Value: s.Value()}})
+
+	res, _ := diff(t, src, dst, Config{SourceTopic: topic, From: Position{Kind: AtOffset, Offset: 600},
+		OffsetSyncsTopic: syncs, OffsetSyncsClient: dst})
+	p := res.Partitions[0]
+	if !res.Identical || p.Matched != 400 {
+		t.Fatalf("got identical=%v counts=%+v, want identical, 400 matched", res.Identical, p.Counts)
+	}
+	if want := int64(600 - (500 - hintMargin)); p.TargetSkipped != want {
+		t.Errorf("got %d target records skipped, want %d (read from the sync's downstream offset less the margin)", p.TargetSkipped, want)
 	}
 }
