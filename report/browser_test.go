@@ -264,6 +264,13 @@ func TestHTMLInBrowser(t *testing.T) {
 			bars: map[string]int{"s-redeliver": 1, "s-skip": 1},
 			has:  []string{"legacy<app>", "GROUP_AUTHORIZATION_FAILED", "kreconcile-backup-20261201T070000Z.json"},
 		},
+		{
+			name: "lint-findings", word: "FINDINGS", headline: "4 findings",
+			counts: map[string]string{"findings": "4", "errors": "2", "warnings": "1", "info": "1"},
+			rows:   []string{"error", "error", "warning", "info"},
+			bars:   map[string]int{},
+			has:    []string{"offset.max.lag", "offset.lag.max", `names alias "source"`},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package report_test
 
 import (
+	"github.com/kmigrate/kmigrate/mirror/mm2"
 	"github.com/kmigrate/kmigrate/reconcile"
 	"github.com/kmigrate/kmigrate/verify"
 )
@@ -20,8 +21,10 @@ func verifyDiffering() *verify.Result {
 		Compared:    []string{"key", "value", "headers"},
 		Partitions: []verify.PartitionResult{
 			{
+				// The target topic held 12 records before the mirror started: read, not compared.
 				Partition: 0, Counts: verify.Counts{Matched: 1000},
-				SourceStart: 0, SourceEnd: 1000, TargetStart: 0, TargetEnd: 1000,
+				SourceStart: 0, SourceEnd: 1000, TargetStart: 0, TargetEnd: 1012,
+				TargetSkipped: 12, TargetSkippedRange: &verify.TargetRange{From: 0, To: 11},
 			},
 			{
 				Partition: 1,
@@ -91,7 +94,7 @@ func reconcileSeed() *reconcile.Result {
 				Topic: "orders", TargetTopic: "orders", Partition: 0,
 				SourceCommitted: 120, SourceStart: 0, SourceEnd: 150,
 				TargetCommitted: ptr(112), TargetEnd: 150,
-				Checkpoint: ptr(112), ExactTarget: ptr(120),
+				Checkpoint: ptr(112), CheckpointUpstream: ptr(120), ExactTarget: ptr(120),
 				Status: reconcile.StatusBehind, RedeliveredIfUnchanged: 8,
 				CheckpointStatus: reconcile.StatusBehind,
 				Proof:            "fingerprint of source 119 = target 119",
@@ -111,8 +114,8 @@ func reconcileMixed() *reconcile.Result {
 				Partitions: []reconcile.Partition{
 					{Topic: "invoices", TargetTopic: "invoices", Partition: 0, SourceCommitted: 5000, SourceEnd: 5000,
 						TargetCommitted: ptr(5000), TargetEnd: 5000, Checkpoint: ptr(4991), ExactTarget: ptr(5000),
-						Status: reconcile.StatusExact, CheckpointStatus: reconcile.StatusBehind,
-						Proof: "fingerprint of source 4999 = target 4999"},
+						CheckpointUpstream: ptr(4991), Status: reconcile.StatusExact, CheckpointStatus: reconcile.StatusBehind,
+						Proof: "fingerprint of source 4999 = target 4999", Action: "committed 5000 (was 4991)"},
 					{Topic: "invoices", TargetTopic: "invoices", Partition: 1, SourceCommitted: 4870, SourceEnd: 4900,
 						TargetCommitted: ptr(4876), TargetEnd: 4903, Checkpoint: ptr(4876), ExactTarget: ptr(4873),
 						Status: reconcile.StatusAhead, SkippedIfUnchanged: 3, CheckpointStatus: reconcile.StatusAhead,
@@ -143,5 +146,20 @@ func reconcileMixed() *reconcile.Result {
 				Group: "reports", Err: "describe group reports on cluster target: GROUP_AUTHORIZATION_FAILED: grant Describe on the group to the kreconcile principal",
 			},
 		},
+	}
+}
+
+// lintFindings is what kmirror lint says about the seed case's mm2.properties.
+func lintFindings() []mm2.Finding {
+	return []mm2.Finding{
+		{Line: 14, Key: "offset.max.lag", Severity: mm2.SeverityError,
+			Message:    "unknown key: MirrorMaker 2 ignores it without a word, so offset.lag.max stays at its default 100",
+			Suggestion: "offset.lag.max"},
+		{Line: 9, Key: "source->target.enabled", Severity: mm2.SeverityError,
+			Message: `flow "source->target" names alias "source", but clusters declares "SOURCE" (aliases are case-sensitive)`, Suggestion: "SOURCE->target.enabled"},
+		{Line: 0, Key: "offset-syncs.topic.replication.factor", Severity: mm2.SeverityWarning,
+			Message: "not set: the default 3 needs three brokers on the cluster that holds the offset syncs"},
+		{Line: 21, Key: "sync.group.offsets.interval.seconds", Severity: mm2.SeverityInfo,
+			Message: "10 s: target groups are written at most this often, and only while they are empty"},
 	}
 }

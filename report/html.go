@@ -48,6 +48,7 @@ type htmlPage struct {
 	Verify   *verifyReport
 	Charts   []*chart
 	Recon    *reconcileReport
+	Lint     *lintReport
 }
 
 func verifyHTML(w io.Writer, rep *verifyReport) error {

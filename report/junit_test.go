@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kmigrate/kmigrate/mirror/mm2"
 	"github.com/kmigrate/kmigrate/report"
 	"github.com/kmigrate/kmigrate/report/junit"
 )
@@ -122,6 +123,9 @@ func TestJUnitCounts(t *testing.T) {
 		// reconcile: a case per group partition, plus one for a group that failed.
 		{"reconcile-seed", reconcileSeed(), 1, 1, 1, 0, 0, "E(G) 120"},
 		{"reconcile-mixed", reconcileMixed(), 4, 6, 2, 2, 1, "would skip 3 (data loss)"},
+		// lint: a failing case per finding, typed by severity; a clean file is one passing case.
+		{"lint-findings", lintFindings(), 1, 4, 4, 0, 0, "(did you mean offset.lag.max?)"},
+		{"lint-clean", []mm2.Finding{}, 1, 1, 0, 0, 0, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

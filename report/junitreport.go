@@ -56,10 +56,10 @@ func partDetail(vp verifyPart) string {
 	fmt.Fprintf(&b, "matched %s, missing %s, duplicated %s, mismatched %s, extra %s, ambiguous %s\n",
 		num(c.Matched), num(c.Missing), num(c.Duplicated), num(c.Mismatched), num(c.Extra), num(c.Ambiguous))
 	if vp.P.Err != "" {
-		fmt.Fprintf(&b, "%-11s %s\n", "error", vp.P.Err)
+		fmt.Fprintf(&b, "%-12s %s\n", "error", vp.P.Err)
 	}
 	for _, d := range vp.Details {
-		fmt.Fprintf(&b, "%-11s %s%s\n", d.Class, d.Prefix, strings.Join(d.Items, ", "))
+		fmt.Fprintf(&b, "%-12s %s%s\n", d.Class, d.Prefix, strings.Join(d.Items, ", "))
 	}
 	if vp.P.Truncated {
 		b.WriteString("kverify cut these lists to bound the report; the counts are complete\n")

@@ -206,6 +206,12 @@ func newReconcileRow(group string, p *reconcile.Partition) reconcileRow {
 	if p.Reason != "" {
 		row.Details = append(row.Details, "reason: "+oneLine(p.Reason))
 	}
+	if u := p.CheckpointUpstream; u != nil && *u != p.SourceCommitted {
+		row.Details = append(row.Details, fmt.Sprintf("MM2 checkpoint is stale: translated from source offset %d, the group is at %d", *u, p.SourceCommitted))
+	}
+	if p.Action != "" {
+		row.Details = append(row.Details, "apply: "+oneLine(p.Action))
+	}
 	if p.Proof != "" {
 		row.Details = append(row.Details, "E(G) proof: "+oneLine(p.Proof))
 	}

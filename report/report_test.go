@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kmigrate/kmigrate/mirror/mm2"
 	"github.com/kmigrate/kmigrate/reconcile"
 	"github.com/kmigrate/kmigrate/report"
 	"github.com/kmigrate/kmigrate/verify"
@@ -27,6 +28,7 @@ func fixtures() []fixture {
 		{"verify-identical", verifyIdentical()},
 		{"reconcile-seed", reconcileSeed()},
 		{"reconcile-mixed", reconcileMixed()},
+		{"lint-findings", lintFindings()},
 	}
 }
 
@@ -94,6 +96,9 @@ func TestSummaryFirst(t *testing.T) {
 		{"reconcile seed", reconcileSeed(), "1 behind, 0 ahead"},
 		{"reconcile all exact", exactOnly(), "all exact"},
 		{"reconcile mixed", reconcileMixed(), "0 behind, 1 ahead, 1 pending, 1 without a target commit, 1 unmappable, 1 group failed"},
+		{"lint findings", lintFindings(), "4 findings"},
+		{"lint clean", []mm2.Finding{}, "no findings"},
+		{"parser warnings", []mm2.Warning{{Line: 3, Key: "offset.max.lag", Message: "unknown key", Suggestion: "offset.lag.max"}}, "1 finding"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

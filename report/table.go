@@ -95,10 +95,10 @@ func verifyTable(w io.Writer, rep *verifyReport, opt Options) error {
 			}
 			fmt.Fprintf(&b, "\npartition %d: %s\n", vp.P.Partition, p.paint(vp.Level, vp.Status))
 			if vp.P.Err != "" {
-				fmt.Fprintf(&b, "  %s %s\n", p.paint(levelErr, fmt.Sprintf("%-11s", "error")), oneLine(vp.P.Err))
+				fmt.Fprintf(&b, "  %s %s\n", p.paint(levelErr, fmt.Sprintf("%-12s", "error")), oneLine(vp.P.Err))
 			}
 			for _, d := range vp.Details {
-				fmt.Fprintf(&b, "  %s %s%s\n", p.paint(d.Level, fmt.Sprintf("%-11s", d.Class)), d.Prefix,
+				fmt.Fprintf(&b, "  %s %s%s\n", p.paint(d.Level, fmt.Sprintf("%-12s", d.Class)), d.Prefix,
 					bounded(d.Items, opt.maxItems()))
 			}
 			if vp.P.Truncated {

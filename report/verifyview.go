@@ -243,6 +243,15 @@ func newVerifyPart(p *verify.PartitionResult) verifyPart {
 		}
 		vp.Details = append(vp.Details, d)
 	}
+	if p.TargetSkipped > 0 {
+		d := detail{Class: "not compared", Label: "target records before the copy of the source range began", Level: levelOK, Prefix: "target "}
+		item := plural(p.TargetSkipped, "record", "records")
+		if r := p.TargetSkippedRange; r != nil {
+			item = span(r.From, r.To) + " (" + item + ")"
+		}
+		d.Items = []string{item}
+		vp.Details = append(vp.Details, d)
+	}
 	if len(p.AmbiguousRanges) > 0 {
 		d := detail{Class: "ambiguous", Label: "target offsets matched within runs of identical records", Level: levelWarn, Prefix: "target "}
 		for _, r := range p.AmbiguousRanges {
