@@ -271,6 +271,12 @@ func TestHTMLInBrowser(t *testing.T) {
 			bars:   map[string]int{},
 			has:    []string{"offset.max.lag", "offset.lag.max", `names alias "source"`},
 		},
+		{
+			name: "rollback", word: "INCOMPLETE", headline: "1 restored, 1 refused, 0 failed",
+			rows: []string{"restored", "refused: the target group has 1 member: stop its consumers first, then rerun rollback"},
+			bars: map[string]int{},
+			has:  []string{"billing | 2 | 0 | restored"},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

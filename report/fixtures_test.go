@@ -163,3 +163,14 @@ func lintFindings() []mm2.Finding {
 			Message: "10 s: target groups are written at most this often, and only while they are empty"},
 	}
 }
+
+// rollbackMixed restores one group and refuses one that has consumers again.
+func rollbackMixed() *reconcile.RollbackResult {
+	return &reconcile.RollbackResult{
+		Backup: "kreconcile-backup-20261201T070000Z.json",
+		Groups: []reconcile.RolledBackGrp{
+			{Group: "billing", Restored: 2},
+			{Group: "orders-consumer", Refused: "the target group has 1 member: stop its consumers first, then rerun rollback"},
+		},
+	}
+}

@@ -49,6 +49,7 @@ type htmlPage struct {
 	Charts   []*chart
 	Recon    *reconcileReport
 	Lint     *lintReport
+	Rollback *rollbackReport
 }
 
 func verifyHTML(w io.Writer, rep *verifyReport) error {

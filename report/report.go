@@ -79,8 +79,9 @@ func (o Options) maxItems() int {
 func (o Options) maxNotes() int { return 4 * o.maxItems() }
 
 // Write renders v in format f. v is a *verify.Result, a []*verify.Result (one section per
-// topic), a *reconcile.Result (values work as well as pointers), or the findings of
-// `kmirror lint`, []mm2.Finding (or the parser's []mm2.Warning). JSON writes any v as it
+// topic), a *reconcile.Result (values work as well as pointers), a
+// *reconcile.RollbackResult, or the findings of `kmirror lint`, []mm2.Finding (or the
+// parser's []mm2.Warning). JSON writes any v as it
 // is, indented, because its field names are the tools' interface; the other formats return an
 // error for a type they do not know. Write is a pure function of its arguments.
 func Write(w io.Writer, f Format, v any, opt Options) error {
@@ -117,13 +118,18 @@ func Write(w io.Writer, f Format, v any, opt Options) error {
 		return writeReconcile(w, f, r, opt)
 	case reconcile.Result:
 		return writeReconcile(w, f, &r, opt)
+	case *reconcile.RollbackResult:
+		if r == nil {
+			return errors.New("render rollback result: it is nil")
+		}
+		return writeRollback(w, f, r, opt)
 	case []mm2.Finding:
 		return writeLint(w, f, r, opt)
 	case []mm2.Warning:
 		return writeLint(w, f, warningsAsFindings(r), opt)
 	default:
 		return fmt.Errorf("cannot render a %T as %s: the report package knows *verify.Result, "+
-			"[]*verify.Result, *reconcile.Result and []mm2.Finding (use --format json for other values)", v, f)
+			"[]*verify.Result, *reconcile.Result, *reconcile.RollbackResult and []mm2.Finding (use --format json for other values)", v, f)
 	}
 }
 
