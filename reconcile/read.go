@@ -25,10 +25,11 @@ type side struct {
 
 	mu     sync.Mutex
 	topics map[string]kadm.TopicDetail
+	cache  *recordCache
 }
 
 func newSide(name string, cl *kgo.Client) *side {
-	return &side{name: name, cl: cl, adm: kadm.NewClient(cl), topics: make(map[string]kadm.TopicDetail)}
+	return &side{name: name, cl: cl, adm: kadm.NewClient(cl), topics: make(map[string]kadm.TopicDetail), cache: newRecordCache()}
 }
 
 // topic returns the metadata of t, loading it once. ok is false when t does not exist.
@@ -103,6 +104,16 @@ func (s *side) readOnce(ctx context.Context, topic string, part int32, from, to 
 	var out []rec
 	next := from
 	for next < to && (max <= 0 || len(out) < max) {
+		if recs, end, ok := s.cache.get(topic, part, next); ok {
+			for _, r := range recs {
+				if r.Offset >= to || max > 0 && len(out) >= max {
+					break
+				}
+				out = append(out, rec{off: r.Offset, fp: verify.Fingerprint(r, fields), r: r})
+			}
+			next = end
+			continue
+		}
 		req := kmsg.NewPtrFetchRequest()
 		req.MaxWaitMillis = 0
 		req.MinBytes = 1
@@ -144,9 +155,15 @@ func (s *side) readOnce(ctx context.Context, topic string, part int32, from, to 
 			}
 			return nil, fmt.Errorf("%s cluster: fetch %s/%d at offset %d: %w", s.name, topic, part, next, fp.Err)
 		}
+		var kept []*kgo.Record
 		for _, r := range fp.Records {
-			if r.Offset < next || r.Offset >= to {
-				continue
+			if r.Offset >= next {
+				kept = append(kept, r)
+			}
+		}
+		for _, r := range kept {
+			if r.Offset >= to {
+				break
 			}
 			out = append(out, rec{off: r.Offset, fp: verify.Fingerprint(r, fields), r: r})
 			if max > 0 && len(out) >= max {
@@ -167,6 +184,7 @@ func (s *side) readOnce(ctx context.Context, topic string, part int32, from, to 
 			}
 			return nil, fmt.Errorf("%s cluster: fetch %s/%d at offset %d made no progress (high watermark %d)", s.name, topic, part, next, fp.HighWatermark)
 		}
+		s.cache.put(topic, part, next, advanced, kept)
 		next = advanced
 	}
 	return out, nil

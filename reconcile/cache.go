@@ -1,0 +1,108 @@
+package reconcile
+
+import (
+	"sort"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// recordCache keeps what raw fetches returned, per partition, so that groups positioned near
+// each other share reads: a fetch answers with up to a megabyte of records, far more than one
+// group partition needs. It knows which offset ranges it holds completely (offsets without a
+// record in such a range have none: markers, compaction). It is bounded: past maxRecords the
+// partition being added to is emptied first.
+type recordCache struct {
+	mu    sync.Mutex
+	parts map[tp]*cachedPart
+	total int
+	max   int
+}
+
+type cachedPart struct {
+	known []span        // sorted, disjoint, not adjacent
+	recs  []*kgo.Record // sorted by offset, unique
+}
+
+type span struct{ from, to int64 }
+
+// cacheMaxRecords bounds a side's cache (about 100-200 MiB for small records).
+const cacheMaxRecords = 200_000
+
+func newRecordCache() *recordCache {
+	return &recordCache{parts: make(map[tp]*cachedPart), max: cacheMaxRecords}
+}
+
+// get returns the records at or after off of the known range containing off, and that range's
+// end; ok is false when off is not in a known range.
+func (c *recordCache) get(topic string, part int32, off int64) (recs []*kgo.Record, end int64, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.parts[tp{topic, part}]
+	if p == nil {
+		return nil, 0, false
+	}
+	i := sort.Search(len(p.known), func(i int) bool { return p.known[i].to > off })
+	if i == len(p.known) || p.known[i].from > off {
+		return nil, 0, false
+	}
+	end = p.known[i].to
+	lo := sort.Search(len(p.recs), func(j int) bool { return p.recs[j].Offset >= off })
+	hi := sort.Search(len(p.recs), func(j int) bool { return p.recs[j].Offset >= end })
+	return p.recs[lo:hi], end, true
+}
+
+// put records that [from, to) holds exactly recs.
+func (c *recordCache) put(topic string, part int32, from, to int64, recs []*kgo.Record) {
+	if from >= to {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := tp{topic, part}
+	p := c.parts[k]
+	if p == nil {
+		p = &cachedPart{}
+		c.parts[k] = p
+	}
+	if c.total+len(recs) > c.max {
+		c.total -= len(p.recs)
+		*p = cachedPart{}
+		if c.total+len(recs) > c.max {
+			return // one fetch larger than the whole cache: do not keep it
+		}
+	}
+	// Merge the records.
+	before := len(p.recs)
+	merged := make([]*kgo.Record, 0, len(p.recs)+len(recs))
+	i, j := 0, 0
+	for i < len(p.recs) || j < len(recs) {
+		switch {
+		case j == len(recs) || i < len(p.recs) && p.recs[i].Offset < recs[j].Offset:
+			merged = append(merged, p.recs[i])
+			i++
+		case i == len(p.recs) || recs[j].Offset < p.recs[i].Offset:
+			merged = append(merged, recs[j])
+			j++
+		default: // same offset
+			merged = append(merged, recs[j])
+			i++
+			j++
+		}
+	}
+	p.recs = merged
+	c.total += len(p.recs) - before
+	// Merge the span.
+	nf, nt := from, to
+	var known []span
+	for _, s := range p.known {
+		if s.to < nf || s.from > nt {
+			known = append(known, s)
+			continue
+		}
+		nf, nt = min(nf, s.from), max(nt, s.to)
+	}
+	known = append(known, span{nf, nt})
+	sort.Slice(known, func(a, b int) bool { return known[a].from < known[b].from })
+	p.known = known
+}
