@@ -666,7 +666,10 @@ func TestReconcileBench(t *testing.T) {
 	want := groups * partitions
 	cpTopic := "source.checkpoints.internal"
 	mm2Start := time.Now()
-	rcWaitFor(ctx, t, "MM2 to mirror the topic and checkpoint every group partition", func() string {
+	// MM2 never checkpoints some group partitions (its 64-sync index cannot translate them):
+	// wait until the count stops growing for 20 s.
+	checkpointed, lastChange := 0, time.Now()
+	rcWaitFor(ctx, t, "MM2 to mirror the topic and finish checkpointing", func() string {
 		ends := bedEndOffsets(ctx, t, dst, topic)
 		for p := range int32(partitions) {
 			if ends[p] < perPart {
@@ -682,12 +685,15 @@ func TestReconcileBench(t *testing.T) {
 				keys[c.ID()] = true
 			}
 		}
-		if len(keys) < want {
+		if len(keys) != checkpointed {
+			checkpointed, lastChange = len(keys), time.Now()
+		}
+		if len(keys) < want && time.Since(lastChange) < 20*time.Second {
 			return fmt.Sprintf("%d of %d group partitions checkpointed", len(keys), want)
 		}
 		return ""
 	})
-	t.Logf("MM2 mirrored and checkpointed %d group partitions in %s", want, time.Since(mm2Start).Round(time.Second))
+	t.Logf("MM2 mirrored the topic and checkpointed %d of %d group partitions in %s", checkpointed, want, time.Since(mm2Start).Round(time.Second))
 	if err := m.Close(); err != nil {
 		t.Logf("stop MM2: %v", err)
 	}
