@@ -56,6 +56,10 @@ type Spec struct {
 	// Config adds or overrides broker properties (jvm and testcontainers providers), e.g.
 	// "log.message.timestamp.type": "LogAppendTime".
 	Config map[string]string
+	// JVMFlags are added after the jvm provider's defaults (small heap, serial GC, C1 only:
+	// quick starts on a small machine) and win over them, e.g. {"-XX:TieredStopAtLevel=4",
+	// "-Xmx1g"} for a throughput benchmark.
+	JVMFlags []string
 }
 
 // Cluster is a running Kafka cluster. Broker indexes run from 0 to Brokers()-1. Every method

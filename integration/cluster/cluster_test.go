@@ -68,8 +68,17 @@ func TestJVMSingleBroker(t *testing.T) {
 	for _, v := range []string{cluster.V230, cluster.V371} {
 		t.Run(v, func(t *testing.T) {
 			start := time.Now()
-			c := cluster.StartT(t, cluster.Spec{Version: v})
+			flag := "-Dkmigrate.test.flag=" + v
+			c := cluster.StartT(t, cluster.Spec{Version: v, JVMFlags: []string{flag}})
 			t.Logf("%s ready in %s", v, time.Since(start).Round(time.Millisecond))
+			pids := c.(interface{ Pids() []int }).Pids()
+			if len(pids) == 0 {
+				t.Fatalf("got no pids, want the running JVMs")
+			}
+			cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pids[len(pids)-1]))
+			if err != nil || !strings.Contains(string(cmdline), flag) {
+				t.Errorf("broker command line (err %v) lacks Spec.JVMFlags %s", err, flag)
+			}
 			if got, want := c.Version(), v; got != want {
 				t.Errorf("got version %s, want %s", got, want)
 			}

@@ -145,10 +145,12 @@ func clusterDir(s Spec) (string, bool, error) {
 
 // javaArgs is the command line of one JVM on this cluster's runtime.
 func (c *jvmCluster) javaArgs(heap, main string, args ...string) []string {
-	return javaCommand(c.java, c.lib, c.dir, heap, main, args...)
+	return javaCommand(c.java, c.lib, c.dir, heap, c.spec.JVMFlags, main, args...)
 }
 
-func javaCommand(bin, lib, dir, heap, main string, args ...string) []string {
+// javaCommand builds a JVM command line; extra flags come after ours, so they win (HotSpot
+// takes the last of conflicting flags).
+func javaCommand(bin, lib, dir, heap string, extra []string, main string, args ...string) []string {
 	argv := []string{bin,
 		"-Xms32m", "-Xmx" + heap,
 		// Serial GC and C1 only: less CPU and a faster start on a small machine; the brokers'
@@ -157,9 +159,9 @@ func javaCommand(bin, lib, dir, heap, main string, args ...string) []string {
 		"-Djava.awt.headless=true", "-Djava.net.preferIPv4Stack=true",
 		"-Dlog4j.configuration=file:" + filepath.Join(dir, "log4j.properties"),
 		"-Dkafka.logs.dir=" + filepath.Join(dir, "logs"),
-		"-cp", filepath.Join(lib, "*"),
-		main,
 	}
+	argv = append(argv, extra...)
+	argv = append(argv, "-cp", filepath.Join(lib, "*"), main)
 	return append(argv, args...)
 }
 

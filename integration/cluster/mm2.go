@@ -29,6 +29,9 @@ type MM2Spec struct {
 	Name string
 	// Dir holds mm2.properties and mm2.log. Default as for Spec.Dir.
 	Dir string
+	// JVMFlags are added after the defaults (-Xmx512m, serial GC, C1 only) and win over
+	// them, e.g. {"-XX:TieredStopAtLevel=4", "-Xmx1g"} for a throughput benchmark.
+	JVMFlags []string
 }
 
 // MM2 is a running MirrorMaker 2. Its log stays in LogPath until Close removes a temporary
@@ -83,7 +86,7 @@ func StartMM2(ctx context.Context, spec MM2Spec) (_ *MM2, err error) {
 	m.proc = &proc{
 		name:    spec.Name,
 		logPath: filepath.Join(dir, "mm2.log"),
-		argv: javaCommand(bin, lib, dir, heapMM2, "org.apache.kafka.connect.mirror.MirrorMaker",
+		argv: javaCommand(bin, lib, dir, heapMM2, spec.JVMFlags, "org.apache.kafka.connect.mirror.MirrorMaker",
 			m.props, "--clusters", spec.Target),
 	}
 	if err := m.proc.start(); err != nil {
