@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf16"
 )
 
 // oracleJava asks MirrorMaker 2 3.7.1's own classes what they make of a properties file. It
@@ -27,6 +28,15 @@ public class KmigrateOracle {
         List<String> topics = Files.readAllLines(Paths.get(args[0]));
         List<String> groups = Files.readAllLines(Paths.get(args[1]));
         for (int i = 2; i < args.length; i++) {
+            if (args[i].startsWith("props:")) { // a plain properties file: dump what Properties.load reads
+                String path = args[i].substring(6);
+                String file = Paths.get(path).getFileName().toString();
+                Properties p = Utils.loadProps(path);
+                for (String k : p.stringPropertyNames()) {
+                    System.out.println(file + "\tprop\t" + esc(k) + "\t" + esc(p.getProperty(k)));
+                }
+                continue;
+            }
             String file = Paths.get(args[i]).getFileName().toString();
             Map<String, String> props = Utils.propsToStringMap(Utils.loadProps(args[i]));
             MirrorMakerConfig mm = new MirrorMakerConfig(props);
@@ -67,6 +77,16 @@ public class KmigrateOracle {
                 }
             }
         }
+    }
+
+    static String esc(String s) {
+        StringBuilder b = new StringBuilder();
+        for (char c : s.toCharArray()) {
+            if (c == '\\') b.append("\\\\");
+            else if (c >= 0x20 && c < 0x7f) b.append(c);
+            else b.append(String.format("\\u%04x", (int) c));
+        }
+        return b.toString();
     }
 }
 `
@@ -119,6 +139,43 @@ topics=\d+, orders
 groups.exclude=h.*, \
     console-.*
 `,
+}
+
+// propsCorpus are plain properties files whose parse both sides dump, key by key.
+var propsCorpus = map[string]string{
+	"separators.props":    "a=1\nb:2\nc 3\nd\t=\t4\ne  :  5 \nf\ng=\nh = = x\ni=j=k\n  l=6\n\tm:7\n\fn=8\n:9\n=10\n",
+	"continuations.props": "a=x,\\\n   y,\\\n\tz\nb=1\\\\\nc=2\\\n#not-a-comment\nd=end\\\n\ne=after-blank\n# c\\\nf=3\n! bang\ng=4\\",
+	"escapes.props":       "a=\\t\\n\\r\\f\\:\\=\\\\\\q\\ \nb\\ c=d\nk\\=ey\\:x=v\nu=caf\\u00e9\\u20AC\\uD83D\\uDE00\ntrail=x  \n",
+	"newlines.props":      "a=1\r\nb=2\rc=3\r\n\r\nd=4\\\r\n  5\n",
+	"duplicates.props":    "a=1\nb=2\na=3\n",
+}
+
+// goProps renders ParseProperties the way the oracle prints Properties.load.
+func goProps(t *testing.T, file, text string) []string {
+	t.Helper()
+	p, err := ParseProperties(strings.NewReader(text))
+	if err != nil {
+		t.Fatalf("%s: ParseProperties: %v", file, err)
+	}
+	esc := func(s string) string {
+		var b strings.Builder
+		for _, c := range utf16.Encode([]rune(s)) {
+			switch {
+			case c == '\\':
+				b.WriteString(`\\`)
+			case c >= 0x20 && c < 0x7f:
+				b.WriteByte(byte(c))
+			default:
+				fmt.Fprintf(&b, `\u%04x`, c)
+			}
+		}
+		return b.String()
+	}
+	var out []string
+	for _, pr := range p.All() {
+		out = append(out, file+"\tprop\t"+esc(pr.Key)+"\t"+esc(pr.Value))
+	}
+	return out
 }
 
 var oracleTopics = []string{
@@ -231,7 +288,7 @@ func TestAgainstMM2(t *testing.T) {
 		t.Fatal(err)
 	}
 	cp := filepath.Join(lib, "*")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	classes := filepath.Join(dir, "classes")
 	javac := exec.CommandContext(ctx, "javac", "-nowarn", "-cp", cp, "-d", classes, filepath.Join(src, "KmigrateOracle.java"))
@@ -253,7 +310,7 @@ func TestAgainstMM2(t *testing.T) {
 	for k, v := range oracleConfigs {
 		configs[k] = v
 	}
-	args := []string{"-Xmx128m", "-Xshare:auto", "-cp", classes + string(os.PathListSeparator) + cp,
+	args := []string{"-Xmx128m", "-Xshare:auto", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData", "-cp", classes + string(os.PathListSeparator) + cp,
 		"org.apache.kafka.connect.mirror.KmigrateOracle",
 		write("topics.txt", strings.Join(oracleTopics, "\n")), write("groups.txt", strings.Join(oracleGroups, "\n"))}
 	var want []string
@@ -265,6 +322,15 @@ func TestAgainstMM2(t *testing.T) {
 	for _, name := range names {
 		args = append(args, write(name, configs[name]))
 		want = append(want, goFacts(t, name, configs[name])...)
+	}
+	pnames := make([]string, 0, len(propsCorpus))
+	for name := range propsCorpus {
+		pnames = append(pnames, name)
+	}
+	sort.Strings(pnames)
+	for _, name := range pnames {
+		args = append(args, "props:"+write(name, propsCorpus[name]))
+		want = append(want, goProps(t, name, propsCorpus[name])...)
 	}
 	java := exec.CommandContext(ctx, "java", args...)
 	var stderr strings.Builder
