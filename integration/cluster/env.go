@@ -16,7 +16,11 @@ func Describe() string {
 		provider, src = ProviderJVM, "default"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "provider %s (%s) for 2.3.0 (ZooKeeper 3.5.9) and 3.7.1 (KRaft), MirrorMaker 2 3.7.1", provider, src)
+	if provider == ProviderKfake {
+		fmt.Fprintf(&b, "provider kfake (%s): specs for 2.3.0 and 3.7.1 run in-process on kfake, no real brokers", src)
+	} else {
+		fmt.Fprintf(&b, "provider %s (%s) for 2.3.0 (ZooKeeper 3.5.9) and 3.7.1 (KRaft), MirrorMaker 2 3.7.1", provider, src)
+	}
 	switch provider {
 	case ProviderJVM:
 		bin, err := java()
