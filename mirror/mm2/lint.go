@@ -94,7 +94,7 @@ func Lint(r io.Reader) ([]Finding, error) {
 	}
 	lintRegexes(all, stopped, add)
 	lintReplicationFactors(props, cfg, add)
-	lintFlows(cfg, props, add)
+	lintFlows(cfg, all, add)
 	return sortFindings(out), nil
 }
 
@@ -138,11 +138,19 @@ func lintBytes(data []byte, add addFunc) {
 			continue
 		}
 		r, size := utf8.DecodeRune(data[i:])
-		sugg := ""
-		if r != utf8.RuneError && r <= 0xFFFF {
-			sugg = fmt.Sprintf(`\u%04x`, r)
+		start := i
+		for start > 0 && data[start-1] != '\n' && data[start-1] != '\r' {
+			start--
 		}
-		add(line, "", SeverityWarning, sugg, "non-ASCII character %q: MM2 reads the file as ISO-8859-1, so it would see other characters; write it as a \\uXXXX escape", string(data[i:i+size]))
+		if isSecretKey(lineKey(data[start:i])) {
+			add(line, "", SeverityWarning, "", "non-ASCII character in a secret: MM2 reads the file as ISO-8859-1, so it would see other characters; write it as a \\uXXXX escape (the value is not shown)")
+		} else {
+			sugg := ""
+			if r != utf8.RuneError && r <= 0xFFFF {
+				sugg = fmt.Sprintf(`\u%04x`, r)
+			}
+			add(line, "", SeverityWarning, sugg, "non-ASCII character %q: MM2 reads the file as ISO-8859-1, so it would see other characters; write it as a \\uXXXX escape", string(data[i:i+size]))
+		}
 		// One finding per line is enough.
 		j := i
 		for j < len(data) && data[j] != '\n' {
@@ -150,6 +158,15 @@ func lintBytes(data []byte, add addFunc) {
 		}
 		i = j
 	}
+}
+
+// lineKey is the key of a properties line, roughly: up to the first separator.
+func lineKey(b []byte) string {
+	s := strings.TrimLeft(string(b), " \t\f")
+	if i := strings.IndexAny(s, "=: \t\f"); i >= 0 {
+		s = s[:i]
+	}
+	return s
 }
 
 var inlineComment = regexp.MustCompile(`\s[#!]`)

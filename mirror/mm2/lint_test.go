@@ -83,6 +83,7 @@ func TestLint(t *testing.T) {
 		{name: "no enabled flow", replace: [2]string{"src->dst.enabled=true\n", "src->dst.enabled=false\n"}, wantKey: "clusters", wantLine: 1, wantSev: SeverityWarning, wantMsg: "no flow is enabled"},
 		{name: "SASL without JAAS", extra: "dst.security.protocol=SASL_SSL", wantKey: "dst.security.protocol", wantLine: 12, wantSev: SeverityError, wantMsg: "cannot log in", wantSugg: "dst.sasl.jaas.config=..."},
 		{name: "non-ASCII", extra: "src->dst.topics=caf\u00e9", wantKey: "", wantLine: 12, wantSev: SeverityWarning, wantMsg: "ISO-8859-1", wantSugg: `\u00e9`},
+		{name: "non-ASCII in a secret", extra: "src.ssl.truststore.password=p\u00e4ss", wantKey: "", wantLine: 12, wantSev: SeverityWarning, wantMsg: "not shown"},
 		{name: "unknown policy (an error, not a stop)", extra: "replication.policy.class=Foo", wantKey: "replication.policy.class", wantLine: 12, wantSev: SeverityError, wantMsg: "not supported"},
 		{name: "bad escape", extra: `topics=\u12`, wantKey: "topics", wantLine: 12, wantSev: SeverityError, wantMsg: "refuses to start"},
 		{name: "duplicate key", extra: "src.bootstrap.servers=other:9092", wantKey: "src.bootstrap.servers", wantLine: 2, wantSev: SeverityWarning, wantMsg: "duplicate"},
@@ -129,5 +130,34 @@ func TestLintKeepsGoing(t *testing.T) {
 		if !keys[k] {
 			t.Errorf("findings: got %+v, want one for %s", got, k)
 		}
+	}
+}
+
+// TestLintNeverShowsSecrets: findings about secret keys never quote their values.
+func TestLintNeverShowsSecrets(t *testing.T) {
+	t.Parallel()
+	const pw = "Zq8-hunter2-secret"
+	in := clean + `src.security.protocol=SASL_SSL
+src.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="` + pw + `"; # inline
+dst.ssl.keystore.password=` + pw + ` # inline
+dst.ssl.truststore.password=` + pw + "\u00e4" + `
+src.producer.ssl.key.password=` + pw + `
+src->dst.sasl.jaas.config=x required password="` + pw + `";
+dst.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required password="` + pw + `
+`
+	got, err := Lint(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) < 4 {
+		t.Fatalf("findings: got %d %+v, want at least 4 (the test would prove nothing)", len(got), got)
+	}
+	for _, f := range got {
+		if strings.Contains(f.Message+f.Suggestion+f.Key, "hunter2") {
+			t.Errorf("finding shows a secret: %+v", f)
+		}
+	}
+	if _, err := Parse(strings.NewReader(in)); err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("Parse: got %v, want an error that does not show the secret", err)
 	}
 }
