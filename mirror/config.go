@@ -105,6 +105,8 @@ type Config struct {
 	FetchMaxBytes          int32
 	FetchMaxPartitionBytes int32
 	FetchMaxWait           time.Duration
+	// ConnectTimeout bounds the check at start that both clusters answer. Default: 20s.
+	ConnectTimeout time.Duration
 	// SessionTimeout is the source group session timeout: how long a killed process keeps
 	// its partitions before the others take them over. Default: 45s (consumer.session.timeout.ms).
 	SessionTimeout time.Duration
@@ -154,6 +156,7 @@ func (c *Config) SetDefaults() {
 	setDur(&c.Linger, 5*time.Millisecond)
 	setDur(&c.FetchMaxWait, 500*time.Millisecond)
 	setDur(&c.SessionTimeout, 45*time.Second)
+	setDur(&c.ConnectTimeout, 20*time.Second)
 	if c.ConfigExclude == nil {
 		c.ConfigExclude = defaultConfigExclude
 	}

@@ -33,6 +33,7 @@ type Engine struct {
 	topics map[string]int // mirrored source topics and their partition counts
 
 	persistMu sync.Mutex // one persist at a time, so map records of a key never go backwards
+	dstOnce   sync.Once
 
 	fatalOnce sync.Once
 	fatal     chan error
@@ -75,8 +76,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	if err := e.connect(ctx); err != nil {
 		return err
 	}
-	defer e.dst.Close()
-	defer e.dstAdm.Close()
+	defer e.closeDst()
 	defer e.srcAdm.Close()
 
 	if err := e.ensureInternal(ctx, e.cfg.MapTopic); err != nil {
@@ -104,6 +104,10 @@ func (e *Engine) Run(ctx context.Context) error {
 		names = append(names, t)
 	}
 	sort.Strings(names)
+	metaAge := time.Minute
+	if e.cfg.RefreshTopics && e.cfg.RefreshTopicsInterval > 0 {
+		metaAge = min(max(e.cfg.RefreshTopicsInterval, 100*time.Millisecond), time.Minute)
+	}
 	src, err := kgo.NewClient(append(append([]kgo.Opt(nil), e.srcOpts...),
 		kgo.ConsumerGroup(e.cfg.GroupID),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
@@ -119,7 +123,9 @@ func (e *Engine) Run(ctx context.Context) error {
 		kgo.AdjustFetchOffsetsFn(e.onAssigned),
 		kgo.OnPartitionsRevoked(e.onRevoked),
 		kgo.OnPartitionsLost(e.onRevoked),
-		kgo.MetadataMaxAge(min(e.cfg.RefreshTopicsInterval, time.Minute)),
+		// The group notices new source partitions at a metadata refresh.
+		kgo.MetadataMaxAge(metaAge),
+		kgo.MetadataMinAge(min(metaAge, 5*time.Second)),
 	)...)
 	if err != nil {
 		return fmt.Errorf("source cluster %s: create consumer: %w", e.cfg.SourceAlias, err)
@@ -150,10 +156,23 @@ func (e *Engine) Run(ctx context.Context) error {
 	// persists the map (onRevoked). The producer stays open until then.
 	drain, cancelDrain := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancelDrain()
+	// If the target does not take the in-flight records within the drain time, closing the
+	// producer fails them, so the revoke callbacks return and the process can stop; the map
+	// only holds acknowledged records, and the next start reconciles the target's tail.
+	drained := make(chan struct{})
+	go func() {
+		select {
+		case <-drained:
+		case <-time.After(35 * time.Second):
+			e.log.Warn("drain timed out: failing in-flight records", "cluster", e.cfg.TargetAlias)
+			e.closeDst()
+		}
+	}()
 	if err := src.LeaveGroupContext(drain); err != nil {
 		e.log.Warn("leave group", "group", e.cfg.GroupID, "err", err)
 	}
 	src.Close()
+	close(drained)
 	cancelLoops()
 	wg.Wait()
 	if !e.crashed.Load() {
@@ -170,6 +189,8 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.log.Info("kmirror stopped")
 	return nil
 }
+
+func (e *Engine) closeDst() { e.dstOnce.Do(e.dst.Close) }
 
 func (e *Engine) offsetSyncsTopic() string {
 	if e.cfg.OffsetSyncsOnTarget {
@@ -205,7 +226,7 @@ func (e *Engine) connect(ctx context.Context) error {
 		side, alias string
 		adm         *kadm.Client
 	}{{"source", e.cfg.SourceAlias, e.srcAdm}, {"target", e.cfg.TargetAlias, e.dstAdm}} {
-		pctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		pctx, cancel := context.WithTimeout(ctx, e.cfg.ConnectTimeout)
 		_, err := c.adm.BrokerMetadata(pctx)
 		cancel()
 		if err != nil {
@@ -345,6 +366,7 @@ func (e *Engine) onAssigned(ctx context.Context, offsets map[string]map[int32]kg
 		if states, err = e.resume(ctx, assigned); err != nil {
 			continue
 		}
+		e.producerSees(ctx, states)
 		e.mu.Lock()
 		for _, ps := range states {
 			e.parts[ps.tp] = ps
@@ -365,6 +387,30 @@ func (e *Engine) onAssigned(ctx context.Context, offsets map[string]map[int32]kg
 	}
 	e.fail(fmt.Errorf("resume assigned partitions: %w", err))
 	return nil, err
+}
+
+// producerSees waits (up to 10s) until the producer's metadata knows the target partitions of
+// states: a target topic the producer loaded before it grew would otherwise fail records for
+// the new partitions. A topic the producer has not loaded yet is loaded whole at its first
+// record.
+func (e *Engine) producerSees(ctx context.Context, states []*partState) {
+	deadline := time.Now().Add(10 * time.Second)
+	for _, ps := range states {
+		for {
+			if l, _, _ := e.dst.PartitionLeader(ps.target, 0); l < 0 {
+				break // not loaded yet
+			}
+			if l, _, _ := e.dst.PartitionLeader(ps.target, ps.partition); l >= 0 || time.Now().After(deadline) {
+				break
+			}
+			e.dst.ForceMetadataRefresh()
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
 }
 
 // onRevoked stops the revoked partitions, waits for their in-flight records and persists

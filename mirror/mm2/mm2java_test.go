@@ -44,7 +44,7 @@ public class KmigrateOracle {
             Collections.sort(clusters);
             for (String alias : clusters) {
                 Map<String, Object> admin = mm.clientConfig(alias).adminConfig();
-                for (String k : new String[]{"bootstrap.servers", "security.protocol", "ssl.truststore.location", "ssl.endpoint.identification.algorithm"}) {
+                for (String k : new String[]{"bootstrap.servers", "security.protocol", "sasl.mechanism", "ssl.truststore.location", "ssl.truststore.type", "ssl.keystore.location", "ssl.endpoint.identification.algorithm"}) {
                     Object v = admin.get(k);
                     if (v instanceof List) {
                         List<String> l = new ArrayList<>();
@@ -53,7 +53,7 @@ public class KmigrateOracle {
                     } else if (v != null && k.equals("bootstrap.servers")) {
                         v = String.join(",", v.toString().trim().split("\\s*,\\s*")); // a STRING here, a LIST in the clients
                     }
-                    if (v != null && k.equals("security.protocol")) v = v.toString().toUpperCase(java.util.Locale.ROOT);
+                    if (v != null && (k.equals("security.protocol") || k.equals("sasl.mechanism") || k.equals("ssl.truststore.type"))) v = v.toString().toUpperCase(java.util.Locale.ROOT);
                     System.out.println(file + "\tcluster\t" + alias + "\t" + k + "\t" + (v == null ? "<null>" : v));
                 }
             }
@@ -127,6 +127,14 @@ a.bootstrap.servers=a:9092
 b.bootstrap.servers=b:9092
 c.bootstrap.servers=c:9092
 c.security.protocol=sasl_ssl
+c.sasl.mechanism=SCRAM-SHA-512
+sasl.mechanism=plain
+security.protocol=SASL_PLAINTEXT
+b.security.protocol=SSL
+b.ssl.keystore.type=PKCS12
+b.ssl.keystore.location=/etc/b/key.p12
+ssl.truststore.type=PKCS12
+ssl.truststore.location=/etc/trust.p12
 a->b.enabled=true
 a->b.replication.policy.class=org.apache.kafka.connect.mirror.IdentityReplicationPolicy
 b->a.enabled=true 
@@ -205,11 +213,24 @@ func goFacts(t *testing.T, file, text string) []string {
 		}
 		add("cluster", a, "bootstrap.servers", bs)
 		add("cluster", a, "security.protocol", c.Security.Protocol)
-		trust := c.Security.TruststoreFile + c.Security.CAFile
-		if trust == "" {
-			trust = "<null>"
+		orNull := func(s string) string {
+			if s == "" {
+				return "<null>"
+			}
+			return s
 		}
-		add("cluster", a, "ssl.truststore.location", trust)
+		mech := c.Security.SASLMechanism
+		if mech == "" {
+			mech = "GSSAPI" // Kafka's default
+		}
+		add("cluster", a, "sasl.mechanism", mech)
+		add("cluster", a, "ssl.truststore.location", orNull(c.Security.TruststoreFile+c.Security.CAFile))
+		tt := c.Security.TruststoreType
+		if tt == "" {
+			tt = "JKS" // Kafka's default
+		}
+		add("cluster", a, "ssl.truststore.type", tt)
+		add("cluster", a, "ssl.keystore.location", orNull(c.Security.KeystoreFile+c.Security.CertFile))
 		algo := "https"
 		if c.Security.SkipHostnameCheck {
 			algo = ""
