@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"sort"
 )
 
 // chart is a horizontal bar chart drawn as inline SVG: one row per partition (verify) or
@@ -76,8 +77,22 @@ const (
 func layoutChart(title string, ss []series, in []chartInput, empty string) *chart {
 	c := &chart{Title: title, Width: chartWidth}
 	if len(in) > chartMaxRows {
+		// Keep the rows with the largest values, in their original order: the chart is for
+		// spotting where the problems are; the table lists every row.
 		c.Omitted = len(in) - chartMaxRows
-		in = in[:chartMaxRows]
+		idx := make([]int, len(in))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.SliceStable(idx, func(a, b int) bool { return rowTotal(in[idx[a]]) > rowTotal(in[idx[b]]) })
+		keep := idx[:chartMaxRows]
+		sort.Ints(keep)
+		top := make([]chartInput, 0, chartMaxRows)
+		for _, i := range keep {
+			top = append(top, in[i])
+		}
+		in = top
+		c.Title += fmt.Sprintf(" (the %d largest of %d)", chartMaxRows, chartMaxRows+c.Omitted)
 	}
 	labelChars := 0
 	for i := range in {
@@ -170,6 +185,14 @@ func layoutChart(title string, ss []series, in []chartInput, empty string) *char
 	}
 	c.Height = int(c.Axis.Y) + 22
 	return c
+}
+
+func rowTotal(r chartInput) int64 {
+	var t int64
+	for _, v := range r.Values {
+		t += v
+	}
+	return t
 }
 
 // niceCeil rounds n up to 1, 2, 2.5 or 5 times a power of ten, so axis ticks read well.

@@ -47,7 +47,11 @@ func verifyJUnit(w io.Writer, rep *verifyReport) error {
 	return junit.Write(w, doc)
 }
 
-// partDetail is the complete text of one partition: CI shows it beside the failure.
+// junitMaxItems bounds each range list in a failure's detail, which CI systems keep in memory
+// and show inline; the JSON report has every range.
+const junitMaxItems = 1000
+
+// partDetail is the text of one partition: CI shows it beside the failure.
 func partDetail(vp verifyPart) string {
 	var b strings.Builder
 	c := vp.P.Counts
@@ -59,7 +63,7 @@ func partDetail(vp verifyPart) string {
 		fmt.Fprintf(&b, "%-12s %s\n", "error", vp.P.Err)
 	}
 	for _, d := range vp.Details {
-		fmt.Fprintf(&b, "%-12s %s%s\n", d.Class, d.Prefix, strings.Join(d.Items, ", "))
+		fmt.Fprintf(&b, "%-12s %s%s\n", d.Class, d.Prefix, bounded(d.Items, junitMaxItems))
 	}
 	if vp.P.Truncated {
 		b.WriteString("kverify cut these lists to bound the report; the counts are complete\n")

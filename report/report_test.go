@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kmigrate/kmigrate/mirror/mm2"
 	"github.com/kmigrate/kmigrate/reconcile"
@@ -283,5 +284,51 @@ func TestWriteFiles(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "bad.html")); err == nil {
 		t.Errorf("unknown type: got bad.html written, want nothing")
+	}
+}
+
+// TestLargeResultBounded renders a topic of 512 partitions, one with 20,000 missing ranges:
+// every format stays bounded except JSON, which keeps everything, and the chart shows the
+// partitions that matter.
+func TestLargeResultBounded(t *testing.T) {
+	r := &verify.Result{SourceTopic: "big", TargetTopic: "big", Compared: []string{"key", "value"}}
+	for p := int32(0); p < 512; p++ {
+		pr := verify.PartitionResult{Partition: p, Counts: verify.Counts{Matched: 100_000}, SourceEnd: 100_000, TargetEnd: 100_000}
+		if p == 300 {
+			for i := int64(0); i < 20_000; i++ {
+				pr.MissingRanges = append(pr.MissingRanges, verify.SourceRange{From: 5 * i, To: 5 * i})
+			}
+			pr.Missing, pr.Matched = 20_000, 80_000
+		}
+		r.Partitions = append(r.Partitions, pr)
+		r.Summary.Add(pr.Counts)
+	}
+	tests := []struct {
+		format  report.Format
+		maxSize int
+		has     string
+	}{
+		{report.Table, 200_000, "… and 19995 more"},
+		{report.Markdown, 200_000, "… and 19995 more"},
+		{report.HTML, 1_000_000, "… and 19800 more"},
+		{report.JUnit, 1_000_000, "… and 19000 more"},
+		{report.JSON, 100_000_000, `"source_from": 99995`},
+	}
+	for _, tc := range tests {
+		t.Run(string(tc.format), func(t *testing.T) {
+			start := time.Now()
+			out := render(t, tc.format, r, report.Options{})
+			t.Logf("%s: %d bytes in %v", tc.format, len(out), time.Since(start).Round(time.Millisecond))
+			if len(out) > tc.maxSize {
+				t.Errorf("got %d bytes, want at most %d", len(out), tc.maxSize)
+			}
+			if !strings.Contains(out, tc.has) {
+				t.Errorf("got no %q", tc.has)
+			}
+		})
+	}
+	html := render(t, report.HTML, r, report.Options{})
+	if !strings.Contains(html, "the 40 largest of 512") || !strings.Contains(html, ">partition 300<") {
+		t.Errorf("chart: got no partition 300 among the largest rows")
 	}
 }
