@@ -31,6 +31,21 @@
 // records, waits for those in flight and persists the map before the callback returns, so a
 // partition has one writer at a time.
 //
+// Topics: missing target topics are created with the source's partition count and the source
+// topic's own configuration overrides (not sensitive, not read-only, not excluded by
+// config.properties.exclude, whose default is MM2 3.7.1's DefaultConfigPropertyFilter list:
+// throttled replicas, message.timestamp.*, unclean.leader.election.enable,
+// min.insync.replicas); a target topic with fewer partitions is grown (or the error says what
+// to do); every refresh.topics.interval.seconds new matching topics are added and configs are
+// synced again; a source topic that gains partitions is followed (the group rebalances and
+// the target grows first).
+//
+// Operations: WriteMetrics / MetricsHandler expose Prometheus text metrics (records and bytes
+// mirrored, replication lag per partition, map segments, offset map persist age, checkpoint
+// age). Run drains on context cancellation: it leaves the group (revoking every partition:
+// wait for in-flight records, persist), and gives up after 35s by failing what is still in
+// flight (safe: the map holds only acknowledged records).
+//
 // # The offset map topic
 //
 // Config.MapTopic (default kmirror-offsets.<source-alias>.internal) is a compacted topic with
