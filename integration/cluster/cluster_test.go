@@ -87,10 +87,17 @@ func TestJVMSingleBroker(t *testing.T) {
 	}
 }
 
-// TestJVMKillBroker runs three 3.7.1 brokers, kills one with SIGKILL, checks that a topic with
-// replication factor 3 keeps serving produce (acks=all) and fetch, then restarts it.
+// TestJVMKillBroker runs three brokers of each version, kills one with SIGKILL, checks that a
+// topic with replication factor 3 keeps serving produce (acks=all) and fetch, restarts it
+// (on 2.3.0 that waits for its old ZooKeeper session to expire), and stops another cleanly.
 func TestJVMKillBroker(t *testing.T) {
-	c := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Brokers: 3})
+	for _, v := range []string{cluster.V371, cluster.V230} {
+		t.Run(v, func(t *testing.T) { killBroker(t, v) })
+	}
+}
+
+func killBroker(t *testing.T, version string) {
+	c := cluster.StartT(t, cluster.Spec{Version: version, Brokers: 3})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	topic := "kill-" + strconv.FormatInt(time.Now().UnixNano(), 36)
