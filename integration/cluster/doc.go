@@ -47,8 +47,8 @@
 // directory (zookeeper/zookeeper.log, broker-<i>/broker.log, mm2.log). Under StartT that is
 // t.TempDir, or a kept sub-directory of $KMIGRATE_LOGDIR when set.
 //
-// Testing the package itself: go test ./integration/cluster/ (about 100 s on an idle 2-core
-// machine: both versions with one broker; three 3.7.1 brokers with one killed -9, restarted
-// and one stopped; MirrorMaker 2 killed and restarted; a broker dying at start; the pid
-// registry; the Docker probe).
+// Testing the package itself: go test ./integration/cluster/ (2 to 3 minutes on an idle
+// 2-core machine: both versions with one broker; three brokers of each version with one
+// killed -9, restarted, and one stopped; MirrorMaker 2 killed and restarted; a broker dying at
+// start; the pid registry; the Docker probe).
 package cluster
