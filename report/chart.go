@@ -17,6 +17,7 @@ type chart struct {
 	Legend  []chartLegend
 	Axis    chartAxis
 	Omitted int     // rows beyond the cap, still in the table
+	Zero    int     // rows left out because all their values are zero
 	Empty   string  // shown instead of the bars when every value is zero
 	LabelX  float64 // right edge of the row labels
 }
@@ -76,6 +77,19 @@ const (
 
 func layoutChart(title string, ss []series, in []chartInput, empty string) *chart {
 	c := &chart{Title: title, Width: chartWidth}
+	if len(in) > 12 {
+		// Many rows: draw only those with something to show.
+		var nonZero []chartInput
+		for _, r := range in {
+			if rowTotal(r) > 0 {
+				nonZero = append(nonZero, r)
+			}
+		}
+		if len(nonZero) > 0 {
+			c.Zero = len(in) - len(nonZero)
+			in = nonZero
+		}
+	}
 	if len(in) > chartMaxRows {
 		// Keep the rows with the largest values, in their original order: the chart is for
 		// spotting where the problems are; the table lists every row.

@@ -328,7 +328,25 @@ func TestLargeResultBounded(t *testing.T) {
 		})
 	}
 	html := render(t, report.HTML, r, report.Options{})
-	if !strings.Contains(html, "the 40 largest of 512") || !strings.Contains(html, ">partition 300<") {
-		t.Errorf("chart: got no partition 300 among the largest rows")
+	if !strings.Contains(html, ">partition 300<") || !strings.Contains(html, "511 rows with nothing to show") {
+		t.Errorf("chart: got no partition 300 alone, with the 511 empty rows left out")
+	}
+}
+
+func TestChartKeepsLargestRows(t *testing.T) {
+	r := &verify.Result{SourceTopic: "wide", TargetTopic: "wide"}
+	for p := int32(0); p < 100; p++ {
+		pr := verify.PartitionResult{Partition: p, Counts: verify.Counts{Matched: 10, Missing: int64(p) + 1}}
+		r.Partitions = append(r.Partitions, pr)
+		r.Summary.Add(pr.Counts)
+	}
+	html := render(t, report.HTML, r, report.Options{})
+	for _, want := range []string{"the 40 largest of 100", ">partition 99<", ">partition 60<", "60 rows with smaller values"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("got no %q in the chart", want)
+		}
+	}
+	if strings.Contains(html, ">partition 59<") {
+		t.Errorf("got partition 59 in the chart, want only the 40 largest (60-99)")
 	}
 }
