@@ -133,7 +133,7 @@ type parser struct {
 	clusterKeys map[string]map[string]Property // alias -> suffix -> property
 	global      map[string]Property
 
-	warnedPolicy map[string]bool // keys already warned about, as flows share global keys
+	warnedOnce map[string]bool // keys already warned about, as flows share global keys
 }
 
 func (p *parser) warn(pr Property, suggestion, format string, args ...any) {
@@ -211,7 +211,7 @@ func (p *parser) classify() {
 	p.flowKeys = map[string]*flowKey{}
 	p.clusterKeys = map[string]map[string]Property{}
 	p.global = map[string]Property{}
-	p.warnedPolicy = map[string]bool{}
+	p.warnedOnce = map[string]bool{}
 	for _, pr := range p.props.All() {
 		k := pr.Key
 		if k == "clusters" {
@@ -393,6 +393,10 @@ func (p *parser) cluster(alias string) (*Cluster, error) {
 			return nil, keyErr(pr, "%q is not a SASL mechanism: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", pr.Value)
 		}
 		s.SASLMechanism = v
+		if t := strings.TrimSpace(pr.Value); t != v && !p.warnedOnce[pr.Key] {
+			p.warnedOnce[pr.Key] = true
+			p.warnSev(SeverityWarning, pr, strings.Replace(pr.Key+"="+v, " ", "", -1), "brokers compare SASL mechanism names case-sensitively, so MM2's clients would offer %q and be refused; kmigrate uses %s", t, v)
+		}
 	}
 	if pr, ok := p.clusterValue(alias, "sasl.jaas.config"); ok {
 		e, err := parseJAAS(pr.Value)
@@ -554,9 +558,9 @@ func (p *parser) flow(src, tgt string) (*Flow, error) {
 		default:
 			return nil, keyErr(pr, "replication policy %q is not supported: use %s or %s", pr.Value, DefaultPolicyClass, IdentityPolicyClass)
 		}
-		if !strings.Contains(v, ".") && !p.warnedPolicy[pr.Key] {
+		if !strings.Contains(v, ".") && !p.warnedOnce[pr.Key] {
 			// MM2 loads the class by name: a simple name is a ClassNotFound at start-up.
-			p.warnedPolicy[pr.Key] = true
+			p.warnedOnce[pr.Key] = true
 			p.warn(pr, "org.apache.kafka.connect.mirror."+v, "MM2 needs the full class name: %q fails with \"could not be found\" when MM2 starts; kmigrate accepts it", v)
 		}
 	}

@@ -29,7 +29,7 @@ func TestParseClusters(t *testing.T) {
 	cfg := mustParse(t, `clusters = a , b
 bootstrap.servers = shared:9092
 security.protocol = SASL_SSL
-sasl.mechanism = scram-sha-256
+sasl.mechanism = SCRAM-SHA-256
 sasl.jaas.config = org.apache.kafka.common.security.scram.ScramLoginModule required \
     username="global" password="g\\\"pw";
 a.bootstrap.servers = a1:9092, a2:9092
@@ -355,6 +355,7 @@ func TestWarnings(t *testing.T) {
 		{"producer key without prefix", "producer.linger.ms=5", "producer.linger.ms", "", "unprefixed producer."},
 		{"connector key after a cluster prefix", "source.topics=orders", "source.topics", "", "ignores it as a flow setting"},
 		{"not a 3.7.1 key", "heartbeats.topic.name=hb", "heartbeats.topic.name", "", "ignores"},
+		{"mechanism in lower case", "target.sasl.mechanism=scram-sha-256", "target.sasl.mechanism", "target.sasl.mechanism=SCRAM-SHA-256", "case-sensitively"},
 		{"per-client secret", "source.producer.ssl.key.password=x", "source.producer.ssl.key.password", "source.ssl.key.password", "per-client secrets"},
 	}
 	for _, tt := range tests {

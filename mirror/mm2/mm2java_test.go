@@ -53,7 +53,7 @@ public class KmigrateOracle {
                     } else if (v != null && k.equals("bootstrap.servers")) {
                         v = String.join(",", v.toString().trim().split("\\s*,\\s*")); // a STRING here, a LIST in the clients
                     }
-                    if (v != null && (k.equals("security.protocol") || k.equals("sasl.mechanism") || k.equals("ssl.truststore.type"))) v = v.toString().toUpperCase(java.util.Locale.ROOT);
+                    if (v != null && (k.equals("security.protocol") || k.equals("ssl.truststore.type"))) v = v.toString().toUpperCase(java.util.Locale.ROOT);
                     System.out.println(file + "\tcluster\t" + alias + "\t" + k + "\t" + (v == null ? "<null>" : v));
                 }
             }
@@ -128,7 +128,7 @@ b.bootstrap.servers=b:9092
 c.bootstrap.servers=c:9092
 c.security.protocol=sasl_ssl
 c.sasl.mechanism=SCRAM-SHA-512
-sasl.mechanism=plain
+sasl.mechanism=PLAIN
 security.protocol=SASL_PLAINTEXT
 b.security.protocol=SSL
 b.ssl.keystore.type=PKCS12
