@@ -3,9 +3,11 @@ package verify
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"sort"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -21,6 +23,47 @@ type Item struct {
 // NewItem fingerprints r over f.
 func NewItem(r *kgo.Record, f Fields) Item {
 	return Item{Offset: r.Offset, FP: Fingerprint(r, f), Record: r}
+}
+
+// fingerprinter computes Fingerprint with one hash call over a reused buffer of the framed
+// fields (the same bytes Fingerprint hashes, so the same value), which is cheaper for the
+// small fields of typical records than a digest write per field.
+type fingerprinter struct{ buf []byte }
+
+func (p *fingerprinter) item(r *kgo.Record, f Fields) Item {
+	b := p.buf[:0]
+	if f&FieldKey != 0 {
+		b = appendFramed(b, r.Key)
+	}
+	if f&FieldValue != 0 {
+		b = appendFramed(b, r.Value)
+	}
+	if f&FieldHeaders != 0 {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(r.Headers)))
+		for _, h := range r.Headers {
+			b = append(b, 1)
+			b = binary.BigEndian.AppendUint64(b, uint64(len(h.Key)))
+			b = append(b, h.Key...)
+			b = appendFramed(b, h.Value)
+		}
+	}
+	if f&FieldTimestamp != 0 {
+		b = binary.BigEndian.AppendUint64(b, uint64(r.Timestamp.UnixMilli()))
+	}
+	p.buf = b
+	if cap(p.buf) > 1<<20 {
+		p.buf = nil // do not keep a huge record's buffer
+	}
+	return Item{Offset: r.Offset, FP: xxhash.Sum64(b), Record: r}
+}
+
+func appendFramed(b, field []byte) []byte {
+	if field == nil {
+		return append(b, 0)
+	}
+	b = append(b, 1)
+	b = binary.BigEndian.AppendUint64(b, uint64(len(field)))
+	return append(b, field...)
 }
 
 // Stream yields the records of one side of a partition in offset order.
@@ -162,6 +205,34 @@ func (a *aligner) run(ctx context.Context) error {
 		}
 	}
 	for {
+		if a.sq.len() == 0 && a.tq.len() == 0 && !a.srcEOF && !a.dstEOF {
+			// Fast path: nothing pending, take one record from each side.
+			s, sok, err := a.src.Next(ctx)
+			if err != nil {
+				return err
+			}
+			t, tok, err := a.dst.Next(ctx)
+			if err != nil {
+				return err
+			}
+			a.records += 2
+			if sok && tok && s.FP == t.FP {
+				a.match(s, t)
+				continue
+			}
+			if sok {
+				a.sq.push(s)
+			} else {
+				a.srcEOF = true
+				a.records--
+			}
+			if tok {
+				a.tq.push(t)
+			} else {
+				a.dstEOF = true
+				a.records--
+			}
+		}
 		if err := a.fill(ctx, &a.sq, a.src, &a.srcEOF, 1); err != nil {
 			return err
 		}
@@ -667,12 +738,14 @@ func (q *queue) compact() {
 }
 
 // history remembers the fingerprints of the last n matched source records, to recognise a
-// target record that repeats one of them (a replay).
+// target record that repeats one of them (a replay). Adding is a ring store; the index is
+// brought up to date only when a lookup needs it (at a divergence), so a long matched run
+// costs no map work.
 type history struct {
-	ring []histEntry
-	next int
-	full bool
-	last map[uint64]int64 // fingerprint -> latest source offset with it
+	ring   []histEntry
+	adds   int64            // entries ever added; entry k lives in ring[k%n] while k >= adds-n
+	synced int64            // entries reflected in index
+	index  map[uint64]int64 // fingerprint -> k of its latest entry (stale ones fail the check)
 }
 
 type histEntry struct {
@@ -681,25 +754,40 @@ type histEntry struct {
 }
 
 func newHistory(n int) *history {
-	return &history{ring: make([]histEntry, n), last: make(map[uint64]int64, n)}
+	return &history{ring: make([]histEntry, n), index: map[uint64]int64{}}
 }
 
 func (h *history) add(fp uint64, offset int64) {
-	if h.full {
-		old := h.ring[h.next]
-		if h.last[old.fp] == old.offset {
-			delete(h.last, old.fp)
-		}
-	}
-	h.ring[h.next] = histEntry{fp, offset}
-	h.last[fp] = offset
-	h.next++
-	if h.next == len(h.ring) {
-		h.next, h.full = 0, true
-	}
+	h.ring[h.adds%int64(len(h.ring))] = histEntry{fp, offset}
+	h.adds++
 }
 
+func (h *history) sync() {
+	n := int64(len(h.ring))
+	from := h.synced
+	if h.adds-from > n || int64(len(h.index)) > 2*n {
+		clear(h.index)
+		from = max(0, h.adds-n)
+	}
+	for k := from; k < h.adds; k++ {
+		h.index[h.ring[k%n].fp] = k
+	}
+	h.synced = h.adds
+}
+
+// get returns the latest source offset of a remembered record with fingerprint fp.
 func (h *history) get(fp uint64) (int64, bool) {
-	o, ok := h.last[fp]
-	return o, ok
+	if h.synced != h.adds {
+		h.sync()
+	}
+	k, ok := h.index[fp]
+	n := int64(len(h.ring))
+	if !ok || k < h.adds-n {
+		return 0, false
+	}
+	e := h.ring[k%n]
+	if e.fp != fp {
+		return 0, false
+	}
+	return e.offset, true
 }

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -39,18 +40,18 @@ type fetchSpec struct {
 	from, to  int64
 	committed bool
 	fields    Fields
-	// maxPartBytes is the partition fetch size. Default: 4 MiB.
+	// maxPartBytes is the partition fetch size. Default: 1 MiB (as kgo's).
 	maxPartBytes int32
 }
 
-// fetchBuffer is how many decoded responses may wait for the aligner.
-const fetchBuffer = 2
+// fetchBuffer is how many decoded record batches may wait for the aligner.
+const fetchBuffer = 4
 
 func startFetch(ctx context.Context, cl *kgo.Client, spec fetchSpec) *fetchStream {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &fetchStream{ch: make(chan fetchBatch, fetchBuffer), cancel: cancel, done: make(chan struct{})}
 	if spec.maxPartBytes == 0 {
-		spec.maxPartBytes = 4 << 20
+		spec.maxPartBytes = 1 << 20
 	}
 	go func() {
 		defer close(s.done)
@@ -112,18 +113,51 @@ type fetcher struct {
 	leader  int32
 	topicID [16]byte
 	decomp  kgo.Decompressor
+	fp      fingerprinter
 }
 
 func (f *fetcher) where() string {
 	return fmt.Sprintf("%s topic %q partition %d", f.spec.cluster, f.spec.topic, f.spec.partition)
 }
 
+// rawFetch is one fetched partition response, to be decoded from offset from.
+type rawFetch struct {
+	part *kmsg.FetchResponseTopicPartition
+	from int64
+}
+
+// run fetches in one goroutine and decodes in another, so that the next request is on the
+// wire while a response is decoded and fingerprinted: the position after a response is read
+// from its batch headers, without decoding.
 func (f *fetcher) run(ctx context.Context, out chan<- fetchBatch) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	raw := make(chan rawFetch, 2)
+	decoded := make(chan error, 1)
+	go func() {
+		var err error
+		for r := range raw {
+			if err == nil {
+				if err = f.process(ctx, r.part, r.from, out); err != nil {
+					cancel() // stop fetching
+				}
+			}
+		}
+		decoded <- err
+	}()
+	err := f.fetchLoop(ctx, raw)
+	close(raw)
+	if derr := <-decoded; derr != nil {
+		return derr
+	}
+	return err
+}
+
+func (f *fetcher) fetchLoop(ctx context.Context, raw chan<- rawFetch) error {
 	next := f.spec.from
-	iso := kgo.ReadUncommitted()
 	var isoLevel int8
 	if f.spec.committed {
-		iso, isoLevel = kgo.ReadCommitted(), 1
+		isoLevel = 1
 	}
 	failures := 0
 	retry := func(err error) error {
@@ -200,42 +234,26 @@ func (f *fetcher) run(ctx context.Context, out chan<- fetchBatch) error {
 			}
 			continue
 		}
-		fp, pos := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
-			Offset:         next,
-			IsolationLevel: iso,
-			Topic:          f.spec.topic,
-			Partition:      f.spec.partition,
-		}, part, f.decomp, nil)
-		if fp.Err != nil {
-			if errors.Is(fp.Err, kerr.OffsetOutOfRange) {
+		if err := kerr.ErrorForCode(part.ErrorCode); err != nil {
+			if errors.Is(err, kerr.OffsetOutOfRange) {
 				return fmt.Errorf("fetch %s: offset %d is out of range (log start %d, high watermark %d): records were deleted while reading; run again", f.where(), next, part.LogStartOffset, part.HighWatermark)
 			}
-			var ke *kerr.Error
-			if errors.As(fp.Err, &ke) && ke.Retriable {
-				if err := retry(fp.Err); err != nil {
-					return err
-				}
-				continue
+			if !kerr.IsRetriable(err) {
+				return fmt.Errorf("fetch %s at offset %d: %w", f.where(), next, err)
 			}
-			return fmt.Errorf("fetch %s at offset %d: %w", f.where(), next, fp.Err)
+			if err := retry(err); err != nil {
+				return err
+			}
+			continue
 		}
 		failures = 0
-		items := make([]Item, 0, len(fp.Records))
-		for _, r := range fp.Records {
-			if r.Offset >= f.spec.to {
-				break
-			}
-			items = append(items, NewItem(r, f.spec.fields))
-		}
-		if len(items) > 0 {
+		if last, ok := lastOffset(part.RecordBatches); ok && last >= next {
 			select {
-			case out <- fetchBatch{items: items}:
+			case raw <- rawFetch{part: part, from: next}:
 			case <-ctx.Done():
 				return ctx.Err()
 			}
-		}
-		if pos > next {
-			next = pos
+			next = last + 1
 			continue
 		}
 		// Nothing past next: the broker long-polled. If the end we were given is beyond the
@@ -283,4 +301,101 @@ func (f *fetcher) loadLeader(ctx context.Context) error {
 		}
 	}
 	return fmt.Errorf("metadata of %s: partition not found", f.where())
+}
+
+// process decodes a fetched partition and sends its records to out, one record batch at a
+// time, so that memory holds a few decoded batches rather than a whole response (compressed
+// batches of small records decode to ten times their size and more). When the response lists
+// aborted transactions it is decoded whole: kgo's abort tracking spans the batches of a
+// response. It returns the position after the response.
+func (f *fetcher) process(ctx context.Context, part *kmsg.FetchResponseTopicPartition, next int64, out chan<- fetchBatch) error {
+	iso := kgo.ReadUncommitted()
+	if f.spec.committed {
+		iso = kgo.ReadCommitted()
+	}
+	pieces := [][]byte{part.RecordBatches}
+	if len(part.AbortedTransactions) == 0 {
+		pieces = splitBatches(part.RecordBatches)
+	}
+	pos := next
+	for _, piece := range pieces {
+		sub := *part
+		sub.RecordBatches = piece
+		fp, p := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
+			Offset:         pos,
+			IsolationLevel: iso,
+			Topic:          f.spec.topic,
+			Partition:      f.spec.partition,
+		}, &sub, f.decomp, nil)
+		if fp.Err != nil {
+			if errors.Is(fp.Err, kerr.OffsetOutOfRange) {
+				return fmt.Errorf("fetch %s: offset %d is out of range (log start %d, high watermark %d): records were deleted while reading; run again", f.where(), pos, part.LogStartOffset, part.HighWatermark)
+			}
+			if len(fp.Records) == 0 {
+				return fmt.Errorf("decode %s at offset %d: %w", f.where(), pos, fp.Err)
+			}
+		}
+		items := make([]Item, 0, len(fp.Records))
+		for _, r := range fp.Records {
+			if r.Offset >= f.spec.to {
+				break
+			}
+			items = append(items, f.fp.item(r, f.spec.fields))
+		}
+		if len(items) > 0 {
+			select {
+			case out <- fetchBatch{items: items}:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		if p > pos {
+			pos = p
+		}
+		if pos >= f.spec.to {
+			break
+		}
+	}
+	return nil
+}
+
+// lastOffset returns the last offset covered by the complete batches in b, from their
+// headers: base offset + last offset delta for record batches (magic 2, also when compaction
+// emptied them or they are control batches), the entry's offset for v0/v1 message sets.
+func lastOffset(b []byte) (int64, bool) {
+	pieces := splitBatches(b)
+	if len(pieces) == 0 {
+		return 0, false
+	}
+	p := pieces[len(pieces)-1]
+	if len(p) < 17 || 12+int(int32(binary.BigEndian.Uint32(p[8:12]))) != len(p) {
+		return 0, false
+	}
+	base := int64(binary.BigEndian.Uint64(p[:8]))
+	if p[16] >= 2 {
+		if len(p) < 27 {
+			return 0, false
+		}
+		return base + int64(int32(binary.BigEndian.Uint32(p[23:27]))), true
+	}
+	return base, true
+}
+
+// splitBatches cuts the record batches (or v0/v1 message sets) of a fetch response apart:
+// each starts with an int64 offset and an int32 length. A truncated last batch (the broker
+// fills up to the byte limit) is dropped; the next fetch starts before it.
+func splitBatches(b []byte) [][]byte {
+	var out [][]byte
+	for len(b) >= 12 {
+		n := 12 + int(int32(binary.BigEndian.Uint32(b[8:12])))
+		if n < 12 || n > len(b) {
+			break
+		}
+		out = append(out, b[:n:n])
+		b = b[n:]
+	}
+	if len(out) == 0 && len(b) > 0 {
+		out = append(out, b) // let the decoder report what is wrong with it
+	}
+	return out
 }

@@ -94,3 +94,18 @@ func FuzzFingerprintConcatenation(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFingerprinter checks that the buffered fingerprint used when reading equals Fingerprint.
+func FuzzFingerprinter(f *testing.F) {
+	f.Add([]byte("abc"), uint8(1), uint8(2), uint8(0), uint8(0), uint8(15))
+	f.Fuzz(func(t *testing.T, data []byte, c1, c2, c3, nulls, fields uint8) {
+		r := split(data, c1, c2, c3, nulls)
+		fl := Fields(fields) & (FieldKey | FieldValue | FieldHeaders | FieldTimestamp)
+		var p fingerprinter
+		for i := 0; i < 2; i++ { // twice: the buffer is reused
+			if got, want := p.item(r, fl).FP, Fingerprint(r, fl); got != want {
+				t.Fatalf("fingerprinter: got %x, want Fingerprint %x for %+v fields %v", got, want, r, fl)
+			}
+		}
+	})
+}
