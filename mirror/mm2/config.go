@@ -513,24 +513,27 @@ func (p *parser) flow(src, tgt string) (*Flow, error) {
 			}
 		}
 	}
+	// MM2 starts a herder for the pair only if "A->B.enabled" or emit.heartbeats.enabled is
+	// exactly "true" (MirrorMakerConfig.clusterPairs: Boolean.parseBoolean, untrimmed;
+	// heartbeats default to on). Without a herder nothing of the flow runs.
+	herder := true
+	if hb, ok := get("emit.heartbeats.enabled"); ok {
+		herder = strings.EqualFold(hb.Value, "true")
+	}
+	if fk := p.flowKeys[src+"->"+tgt]; fk != nil {
+		if pr, ok := fk.keys["enabled"]; ok && strings.EqualFold(pr.Value, "true") {
+			herder = true
+		}
+	}
+	f.herder = herder
 	if pr, ok := get("enabled"); ok {
 		// The connectors read "enabled" as a trimmed boolean; anything else makes MM2's
-		// connector config fail. (MirrorMakerConfig.clusterPairs reads it untrimmed, which
-		// only matters with heartbeats off; Lint reports that.)
+		// connector config fail.
 		b, err := parseBool(pr)
 		if err != nil {
 			return nil, err
 		}
-		f.Enabled = b
-		// MM2 starts a herder for the pair only if "enabled" or emit.heartbeats.enabled is
-		// exactly "true" (Boolean.parseBoolean, untrimmed; heartbeats default to on).
-		heartbeats := true
-		if hb, ok := get("emit.heartbeats.enabled"); ok {
-			heartbeats = strings.EqualFold(hb.Value, "true")
-		}
-		if !strings.EqualFold(pr.Value, "true") && !heartbeats {
-			f.Enabled = false
-		}
+		f.Enabled = b && herder
 	}
 	sep := "."
 	if pr, ok := get("replication.policy.separator"); ok {

@@ -86,6 +86,7 @@ func NewFlow(source, target string, policy ReplicationPolicy) *Flow {
 		OffsetSyncsLocation:    "source",
 		InternalTopicSeparator: true,
 		Settings:               map[string]string{},
+		herder:                 true,
 	}
 	_ = f.compile() // the defaults compile
 	return f

@@ -122,6 +122,17 @@ a->b.topics.blacklist=orders
 topics.exclude=.*\\.tmp
 b->a.groups.exclude=
 `,
+	"heartbeats-off.properties": `clusters=a,b,c
+a.bootstrap.servers=a:9092
+b.bootstrap.servers=b:9092
+c.bootstrap.servers=c:9092
+emit.heartbeats.enabled=false
+a->b.enabled=true 
+b->a.enabled=true
+a->c.enabled=false
+a->c.emit.heartbeats.enabled=true
+c->b.emit.heartbeats.enabled=TRUE
+`,
 	"mixed.properties": `clusters=a,b,c
 a.bootstrap.servers=a:9092
 b.bootstrap.servers=b:9092
@@ -246,6 +257,9 @@ func goFacts(t *testing.T, file, text string) []string {
 			f, err := cfg.Flow(name)
 			if err != nil {
 				t.Fatalf("%s: Flow(%q): %v", file, name, err)
+			}
+			if !f.herder {
+				continue // MM2 starts nothing for this pair
 			}
 			add("flow", name, "enabled", fmt.Sprint(f.Enabled))
 			add("flow", name, "policy", f.Policy.Name())

@@ -108,6 +108,7 @@ type Flow struct {
 	Settings map[string]string
 
 	topics, topicsExclude, groups, groupsExclude []*regexp.Regexp
+	herder                                       bool // MM2 would start a herder for the pair
 }
 
 // Warning is a key the parser did not use, or a value it doubts, with a suggestion where it
