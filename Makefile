@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    ?= ./...
 BIN     ?= bin
 
-.PHONY: help build test it lint bench demo demo-real fetch-kafka clean
+.PHONY: help build test it lint bench demo demo-real nightly fetch-kafka clean
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -29,6 +29,9 @@ demo: build ## the seed case end to end on two in-process clusters (no Java): th
 
 bench: ## benchmarks against peers in the same run (real brokers; see BENCHMARKS.md)
 	scripts/bench.sh
+
+nightly: ## the nightly end-to-end run locally: reports/ gets the HTML and JUnit files
+	scripts/nightly.sh
 
 clean: ## remove build outputs
 	rm -rf $(BIN) reports

@@ -118,7 +118,7 @@ func Render(c *cli.Context, v any, title string) error {
 		defer file.Close()
 		w = file
 	} else if fi, ok := w.(*os.File); ok {
-		color = isTerminal(fi)
+		color = isTerminal(fi) && !noColor()
 	}
 	if err := report.Write(w, f, v, report.Options{Color: color, Title: title}); err != nil {
 		return &ExitCoder{Code: ExitError, Err: fmt.Errorf("render %s report: %w", f, err)}
@@ -135,4 +135,10 @@ func isTerminal(f *os.File) bool {
 		return false
 	}
 	return st.Mode()&os.ModeCharDevice != 0 && !strings.EqualFold(os.Getenv("TERM"), "dumb")
+}
+
+// noColor honours the NO_COLOR convention (https://no-color.org): set to anything, no colours.
+func noColor() bool {
+	_, set := os.LookupEnv("NO_COLOR")
+	return set
 }
