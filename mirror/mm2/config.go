@@ -318,11 +318,7 @@ func (p *parser) classifyClusterKey(pr Property, alias, suffix string) {
 func (p *parser) classifyGlobalUnknown(pr Property) {
 	k := pr.Key
 	if clusterOnlyKeys[k] {
-		target := "<target>"
-		if len(p.aliases) > 0 {
-			target = p.aliases[len(p.aliases)-1]
-		}
-		p.warn(pr, target+"."+k, "MM2 ignores %s without a cluster prefix (dedicated mode reads worker settings only as <target-alias>.%s)", k, k)
+		p.warn(pr, p.likelyTarget()+"."+k, "MM2 ignores %s without a cluster prefix (dedicated mode reads worker settings only as <target-alias>.%s)", k, k)
 		return
 	}
 	for _, sp := range clientSubPrefixes {
@@ -343,6 +339,24 @@ func (p *parser) classifyGlobalUnknown(pr Property) {
 		}
 	}
 	p.warn(pr, suggest(k, globalCandidates()), "unknown key: MirrorMaker 2 ignores it")
+}
+
+// likelyTarget is the target alias of the first enabled flow in the file, else the last alias:
+// the cluster whose worker a misplaced worker setting was probably meant for.
+func (p *parser) likelyTarget() string {
+	for _, pr := range p.props.All() {
+		src, rest, ok := strings.Cut(pr.Key, "->")
+		if !ok || !contains(p.aliases, src) || !strings.EqualFold(strings.TrimSpace(pr.Value), "true") {
+			continue
+		}
+		if tgt, ok := p.aliasPrefix(rest, "."); ok && rest[len(tgt)+1:] == "enabled" {
+			return tgt
+		}
+	}
+	if len(p.aliases) == 0 {
+		return "<target>"
+	}
+	return p.aliases[len(p.aliases)-1]
 }
 
 func contains(list []string, s string) bool {
