@@ -224,6 +224,15 @@ func TestAlign(t *testing.T) {
 			segments: []Segment{{0, 0, 200}, {200, 300, 100}},
 		},
 		{
+			// Only the last Window matched records are remembered: the older part of a replay
+			// longer than the window cannot be told from records written directly (raise
+			// --window to cover the longest replay).
+			name: "replay longer than the window", src: at(0, span(0, 99)), dst: at(0, cat(span(0, 99), span(0, 99))),
+			opt:  AlignOptions{Window: 30, StrictTargetTo: true},
+			want: Counts{Matched: 100, Duplicated: 30, Extra: 70}, extra: []TargetRange{{100, 169}},
+			segments: []Segment{{0, 0, 100}},
+		},
+		{
 			name: "altered value", src: at(0, span(0, 9)), dst: at(0, cat(span(0, 4), altered(5), span(6, 9))),
 			want: Counts{Matched: 9, Mismatched: 1}, mism: []Mismatch{{5, 5, []string{"value"}}},
 			segments: []Segment{{0, 0, 10}},
@@ -530,5 +539,44 @@ func runFuzzAlign(t *testing.T, prog []byte, alphabet uint8, n uint16) {
 				}
 			}
 		}
+	}
+}
+
+// BenchmarkAlign measures the aligner alone (in memory) per record pair: a clean copy, and a
+// copy with a fault every 1000 records (a loss, a replay, an alteration in turn).
+func BenchmarkAlign(b *testing.B) {
+	const n = 100_000
+	src := at(0, span(0, n-1))
+	clean := at(0, span(0, n-1))
+	var faulty []*kgo.Record
+	for i := 0; i < n; i++ {
+		switch {
+		case i%3000 == 500:
+			continue // lost
+		case i%3000 == 1500:
+			faulty = append(faulty, r(i), r(i-1)) // replayed
+		case i%3000 == 2500:
+			faulty = append(faulty, with(r(i), func(c *kgo.Record) { c.Value = []byte("x") })...)
+		default:
+			faulty = append(faulty, r(i))
+		}
+	}
+	faulty = at(0, faulty)
+	for _, bc := range []struct {
+		name string
+		dst  []*kgo.Record
+	}{{"clean", clean}, {"faults", faulty}} {
+		b.Run(bc.name, func(b *testing.B) {
+			si, ti := items(src, DefaultFields), items(bc.dst, DefaultFields)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				_, _, err := Align(context.Background(), &SliceStream{si}, &SliceStream{ti}, AlignOptions{StrictTargetFrom: true, StrictTargetTo: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/record")
+		})
 	}
 }

@@ -24,7 +24,8 @@
 // records are then classified:
 //
 //   - duplicated: a target record equal to one of the last Window matched source records (a
-//     replay); the result says which source offset it repeats;
+//     replay); the result says which source offset it repeats. The older part of a replay
+//     longer than the window is reported as extra: raise the window to the longest replay;
 //   - mismatched: a target record paired with a skipped source record at the same position
 //     between two matched anchors (when both blocks have the same length), or with the same key;
 //     DiffFields says which fields differ;

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -239,6 +240,37 @@ func TestDiffCommand(t *testing.T) {
 			t.Errorf("target_topic: got %q, want %q", r.TargetTopic, faulty)
 		}
 	})
+	t.Run("target topic from the MM2 file's replication policy", func(t *testing.T) {
+		// DefaultReplicationPolicy: the copy of <topic> from cluster "east" is "east.<topic>".
+		prefixed := topicName()
+		create(t, src, prefixed, 1)
+		create(t, dst, "east."+prefixed, 1)
+		produce(t, src, prefixed, 0, recs(0, 19))
+		produce(t, dst, "east."+prefixed, 0, recs(0, 19))
+		props := filepath.Join(t.TempDir(), "mm2.properties")
+		text := "clusters = east, west\neast.bootstrap.servers = " + srcSeeds + "\nwest.bootstrap.servers = " + dstSeeds +
+			"\neast->west.enabled = true\nreplication.policy.class = org.apache.kafka.connect.mirror.DefaultReplicationPolicy\n"
+		if err := os.WriteFile(props, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errs := run(t, "diff", "--mm2-config", props, "--topic", prefixed, "--format", "json")
+		if code != 0 {
+			t.Fatalf("exit %d, want 0; stderr: %s", code, errs)
+		}
+		if r := decode(t, out); r.TargetTopic != "east."+prefixed || r.Summary.Matched != 20 {
+			t.Errorf("got target_topic %q and %d matched, want %q and 20", r.TargetTopic, r.Summary.Matched, "east."+prefixed)
+		}
+	})
+	t.Run("from a time", func(t *testing.T) {
+		from := time.UnixMilli(1_700_000_000_000 + 30).UTC().Format(time.RFC3339Nano)
+		code, out, errs := run(t, append([]string{"diff", "--topic", same, "--partitions", "0", "--from", from, "--format", "json"}, conn...)...)
+		if code != 0 {
+			t.Fatalf("exit %d, want 0; stderr: %s", code, errs)
+		}
+		if r := decode(t, out); r.Summary.Matched != 20 {
+			t.Errorf("got %d matched, want the 20 records from offset 30", r.Summary.Matched)
+		}
+	})
 	usageCases := []struct {
 		name string
 		args []string
@@ -294,5 +326,22 @@ func TestHelpTeaches(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("--help does not mention %q", want)
 		}
+	}
+}
+
+func TestProgressLine(t *testing.T) {
+	var b bytes.Buffer
+	p := &progress{w: &b, parts: map[int32]verify.Progress{}, start: time.Now().Add(-2 * time.Second)}
+	p.update(verify.Progress{Partition: 3, SourceOffset: 120, SourceTo: 400, Records: 1000})
+	p.update(verify.Progress{Partition: 1, SourceOffset: 50, SourceTo: 50, Records: 200, Done: true})
+	p.print()
+	got := b.String()
+	for _, want := range []string{"1200 records", "/s)", "p3 120/400"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("progress line %q does not contain %q", got, want)
+		}
+	}
+	if strings.Contains(got, "p1 ") {
+		t.Errorf("progress line %q shows the finished partition 1", got)
 	}
 }
