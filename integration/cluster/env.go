@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 )
@@ -48,4 +49,29 @@ func Describe() string {
 		fmt.Fprintf(&b, "; %s=1: a missing Java 17 or Maven fails the tests", EnvRequireReal)
 	}
 	return b.String()
+}
+
+// Check says whether spec can start here without starting it: nil, an *UnavailableError
+// (no Java 17; jars missing and no Maven; no Docker engine), or a spec error.
+func Check(spec Spec) error {
+	s, err := spec.normalize()
+	if err != nil {
+		return err
+	}
+	switch s.Provider {
+	case ProviderJVM:
+		if _, err := java(); err != nil {
+			return err
+		}
+		lib := filepath.Join(cacheDir(), "kafka-"+s.Version, "lib")
+		if _, err := os.Stat(filepath.Join(lib, ".complete")); err == nil {
+			return nil
+		}
+		if _, err := exec.LookPath("mvn"); err != nil {
+			return &UnavailableError{Provider: ProviderJVM, Reason: fmt.Sprintf("Kafka %s jars are not in %s and Maven is not installed to fetch them: install Maven (apt-get install maven)", s.Version, lib)}
+		}
+	case ProviderTestcontainers:
+		return dockerAvailable()
+	}
+	return nil
 }
