@@ -99,7 +99,8 @@ type Config struct {
 	Linger             time.Duration
 	BatchMaxBytes      int32
 	MaxBufferedRecords int
-	// Consumer settings (consumer.* keys). FetchMaxBytes default: 50 MiB (fetch.max.bytes);
+	// Consumer settings (consumer.* keys). FetchMaxBytes default: 16 MiB (fetch.max.bytes;
+	// lower than Kafka's 50 MiB to bound memory);
 	// FetchMaxPartitionBytes default: 1 MiB (max.partition.fetch.bytes); FetchMaxWait
 	// default: 500ms (fetch.max.wait.ms).
 	FetchMaxBytes          int32
@@ -185,7 +186,7 @@ func (c *Config) SetDefaults() {
 		c.MaxBufferedRecords = 10000
 	}
 	if c.FetchMaxBytes == 0 {
-		c.FetchMaxBytes = 50 << 20
+		c.FetchMaxBytes = 16 << 20
 	}
 	if c.FetchMaxPartitionBytes == 0 {
 		c.FetchMaxPartitionBytes = 1 << 20

@@ -294,14 +294,7 @@ func (e *Engine) poll(ctx context.Context) error {
 				if !ps.begin(r.Offset, control) {
 					continue
 				}
-				out := &kgo.Record{
-					Topic:     ps.target,
-					Partition: r.Partition,
-					Key:       r.Key,
-					Value:     r.Value,
-					Headers:   r.Headers,
-					Timestamp: r.Timestamp,
-				}
+				out := copyRecord(r, ps.target)
 				src := r.Offset
 				size := int64(len(r.Key) + len(r.Value))
 				e.dst.Produce(pctx, out, func(o *kgo.Record, err error) {
@@ -316,6 +309,36 @@ func (e *Engine) poll(ctx context.Context) error {
 			}
 		})
 	}
+}
+
+// copyRecord copies r for the target into one allocation. Fetched keys and values point into
+// the fetch response; copying them lets each response be freed once polled, so memory is
+// bounded by the fetch size plus the producer buffer rather than by every response that still
+// has a record waiting to be acknowledged.
+func copyRecord(r *kgo.Record, topic string) *kgo.Record {
+	n := len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	buf := make([]byte, 0, n)
+	take := func(b []byte) []byte {
+		if b == nil {
+			return nil // null stays null
+		}
+		start := len(buf)
+		buf = append(buf, b...)
+		return buf[start:len(buf):len(buf)]
+	}
+	out := &kgo.Record{Topic: topic, Partition: r.Partition, Timestamp: r.Timestamp}
+	out.Key = take(r.Key)
+	out.Value = take(r.Value)
+	if len(r.Headers) > 0 {
+		out.Headers = make([]kgo.RecordHeader, len(r.Headers))
+		for i, h := range r.Headers {
+			out.Headers[i] = kgo.RecordHeader{Key: h.Key, Value: take(h.Value)}
+		}
+	}
+	return out
 }
 
 func isFatal(err error) bool {
