@@ -162,9 +162,10 @@ func (f *fetcher) fetchLoop(ctx context.Context, raw chan<- rawFetch) error {
 	failures := 0
 	retry := func(err error) error {
 		failures++
+		leader := f.leader
 		f.leader = -1
-		if failures > 20 {
-			return fmt.Errorf("fetch %s at offset %d: %w (gave up after %d tries: check the cluster is reachable)", f.where(), next, err, failures)
+		if failures > 60 {
+			return fmt.Errorf("fetch %s at offset %d from broker %d: %w (gave up after %d tries over about a minute: check that the cluster is reachable and the partition has a leader)", f.where(), next, leader, err, failures)
 		}
 		select {
 		case <-ctx.Done():
@@ -187,7 +188,7 @@ func (f *fetcher) fetchLoop(ctx context.Context, raw chan<- rawFetch) error {
 		}
 		req := kmsg.NewPtrFetchRequest()
 		req.ReplicaID = -1
-		req.MaxWaitMillis = 500
+		req.MaxWaitMillis = 100 // the end was listed up front: the data is there, a wait is rare
 		req.MinBytes = 1
 		req.MaxBytes = 2 * f.spec.maxPartBytes
 		req.IsolationLevel = isoLevel
