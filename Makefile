@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    ?= ./...
 BIN     ?= bin
 
-.PHONY: help build test it lint bench demo demo-real nightly fetch-kafka clean
+.PHONY: help build test test-short seed cluster-up cluster-down it lint bench demo demo-real nightly fetch-kafka clean
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -15,7 +15,19 @@ test: ## every test this machine can run (real-broker tests skip, saying why, wi
 	$(GO) test -count=1 -timeout 40m $(PKGS)
 
 it: fetch-kafka ## real-broker tests only (Kafka 2.3.0, 3.7.1, MirrorMaker 2 as JVM processes)
-	KMIGRATE_IT_ONLY=1 $(GO) test -count=1 -timeout 40m -v ./integration/...
+	KMIGRATE_REQUIRE_REAL=1 $(GO) test -count=1 -timeout 40m -v ./integration/...
+
+test-short: ## the fast tests only: kfake and pure code, no JVM
+	$(GO) test -short -count=1 $(PKGS)
+
+seed: fetch-kafka ## the seed scenario on real brokers: prints source lag, target lag and re-read count
+	$(GO) test -count=1 -v -run 'TestSeedScenario$$' ./integration/
+
+cluster-up: fetch-kafka ## start Kafka 2.3.0 and 3.7.1 by hand and print their bootstrap addresses
+	scripts/cluster.sh up 2.3.0 3.7.1
+
+cluster-down: ## stop exactly what cluster-up started
+	scripts/cluster.sh down
 
 fetch-kafka: ## resolve the Kafka 2.3.0 and 3.7.1 jars into ~/.cache/kmigrate (once)
 	scripts/fetch-kafka.sh
