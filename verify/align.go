@@ -195,7 +195,12 @@ type aligner struct {
 
 	records  int64
 	lastProg int64
-	blind    int // resolves to go before the next hashed search
+	// After a hashed search that found nothing, the positions (counted in records popped) up
+	// to which the windows it covered reach: records below them are known to have no copy in
+	// the other window, and the next search waits until half of a window has been consumed.
+	searched           bool
+	horizonS, horizonT int64
+	blindS, blindT     int64
 }
 
 func (a *aligner) run(ctx context.Context) error {
@@ -207,6 +212,7 @@ func (a *aligner) run(ctx context.Context) error {
 	for {
 		if a.sq.len() == 0 && a.tq.len() == 0 && !a.srcEOF && !a.dstEOF {
 			// Fast path: nothing pending, take one record from each side.
+			a.searched = false
 			s, sok, err := a.src.Next(ctx)
 			if err != nil {
 				return err
@@ -359,15 +365,18 @@ func (a *aligner) resolve(ctx context.Context) error {
 		a.duplicate(a.tq.pop(), src)
 		return nil
 	}
-	if a.blind > 0 {
-		// The last hashed search found no common record in the windows: until half of them
+	if a.searched && a.sq.popped < a.blindS && a.tq.popped < a.blindT {
+		// The last hashed search found no common record in the windows: until half of one
 		// has been consumed, a new one cannot find a near resynchronisation point either.
-		a.blind--
 	} else if i, j, ok := a.searchWindow(); ok {
+		a.searched = false
 		a.classify(i, j)
 		return nil
 	} else {
-		a.blind = max(1, min(a.sq.len(), a.tq.len())/2)
+		ns, nt := int64(a.sq.len()), int64(a.tq.len())
+		a.searched = true
+		a.horizonS, a.horizonT = a.sq.popped+ns, a.tq.popped+nt
+		a.blindS, a.blindT = a.sq.popped+max(1, ns/2), a.tq.popped+max(1, nt/2)
 	}
 	if a.keysAligned() {
 		a.mismatch(a.sq.pop(), a.tq.pop())
@@ -466,7 +475,9 @@ func (a *aligner) keysAligned() bool {
 
 // fallback handles a divergence with no resynchronisation point inside the windows: the
 // side whose head is older (by timestamp) is behind, so its records up to the other head's
-// timestamp are missing (source) or extra (target).
+// timestamp are missing (source) or extra (target). Only records that the last hashed search
+// covered are consumed in a block (a record read since could start a resynchronisation); the
+// head always is, so there is progress.
 func (a *aligner) fallback() {
 	s, t := a.sq.front(), a.tq.front()
 	var st, tt int64
@@ -475,13 +486,13 @@ func (a *aligner) fallback() {
 	}
 	if st <= tt {
 		a.missing(a.sq.pop())
-		for a.sq.len() > 0 && a.sq.front().Record != nil && a.sq.front().Record.Timestamp.UnixMilli() < tt {
+		for a.sq.len() > 0 && a.sq.popped < a.horizonS && a.sq.front().Record != nil && a.sq.front().Record.Timestamp.UnixMilli() < tt {
 			a.missing(a.sq.pop())
 		}
 		return
 	}
 	a.extraOrDup(a.tq.pop())
-	for a.tq.len() > 0 && a.tq.front().Record != nil && a.tq.front().Record.Timestamp.UnixMilli() < st {
+	for a.tq.len() > 0 && a.tq.popped < a.horizonT && a.tq.front().Record != nil && a.tq.front().Record.Timestamp.UnixMilli() < st {
 		a.extraOrDup(a.tq.pop())
 	}
 }
@@ -712,8 +723,9 @@ func (a *aligner) finish() {
 
 // queue is a FIFO of items over a slice that is compacted as it is consumed.
 type queue struct {
-	items []Item
-	head  int
+	items  []Item
+	head   int
+	popped int64 // items ever popped: the absolute position of the front
 }
 
 func (q *queue) len() int       { return len(q.items) - q.head }

@@ -208,6 +208,15 @@ func TestAlign(t *testing.T) {
 			segments: []Segment{{0, 0, 100}, {400, 100, 100}},
 		},
 		{
+			// The target rewrote every timestamp (LogAppendTime, later than the source's): the
+			// fallback cannot use them, the aligner still finds the copy past the window.
+			name: "missing run longer than the window, target timestamps rewritten",
+			src:  at(0, span(0, 499)), dst: at(0, appendTime(cat(span(0, 99), span(400, 499)))),
+			opt:  AlignOptions{Window: 50},
+			want: Counts{Matched: 200, Missing: 300}, missing: []SourceRange{{100, 399}},
+			segments: []Segment{{0, 0, 100}, {400, 100, 100}},
+		},
+		{
 			name: "replayed run", src: at(0, span(0, 19)), dst: at(0, cat(span(0, 14), span(10, 19))),
 			want:     Counts{Matched: 20, Duplicated: 5},
 			dups:     []Copy{{15, 10}, {16, 11}, {17, 12}, {18, 13}, {19, 14}},
@@ -579,4 +588,16 @@ func BenchmarkAlign(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/record")
 		})
 	}
+}
+
+// appendTime gives the records timestamps later than any source record's, as a target topic
+// with message.timestamp.type=LogAppendTime does.
+func appendTime(recs []*kgo.Record) []*kgo.Record {
+	out := make([]*kgo.Record, len(recs))
+	for i, rec := range recs {
+		c := *rec
+		c.Timestamp = time.UnixMilli(1_800_000_000_000 + int64(i))
+		out[i] = &c
+	}
+	return out
 }

@@ -35,7 +35,13 @@
 // With no resynchronisation point in the windows, a target record repeating a matched source
 // record is a duplicate; equal keys on both sides pair as mismatches (values re-encoded in
 // place); otherwise the side whose head is older by timestamp is behind and its records up to
-// the other head's timestamp are missing (source) or extra (target). Memory is bounded by the
+// the other head's timestamp are missing (source) or extra (target). So a run of missing or
+// extra records longer than the window is decided by timestamps: right for records lost from
+// a copy that keeps CreateTime, and for a target that rewrote every timestamp (LogAppendTime)
+// the copy is still found once the windows reach it; a run of records written directly into
+// the middle of the target, longer than the window, is misread as missing source records
+// followed by extra ones (the counts stay consistent and the result differs). Raise --window
+// above the longest run to classify it exactly. Memory is bounded by the
 // windows and the replay history, never by the topic (PartitionMap.Duplicates and the ranges
 // grow only with the differences found; the ranges are capped by Config.MaxListed, and
 // PartitionResult.Truncated says so; counts are always complete).
