@@ -1,7 +1,6 @@
 package reconcile
 
 import (
-	"context"
 	"fmt"
 	"regexp"
 	"sort"
@@ -11,9 +10,8 @@ import (
 )
 
 // Topic names come from the flow (mm2.Flow: replication policy, checkpoints and offset-syncs
-// topics, topic filter). The offset syncs and checkpoints are read here with the same raw
-// reader Plan uses for records, as MM2 3.7.1 readers do: every record of partition 0, the last
-// checkpoint per key.
+// topics, topic filter); MM2's offset syncs and checkpoints are read by mm2.ReadOffsetSyncs and
+// mm2.ReadCheckpoints, as MM2 3.7.1's readers do.
 
 // topicMirrored reports whether flow f replicates source topic t, and why not.
 func topicMirrored(f *mm2.Flow, t string) (bool, string) {
@@ -32,22 +30,14 @@ type tp struct {
 	part  int32
 }
 
-// readOffsetSyncs reads every offset sync of the topic (empty when it does not exist).
-func readOffsetSyncs(ctx context.Context, s *side, topic string) (syncIndex, bool, error) {
-	recs, ok, err := s.readAll(ctx, topic)
-	if err != nil || !ok {
-		return nil, ok, err
-	}
+// indexSyncs groups offset syncs per source partition, keeping MM2's order.
+func indexSyncs(syncs []mm2.OffsetSync) syncIndex {
 	idx := make(syncIndex)
-	for _, r := range recs {
-		os, err := mm2.DecodeOffsetSync(r.Key, r.Value)
-		if err != nil {
-			continue // a foreign record; MM2 skips what it cannot read too
-		}
+	for _, os := range syncs {
 		k := tp{os.Topic, os.Partition}
 		idx[k] = append(idx[k], os)
 	}
-	return idx, true, nil
+	return idx
 }
 
 // lowerBound returns a target offset at or below the copy of source offset off, from the
@@ -70,27 +60,6 @@ func (x syncIndex) maxUpstream(topic string, part int32) int64 {
 		m = max(m, s.Upstream)
 	}
 	return m
-}
-
-// readCheckpoints reads the last checkpoint per group partition (empty when the topic does not
-// exist).
-func readCheckpoints(ctx context.Context, s *side, topic string) (map[mm2.CheckpointKey]mm2.Checkpoint, bool, error) {
-	recs, ok, err := s.readAll(ctx, topic)
-	if err != nil || !ok {
-		return nil, ok, err
-	}
-	out := make(map[mm2.CheckpointKey]mm2.Checkpoint)
-	for _, r := range recs {
-		if r.Value == nil {
-			continue
-		}
-		c, err := mm2.DecodeCheckpoint(r.Key, r.Value)
-		if err != nil {
-			continue
-		}
-		out[c.ID()] = c
-	}
-	return out, true, nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -123,7 +123,7 @@ func Plan(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, error
 	if cpTopic == "" {
 		cpTopic = cfg.Flow.CheckpointsTopic()
 	}
-	if p.checkpoints, _, err = readCheckpoints(ctx, p.dst, cpTopic); err != nil {
+	if p.checkpoints, err = mm2.ReadCheckpoints(ctx, dst, cpTopic); err != nil {
 		log.Warn("cannot read checkpoints", "cluster", "target", "topic", cpTopic, "err", err)
 	}
 	syncTopic, onTarget := cfg.Flow.OffsetSyncsTopic(), cfg.Flow.OffsetSyncsOnTarget()
@@ -134,9 +134,10 @@ func Plan(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, error
 	if onTarget {
 		syncSide = p.dst
 	}
-	if p.syncs, _, err = readOffsetSyncs(ctx, syncSide, syncTopic); err != nil {
+	if syncs, err := mm2.ReadOffsetSyncs(ctx, syncSide.cl, syncTopic); err != nil {
 		log.Warn("cannot read offset syncs", "cluster", syncSide.name, "topic", syncTopic, "err", err)
-		p.syncs = nil
+	} else if len(syncs) > 0 {
+		p.syncs = indexSyncs(syncs)
 	}
 
 	// One result slot per group partition, filled in parallel.

@@ -190,37 +190,6 @@ func (s *side) readOnce(ctx context.Context, topic string, part int32, from, to 
 	return out, nil
 }
 
-// readAll returns every record of partition 0 of topic (the single-partition MM2 topics),
-// up to its end; nil when the topic does not exist.
-func (s *side) readAll(ctx context.Context, topic string) ([]*kgo.Record, bool, error) {
-	_, ok, err := s.topic(ctx, topic)
-	if err != nil || !ok {
-		return nil, ok, err
-	}
-	starts, err := s.adm.ListStartOffsets(ctx, topic)
-	if err != nil {
-		return nil, true, fmt.Errorf("%s cluster: list start offsets of %q: %w", s.name, topic, err)
-	}
-	ends, err := s.adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		return nil, true, fmt.Errorf("%s cluster: list end offsets of %q: %w", s.name, topic, err)
-	}
-	st, _ := starts.Lookup(topic, 0)
-	en, _ := ends.Lookup(topic, 0)
-	if st.Err != nil || en.Err != nil {
-		return nil, true, fmt.Errorf("%s cluster: offsets of %q partition 0: %w", s.name, topic, errors.Join(st.Err, en.Err))
-	}
-	recs, err := s.read(ctx, topic, 0, st.Offset, en.Offset, 0, verify.FieldKey)
-	if err != nil {
-		return nil, true, err
-	}
-	out := make([]*kgo.Record, len(recs))
-	for i := range recs {
-		out[i] = recs[i].r
-	}
-	return out, true, nil
-}
-
 // offsetAfterMilli returns the first offset of topic/partition whose timestamp is at or after
 // ms, or -1 when there is none.
 func (s *side) offsetAfterMilli(ctx context.Context, topic string, part int32, ms int64) (int64, error) {
