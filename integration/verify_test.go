@@ -89,6 +89,19 @@ func TestVerify(t *testing.T) {
 		}
 	})
 
+	t.Run("from an offset, the target start from MM2's offset syncs", func(t *testing.T) {
+		code, out, errs := vfRun(t, bin, "diff", "--mm2-config", propsFile, "--topic", plain, "--from", "300", "--format", "json")
+		if code != 0 {
+			t.Fatalf("exit %d, want 0\nstderr: %s\nstdout: %s", code, errs, out)
+		}
+		res := vfDecode(t, out)
+		for _, p := range res.Partitions {
+			if p.Matched != 100 || p.Counts.Differs() || p.SourceStart != 300 {
+				t.Errorf("partition %d: got %+v from %d, want 100 matched from 300", p.Partition, p.Counts, p.SourceStart)
+			}
+		}
+	})
+
 	t.Run("faults at their exact offsets", func(t *testing.T) {
 		faulty := "vf-faulty-" + run
 		bedCreateTopic(t, dst, faulty, 2, nil)
