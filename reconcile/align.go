@@ -107,10 +107,19 @@ func (p *planner) locate(ctx context.Context, j job) (answer, error) {
 // targetLowerBound returns a target offset at or below the copy of source record r, from
 // MM2's offset syncs or from r's timestamp, else the target log start.
 func (p *planner) targetLowerBound(ctx context.Context, j job, r rec) int64 {
+	lb, found := int64(-1), false
 	if p.syncs != nil {
 		if d, ok := p.syncs.lowerBound(j.srcTopic, j.part, r.off); ok {
-			return d
+			lb, found = d, true
 		}
+	}
+	// What earlier alignments of this partition found: the first copy of a source record at or
+	// below r lies at or below the copy of r.
+	if d, ok := p.anchorBelow(j, r.off); ok {
+		lb, found = max(lb, d), true
+	}
+	if found {
+		return lb
 	}
 	if ts := r.r.Timestamp.UnixMilli(); ts > 0 {
 		if o, err := p.dst.offsetAfterMilli(ctx, j.dstTopic, j.part, ts); err == nil && o >= 0 {
@@ -179,6 +188,12 @@ func (a *aligner) run(ctx context.Context, star int) (ans answer, retry bool, er
 		}
 		dups = pr.Duplicated
 		a.fromMap(pm, pr)
+		for k := range a.S {
+			if len(a.copies[k]) > 0 {
+				a.p.addAnchor(j, a.S[k].off, a.T[a.copies[k][0]].off)
+				break
+			}
+		}
 		matched, lastStar := -1, int64(-1)
 		for k := range a.S {
 			if n := len(a.copies[k]); n > 0 {
@@ -417,4 +432,33 @@ func (a *aligner) answer(star, dups int) answer {
 	}
 	base.proof = fmt.Sprintf("fingerprint %016x of source offset %d = target offset %d (%s)", a.S[s].fp, a.S[s].off, last.off, strings.Join(notes, "; "))
 	return base
+}
+
+// anchor is a source record and the target offset of its first copy, found by an alignment.
+type anchor struct{ src, dst int64 }
+
+func (p *planner) addAnchor(j job, src, dst int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := tp{j.srcTopic, j.part}
+	if p.anchors == nil {
+		p.anchors = make(map[tp][]anchor)
+	}
+	if len(p.anchors[k]) < 4096 {
+		p.anchors[k] = append(p.anchors[k], anchor{src, dst})
+	}
+}
+
+// anchorBelow returns the first-copy target offset of the highest known source record at or
+// below off.
+func (p *planner) anchorBelow(j job, off int64) (int64, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	best := anchor{src: -1}
+	for _, a := range p.anchors[tp{j.srcTopic, j.part}] {
+		if a.src <= off && a.src > best.src {
+			best = a
+		}
+	}
+	return best.dst, best.src >= 0
 }

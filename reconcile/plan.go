@@ -24,8 +24,9 @@ type planner struct {
 	syncs       syncIndex // nil when there is no offset-syncs topic
 	checkpoints map[mm2.CheckpointKey]mm2.Checkpoint
 
-	mu    sync.Mutex
-	cache map[cacheKey]*cacheEntry
+	mu      sync.Mutex
+	cache   map[cacheKey]*cacheEntry
+	anchors map[tp][]anchor // per source partition, from finished alignments
 }
 
 type cacheKey struct {
