@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -316,5 +317,23 @@ func TestDiffFromOffsetUsesOffsetSyncs(t *testing.T) {
 	}
 	if want := int64(600 - (500 - hintMargin)); p.TargetSkipped != want {
 		t.Errorf("got %d target records skipped, want %d (read from the sync's downstream offset less the margin)", p.TargetSkipped, want)
+	}
+}
+
+func TestAlignPartitionRangeBeyondTheLogFails(t *testing.T) {
+	src, dst := newCluster(t), newCluster(t)
+	topic := uniqueTopic(t)
+	createTopic(t, src, topic, 1)
+	createTopic(t, dst, topic, 1)
+	produce(t, src, topic, 0, span(0, 9))
+	produce(t, dst, topic, 0, span(0, 9))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, _, err := AlignPartition(ctx, src, dst, PartitionSpec{SourceTopic: topic, Partition: 0, SourceFrom: 0, SourceTo: 50, TargetFrom: 0, TargetTo: -1})
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("got err=%v (ctx %v), want an error naming the end of the log before the deadline", err, ctx.Err())
+	}
+	if !strings.Contains(err.Error(), "partition 0") {
+		t.Errorf("error %q does not name the partition", err)
 	}
 }
