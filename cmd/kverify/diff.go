@@ -161,7 +161,7 @@ func parsePartitions(s string) ([]int32, error) {
 // process under the 256 MiB budget. GOGC and GOMEMLIMIT in the environment win.
 func tuneGC() {
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
+		debug.SetGCPercent(200)
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(192 << 20)
