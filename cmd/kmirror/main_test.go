@@ -143,3 +143,29 @@ func kgoClient(t *testing.T, seeds []string) *kgo.Client {
 	t.Cleanup(cl.Close)
 	return cl
 }
+
+func TestSetMemoryLimit(t *testing.T) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		t.Skip("GOMEMLIMIT is set: --memory-limit is ignored")
+	}
+	tests := []struct {
+		name    string
+		value   string
+		wantErr bool
+	}{
+		{"GiB", "64GiB", false},
+		{"MiB", "65536MiB", false},
+		{"off", "off", false},
+		{"no unit", "192", true},
+		{"negative", "-1MiB", true},
+		{"junk", "lots", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := setMemoryLimit(tt.value)
+			if (err != nil) != tt.wantErr {
+				t.Errorf("setMemoryLimit(%q) = %v, want error %v", tt.value, err, tt.wantErr)
+			}
+		})
+	}
+}

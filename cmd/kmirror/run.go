@@ -8,6 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
+	"os"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,7 +29,8 @@ func runCommand() *cli.Command {
 		}
 	}
 	flags = append(flags,
-		&cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus metrics on `ADDR` (e.g. :9102) at /metrics; empty: off"},
+		&cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus metrics on `ADDR` (e.g. :9102) at /metrics, and Go profiles at /debug/pprof/; empty: off"},
+		&cli.StringFlag{Name: "memory-limit", Value: "192MiB", Usage: "soft memory limit of the Go runtime (`SIZE` in KiB, MiB or GiB; off: none); GOMEMLIMIT, when set, wins. The garbage collector works harder near it, keeping peak RSS near the limit at full speed"},
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json (logs go to standard error)"},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log level: debug, info, warn or error"},
 	)
@@ -71,6 +76,9 @@ mirroring stopped on an error (the message names the cluster, topic and partitio
 func run(c *cli.Context) error {
 	log, err := newLogger(c.App.ErrWriter, c.String("log-format"), c.String("log-level"))
 	if err != nil {
+		return &clikit.ExitCoder{Code: clikit.ExitError, Err: err}
+	}
+	if err := setMemoryLimit(c.String("memory-limit")); err != nil {
 		return &clikit.ExitCoder{Code: clikit.ExitError, Err: err}
 	}
 	conn, err := clikit.Connect(c)
@@ -128,6 +136,9 @@ func serveMetrics(addr string, e *mirror.Engine, log *slog.Logger) (func(), erro
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", e.MetricsHandler())
+	// Profiles for diagnosing memory and CPU (read-only; on the same address as the metrics).
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -155,4 +166,26 @@ func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: use text or json", format)
+}
+
+// setMemoryLimit applies --memory-limit unless GOMEMLIMIT is set.
+func setMemoryLimit(v string) error {
+	if os.Getenv("GOMEMLIMIT") != "" || v == "" || strings.EqualFold(v, "off") {
+		return nil
+	}
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}}
+	for _, u := range units {
+		if num, ok := strings.CutSuffix(v, u.suffix); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+			if err != nil || n <= 0 {
+				break
+			}
+			debug.SetMemoryLimit(n * u.mult)
+			return nil
+		}
+	}
+	return fmt.Errorf("--memory-limit %q: write a size such as 192MiB or 1GiB, or off", v)
 }
