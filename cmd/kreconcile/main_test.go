@@ -200,3 +200,37 @@ func TestGroupsTable(t *testing.T) {
 	}
 	t.Log("\n" + out)
 }
+
+func TestGroupsApplyRefusesActiveGroup(t *testing.T) {
+	srcSeeds, dstSeeds, topic, group, dst := seed(t)
+	member, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(dstSeeds, ",")...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit())
+	if err != nil {
+		t.Fatalf("member: %v", err)
+	}
+	t.Cleanup(member.Close)
+	ctx := ctxT(t)
+	for {
+		member.PollRecords(ctx, 1)
+		d, err := kadm.NewClient(dst).DescribeGroups(ctx, group)
+		if err == nil && d[group].State == "Stable" {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("group never became Stable")
+		}
+	}
+	backup := filepath.Join(t.TempDir(), "b.json")
+	code, out, errOut := run(t, "groups", "--source-brokers", srcSeeds, "--target-brokers", dstSeeds, "--apply", "--backup", backup, "--format", "json")
+	if code != 1 {
+		t.Fatalf("exit: got %d, want 1 (stderr %q)", code, errOut)
+	}
+	if !strings.Contains(out, `"refused"`) || !strings.Contains(out, group) {
+		t.Errorf("output: want the refusal naming %s:\n%s", group, out)
+	}
+	if got := targetCommit(t, dst, group, topic); got != 16 {
+		t.Errorf("target commit: got %d, want 16 (nothing written)", got)
+	}
+	if _, err := os.Stat(backup); err == nil {
+		t.Errorf("backup %s written, want none: nothing was to be written", backup)
+	}
+}
