@@ -3,7 +3,9 @@ package integration
 import (
 	"bufio"
 	"context"
+	"encoding/hex"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -303,7 +305,11 @@ func mirStart(t *testing.T, bin, props, flow, name string) *mirProc {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	logPath := filepath.Join(t.TempDir(), name+".log")
+	dir := os.Getenv("KMIGRATE_LOGDIR") // kept after the test when set
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	logPath := filepath.Join(dir, name+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
@@ -510,7 +516,8 @@ func mirShared(t *testing.T, src, dst cluster.Cluster, bin string) {
 // to copy N records and the peak RSS of: kmirror (the binary), MirrorMaker 2 3.7.1 with
 // default settings, MM2 tuned, and a bare franz-go consume-to-produce loop (this test binary
 // re-run as a helper process). It runs only with KMIGRATE_BENCH=1 (scripts/bench-mirror.sh);
-// KMIGRATE_BENCH_RECORDS sets N (default 500000, 200-byte values, 6 partitions). It prints a
+// KMIGRATE_BENCH_RECORDS sets N (default 500000, 200-byte values compressible ~2:1, 6
+// partitions, snappy as franz-go produces by default). It prints a
 // Markdown table.
 func TestMirrorBench(t *testing.T) {
 	if os.Getenv("KMIGRATE_BENCH") != "1" {
@@ -535,10 +542,17 @@ func TestMirrorBench(t *testing.T) {
 	defer cancel()
 	{
 		cl := bedClient(t, src.Bootstrap(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(10*time.Millisecond))
-		value := []byte(strings.Repeat("v", 200))
+		// Values of 200 hex characters from a seeded generator: compressible about 2:1, like
+		// typical payloads (a run of one byte would decompress to many times the fetch size).
+		rng := rand.New(rand.NewPCG(1, 2))
+		raw := make([]byte, 100)
 		var wg sync.WaitGroup
 		var perr atomic.Value
 		for i := 0; i < n; i++ {
+			for j := range raw {
+				raw[j] = byte(rng.Uint32())
+			}
+			value := []byte(hex.EncodeToString(raw))
 			wg.Add(1)
 			cl.Produce(ctx, &kgo.Record{Topic: topic, Partition: int32(i % parts), Key: fmt.Appendf(nil, "key-%d", i), Value: value},
 				func(_ *kgo.Record, err error) {
