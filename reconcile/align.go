@@ -425,6 +425,24 @@ func (a *aligner) answer(star, dups int) answer {
 	} else if dups > 0 {
 		notes = append(notes, fmt.Sprintf("%d replayed records in the window", dups))
 	}
+	// Target records between E and the copy of the next source record copy nothing that is on
+	// the source now: compacted there after mirroring, or written to the target directly. E
+	// stays below them: never above the truth, at the price of re-reading them.
+	for k := star + 1; k < len(a.S); k++ {
+		if len(a.copies[k]) == 0 {
+			continue
+		}
+		next, n := a.T[a.copies[k][0]].off, 0
+		for _, x := range a.extras {
+			if x >= base.e && x < next {
+				n++
+			}
+		}
+		if n > 0 {
+			notes = append(notes, fmt.Sprintf("%d target records after E copy no record the source holds now (compacted after mirroring, or written to the target): a consumer at E reads them", n))
+		}
+		break
+	}
 	if a.atEnd() {
 		notes = append(notes, fmt.Sprintf("checked to target end %d", j.dstEnd))
 	} else {

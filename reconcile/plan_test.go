@@ -376,3 +376,28 @@ func TestPlanDefaultExclusions(t *testing.T) {
 		t.Errorf("groups planned: got %v, want only app-%s (MM2's default exclusions)", got, topic)
 	}
 }
+
+func TestPlanExtraAfterE(t *testing.T) {
+	e := newEnv(t)
+	topic := uniqueTopic("extra")
+	group := "g-" + topic
+	createTopic(t, e.srcAdm, topic, 1)
+	createTopic(t, e.dstAdm, topic, 1)
+	produce(t, e.src, topic, 0, values("v", 0, 100)...)
+	mirrorTopic(t, e, topic, topic, 0, step{0, 50})
+	produce(t, e.dst, topic, 0, values("direct", 0, 1)...) // target offset 50
+	mirrorTopic(t, e, topic, topic, 0, step{50, 100})
+	commit(t, e.srcAdm, group, topic, 0, 50, "")
+	commit(t, e.dstAdm, group, topic, 0, 50, "")
+	res, err := Plan(testCtx(t), e.src, e.dst, Config{Groups: regexp.MustCompile(regexp.QuoteMeta(group))})
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	p := findPartition(t, res, group, topic, 0)
+	if p.Status != StatusExact || fmtPtr(p.ExactTarget) != "50" {
+		t.Fatalf("got %s E=%s, want exact E=50 (never above the unknown record)", p.Status, fmtPtr(p.ExactTarget))
+	}
+	if !strings.Contains(p.Proof, "1 target records after E copy no record") {
+		t.Errorf("proof: got %q, want the record after E named", p.Proof)
+	}
+}
