@@ -392,18 +392,43 @@ func (a *aligner) confirmed(i, j int) bool { return a.confirmedRun(i, j, confirm
 
 func (a *aligner) confirmedRun(i, j, run int) bool {
 	ns, nt := a.sq.len(), a.tq.len()
-	for k := 0; k < run; k++ {
-		if i+k >= ns {
+	si, tj, skips := i, j, 0
+	for matched := 0; matched < run; {
+		if si >= ns {
 			return a.srcEOF
 		}
-		if j+k >= nt {
+		if tj >= nt {
 			return a.dstEOF
 		}
-		if a.sq.at(i+k).FP != a.tq.at(j+k).FP {
-			return false
+		tf := a.tq.at(tj).FP
+		if a.sq.at(si).FP == tf {
+			si, tj, matched = si+1, tj+1, matched+1
+			continue
 		}
+		// A replay interleaved with the copies (of a record matched before, or of one of
+		// this run) does not break the run.
+		if skips < maxConfirmSkips && a.repeats(tf, i, si) {
+			tj, skips = tj+1, skips+1
+			continue
+		}
+		return false
 	}
 	return true
+}
+
+// maxConfirmSkips bounds the replayed records a confirmation run may step over.
+const maxConfirmSkips = 64
+
+// repeats reports whether fingerprint fp is a recently matched source record or one of the
+// source records from..to-1 of the window.
+func (a *aligner) repeats(fp uint64, from, to int) bool {
+	for k := from; k < to; k++ {
+		if a.sq.at(k).FP == fp {
+			return true
+		}
+	}
+	_, ok := a.hist.get(fp)
+	return ok
 }
 
 // searchSmall tries every split of a skip of k = 1..smallSearch records, balanced splits
@@ -483,6 +508,12 @@ func (a *aligner) fallback() {
 	var st, tt int64
 	if s.Record != nil && t.Record != nil {
 		st, tt = s.Record.Timestamp.UnixMilli(), t.Record.Timestamp.UnixMilli()
+		// The same key (and, for null keys, the same timestamp) at both heads: the copy of
+		// this record, altered.
+		if sameKey(s.Record, t.Record) && (s.Record.Key != nil || st == tt) {
+			a.mismatch(a.sq.pop(), a.tq.pop())
+			return
+		}
 	}
 	if st <= tt {
 		a.missing(a.sq.pop())
@@ -512,12 +543,17 @@ func (a *aligner) classify(i, j int) {
 		tgts[k] = a.tq.pop()
 	}
 	dup := make([]int64, j) // source offset repeated, or -1
+	twin := make([]int, j)  // index of an earlier equal target record of this block, or -1
+	first := map[uint64]int{}
 	rest := 0
 	for k, t := range tgts {
-		dup[k] = -1
+		dup[k], twin[k] = -1, -1
 		if s, ok := a.hist.get(t.FP); ok {
 			dup[k] = s
+		} else if e, ok := first[t.FP]; ok {
+			twin[k] = e // a replay of a record of this block: what that one is, this repeats
 		} else {
+			first[t.FP] = k
 			rest++
 		}
 	}
@@ -529,7 +565,7 @@ func (a *aligner) classify(i, j int) {
 	if rest == i {
 		si := 0
 		for k := range tgts {
-			if dup[k] < 0 {
+			if dup[k] < 0 && twin[k] < 0 {
 				pair[k] = si
 				si++
 			}
@@ -537,7 +573,7 @@ func (a *aligner) classify(i, j int) {
 	} else {
 		si := 0
 		for k, t := range tgts {
-			if dup[k] >= 0 || si >= i {
+			if dup[k] >= 0 || twin[k] >= 0 || si >= i {
 				continue
 			}
 			for x := si; x < i; x++ {
@@ -555,6 +591,12 @@ func (a *aligner) classify(i, j int) {
 		switch {
 		case dup[k] >= 0:
 			a.duplicate(t, dup[k])
+		case twin[k] >= 0:
+			if p := pair[twin[k]]; p >= 0 {
+				a.duplicate(t, srcs[p].Offset)
+			} else {
+				a.extra(t)
+			}
 		case pair[k] >= 0:
 			for ; si < pair[k]; si++ {
 				a.missing(srcs[si])
@@ -603,6 +645,8 @@ func (a *aligner) match(s, t Item) {
 func (a *aligner) mismatch(s, t Item) {
 	a.res.Mismatched++
 	a.hist.add(s.FP, s.Offset)
+	// A replay of the altered copy repeats source s too.
+	a.hist.add(t.FP, s.Offset)
 	a.mapPair(s.Offset, t.Offset)
 	a.sourceRun(s, false, 0)
 	if len(a.res.Mismatches) < a.opt.MaxListed {
