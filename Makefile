@@ -39,6 +39,9 @@ lint: ## gofmt, go vet
 demo: build ## the seed case end to end on two in-process clusters (no Java): the 30-vs-38 gap and its fix
 	$(GO) run ./scripts/demo -bin $(BIN)
 
+demo-real: fetch-kafka ## the same story on real Kafka 2.3.0 -> 3.7.1 with the real MirrorMaker 2 (Java 17, Maven)
+	KMIGRATE_DEMO_REAL=1 KMIGRATE_REQUIRE_REAL=1 $(GO) test -count=1 -v -timeout 15m -run '^TestDemoReal$$' ./integration/
+
 bench: ## benchmarks against peers in the same run (real brokers; see BENCHMARKS.md)
 	scripts/bench.sh
 
