@@ -257,6 +257,12 @@ func (f *fetcher) fetchLoop(ctx context.Context, raw chan<- rawFetch) error {
 			next = last + 1
 			continue
 		}
+		if len(part.RecordBatches) > 0 && f.spec.maxPartBytes < 256<<20 {
+			// Only part of a batch came back: it is larger than the fetch size (brokers
+			// before 0.10.1 truncate it). Ask for more.
+			f.spec.maxPartBytes *= 2
+			continue
+		}
 		// Nothing past next: the broker long-polled. If the end we were given is beyond the
 		// log (truncated since it was listed), waiting would never end.
 		end := part.HighWatermark
