@@ -12,8 +12,8 @@ import (
 const rollbackHelp = `Restores the target offsets saved by "kreconcile groups --apply" in a backup file, exactly:
 offsets that existed are committed again with their metadata; offsets that did not exist
 before are deleted. Groups with members on the target are refused, by name, and nothing is
-written for them. It writes only to the target cluster (the connection flags are the same as
-for "groups").
+written for them. It writes only to the target cluster and needs only its connection
+(--target-brokers or --mm2-config).
 
 Example:
    kreconcile rollback --mm2-config mm2.properties --backup kreconcile-backup-20261201T081500Z.json
@@ -38,7 +38,7 @@ func rollbackCommand() *cli.Command {
 }
 
 func runRollback(c *cli.Context) error {
-	conn, err := clikit.Connect(c)
+	conn, err := clikit.ConnectTarget(c)
 	if err != nil {
 		return err
 	}
@@ -51,23 +51,8 @@ func runRollback(c *cli.Context) error {
 	if res == nil {
 		return &clikit.ExitCoder{Code: clikit.ExitError, Err: rbErr}
 	}
-	if c.String("format") == "json" {
-		if err := clikit.Render(c, res, "kreconcile rollback"); err != nil {
-			return err
-		}
-	} else {
-		// The report package renders plans; a rollback is a short list.
-		w := c.App.Writer
-		for _, g := range res.Groups {
-			switch {
-			case g.Refused != "":
-				fmt.Fprintf(w, "%s: refused: %s\n", g.Group, g.Refused)
-			case g.Err != "":
-				fmt.Fprintf(w, "%s: error: %s\n", g.Group, g.Err)
-			default:
-				fmt.Fprintf(w, "%s: restored %d offsets, deleted %d that did not exist before\n", g.Group, g.Restored, g.Deleted)
-			}
-		}
+	if err := clikit.Render(c, res, "kreconcile rollback"); err != nil {
+		return err
 	}
 	refused := 0
 	for _, g := range res.Groups {

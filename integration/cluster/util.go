@@ -67,11 +67,16 @@ func props(m map[string]string) []byte {
 
 // newClusterID is a KRaft cluster id: 16 random bytes, URL-safe base64 without padding.
 func newClusterID() (string, error) {
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
+	// An id that starts with '-' reads as an option to StorageTool's -t (1 in 64 ids): draw again.
+	for {
+		b := make([]byte, 16)
+		if _, err := rand.Read(b); err != nil {
+			return "", err
+		}
+		if id := base64.RawURLEncoding.EncodeToString(b); id[0] != '-' {
+			return id, nil
+		}
 	}
-	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
 // Tail returns the last n lines of a file, or a note saying why it cannot.

@@ -64,14 +64,34 @@ source->target with the identity replication policy (topics keep their names).`
 // source->target (or the aliases of --flow) with MM2's IdentityReplicationPolicy and defaults.
 // Errors name the flag or key and say what to do; they never contain a password.
 func Connect(c *cli.Context) (*Conn, error) {
-	conn, err := connect(c)
+	return connectSides(c, true)
+}
+
+// ConnectTarget is Connect for commands that only touch the target cluster (kreconcile
+// rollback): the source needs no bootstrap servers.
+func ConnectTarget(c *cli.Context) (*Conn, error) {
+	return connectSides(c, false)
+}
+
+func connectSides(c *cli.Context, needSource bool) (*Conn, error) {
+	conn, err := connect(c, needSource)
 	if err != nil {
 		return nil, &ExitCoder{Code: ExitError, Err: err}
+	}
+	// MM2 drops unknown keys silently; we say so once, at start, on stderr.
+	if conn.Config != nil {
+		for _, w := range conn.Config.Warnings {
+			msg := fmt.Sprintf("%s:%d: warning: %s: %s", c.String(FlagMM2Config), w.Line, w.Key, w.Message)
+			if w.Suggestion != "" {
+				msg += " (did you mean " + w.Suggestion + "?)"
+			}
+			fmt.Fprintln(c.App.ErrWriter, msg)
+		}
 	}
 	return conn, nil
 }
 
-func connect(c *cli.Context) (*Conn, error) {
+func connect(c *cli.Context, needSource bool) (*Conn, error) {
 	conn := &Conn{}
 	flowName := strings.TrimSpace(c.String(FlagFlow))
 	if path := c.String(FlagMM2Config); path != "" {
@@ -104,7 +124,7 @@ func connect(c *cli.Context) (*Conn, error) {
 		if err := applyFlags(c, sides[i], cl); err != nil {
 			return nil, err
 		}
-		if len(cl.Bootstrap) == 0 {
+		if len(cl.Bootstrap) == 0 && (i == 1 || needSource) {
 			if conn.Config != nil {
 				return nil, fmt.Errorf("cluster %s has no bootstrap servers: set %s.bootstrap.servers in %s or pass --%s-brokers", cl.Alias, cl.Alias, c.String(FlagMM2Config), sides[i])
 			}
