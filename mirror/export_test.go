@@ -8,3 +8,6 @@ func DecodeMapRecord(key, value []byte) (topic string, partition int32, source, 
 	t, s, err := decodeMapRecord(key, value)
 	return t.topic, t.partition, s.Source, s.Target, s.Len, err
 }
+
+// CopyRecord exposes copyRecord.
+var CopyRecord = copyRecord
