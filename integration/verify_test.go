@@ -102,6 +102,26 @@ func TestVerify(t *testing.T) {
 		}
 	})
 
+	t.Run("a target that rewrites timestamps", func(t *testing.T) {
+		// LogAppendTime on the target topic: identical unless timestamps are compared.
+		lat := "vf-lat-" + run
+		bedCreateTopic(t, dst, lat, 1, map[string]*string{"message.timestamp.type": vfPtr("LogAppendTime")})
+		vfProduce(ctx, t, dst, lat, 0, bedReadPartition(ctx, t, src, plain, 0, 0))
+		conn := []string{"--source-brokers", strings.Join(src.Bootstrap(), ","), "--target-brokers", strings.Join(dst.Bootstrap(), ","),
+			"--topic", plain, "--target-topic", lat, "--partitions", "0", "--format", "json"}
+		if code, out, errs := vfRun(t, bin, append([]string{"diff"}, conn...)...); code != 0 {
+			t.Errorf("default --compare: exit %d, want 0\nstderr: %s\nstdout: %s", code, errs, out)
+		}
+		code, out, errs := vfRun(t, bin, append([]string{"diff", "--compare", "key,value,headers,timestamp"}, conn...)...)
+		if code != 1 {
+			t.Fatalf("--compare with timestamp: exit %d, want 1\nstderr: %s", code, errs)
+		}
+		p := vfDecode(t, out).Partitions[0]
+		if p.Mismatched != 400 || len(p.Mismatches) == 0 || !reflect.DeepEqual(p.Mismatches[0].Fields, []string{"timestamp"}) {
+			t.Errorf("got %+v, first mismatches %v; want 400 mismatched on [timestamp]", p.Counts, p.Mismatches[:min(2, len(p.Mismatches))])
+		}
+	})
+
 	t.Run("faults at their exact offsets", func(t *testing.T) {
 		faulty := "vf-faulty-" + run
 		bedCreateTopic(t, dst, faulty, 2, nil)

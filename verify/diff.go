@@ -92,7 +92,9 @@ type Config struct {
 	SourceTopic string
 	// TargetTopic is the topic's name on the target. Default: SourceTopic (identity policy).
 	TargetTopic string
-	// Partitions are the source partitions to compare. Default (nil): all.
+	// Partitions are the source partitions to compare. Default (nil): all. A partition count
+	// that differs between the topics is a Problem unless the partitions given all exist on
+	// the target.
 	Partitions []int32
 	// From and To bound the comparison in every source partition: [From, To). An offset To is
 	// exclusive (like an end offset); a time To ends before the first record at or after it.
@@ -226,7 +228,10 @@ func Diff(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, *Offs
 		}
 		return res, om, nil
 	}
-	if len(sparts) != len(tparts) {
+	// A different partition count is a problem of the topic, unless only partitions that the
+	// target has were asked for.
+	asked := cfg.Partitions != nil && !slices.ContainsFunc(want, func(p int32) bool { return !slices.Contains(tparts, p) })
+	if len(sparts) != len(tparts) && !asked {
 		res.Problems = append(res.Problems, fmt.Sprintf("partition count differs: source topic %q has %d partitions, target topic %q has %d; the common partitions are compared", cfg.SourceTopic, len(sparts), cfg.TargetTopic, len(tparts)))
 	}
 	var common []int32

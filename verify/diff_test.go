@@ -185,8 +185,12 @@ func TestDiffTopicProblems(t *testing.T) {
 			t.Errorf("got summary %+v, partition 2 err %q; want 20 matched and an error on partition 2", res.Summary, res.Partitions[2].Err)
 		}
 		res, _ = diff(t, src, dst, Config{SourceTopic: topic, Partitions: []int32{1}})
-		if len(res.Partitions) != 1 || res.Partitions[0].Matched != 10 {
-			t.Errorf("--partitions 1: got %+v, want partition 1 with 10 matched", res.Partitions)
+		if len(res.Partitions) != 1 || res.Partitions[0].Matched != 10 || !res.Identical || len(res.Problems) != 0 {
+			t.Errorf("--partitions 1: got %+v problems %v, want partition 1 identical with 10 matched, no problem", res.Partitions, res.Problems)
+		}
+		res, _ = diff(t, src, dst, Config{SourceTopic: topic, Partitions: []int32{1, 2}})
+		if res.Identical || len(res.Problems) != 1 {
+			t.Errorf("--partitions 1,2: got identical=%v problems %v, want the count mismatch reported", res.Identical, res.Problems)
 		}
 	})
 	t.Run("missing source topic", func(t *testing.T) {
