@@ -195,6 +195,7 @@ type aligner struct {
 
 	records  int64
 	lastProg int64
+	srcPos   int64 // just past the last source record classified
 	// After a hashed search that found nothing, the positions (counted in records popped) up
 	// to which the windows it covered reach: records below them are known to have no copy in
 	// the other window, and the next search waits until half of a window has been consumed.
@@ -210,6 +211,10 @@ func (a *aligner) run(ctx context.Context) error {
 		}
 	}
 	for {
+		if a.opt.Progress != nil && a.records-a.lastProg >= 4096 {
+			a.lastProg = a.records
+			a.opt.Progress(a.lastSource(), a.pm.TargetTo, a.records)
+		}
 		if a.sq.len() == 0 && a.tq.len() == 0 && !a.srcEOF && !a.dstEOF {
 			// Fast path: nothing pending, take one record from each side.
 			a.searched = false
@@ -271,10 +276,6 @@ func (a *aligner) run(ctx context.Context) error {
 				return err
 			}
 		}
-		if a.opt.Progress != nil && a.records-a.lastProg >= 4096 {
-			a.lastProg = a.records
-			a.opt.Progress(a.lastSource(), a.pm.TargetTo, a.records)
-		}
 	}
 }
 
@@ -282,7 +283,7 @@ func (a *aligner) lastSource() int64 {
 	if a.sq.len() > 0 {
 		return a.sq.front().Offset
 	}
-	return a.res.SourceEnd
+	return max(a.srcPos, a.opt.SourceFrom)
 }
 
 // fill reads from st until q holds n items or st ends.
@@ -721,6 +722,7 @@ func (a *aligner) mapPair(s, t int64) {
 // sourceRun tracks runs of identical consecutive source records: their matched records are
 // ambiguous (which copy is which cannot be told from content).
 func (a *aligner) sourceRun(s Item, matched bool, t int64) {
+	a.srcPos = s.Offset + 1
 	if a.runValid && a.runFP == s.FP {
 		a.runLen++
 		if a.runLen == 2 && a.runFirstOK {

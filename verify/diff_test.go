@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -247,6 +248,38 @@ func TestDiffTransactionalSource(t *testing.T) {
 	}
 	if n := len(om.Partition(0).Segments); n < 2 {
 		t.Errorf("got %d segments, want one per committed transaction (markers are gaps)", n)
+	}
+	// read_uncommitted sees the two aborted transactions on the source: not on the target.
+	res, _ = diff(t, srcCl, dst, Config{SourceTopic: topic, ReadUncommitted: true})
+	if res.Identical || res.Summary.Missing != 20 || res.Summary.Matched != int64(len(committed)) {
+		t.Errorf("read_uncommitted: got %+v, want the 20 aborted records missing", res.Summary)
+	}
+}
+
+func TestDiffProgress(t *testing.T) {
+	src, dst := newCluster(t), newCluster(t)
+	topic := uniqueTopic(t)
+	createTopic(t, src, topic, 3)
+	createTopic(t, dst, topic, 3)
+	for p := int32(0); p < 3; p++ {
+		produce(t, src, topic, p, span(0, 9999))
+		produce(t, dst, topic, p, span(0, 9999))
+	}
+	var mu sync.Mutex
+	done := map[int32]bool{}
+	var events int
+	res, _ := diff(t, src, dst, Config{SourceTopic: topic, Parallel: 2, Progress: func(p Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		events++
+		if p.Done {
+			done[p.Partition] = true
+		} else if p.SourceOffset <= 0 || p.SourceOffset >= p.SourceTo {
+			t.Errorf("progress of partition %d at source offset %d, want inside (0, %d)", p.Partition, p.SourceOffset, p.SourceTo)
+		}
+	}})
+	if !res.Identical || len(done) != 3 || events <= 3 {
+		t.Errorf("got identical=%v, done %v after %d events; want identical, 3 partitions done, progress in between", res.Identical, done, events)
 	}
 }
 
