@@ -91,10 +91,14 @@ type AlignOptions struct {
 	// Fields are the compared fields, used to say which ones differ at a mismatch.
 	// Default: DefaultFields.
 	Fields Fields
-	// Window is the look-ahead in records on each side, and the number of recently matched
-	// source records remembered to recognise replays. Memory is proportional to it.
-	// Default: DefaultWindow.
+	// Window is the look-ahead in records on each side: the longest run of missing or extra
+	// records resolved in place. Memory is proportional to it (records). Default: DefaultWindow.
 	Window int
+	// History is how many recently matched source records are remembered (16 bytes each,
+	// plus an index built at the first divergence) to recognise a replay of them: an MM2 task
+	// restart replays up to offset.flush.interval.ms worth of records. At least Window.
+	// Default: DefaultHistory.
+	History int
 	// MaxListed caps each list of ranges, duplicates and mismatches in the PartitionResult
 	// (the counts and the PartitionMap stay complete). Default: 1000.
 	MaxListed int
@@ -118,9 +122,13 @@ type AlignOptions struct {
 	Progress func(sourceOffset, targetOffset, records int64)
 }
 
-// DefaultWindow is the default look-ahead: room for an at-least-once replay of a few thousand
-// records, ~1 MiB of fingerprints and the records themselves.
+// DefaultWindow is the default look-ahead: runs of a few thousand missing or extra records
+// (and replays of them) resolved in place, for the memory of 10000 records per side.
 const DefaultWindow = 10000
+
+// DefaultHistory is the default replay memory: 100000 records, ~1.6 MiB plus an index of
+// ~4 MiB once a divergence needs it.
+const DefaultHistory = 100000
 
 // confirmRun is how many consecutive equal records confirm a resynchronisation point.
 const confirmRun = 8
@@ -139,6 +147,10 @@ func (o *AlignOptions) setDefaults() {
 	if o.MaxListed <= 0 {
 		o.MaxListed = 1000
 	}
+	if o.History <= 0 {
+		o.History = DefaultHistory
+	}
+	o.History = max(o.History, o.Window)
 }
 
 // Align merges a source and a target stream of one partition, as DESIGN.md "Alignment"
@@ -150,7 +162,7 @@ func Align(ctx context.Context, src, dst Stream, opt AlignOptions) (PartitionRes
 		opt:  opt,
 		src:  src,
 		dst:  dst,
-		hist: newHistory(opt.Window),
+		hist: newHistory(opt.History),
 	}
 	a.res.Partition = opt.Partition
 	a.res.SourceStart, a.res.SourceEnd = opt.SourceFrom, opt.SourceTo
@@ -800,8 +812,9 @@ func (q *queue) compact() {
 // brought up to date only when a lookup needs it (at a divergence), so a long matched run
 // costs no map work.
 type history struct {
-	ring   []histEntry
-	adds   int64            // entries ever added; entry k lives in ring[k%n] while k >= adds-n
+	ring   []histEntry      // grows to n, then wraps: entry k lives in ring[k%n] while k >= adds-n
+	n      int64            // capacity
+	adds   int64            // entries ever added
 	synced int64            // entries reflected in index
 	index  map[uint64]int64 // fingerprint -> k of its latest entry (stale ones fail the check)
 }
@@ -812,16 +825,20 @@ type histEntry struct {
 }
 
 func newHistory(n int) *history {
-	return &history{ring: make([]histEntry, n), index: map[uint64]int64{}}
+	return &history{ring: make([]histEntry, 0, min(n, 4096)), n: int64(n), index: map[uint64]int64{}}
 }
 
 func (h *history) add(fp uint64, offset int64) {
-	h.ring[h.adds%int64(len(h.ring))] = histEntry{fp, offset}
+	if int64(len(h.ring)) < h.n {
+		h.ring = append(h.ring, histEntry{fp, offset})
+	} else {
+		h.ring[h.adds%h.n] = histEntry{fp, offset}
+	}
 	h.adds++
 }
 
 func (h *history) sync() {
-	n := int64(len(h.ring))
+	n := h.n
 	from := h.synced
 	if h.adds-from > n || int64(len(h.index)) > 2*n {
 		clear(h.index)
@@ -839,7 +856,7 @@ func (h *history) get(fp uint64) (int64, bool) {
 		h.sync()
 	}
 	k, ok := h.index[fp]
-	n := int64(len(h.ring))
+	n := h.n
 	if !ok || k < h.adds-n {
 		return 0, false
 	}

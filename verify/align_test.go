@@ -243,13 +243,20 @@ func TestAlign(t *testing.T) {
 			segments: []Segment{{0, 0, 200}, {200, 300, 100}},
 		},
 		{
-			// Only the last Window matched records are remembered: the older part of a replay
-			// longer than the window cannot be told from records written directly (raise
-			// --window to cover the longest replay).
-			name: "replay longer than the window", src: at(0, span(0, 99)), dst: at(0, cat(span(0, 99), span(0, 99))),
-			opt:  AlignOptions{Window: 30, StrictTargetTo: true},
+			// Only the last History matched records are remembered: the older part of a
+			// replay longer than that cannot be told from records written directly (raise
+			// --history to cover the longest replay).
+			name: "replay longer than the history", src: at(0, span(0, 99)), dst: at(0, cat(span(0, 99), span(0, 99))),
+			opt:  AlignOptions{Window: 30, History: 30, StrictTargetTo: true},
 			want: Counts{Matched: 100, Duplicated: 30, Extra: 70}, extra: []TargetRange{{100, 169}},
 			segments: []Segment{{0, 0, 100}},
+		},
+		{
+			name: "replay longer than the window, within the history", src: at(0, span(0, 299)),
+			dst:      at(0, cat(span(0, 249), span(20, 249), span(250, 299))),
+			opt:      AlignOptions{Window: 30, StrictTargetTo: true},
+			want:     Counts{Matched: 300, Duplicated: 230},
+			segments: []Segment{{0, 0, 250}, {250, 480, 50}},
 		},
 		{
 			name: "altered value", src: at(0, span(0, 9)), dst: at(0, cat(span(0, 4), altered(5), span(6, 9))),

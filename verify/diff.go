@@ -104,6 +104,9 @@ type Config struct {
 	Fields Fields
 	// Window is the aligner's look-ahead per partition in records. Default: DefaultWindow.
 	Window int
+	// History is how many matched records per partition are remembered to recognise replays.
+	// Default: DefaultHistory (at least Window).
+	History int
 	// Parallel is how many partitions are read at once. Default: 4.
 	Parallel int
 	// ReadUncommitted reads aborted and open transactions too. Default: false, both sides are
@@ -348,7 +351,7 @@ func Diff(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, *Offs
 				SourceTopic: cfg.SourceTopic, TargetTopic: cfg.TargetTopic, Partition: p,
 				SourceFrom: from, SourceTo: to,
 				TargetFrom: look(tStart, cfg.TargetTopic, p), TargetTo: look(tEnd, cfg.TargetTopic, p),
-				Fields: cfg.Fields, Window: cfg.Window, MaxListed: cfg.MaxListed, ReadUncommitted: cfg.ReadUncommitted,
+				Fields: cfg.Fields, Window: cfg.Window, History: cfg.History, MaxListed: cfg.MaxListed, ReadUncommitted: cfg.ReadUncommitted,
 				// The whole target is compared when the whole source is: leading records are
 				// extra unless the source lost older records to retention.
 				StrictTargetFrom: cfg.From.Kind == Earliest && ss == 0,
@@ -430,6 +433,8 @@ type PartitionSpec struct {
 	Fields Fields
 	// Window is the look-ahead. Default: DefaultWindow, or less for a small range.
 	Window int
+	// History: see AlignOptions. Default: DefaultHistory, or less for a small range.
+	History int
 
 	// StrictTargetFrom and StrictTargetTo: see AlignOptions. Default false: the target range
 	// is a window around the copy (TargetFrom may be a little before it, TargetTo after it).
@@ -483,6 +488,10 @@ func AlignPartition(ctx context.Context, src, dst *kgo.Client, spec PartitionSpe
 	}
 	size := (spec.SourceTo - spec.SourceFrom) + (spec.TargetTo - spec.TargetFrom)
 	spec.Window = int(max(64, min(int64(spec.Window), size)))
+	if spec.History <= 0 {
+		spec.History = DefaultHistory
+	}
+	spec.History = int(max(int64(spec.Window), min(int64(spec.History), size)))
 	job := partJob{spec: spec, logger: slog.New(slog.DiscardHandler)}
 	return job.run(ctx, src, dst)
 }
@@ -522,7 +531,7 @@ func (j *partJob) run(ctx context.Context, src, dst *kgo.Client) (PartitionResul
 	ts := startFetch(sctx, dst, fetchSpec{cluster: "target", topic: sp.TargetTopic, partition: sp.Partition, from: sp.TargetFrom, to: sp.TargetTo, committed: committed, fields: sp.Fields})
 	defer ts.close()
 	opt := AlignOptions{
-		Partition: sp.Partition, Fields: sp.Fields, Window: sp.Window, MaxListed: sp.MaxListed,
+		Partition: sp.Partition, Fields: sp.Fields, Window: sp.Window, History: sp.History, MaxListed: sp.MaxListed,
 		SourceFrom: sp.SourceFrom, SourceTo: sp.SourceTo, TargetFrom: sp.TargetFrom, TargetTo: sp.TargetTo,
 		StrictTargetFrom: sp.StrictTargetFrom, StrictTargetTo: sp.StrictTargetTo,
 	}

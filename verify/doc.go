@@ -23,9 +23,11 @@
 // comparison for small skips, a hash index of the source window for large ones). The skipped
 // records are then classified:
 //
-//   - duplicated: a target record equal to one of the last Window matched source records (a
-//     replay); the result says which source offset it repeats. The older part of a replay
-//     longer than the window is reported as extra: raise the window to the longest replay;
+//   - duplicated: a target record equal to one of the last History matched source records
+//     (default 100000), or to the altered copy of one (a replay); the result says which
+//     source offset it repeats. The older part of a replay longer than the history is
+//     reported as extra: raise the history to the longest replay (an MM2 task restart replays
+//     what it read since its last offset flush, offset.flush.interval.ms, 60 s by default);
 //   - mismatched: a target record paired with a skipped source record at the same position
 //     between two matched anchors (when both blocks have the same length), or with the same key;
 //     DiffFields says which fields differ;
