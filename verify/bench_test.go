@@ -33,6 +33,7 @@ import (
 const (
 	benchSource = "bench-verify-source"
 	benchTarget = "bench-verify-target"
+	benchFaulty = "bench-verify-faulty"
 )
 
 func benchEnv(name string, def int) int {
@@ -145,6 +146,7 @@ ratios %s (goal >= 0.8); kverify peak RSS **%.1f MiB** (goal < 256 MiB).
 		plain.secs, float64(2*n)/plain.secs, float64(plain.rssKB)/1024,
 		DefaultWindow, kv.secs, float64(2*n)/kv.secs, float64(kv.rssKB)/1024,
 		ratio, median, fmtRatios(ratios), float64(kv.rssKB)/1024)
+	md += benchFaults(ctx, t, cl, bin, brokers, n)
 	t.Log("\n" + md)
 	if out := os.Getenv("KMIGRATE_BENCH_OUT"); out != "" {
 		if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
@@ -165,6 +167,76 @@ func fmtRatios(rs []float64) string {
 		parts[i] = fmt.Sprintf("%.2f", r)
 	}
 	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+// benchFaults runs kverify once against a faulty copy of the source (a replay of 10% of the
+// records, 1000 lost, one value in 10000 altered) and checks the counts: memory under
+// divergence is bounded by the window and the replay history, not by the topic.
+func benchFaults(ctx context.Context, t *testing.T, cl *kgo.Client, bin, brokers string, n int) string {
+	t.Helper()
+	half, replay, lostAt := n/2, n/10, n*7/10
+	adm := kadm.NewClient(cl)
+	ends, err := adm.ListEndOffsets(ctx, benchFaulty)
+	want := int64(n + replay - 1000)
+	if o, ok := ends.Lookup(benchFaulty, 0); err != nil || !ok || o.Err != nil || o.Offset != want {
+		adm.DeleteTopics(ctx, benchFaulty)
+		deadline := time.Now().Add(time.Minute)
+		for {
+			resp, err := adm.CreateTopic(ctx, 1, 1, nil, benchFaulty)
+			if err == nil {
+				err = resp.Err
+			}
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("create %s: %v", benchFaulty, err)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		var idx []int
+		for i := 0; i < half; i++ {
+			idx = append(idx, i)
+		}
+		for i := half - replay; i < half; i++ {
+			idx = append(idx, i)
+		}
+		for i := half; i < n; i++ {
+			if i < lostAt || i >= lostAt+1000 {
+				idx = append(idx, i)
+			}
+		}
+		start := time.Now()
+		benchProduce(ctx, t, cl, benchFaulty, idx, start, func(i int) bool { return i >= half && i%10000 == 5 })
+	}
+	cmd := exec.Command(bin, "diff", "--source-brokers", brokers, "--target-brokers", brokers,
+		"--topic", benchSource, "--target-topic", benchFaulty, "--quiet", "--format", "json")
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	start := time.Now()
+	err = cmd.Run()
+	secs := time.Since(start).Seconds()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("kverify on the faulty copy: %v (want exit 1): %s", err, stderr.String())
+	}
+	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss
+	var res Result
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	altered := int64(0)
+	for i := half; i < n; i++ {
+		if i%10000 == 5 && (i < lostAt || i >= lostAt+1000) {
+			altered++
+		}
+	}
+	if got, wantC := res.Summary, (Counts{Matched: int64(n) - 1000 - altered, Missing: 1000, Duplicated: int64(replay), Mismatched: altered}); got != wantC {
+		t.Errorf("faulty copy: got %+v, want %+v", got, wantC)
+	}
+	return fmt.Sprintf(`
+Under faults (a replay of %d records, 1000 lost, %d values altered: all reported at their
+offsets): kverify %.2f s, peak RSS **%.1f MiB**.
+`, replay, altered, secs, float64(rss)/1024)
 }
 
 // benchFill makes sure both topics hold exactly the same n records in partition 0.
@@ -200,33 +272,47 @@ func benchFill(ctx context.Context, t *testing.T, cl *kgo.Client, n int) {
 			time.Sleep(500 * time.Millisecond) // the deletion is still under way
 		}
 	}
-	value := bytes.Repeat([]byte("x"), 100)
 	start := time.Now()
+	idx := make([]int, n)
+	for i := range idx {
+		idx[i] = i
+	}
+	benchProduce(ctx, t, cl, benchSource, idx, start, nil)
+	benchProduce(ctx, t, cl, benchTarget, idx, start, nil)
+	t.Logf("produced %d records to each of %s and %s in %v", n, benchSource, benchTarget, time.Since(start).Round(time.Millisecond))
+}
+
+// benchProduce writes record i of the benchmark for each i of idx to partition 0 of topic;
+// alter(i) replaces its value.
+func benchProduce(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, idx []int, base time.Time, alter func(int) bool) {
+	t.Helper()
+	value := bytes.Repeat([]byte("x"), 100)
 	var wg sync.WaitGroup
 	var errMu sync.Mutex
 	var firstErr error
-	for i := 0; i < n; i++ {
-		for _, topic := range []string{benchSource, benchTarget} {
-			r := &kgo.Record{Topic: topic, Partition: 0, Key: []byte(strconv.Itoa(i)), Value: value,
-				Headers: []kgo.RecordHeader{{Key: "seq", Value: []byte(strconv.Itoa(i))}}, Timestamp: start.Add(time.Duration(i) * time.Microsecond)}
-			wg.Add(1)
-			cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
-				defer wg.Done()
-				if err != nil {
-					errMu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					errMu.Unlock()
-				}
-			})
+	for _, i := range idx {
+		v := value
+		if alter != nil && alter(i) {
+			v = []byte("altered")
 		}
+		r := &kgo.Record{Topic: topic, Partition: 0, Key: []byte(strconv.Itoa(i)), Value: v,
+			Headers: []kgo.RecordHeader{{Key: "seq", Value: []byte(strconv.Itoa(i))}}, Timestamp: base.Add(time.Duration(i) * time.Microsecond)}
+		wg.Add(1)
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
+			defer wg.Done()
+			if err != nil {
+				errMu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				errMu.Unlock()
+			}
+		})
 	}
 	wg.Wait()
 	if firstErr != nil {
-		t.Fatalf("produce: %v", firstErr)
+		t.Fatalf("produce to %s: %v", topic, firstErr)
 	}
-	t.Logf("produced %d records to each of %s and %s in %v", n, benchSource, benchTarget, time.Since(start).Round(time.Millisecond))
 }
 
 // TestBenchPlainChild is the baseline contender, run as a child process by TestBenchVerify:
