@@ -20,10 +20,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/integration/cluster"
 	"github.com/kmigrate/kmigrate/mirror"
+	"github.com/kmigrate/kmigrate/mirror/mm2"
 	"github.com/kmigrate/kmigrate/verify"
 )
 
@@ -34,7 +36,9 @@ import (
 //   - kill9: the kmirror binary killed with SIGKILL five times during a large run (records
 //     keep coming), then a final run: 0 missing, 0 duplicated;
 //   - shared: two kmirror processes share 12 partitions, one is killed, the other takes its
-//     partitions over; diff clean.
+//     partitions over; diff clean;
+//   - seed: the seed case (idle group, 30 more records) with kmirror's exact group sync:
+//     target lag equals source lag, and the MM2-format checkpoint agrees.
 //
 // KMIGRATE_MIRROR_RECORDS sets the size of the kill -9 run (default 200000; the acceptance run
 // of issue 5 uses 1000000).
@@ -48,6 +52,120 @@ func TestMirror(t *testing.T) {
 	bin := mirBuild(t)
 	t.Run("kill9", func(t *testing.T) { mirKill9(t, src, dst, bin) })
 	t.Run("shared", func(t *testing.T) { mirShared(t, src, dst, bin) })
+	t.Run("seed", func(t *testing.T) { mirSeed(t, src, dst, bin) })
+}
+
+// mirSeed is the seed case of DESIGN.md with kmirror in place of MM2: a consumer group works,
+// stops (idle), 30 more records arrive, the producer stops. kmirror's group sync must leave
+// the target group exactly where the source group is: target lag equals source lag, the
+// checkpoint says the same, although the target partition held 10 foreign records before
+// mirroring (so every target offset is the source offset + 10).
+func mirSeed(t *testing.T, src, dst cluster.Cluster, bin string) {
+	const parts = 3
+	topic, group := bedUnique("mir-seed"), bedUnique("app")
+	bedCreateTopic(t, src, topic, parts, nil)
+	bedCreateTopic(t, dst, topic, parts, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	produceN := func(c cluster.Cluster, from, n int) {
+		cl := bedClient(t, c.Bootstrap(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		var recs []*kgo.Record
+		for p := int32(0); p < parts; p++ {
+			for i := from; i < from+n; i++ {
+				recs = append(recs, &kgo.Record{Topic: topic, Partition: p, Value: fmt.Appendf(nil, "seed-%d-%d", p, i)})
+			}
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatalf("produce to %s: %v", c.Name(), err)
+		}
+	}
+	produceN(dst, 0, 10) // foreign records already on the target
+	produceN(src, 0, 100)
+
+	// The application consumes some records and commits, then stops: an idle group.
+	consumer := bedClient(t, src.Bootstrap(), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
+	var consumed []*kgo.Record
+	for len(consumed) < 150 && ctx.Err() == nil {
+		consumed = append(consumed, consumer.PollRecords(ctx, 150-len(consumed)).Records()...)
+	}
+	if err := consumer.CommitRecords(ctx, consumed...); err != nil {
+		t.Fatalf("commit: %v", err)
+	}
+	consumer.Close()
+
+	props := mirProps(t, src, dst, "S3", "T3", topic)
+	text, _ := os.ReadFile(props)
+	text = []byte(strings.Replace(string(text), "emit.checkpoints.enabled=false", `emit.checkpoints.enabled=true
+emit.checkpoints.interval.seconds=1
+sync.group.offsets.enabled=true
+sync.group.offsets.interval.seconds=1`, 1))
+	if err := os.WriteFile(props, text, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p := mirStart(t, bin, props, "S3->T3", "kmirror-seed")
+	produceN(src, 100, 30) // 30 more records after the consumer stopped; then the producer stops
+
+	srcAdm, dstAdm := bedAdmin(t, src), bedAdmin(t, dst)
+	committed := func(adm interface {
+		FetchOffsets(context.Context, string) (kadm.OffsetResponses, error)
+	}) map[int32]int64 {
+		out := map[int32]int64{}
+		got, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			return out
+		}
+		got.Each(func(o kadm.OffsetResponse) {
+			if o.Topic == topic && o.Err == nil {
+				out[o.Partition] = o.At
+			}
+		})
+		return out
+	}
+	srcCommitted := committed(srcAdm)
+	srcEnd := bedEndOffsets(ctx, t, src, topic)
+	t.Logf("source group %s committed %v, source end %v", group, srcCommitted, srcEnd)
+	wctx, wcancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer wcancel()
+	defer func() {
+		if t.Failed() {
+			t.Logf("target group committed %v, target end %v", committed(dstAdm), bedEndOffsets(ctx, t, dst, topic))
+		}
+	}()
+	mirWait(wctx, t, "target group at the exact offsets and everything mirrored", func() bool {
+		dstCommitted := committed(dstAdm)
+		dstEnd := bedEndOffsets(ctx, t, dst, topic)
+		for part := int32(0); part < parts; part++ {
+			if dstEnd[part] != srcEnd[part]+10 {
+				return false
+			}
+			if g, ok := srcCommitted[part]; ok && dstCommitted[part] != g+10 {
+				return false
+			}
+		}
+		return true
+	})
+	if len(srcCommitted) == 0 {
+		t.Fatalf("the source group committed nothing: the test is broken")
+	}
+	dstCommitted := committed(dstAdm)
+	dstEnd := bedEndOffsets(ctx, t, dst, topic)
+	cps, err := mm2.ReadCheckpoints(ctx, bedClient(t, dst.Bootstrap()), "S3.checkpoints.internal")
+	if err != nil {
+		t.Fatalf("read checkpoints: %v", err)
+	}
+	for part := range srcCommitted {
+		srcLag, dstLag := srcEnd[part]-srcCommitted[part], dstEnd[part]-dstCommitted[part]
+		t.Logf("seed %s/%d: source committed %d lag %d; target committed %d lag %d", topic, part, srcCommitted[part], srcLag, dstCommitted[part], dstLag)
+		if srcLag != dstLag {
+			t.Errorf("partition %d: target lag %d, source lag %d: want equal", part, dstLag, srcLag)
+		}
+		cp, ok := cps[mm2.CheckpointKey{Group: group, Topic: topic, Partition: part}]
+		if !ok || cp.Upstream != srcCommitted[part] || cp.Downstream != dstCommitted[part] {
+			t.Errorf("partition %d: checkpoint %+v (found %v), want upstream %d downstream %d", part, cp, ok, srcCommitted[part], dstCommitted[part])
+		}
+	}
+	p.term(t)
 }
 
 func mirTopics(t *testing.T, src, dst cluster.Cluster) {
@@ -314,7 +432,11 @@ func mirStart(t *testing.T, bin, props, flow, name string) *mirProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "run", "--config", props, "--flow", flow, "--metrics-addr", addr, "--log-level", "info")
+	level := os.Getenv("KMIGRATE_MIRROR_LOG_LEVEL")
+	if level == "" {
+		level = "info"
+	}
+	cmd := exec.Command(bin, "run", "--config", props, "--flow", flow, "--metrics-addr", addr, "--log-level", level)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
