@@ -1,10 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -16,7 +14,7 @@ func lintCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "lint",
 		Usage:     "report what MirrorMaker 2 would silently ignore or misread in an mm2.properties file",
-		UsageText: "kmirror lint [--format text|json] FILE",
+		UsageText: "kmirror lint [--format table|json|markdown|html|junit] [--out FILE] FILE",
 		Description: `lint reads FILE as MirrorMaker 2 3.7.1 would and prints every finding with its line: unknown
 or misspelled keys with a suggestion (offset.max.lag -> offset.lag.max), flow keys naming an
 undeclared alias, an alias in the wrong case, inline "# comments" that become part of a
@@ -27,11 +25,10 @@ severity: error (MM2 refuses the file or does not do what it says), warning, inf
 Examples:
   kmirror lint mm2.properties
   kmirror lint --format json mm2.properties | jq .
+  kmirror lint --format junit --out lint.xml mm2.properties     (for CI)
 
-Exit status: 0 no findings; 1 findings printed; 2 the file cannot be read or parsed.`,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "format", Value: "text", Usage: "output format: text or json"},
-		},
+Exit status: 0 no findings; 1 findings printed; 2 the file cannot be read.`,
+		Flags:  clikit.OutputFlags(),
 		Action: lint,
 	}
 }
@@ -45,38 +42,11 @@ func lint(c *cli.Context) error {
 	if err != nil {
 		return &clikit.ExitCoder{Code: clikit.ExitError, Err: err}
 	}
-	w := c.App.Writer
-	switch c.String("format") {
-	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		if findings == nil {
-			findings = []mm2.Finding{}
-		}
-		if err := enc.Encode(findings); err != nil {
-			return &clikit.ExitCoder{Code: clikit.ExitError, Err: err}
-		}
-	case "text":
-		for _, f := range findings {
-			at := path
-			if f.Line > 0 {
-				at = fmt.Sprintf("%s:%d", path, f.Line)
-			}
-			line := fmt.Sprintf("%s: %s: %s: %s", at, f.Severity, f.Key, f.Message)
-			switch {
-			case f.Suggestion == "":
-			case strings.ContainsRune(f.Suggestion, ' '):
-				line += fmt.Sprintf(" (suggestion: %s)", f.Suggestion)
-			default:
-				line += fmt.Sprintf(" (did you mean %s?)", f.Suggestion)
-			}
-			fmt.Fprintln(w, line)
-		}
-		if len(findings) == 0 {
-			fmt.Fprintf(w, "%s: no findings\n", path)
-		}
-	default:
-		return &clikit.ExitCoder{Code: clikit.ExitError, Err: fmt.Errorf("--format %q: use text or json", c.String("format"))}
+	if findings == nil {
+		findings = []mm2.Finding{}
+	}
+	if err := clikit.Render(c, findings, "kmirror lint "+path); err != nil {
+		return err
 	}
 	if len(findings) > 0 {
 		return clikit.Differs(fmt.Sprintf("%d findings", len(findings)))

@@ -44,7 +44,7 @@ refresh.topics.*, refresh.groups.*, sync.topic.configs.*, config.properties.excl
 sync.group.offsets.*, emit.checkpoints.*, offset-syncs.topic.location, replication.factor,
 offset-syncs/checkpoints.topic.replication.factor, producer.compression.type, linger.ms,
 batch.size, consumer.fetch.max.bytes, max.partition.fetch.bytes, fetch.max.wait.ms,
-auto.offset.reset) and prints, at start, every key of the flow it does not honour, with why.
+session.timeout.ms, auto.offset.reset) and prints, at start, every key of the flow it does not honour, with why.
 
 What it writes, all on the target (kmirror never writes to the source):
   - the mirrored topics, created when missing with the source's partition count and its own
