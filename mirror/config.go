@@ -40,8 +40,9 @@ type Config struct {
 	// (Booleans keep their zero value in SetDefaults; FromFlow applies MM2's boolean defaults.)
 	RefreshTopics         bool
 	RefreshTopicsInterval time.Duration
-	// RefreshGroupsInterval is how often the group list is refreshed for group sync.
-	// Default: 600s (refresh.groups.interval.seconds).
+	// RefreshGroups turns on listing the source groups again every RefreshGroupsInterval for
+	// group sync; off, they are listed once, at the first pass. Default: 600s; FromFlow turns
+	// it on as MM2 does (refresh.groups.*).
 	RefreshGroups         bool
 	RefreshGroupsInterval time.Duration
 

@@ -8,12 +8,14 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmigrate/kmigrate/mirror"
 	"github.com/kmigrate/kmigrate/mirror/mm2"
@@ -523,18 +525,38 @@ emit.checkpoints.interval.seconds=1
 		t.Fatal(err)
 	}
 	cfg.PersistInterval = 100 * time.Millisecond
+	// Group sync lists the source groups once per refresh.groups.interval.seconds (600 s by
+	// default), not at every pass: count the ListGroups requests the source answers.
+	var listGroups atomic.Int32
+	p.src.ControlKey(int16(kmsg.ListGroups), func(kmsg.Request) (kmsg.Response, error, bool) {
+		listGroups.Add(1)
+		return nil, nil, false
+	})
 	_, stop := start(t, p, cfg)
 
 	dstAdm := kadm.NewClient(client(t, p.dst))
-	waitFor(t, "target group offsets", func() bool {
-		got, err := dstAdm.FetchOffsets(ctx, group)
-		if err != nil {
-			return false
+	targetAt := func(want0, want1 int64) func() bool {
+		return func() bool {
+			got, err := dstAdm.FetchOffsets(ctx, group)
+			if err != nil {
+				return false
+			}
+			o0, ok0 := got.Lookup(topic, 0)
+			o1, ok1 := got.Lookup(topic, 1)
+			return ok0 && ok1 && o0.At == want0 && o1.At == want1
 		}
-		o0, ok0 := got.Lookup(topic, 0)
-		o1, ok1 := got.Lookup(topic, 1)
-		return ok0 && ok1 && o0.At == 50 && o1.At == 110
-	})
+	}
+	waitFor(t, "target group offsets", targetAt(50, 110))
+	// A later pass fetches the known group's new offset without listing the groups again.
+	commits = kadm.Offsets{}
+	commits.Add(kadm.Offset{Topic: topic, Partition: 0, At: 60, LeaderEpoch: -1})
+	if _, err := srcAdm.CommitOffsets(ctx, group, commits); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "target group offsets after a new source commit", targetAt(70, 110))
+	if n := listGroups.Load(); n != 1 {
+		t.Errorf("source answered %d ListGroups requests, want 1 (groups listed again before refresh.groups.interval.seconds)", n)
+	}
 
 	syncs, err := mm2.ReadOffsetSyncs(ctx, client(t, p.dst), cfg.OffsetSyncsTopic)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -14,7 +15,6 @@ import (
 type groupSyncer struct {
 	s        *groupsync.Syncer
 	src, dst *kgo.Client
-	interval time.Duration
 }
 
 func (g *groupSyncer) close() {
@@ -23,7 +23,8 @@ func (g *groupSyncer) close() {
 }
 
 // groupSync builds the group offset sync and checkpoint emitter of the flow (package
-// groupsync) on clients of its own, with the engine as its Translator.
+// groupsync) on clients of its own, with the engine as its Translator. Each pass that
+// succeeds is recorded for kmirror_checkpoint_age_seconds (OnPass).
 func (e *Engine) groupSync() (*groupSyncer, error) {
 	if e.cfg.Flow == nil {
 		return nil, errors.New("group offset sync and checkpoints need the MM2 flow (Config.Flow): build the Config with FromFlow, or set SyncGroupOffsets and EmitCheckpoints to false")
@@ -43,10 +44,30 @@ func (e *Engine) groupSync() (*groupSyncer, error) {
 	}
 	gc.Source, gc.Target, gc.Translator, gc.Logger = src, dst, e, e.log
 	gc.SyncGroupOffsets, gc.EmitCheckpoints = e.cfg.SyncGroupOffsets, e.cfg.EmitCheckpoints
+	// The engine's Config wins over the flow's keys, so that a Config set in code means the same
+	// to both; positive values only (groupsync rejects the others, and NewConfig already did).
+	if e.cfg.SyncGroupOffsetsInterval > 0 {
+		gc.Interval = e.cfg.SyncGroupOffsetsInterval
+	}
+	if e.cfg.EmitCheckpointsInterval > 0 {
+		gc.CheckpointInterval = e.cfg.EmitCheckpointsInterval
+	}
+	switch {
+	case !e.cfg.RefreshGroups || e.cfg.RefreshGroupsInterval < 0:
+		// refresh.groups.enabled=false: list the groups once, at the first pass, as MM2 does.
+		gc.RefreshGroupsInterval = math.MaxInt64
+	case e.cfg.RefreshGroupsInterval > 0:
+		gc.RefreshGroupsInterval = e.cfg.RefreshGroupsInterval
+	}
 	gc.CheckpointsTopic = e.cfg.CheckpointsTopic
 	gc.IgnoreGroups = append(gc.IgnoreGroups, e.cfg.GroupID)
 	if gc.CheckpointsReplicationFactor == 0 {
 		gc.CheckpointsReplicationFactor = e.cfg.InternalReplicationFactor
+	}
+	gc.OnPass = func(_ groupsync.Report, err error) {
+		if err == nil {
+			e.CheckpointDone(time.Now())
+		}
 	}
 	s, err := groupsync.New(gc)
 	if err != nil {
@@ -54,41 +75,16 @@ func (e *Engine) groupSync() (*groupSyncer, error) {
 		dst.Close()
 		return nil, err
 	}
-	interval := time.Duration(0)
-	if e.cfg.SyncGroupOffsets && e.cfg.SyncGroupOffsetsInterval > 0 {
-		interval = e.cfg.SyncGroupOffsetsInterval
-	}
-	if e.cfg.EmitCheckpoints && e.cfg.EmitCheckpointsInterval > 0 && (interval == 0 || e.cfg.EmitCheckpointsInterval < interval) {
-		interval = e.cfg.EmitCheckpointsInterval
-	}
-	if interval <= 0 {
-		interval = time.Minute
-	}
-	return &groupSyncer{s: s, src: src, dst: dst, interval: interval}, nil
+	return &groupSyncer{s: s, src: src, dst: dst}, nil
 }
 
-// groupSyncLoop runs a group sync pass every interval (the shorter of
-// sync.group.offsets.interval.seconds and emit.checkpoints.interval.seconds) and records the
-// time of each successful pass for kmirror_checkpoint_age_seconds. An idle group whose offset
-// was pending is translated at the first pass after the mirror passes it.
+// groupSyncLoop runs groupsync's own loop: checkpoints every emit.checkpoints.interval.seconds,
+// group offsets every sync.group.offsets.interval.seconds, the source groups listed again
+// every refresh.groups.interval.seconds (between listings only the known groups' offsets are
+// fetched). An idle group whose offset was pending is translated at the first pass after the
+// mirror passes it.
 func (e *Engine) groupSyncLoop(ctx context.Context, g *groupSyncer) {
-	t := time.NewTicker(g.interval)
-	defer t.Stop()
-	for {
-		rep, err := g.s.SyncOnce(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		if err != nil {
-			e.log.Warn("group sync pass failed", "cluster", e.cfg.TargetAlias, "err", err)
-		} else {
-			e.CheckpointDone(time.Now())
-			e.log.Debug("group sync pass done", "groups", len(rep.Groups), "committed", rep.Committed, "emitted", rep.Emitted)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	if err := g.s.Run(ctx); err != nil {
+		e.log.Warn("group sync stopped", "cluster", e.cfg.TargetAlias, "err", err)
 	}
 }
