@@ -1,31 +1,20 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
+	"github.com/kmigrate/kmigrate/cmd/internal/clitest"
 )
-
-func writeFile(t *testing.T, text string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "mm2.properties")
-	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
 
 func TestLint(t *testing.T) {
 	t.Parallel()
@@ -44,20 +33,17 @@ func TestLint(t *testing.T) {
 			t.Parallel()
 			file := tt.file
 			if file == "" {
-				file = writeFile(t, "clusters=A,B\nA.bootstrap.servers=a:9092\nB.bootstrap.servers=b:9092\nA->B.enabled=true\n"+
+				file = clitest.WriteFile(t, "mm2.properties", "clusters=A,B\nA.bootstrap.servers=a:9092\nB.bootstrap.servers=b:9092\nA->B.enabled=true\n"+
 					"replication.factor=3\ncheckpoints.topic.replication.factor=3\nheartbeats.topic.replication.factor=3\n"+
 					"offset-syncs.topic.replication.factor=3\noffset.storage.replication.factor=3\n"+
 					"status.storage.replication.factor=3\nconfig.storage.replication.factor=3\n")
 			}
-			app := newApp()
-			var out, errOut bytes.Buffer
-			app.Writer, app.ErrWriter = &out, &errOut
-			code := clikit.Main(app, []string{"kmirror", "lint", file})
+			code, out, errOut := clitest.Run(t, newApp(), "kmirror", "lint", file)
 			if code != tt.wantCode {
-				t.Fatalf("got exit %d, want %d; stdout %q stderr %q", code, tt.wantCode, out.String(), errOut.String())
+				t.Fatalf("got exit %d, want %d; stdout %q stderr %q", code, tt.wantCode, out, errOut)
 			}
-			if !strings.Contains(out.String(), tt.wantOut) {
-				t.Errorf("got output %q, want it to contain %q", out.String(), tt.wantOut)
+			if !strings.Contains(out, tt.wantOut) {
+				t.Errorf("got output %q, want it to contain %q", out, tt.wantOut)
 			}
 		})
 	}
@@ -67,26 +53,20 @@ func TestLint(t *testing.T) {
 // keys kmirror does not honour are listed at start.
 func TestRun(t *testing.T) {
 	t.Parallel()
-	src := kfake.MustCluster(kfake.NumBrokers(1))
-	t.Cleanup(src.Close)
-	dst := kfake.MustCluster(kfake.NumBrokers(1))
-	t.Cleanup(dst.Close)
+	cl, srcSeeds := clitest.Cluster(t)
+	dstCl, dstSeeds := clitest.Cluster(t)
 	const topic = "cmd-run"
-	cl, err := kgo.NewClient(kgo.SeedBrokers(src.ListenAddrs()...), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
 	ctx := context.Background()
 	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 2, 1, nil, topic); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 100; i++ {
-		if err := cl.ProduceSync(ctx, &kgo.Record{Value: fmt.Appendf(nil, "v%d", i)}).FirstErr(); err != nil {
+		r := &kgo.Record{Topic: topic, Partition: int32(i % 2), Value: fmt.Appendf(nil, "v%d", i)}
+		if err := cl.ProduceSync(ctx, r).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	props := writeFile(t, fmt.Sprintf(`clusters=A,B
+	props := clitest.WriteFile(t, "mm2.properties", fmt.Sprintf(`clusters=A,B
 A.bootstrap.servers=%s
 B.bootstrap.servers=%s
 A->B.enabled=true
@@ -97,7 +77,7 @@ offset-syncs.topic.replication.factor=1
 checkpoints.topic.replication.factor=1
 tasks.max=4
 emit.checkpoints.enabled=false
-`, strings.Join(src.ListenAddrs(), ","), strings.Join(dst.ListenAddrs(), ",")))
+`, srcSeeds, dstSeeds))
 
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -107,7 +87,7 @@ emit.checkpoints.enabled=false
 	done := make(chan error, 1)
 	go func() { done <- app.RunContext(rctx, []string{"kmirror", "run", "--config", props, "--flow", "A->B"}) }()
 
-	adm := kadm.NewClient(kgoClient(t, dst.ListenAddrs()))
+	adm := kadm.NewClient(dstCl)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ends, err := adm.ListEndOffsets(ctx, topic)
@@ -132,16 +112,6 @@ emit.checkpoints.enabled=false
 			t.Errorf("stderr does not mention %q:\n%s", want, errOut.String())
 		}
 	}
-}
-
-func kgoClient(t *testing.T, seeds []string) *kgo.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
 }
 
 func TestSetMemoryLimit(t *testing.T) {

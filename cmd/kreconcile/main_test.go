@@ -1,65 +1,35 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
+	"github.com/kmigrate/kmigrate/cmd/internal/clitest"
 	"github.com/kmigrate/kmigrate/reconcile"
 )
-
-func cluster(t *testing.T) (*kgo.Client, string) {
-	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatalf("kfake: %v", err)
-	}
-	t.Cleanup(c.Close)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatalf("client: %v", err)
-	}
-	t.Cleanup(cl.Close)
-	return cl, strings.Join(c.ListenAddrs(), ",")
-}
-
-func ctxT(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 // run runs kreconcile with args and returns its exit code, stdout and stderr.
 func run(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	app := newApp()
-	var out, errb bytes.Buffer
-	app.Writer, app.ErrWriter = &out, &errb
-	code := clikit.Main(app, append([]string{"kreconcile"}, args...))
-	return code, out.String(), errb.String()
+	return clitest.Run(t, newApp(), "kreconcile", args...)
 }
 
 // seed builds the seed case in miniature: 30 records, the test mirror replays 5 of them, the
 // group consumed 20 on the source and its target commit is where a sparse sync put it.
 func seed(t *testing.T) (srcSeeds, dstSeeds, topic, group string, dst *kgo.Client) {
 	t.Helper()
-	src, srcSeeds := cluster(t)
-	dst, dstSeeds = cluster(t)
+	src, srcSeeds := clitest.Cluster(t)
+	dst, dstSeeds = clitest.Cluster(t)
 	topic, group = "orders", "orders-app"
 	for _, cl := range []*kgo.Client{src, dst} {
-		if _, err := kadm.NewClient(cl).CreateTopic(ctxT(t), 1, 1, nil, topic); err != nil {
+		if _, err := kadm.NewClient(cl).CreateTopic(clitest.Context(t), 1, 1, nil, topic); err != nil {
 			t.Fatalf("create topic: %v", err)
 		}
 	}
@@ -67,14 +37,14 @@ func seed(t *testing.T) (srcSeeds, dstSeeds, topic, group string, dst *kgo.Clien
 	for i := range 30 {
 		recs = append(recs, &kgo.Record{Topic: topic, Value: []byte(fmt.Sprintf("order-%d", i))})
 	}
-	if err := src.ProduceSync(ctxT(t), recs...).FirstErr(); err != nil {
+	if err := src.ProduceSync(clitest.Context(t), recs...).FirstErr(); err != nil {
 		t.Fatalf("produce: %v", err)
 	}
 	var copies []*kgo.Record
 	for _, i := range append(seq(0, 15), seq(10, 30)...) {
 		copies = append(copies, &kgo.Record{Topic: topic, Value: []byte(fmt.Sprintf("order-%d", i))})
 	}
-	if err := dst.ProduceSync(ctxT(t), copies...).FirstErr(); err != nil {
+	if err := dst.ProduceSync(clitest.Context(t), copies...).FirstErr(); err != nil {
 		t.Fatalf("mirror: %v", err)
 	}
 	for _, c := range []struct {
@@ -83,7 +53,7 @@ func seed(t *testing.T) (srcSeeds, dstSeeds, topic, group string, dst *kgo.Clien
 	}{{src, 20}, {dst, 16}} {
 		offs := kadm.Offsets{}
 		offs.Add(kadm.Offset{Topic: topic, At: c.at, LeaderEpoch: -1, Metadata: "m"})
-		if _, err := kadm.NewClient(c.cl).CommitOffsets(ctxT(t), group, offs); err != nil {
+		if _, err := kadm.NewClient(c.cl).CommitOffsets(clitest.Context(t), group, offs); err != nil {
 			t.Fatalf("commit: %v", err)
 		}
 	}
@@ -100,7 +70,7 @@ func seq(from, to int) []int {
 
 func targetCommit(t *testing.T, dst *kgo.Client, group, topic string) int64 {
 	t.Helper()
-	resp, err := kadm.NewClient(dst).FetchOffsets(ctxT(t), group)
+	resp, err := kadm.NewClient(dst).FetchOffsets(clitest.Context(t), group)
 	if err != nil {
 		t.Fatalf("fetch offsets: %v", err)
 	}
@@ -208,7 +178,7 @@ func TestGroupsApplyRefusesActiveGroup(t *testing.T) {
 		t.Fatalf("member: %v", err)
 	}
 	t.Cleanup(member.Close)
-	ctx := ctxT(t)
+	ctx := clitest.Context(t)
 	for {
 		member.PollRecords(ctx, 1)
 		d, err := kadm.NewClient(dst).DescribeGroups(ctx, group)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -14,27 +13,11 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
+	"github.com/kmigrate/kmigrate/cmd/internal/clitest"
 	"github.com/kmigrate/kmigrate/verify"
 )
-
-func cluster(t *testing.T) (*kgo.Client, string) {
-	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatalf("kfake: %v", err)
-	}
-	t.Cleanup(c.Close)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatalf("client: %v", err)
-	}
-	t.Cleanup(cl.Close)
-	return cl, strings.Join(c.ListenAddrs(), ",")
-}
 
 var seq atomic.Int64
 
@@ -86,11 +69,7 @@ func produce(t *testing.T, cl *kgo.Client, topic string, p int32, rs ...[]*kgo.R
 // run runs kverify with args and returns its exit code, stdout and stderr.
 func run(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	a := app()
-	var out, errb bytes.Buffer
-	a.Writer, a.ErrWriter = &out, &errb
-	code := clikit.Main(a, append([]string{"kverify"}, args...))
-	return code, out.String(), errb.String()
+	return clitest.Run(t, app(), "kverify", args...)
 }
 
 // The JSON fields issue 3 item 7 names, exactly so.
@@ -151,8 +130,8 @@ func decode(t *testing.T, out string) jsonResult {
 }
 
 func TestDiffCommand(t *testing.T) {
-	src, srcSeeds := cluster(t)
-	dst, dstSeeds := cluster(t)
+	src, srcSeeds := clitest.Cluster(t)
+	dst, dstSeeds := clitest.Cluster(t)
 	conn := []string{"--source-brokers", srcSeeds, "--target-brokers", dstSeeds}
 
 	same := topicName()
@@ -247,12 +226,8 @@ func TestDiffCommand(t *testing.T) {
 		create(t, dst, "east."+prefixed, 1)
 		produce(t, src, prefixed, 0, recs(0, 19))
 		produce(t, dst, "east."+prefixed, 0, recs(0, 19))
-		props := filepath.Join(t.TempDir(), "mm2.properties")
-		text := "clusters = east, west\neast.bootstrap.servers = " + srcSeeds + "\nwest.bootstrap.servers = " + dstSeeds +
-			"\neast->west.enabled = true\nreplication.policy.class = org.apache.kafka.connect.mirror.DefaultReplicationPolicy\n"
-		if err := os.WriteFile(props, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		props := clitest.WriteFile(t, "mm2.properties", "clusters = east, west\neast.bootstrap.servers = "+srcSeeds+"\nwest.bootstrap.servers = "+dstSeeds+
+			"\neast->west.enabled = true\nreplication.policy.class = org.apache.kafka.connect.mirror.DefaultReplicationPolicy\n")
 		code, out, errs := run(t, "diff", "--mm2-config", props, "--topic", prefixed, "--format", "json")
 		if code != 0 {
 			t.Fatalf("exit %d, want 0; stderr: %s", code, errs)
