@@ -1,11 +1,16 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -14,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/integration/cluster"
+	"github.com/kmigrate/kmigrate/mirror/mm2"
 )
 
 // TestMain reaps the JVMs that a killed earlier run left behind, says which provider and
@@ -132,5 +138,133 @@ func bedReadPartition(ctx context.Context, t testing.TB, c cluster.Cluster, topi
 		if n == 0 || out[len(out)-1].Offset >= end-1 {
 			return out
 		}
+	}
+}
+
+// bedCtx is a context that ends after d or when the test ends.
+func bedCtx(t testing.TB, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// bedWaitFor calls cond every interval until it returns "" and fails the test with what and
+// cond's last answer (the state it waits out) when ctx ends first.
+func bedWaitFor(ctx context.Context, t testing.TB, interval time.Duration, what string, cond func() string) {
+	t.Helper()
+	for {
+		state := cond()
+		if state == "" {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %s when the deadline came", what, state)
+		case <-time.After(interval):
+		}
+	}
+}
+
+// bedBuild builds the commands of cmd/ named by tools (kverify, kreconcile, kmirror) into a
+// temporary directory and returns it.
+func bedBuild(t testing.TB, tools ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	args := []string{"build", "-o", dir + "/"}
+	for _, tool := range tools {
+		args = append(args, "../cmd/"+tool)
+	}
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", strings.Join(tools, " "), err, out)
+	}
+	return dir
+}
+
+// bedRun runs bin with args (3 minutes at most), its output going to stdout and stderr, and
+// returns its exit code.
+func bedRun(t testing.TB, stdout, stderr io.Writer, bin string, args ...string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		t.Fatalf("run %s: %v", filepath.Base(bin), err)
+	}
+	return 0
+}
+
+// bedOutput is bedRun with the output captured: exit code, stdout, stderr.
+func bedOutput(t testing.TB, bin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := bedRun(t, &out, &errb, bin, args...)
+	return code, out.String(), errb.String()
+}
+
+// bedProperties is an mm2.properties for the flow srcAlias->dstAlias of topics (a list or a
+// regex) with the identity replication policy, offset syncs on the target and replication
+// factor 1 for the mirrored and the internal topics (explicit, as 2.3.0 needs), then extra
+// lines. MirrorMaker 2 runs also need bedMM2Worker.
+func bedProperties(src, dst cluster.Cluster, srcAlias, dstAlias, topics string, extra ...string) string {
+	lines := []string{
+		"clusters=" + srcAlias + "," + dstAlias,
+		srcAlias + ".bootstrap.servers=" + strings.Join(src.Bootstrap(), ","),
+		dstAlias + ".bootstrap.servers=" + strings.Join(dst.Bootstrap(), ","),
+		srcAlias + "->" + dstAlias + ".enabled=true",
+		srcAlias + "->" + dstAlias + ".topics=" + topics,
+		"replication.policy.class=org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
+		"offset-syncs.topic.location=target",
+		"replication.factor=1",
+		"offset-syncs.topic.replication.factor=1",
+		"checkpoints.topic.replication.factor=1",
+	}
+	return strings.Join(append(lines, extra...), "\n") + "\n"
+}
+
+// bedMM2Worker are the replication factors of MirrorMaker 2's own topics (heartbeats and the
+// Connect worker's offsets, status and configs) for single-broker clusters.
+var bedMM2Worker = []string{
+	"heartbeats.topic.replication.factor=1",
+	"offset.storage.replication.factor=1",
+	"status.storage.replication.factor=1",
+	"config.storage.replication.factor=1",
+}
+
+// bedPtr is a pointer to s (topic config values).
+func bedPtr(s string) *string { return &s }
+
+// bedFlow parses mm2.properties text and returns its flow name ("A->B"; "" for the only
+// enabled one).
+func bedFlow(t testing.TB, props, name string) *mm2.Flow {
+	t.Helper()
+	cfg, err := mm2.Parse(strings.NewReader(props))
+	if err != nil {
+		t.Fatalf("parse mm2.properties: %v", err)
+	}
+	flow, err := cfg.Flow(name)
+	if err != nil {
+		t.Fatalf("flow %q: %v", name, err)
+	}
+	return flow
+}
+
+// bedProduce writes copies of recs (key, value, headers, timestamp) in order to
+// topic/partition on c, acks=all, one request in flight.
+func bedProduce(ctx context.Context, t testing.TB, c cluster.Cluster, topic string, partition int32, recs []*kgo.Record) {
+	t.Helper()
+	cl := bedClient(t, c.Bootstrap(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.MaxProduceRequestsInflightPerBroker(1))
+	batch := make([]*kgo.Record, len(recs))
+	for i, r := range recs {
+		batch[i] = &kgo.Record{Topic: topic, Partition: partition, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp}
+	}
+	if err := cl.ProduceSync(ctx, batch...).FirstErr(); err != nil {
+		t.Fatalf("produce to %s/%d on %s: %v", topic, partition, c.Name(), err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,19 +27,23 @@ import (
 	"github.com/kmigrate/kmigrate/integration/cluster"
 	"github.com/kmigrate/kmigrate/mirror"
 	"github.com/kmigrate/kmigrate/mirror/mm2"
+	"github.com/kmigrate/kmigrate/reconcile"
 	"github.com/kmigrate/kmigrate/verify"
 )
 
 // TestMirror runs kmirror from a Kafka 2.3.0 source to a 3.7.1 target:
 //   - topics: a plain, a compacted (with compaction gaps) and a transactional topic (with
 //     aborted transactions), mirrored by the engine in process, verified identical by
-//     verify.Align record by record;
+//     verify.Align record by record and by verify.Diff (kverify's library); an idle and an
+//     active group (still consuming on the source) synced by the engine are exact on the
+//     target by reconcile.Plan, without Apply;
 //   - kill9: the kmirror binary killed with SIGKILL five times during a large run (records
 //     keep coming), then a final run: 0 missing, 0 duplicated;
 //   - shared: two kmirror processes share 12 partitions, one is killed, the other takes its
 //     partitions over; diff clean;
 //   - seed: the seed case (idle group, 30 more records) with kmirror's exact group sync:
-//     target lag equals source lag, and the MM2-format checkpoint agrees.
+//     target lag equals source lag, the MM2-format checkpoint agrees, and reconcile.Plan finds
+//     the idle group and an active one exact.
 //
 // KMIGRATE_MIRROR_RECORDS sets the size of the kill -9 run (default 200000; the acceptance run
 // of issue 5 uses 1000000).
@@ -49,20 +54,22 @@ func TestMirror(t *testing.T) {
 		return
 	}
 	t.Run("topics", func(t *testing.T) { mirTopics(t, src, dst) })
-	bin := mirBuild(t)
+	bin := filepath.Join(bedBuild(t, "kmirror"), "kmirror")
 	t.Run("kill9", func(t *testing.T) { mirKill9(t, src, dst, bin) })
 	t.Run("shared", func(t *testing.T) { mirShared(t, src, dst, bin) })
 	t.Run("seed", func(t *testing.T) { mirSeed(t, src, dst, bin) })
 }
 
 // mirSeed is the seed case of DESIGN.md with kmirror in place of MM2: a consumer group works,
-// stops (idle), 30 more records arrive, the producer stops. kmirror's group sync must leave
-// the target group exactly where the source group is: target lag equals source lag, the
-// checkpoint says the same, although the target partition held 10 foreign records before
-// mirroring (so every target offset is the source offset + 10).
+// stops (idle), 30 more records arrive, the producer stops; meanwhile a second group keeps
+// consuming on the source and committing (active). kmirror's group sync must leave both target
+// groups exactly where the source groups are: target lag equals source lag, the checkpoint says
+// the same, and reconcile.Plan finds every partition of both groups exact without any Apply,
+// although the target partition held 10 foreign records before mirroring (so every target
+// offset is the source offset + 10).
 func mirSeed(t *testing.T, src, dst cluster.Cluster, bin string) {
 	const parts = 3
-	topic, group := bedUnique("mir-seed"), bedUnique("app")
+	topic, group, activeGroup := bedUnique("mir-seed"), bedUnique("app"), bedUnique("app-active")
 	bedCreateTopic(t, src, topic, parts, nil)
 	bedCreateTopic(t, dst, topic, parts, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -89,10 +96,18 @@ func mirSeed(t *testing.T, src, dst cluster.Cluster, bin string) {
 	for len(consumed) < 150 && ctx.Err() == nil {
 		consumed = append(consumed, consumer.PollRecords(ctx, 150-len(consumed)).Records()...)
 	}
+	if len(consumed) < 150 {
+		t.Fatalf("the idle group %s consumed %d of 150 records on the source when the deadline came", group, len(consumed))
+	}
 	if err := consumer.CommitRecords(ctx, consumed...); err != nil {
 		t.Fatalf("commit: %v", err)
 	}
 	consumer.Close()
+
+	// Another application keeps consuming on the source and commits after every poll: an
+	// active group, still a member while the target is checked.
+	stopActive := mirActiveGroup(ctx, t, src, activeGroup, topic)
+	defer stopActive()
 
 	props := mirProps(t, src, dst, "S3", "T3", topic)
 	text, _ := os.ReadFile(props)
@@ -107,48 +122,83 @@ sync.group.offsets.interval.seconds=1`, 1))
 	produceN(src, 100, 30) // 30 more records after the consumer stopped; then the producer stops
 
 	srcAdm, dstAdm := bedAdmin(t, src), bedAdmin(t, dst)
-	committed := func(adm interface {
-		FetchOffsets(context.Context, string) (kadm.OffsetResponses, error)
-	}) map[int32]int64 {
+	// committed is group g's offsets of topic on the cluster of adm.
+	committed := func(ctx context.Context, adm *kadm.Client, g string) (map[int32]int64, error) {
 		out := map[int32]int64{}
-		got, err := adm.FetchOffsets(ctx, group)
-		if err != nil {
-			return out
+		got, err := adm.FetchOffsets(ctx, g)
+		if err == nil {
+			err = got.Error()
 		}
 		got.Each(func(o kadm.OffsetResponse) {
-			if o.Topic == topic && o.Err == nil {
+			if o.Topic == topic && o.Err == nil && o.At >= 0 {
 				out[o.Partition] = o.At
 			}
 		})
-		return out
+		return out, err
 	}
-	srcCommitted := committed(srcAdm)
+	ends := func(ctx context.Context, adm *kadm.Client) (map[int32]int64, error) {
+		out := map[int32]int64{}
+		got, err := adm.ListEndOffsets(ctx, topic)
+		if err == nil {
+			err = got.Error()
+		}
+		got.Each(func(o kadm.ListedOffset) {
+			if o.Err == nil {
+				out[o.Partition] = o.Offset
+			}
+		})
+		return out, err
+	}
+	srcCommitted, err := committed(ctx, srcAdm, group)
+	if err != nil {
+		t.Fatalf("fetch offsets of %s on the source: %v", group, err)
+	}
 	srcEnd := bedEndOffsets(ctx, t, src, topic)
 	t.Logf("source group %s committed %v, source end %v", group, srcCommitted, srcEnd)
+	// Every call of the wait is bounded by its own deadline (not the test's), and a call that
+	// fails is the state it reports: a hung broker shows as such after 2 minutes.
 	wctx, wcancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer wcancel()
-	defer func() {
-		if t.Failed() {
-			t.Logf("target group committed %v, target end %v", committed(dstAdm), bedEndOffsets(ctx, t, dst, topic))
+	bedWaitFor(wctx, t, 200*time.Millisecond, "every record mirrored and both target groups at the exact offsets", func() string {
+		dstEnd, err := ends(wctx, dstAdm)
+		if err != nil {
+			return fmt.Sprintf("list end offsets of %s on %s: %v", topic, dst.Name(), err)
 		}
-	}()
-	mirWait(wctx, t, "target group at the exact offsets and everything mirrored", func() bool {
-		dstCommitted := committed(dstAdm)
-		dstEnd := bedEndOffsets(ctx, t, dst, topic)
+		idleDst, err := committed(wctx, dstAdm, group)
+		if err != nil {
+			return fmt.Sprintf("fetch offsets of %s on %s: %v", group, dst.Name(), err)
+		}
+		activeSrc, err := committed(wctx, srcAdm, activeGroup)
+		if err != nil {
+			return fmt.Sprintf("fetch offsets of %s on %s: %v", activeGroup, src.Name(), err)
+		}
+		activeDst, err := committed(wctx, dstAdm, activeGroup)
+		if err != nil {
+			return fmt.Sprintf("fetch offsets of %s on %s: %v", activeGroup, dst.Name(), err)
+		}
+		state := fmt.Sprintf("source end %v, target end %v (want +10); idle group source %v target %v; active group source %v target %v",
+			srcEnd, dstEnd, srcCommitted, idleDst, activeSrc, activeDst)
 		for part := int32(0); part < parts; part++ {
 			if dstEnd[part] != srcEnd[part]+10 {
-				return false
+				return state
 			}
-			if g, ok := srcCommitted[part]; ok && dstCommitted[part] != g+10 {
-				return false
+			if g, ok := srcCommitted[part]; ok && idleDst[part] != g+10 {
+				return state
+			}
+			// The active group has consumed everything; its target offset follows.
+			if activeSrc[part] != srcEnd[part] || activeDst[part] != srcEnd[part]+10 {
+				return state
 			}
 		}
-		return true
+		return ""
 	})
 	if len(srcCommitted) == 0 {
 		t.Fatalf("the source group committed nothing: the test is broken")
 	}
-	dstCommitted := committed(dstAdm)
+	dstCommitted, err := committed(ctx, dstAdm, group)
+	if err != nil {
+		t.Fatalf("fetch offsets of %s on the target: %v", group, err)
+	}
 	dstEnd := bedEndOffsets(ctx, t, dst, topic)
 	cps, err := mm2.ReadCheckpoints(ctx, bedClient(t, dst.Bootstrap()), "S3.checkpoints.internal")
 	if err != nil {
@@ -165,16 +215,42 @@ sync.group.offsets.interval.seconds=1`, 1))
 			t.Errorf("partition %d: checkpoint %+v (found %v), want upstream %d downstream %d", part, cp, ok, srcCommitted[part], dstCommitted[part])
 		}
 	}
+
+	// kreconcile's plan of the target, with the active group still a member on the source:
+	// every partition of both groups exact, nothing to apply.
+	d, err := srcAdm.DescribeGroups(ctx, activeGroup)
+	if err != nil {
+		t.Fatalf("describe %s on the source: %v", activeGroup, err)
+	}
+	if st := d[activeGroup].State; st != "Stable" {
+		t.Errorf("active group %s on the source: state %q, want Stable (the consumer still runs)", activeGroup, st)
+	}
+	res, err := reconcile.Plan(ctx, bedClient(t, src.Bootstrap()), bedClient(t, dst.Bootstrap()), reconcile.Config{Flow: bedFlow(t, string(text), "S3->T3"),
+		Groups: regexp.MustCompile(regexp.QuoteMeta(group) + "|" + regexp.QuoteMeta(activeGroup))})
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	if bad := mirNotExact(res, map[string]int{group: len(srcCommitted), activeGroup: parts}, topic); bad != "" {
+		t.Errorf("plan of the target: %s", bad)
+	}
+	for _, g := range res.Groups {
+		for _, pp := range g.Partitions {
+			t.Logf("plan %s %s/%d: G=%d target=%s E=%s status=%s proof=%q", g.Group, pp.Topic, pp.Partition, pp.SourceCommitted, fmtP(pp.TargetCommitted), fmtP(pp.ExactTarget), pp.Status, pp.Proof)
+			if pp.ExactTarget == nil || *pp.ExactTarget != pp.SourceCommitted+10 {
+				t.Errorf("plan %s %s/%d: E=%s, want G+10 = %d (10 foreign records first)", g.Group, pp.Topic, pp.Partition, fmtP(pp.ExactTarget), pp.SourceCommitted+10)
+			}
+		}
+	}
+	stopActive()
 	p.term(t)
 }
 
 func mirTopics(t *testing.T, src, dst cluster.Cluster) {
 	plain, compacted, txn := bedUnique("mir-plain"), bedUnique("mir-compacted"), bedUnique("mir-txn")
 	bedCreateTopic(t, src, plain, 3, nil)
-	cfg := func(v string) *string { return &v }
 	bedCreateTopic(t, src, compacted, 1, map[string]*string{
-		"cleanup.policy": cfg("compact"), "segment.ms": cfg("100"), "min.cleanable.dirty.ratio": cfg("0.01"),
-		"delete.retention.ms": cfg("100"),
+		"cleanup.policy": bedPtr("compact"), "segment.ms": bedPtr("100"), "min.cleanable.dirty.ratio": bedPtr("0.01"),
+		"delete.retention.ms": bedPtr("100"),
 	})
 	bedCreateTopic(t, src, txn, 2, nil)
 
@@ -243,10 +319,35 @@ func mirTopics(t *testing.T, src, dst cluster.Cluster) {
 		time.Sleep(2 * time.Second)
 	}
 
+	// Two applications read the topics on the source: an idle group that committed and
+	// stopped (at a log start, in the middle, at the end, in the compacted topic's cleaned
+	// range and among the transaction markers), and an active group that keeps consuming
+	// (read_committed) and committing while kmirror mirrors and after. The engine syncs both
+	// to the target; reconcile.Plan must find every partition of both exact without Apply.
+	idle, activeGroup := bedUnique("mir-idle"), bedUnique("mir-active")
+	idleAt := kadm.Offsets{}
+	for p, at := range []int64{0, 1000, 2000} {
+		idleAt.Add(kadm.Offset{Topic: plain, Partition: int32(p), At: at, LeaderEpoch: -1})
+	}
+	idleAt.Add(kadm.Offset{Topic: compacted, Partition: 0, At: bedEndOffsets(ctx, t, src, compacted)[0] / 2, LeaderEpoch: -1})
+	for p, end := range bedEndOffsets(ctx, t, src, txn) {
+		idleAt.Add(kadm.Offset{Topic: txn, Partition: p, At: end/2 + int64(p), LeaderEpoch: -1})
+	}
+	if resp, err := bedAdmin(t, src).CommitOffsets(ctx, idle, idleAt); err != nil || resp.Error() != nil {
+		t.Fatalf("commit the idle group %s on the source: %v %v", idle, err, resp.Error())
+	}
+	stopActive := mirActiveGroup(ctx, t, src, activeGroup, plain, compacted, txn)
+	defer stopActive()
+
+	flow := bedFlow(t, bedProperties(src, dst, "S0", "T0", strings.Join([]string{plain, compacted, txn}, ",")), "S0->T0")
 	e, err := mirror.New(mirror.Config{
 		SourceAlias: "S0", TargetAlias: "T0",
 		Topics:           []string{plain, compacted, txn},
+		Flow:             flow,
 		SyncTopicConfigs: true,
+		SyncGroupOffsets: true, SyncGroupOffsetsInterval: time.Second,
+		EmitCheckpoints: true, EmitCheckpointsInterval: time.Second,
+		OffsetSyncsOnTarget: true,
 		// The target must not compact what the test compares: leave its cleaner settings default.
 		ConfigExclude:             []string{`segment\..*`, `min\.cleanable\.dirty\.ratio`, `delete\.retention\.ms`},
 		ReplicationFactor:         1,
@@ -261,19 +362,30 @@ func mirTopics(t *testing.T, src, dst cluster.Cluster) {
 	done := make(chan error, 1)
 	go func() { done <- e.Run(rctx) }()
 	for _, tc := range []struct {
-		topic string
-		parts int32
-	}{{plain, 3}, {compacted, 1}, {txn, 2}} {
+		kind, topic string
+		parts       int32
+	}{{"plain", plain, 3}, {"compacted", compacted, 1}, {"txn", txn, 2}} {
 		srcEnd := bedEndOffsets(ctx, t, src, tc.topic)
-		mirWait(ctx, t, "engine mirrored "+tc.topic, func() bool {
+		bedWaitFor(ctx, t, 200*time.Millisecond, "the engine to mirror "+tc.topic, func() string {
 			for p := int32(0); p < tc.parts; p++ {
 				tr, ok := e.Translate(tc.topic, p, srcEnd[p])
 				if !ok || !tr.Known {
-					return false
+					return fmt.Sprintf("partition %d: source end %d not translated yet (%+v, owned %v)", p, srcEnd[p], tr, ok)
 				}
 			}
-			return true
+			return ""
 		})
+		// kverify's library on the whole topic: identical.
+		dres, _, err := verify.Diff(ctx, bedClient(t, src.Bootstrap()), bedClient(t, dst.Bootstrap()), verify.Config{SourceTopic: tc.topic})
+		if err != nil {
+			t.Fatalf("verify.Diff %s: %v", tc.topic, err)
+		}
+		if !dres.Identical || dres.Summary.Matched == 0 || len(dres.Partitions) != int(tc.parts) {
+			t.Errorf("verify.Diff %s: got identical=%v summary %+v, %d partitions, problems %v; want identical, %d partitions",
+				tc.topic, dres.Identical, dres.Summary, len(dres.Partitions), dres.Problems, tc.parts)
+		} else {
+			t.Logf("verify.Diff %s: identical, %+v", tc.topic, dres.Summary)
+		}
 		for p := int32(0); p < tc.parts; p++ {
 			res := mirAlign(ctx, t, src, dst, tc.topic, p)
 			mirClean(t, tc.topic, p, res)
@@ -284,10 +396,99 @@ func mirTopics(t *testing.T, src, dst cluster.Cluster) {
 			}
 		}
 	}
+	// The groups: exact on the target once the engine's group sync has run, with the active
+	// group still consuming on the source.
+	var res *reconcile.Result
+	bedWaitFor(ctx, t, time.Second, "the target groups at E(G) (reconcile.Plan all exact, no Apply)", func() string {
+		var err error
+		res, err = reconcile.Plan(ctx, bedClient(t, src.Bootstrap()), bedClient(t, dst.Bootstrap()), reconcile.Config{Flow: flow,
+			Groups: regexp.MustCompile(regexp.QuoteMeta(idle) + "|" + regexp.QuoteMeta(activeGroup))})
+		if err != nil {
+			return fmt.Sprintf("Plan: %v", err)
+		}
+		return mirNotExact(res, map[string]int{idle: 6, activeGroup: 6}, plain)
+	})
+	for _, g := range res.Groups {
+		for _, pp := range g.Partitions {
+			t.Logf("plan %s %s/%d: G=%d target=%s E=%s status=%s, source lag %d, target lag %d", g.Group, pp.Topic, pp.Partition,
+				pp.SourceCommitted, fmtP(pp.TargetCommitted), fmtP(pp.ExactTarget), pp.Status, pp.SourceEnd-pp.SourceCommitted, pp.TargetEnd-deref(pp.TargetCommitted))
+		}
+	}
+	d, err := bedAdmin(t, src).DescribeGroups(ctx, activeGroup)
+	if err != nil || d[activeGroup].State != "Stable" {
+		t.Errorf("active group %s on the source: state %q (%v), want Stable (the consumer still runs)", activeGroup, d[activeGroup].State, err)
+	}
+	stopActive()
 	stop()
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
+}
+
+// mirActiveGroup runs a consumer of topics on c as group (read_committed, committing after
+// every poll) until the returned stop is called; a fetch or commit error fails the test there.
+func mirActiveGroup(ctx context.Context, t *testing.T, c cluster.Cluster, group string, topics ...string) (stop func()) {
+	t.Helper()
+	actx, cancel := context.WithCancel(ctx)
+	cl := bedClient(t, c.Bootstrap(), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topics...),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit(), kgo.FetchMaxWait(200*time.Millisecond),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	var errs atomic.Value
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for actx.Err() == nil {
+			fs := cl.PollFetches(actx)
+			if actx.Err() != nil {
+				return
+			}
+			fs.EachError(func(tp string, p int32, err error) {
+				errs.Store(fmt.Errorf("active group %s: fetch %s/%d: %w", group, tp, p, err))
+			})
+			if err := cl.CommitUncommittedOffsets(actx); err != nil && actx.Err() == nil {
+				errs.Store(fmt.Errorf("active group %s: commit: %w", group, err))
+			}
+		}
+	})
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cancel()
+			wg.Wait()
+			if err, _ := errs.Load().(error); err != nil {
+				t.Errorf("%v", err)
+			}
+		})
+	}
+}
+
+// mirNotExact is "" when res has, for every group of want, want[group] partitions, all exact,
+// and in the gapless topics (no compaction, no transaction markers: offsets count records) the
+// target lag equal to the source lag; else what differs (got and want).
+func mirNotExact(res *reconcile.Result, want map[string]int, gapless ...string) string {
+	var bad []string
+	seen := map[string]bool{}
+	for _, g := range res.Groups {
+		seen[g.Group] = true
+		if g.Err != "" {
+			bad = append(bad, fmt.Sprintf("group %s: %s", g.Group, g.Err))
+		}
+		if len(g.Partitions) != want[g.Group] {
+			bad = append(bad, fmt.Sprintf("group %s: %d partitions planned, want %d", g.Group, len(g.Partitions), want[g.Group]))
+		}
+		for _, p := range g.Partitions {
+			srcLag, dstLag := p.SourceEnd-p.SourceCommitted, p.TargetEnd-deref(p.TargetCommitted)
+			if p.Status != reconcile.StatusExact || p.TargetCommitted == nil || (slices.Contains(gapless, p.Topic) && srcLag != dstLag) {
+				bad = append(bad, fmt.Sprintf("%s %s/%d: got %s (G=%d target=%s E=%s %s; source lag %d, target lag %d), want exact (and equal lags in %v)",
+					g.Group, p.Topic, p.Partition, p.Status, p.SourceCommitted, fmtP(p.TargetCommitted), fmtP(p.ExactTarget), p.Reason, srcLag, dstLag, gapless))
+			}
+		}
+	}
+	for g := range want {
+		if !seen[g] {
+			bad = append(bad, "no group "+g+" in the plan")
+		}
+	}
+	return strings.Join(bad, "; ")
 }
 
 // mirAlign aligns source and target partition record by record (key, value, headers,
@@ -361,45 +562,14 @@ func (s *partStream) Next(ctx context.Context) (verify.Item, bool, error) {
 	return verify.NewItem(r, s.fields), true, nil
 }
 
-func mirWait(ctx context.Context, t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for !cond() {
-		if ctx.Err() != nil {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
-// mirBuild builds the kmirror binary for the subprocess tests.
-func mirBuild(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "kmirror")
-	cmd := exec.Command("go", "build", "-o", bin, "../cmd/kmirror")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build kmirror: %v\n%s", err, out)
-	}
-	return bin
-}
-
 // mirProps writes an mm2.properties for flow srcAlias->dstAlias mirroring topics.
 func mirProps(t *testing.T, src, dst cluster.Cluster, srcAlias, dstAlias, topics string) string {
 	t.Helper()
-	props := fmt.Sprintf(`clusters=%[1]s,%[2]s
-%[1]s.bootstrap.servers=%[3]s
-%[2]s.bootstrap.servers=%[4]s
-%[1]s->%[2]s.enabled=true
-%[1]s->%[2]s.topics=%[5]s
-replication.policy.class=org.apache.kafka.connect.mirror.IdentityReplicationPolicy
-replication.factor=1
-offset-syncs.topic.replication.factor=1
-checkpoints.topic.replication.factor=1
-offset-syncs.topic.location=target
-emit.checkpoints.enabled=false
-refresh.topics.interval.seconds=5
-%[1]s.consumer.session.timeout.ms=6000
-%[2]s.producer.linger.ms=10
-`, srcAlias, dstAlias, strings.Join(src.Bootstrap(), ","), strings.Join(dst.Bootstrap(), ","), topics)
+	props := bedProperties(src, dst, srcAlias, dstAlias, topics,
+		"emit.checkpoints.enabled=false",
+		"refresh.topics.interval.seconds=5",
+		srcAlias+".consumer.session.timeout.ms=6000",
+		dstAlias+".producer.linger.ms=10")
 	path := filepath.Join(t.TempDir(), "mm2.properties")
 	if err := os.WriteFile(path, []byte(props), 0o600); err != nil {
 		t.Fatal(err)
@@ -542,6 +712,14 @@ func mirProducer(ctx context.Context, t *testing.T, c cluster.Cluster, topic str
 	}, produced
 }
 
+// mirBehind is "" when topic on dst holds want records in all, else how many it holds.
+func mirBehind(ctx context.Context, t *testing.T, dst cluster.Cluster, topic string, want int64) string {
+	if got := sumEnds(ctx, t, dst, topic); got < want {
+		return fmt.Sprintf("target has %d of %d records", got, want)
+	}
+	return ""
+}
+
 func sumEnds(ctx context.Context, t *testing.T, c cluster.Cluster, topic string) int64 {
 	var n int64
 	for _, o := range bedEndOffsets(ctx, t, c, topic) {
@@ -573,9 +751,12 @@ func mirKill9(t *testing.T, src, dst cluster.Cluster, bin string) {
 		procs = append(procs, p)
 		before := sumEnds(ctx, t, dst, topic)
 		// Let it own partitions and copy a good share before the crash.
-		mirWait(ctx, t, fmt.Sprintf("run %d mirrors records", kill), func() bool {
-			got := sumEnds(ctx, t, dst, topic)
-			return p.owned() == parts && (got > before+int64(total/50) || got >= sumEnds(ctx, t, src, topic))
+		bedWaitFor(ctx, t, 200*time.Millisecond, fmt.Sprintf("run %d to mirror records", kill), func() string {
+			got, owned, srcN := sumEnds(ctx, t, dst, topic), p.owned(), sumEnds(ctx, t, src, topic)
+			if owned == parts && (got > before+int64(total/50) || got >= srcN) {
+				return ""
+			}
+			return fmt.Sprintf("owns %d of %d partitions; target %d records (%d before), source %d", owned, parts, got, before, srcN)
 		})
 		p.kill()
 		<-p.exited
@@ -585,7 +766,7 @@ func mirKill9(t *testing.T, src, dst cluster.Cluster, bin string) {
 	p := mirStart(t, bin, props, "S1->T1", "kmirror-final")
 	procs = append(procs, p)
 	want := sumEnds(ctx, t, src, topic)
-	mirWait(ctx, t, "final run mirrors everything", func() bool { return sumEnds(ctx, t, dst, topic) >= want })
+	bedWaitFor(ctx, t, 200*time.Millisecond, "the final run to mirror everything", func() string { return mirBehind(ctx, t, dst, topic, want) })
 	p.term(t)
 	if got := sumEnds(ctx, t, dst, topic); got != want {
 		t.Errorf("target has %d records, source %d: duplicates", got, want)
@@ -614,17 +795,24 @@ func mirShared(t *testing.T, src, dst cluster.Cluster, bin string) {
 	waitProduced, _ := mirProducer(ctx, t, src, topic, parts, 120000, 20*time.Second)
 	p1 := mirStart(t, bin, props, "S2->T2", "kmirror-p1")
 	p2 := mirStart(t, bin, props, "S2->T2", "kmirror-p2")
-	mirWait(ctx, t, "both processes share the partitions", func() bool {
-		a, b := p1.owned(), p2.owned()
-		return a > 0 && b > 0 && a+b == parts
+	bedWaitFor(ctx, t, 200*time.Millisecond, "both processes to share the partitions", func() string {
+		if a, b := p1.owned(), p2.owned(); a <= 0 || b <= 0 || a+b != parts {
+			return fmt.Sprintf("p1 owns %d, p2 owns %d of %d", a, b, parts)
+		}
+		return ""
 	})
 	t.Logf("shared: p1 owns %d, p2 owns %d partitions; killing p1", p1.owned(), p2.owned())
 	p1.kill()
 	<-p1.exited
-	mirWait(ctx, t, "p2 takes every partition over", func() bool { return p2.owned() == parts })
+	bedWaitFor(ctx, t, 200*time.Millisecond, "p2 to take every partition over", func() string {
+		if n := p2.owned(); n != parts {
+			return fmt.Sprintf("p2 owns %d of %d", n, parts)
+		}
+		return ""
+	})
 	waitProduced()
 	want := sumEnds(ctx, t, src, topic)
-	mirWait(ctx, t, "everything mirrored", func() bool { return sumEnds(ctx, t, dst, topic) >= want })
+	bedWaitFor(ctx, t, 200*time.Millisecond, "everything to be mirrored", func() string { return mirBehind(ctx, t, dst, topic, want) })
 	p2.term(t)
 	if got := sumEnds(ctx, t, dst, topic); got != want {
 		t.Errorf("target has %d records, source %d", got, want)
@@ -748,7 +936,7 @@ func TestMirrorBench(t *testing.T) {
 
 	// kmirror
 	{
-		bin := mirBuild(t)
+		bin := filepath.Join(bedBuild(t, "kmirror"), "kmirror")
 		props := filepath.Join(t.TempDir(), "bench.properties")
 		text := fmt.Sprintf(`clusters=km,B
 km.bootstrap.servers=%s
