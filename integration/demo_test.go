@@ -1,15 +1,11 @@
 package integration
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestDemoReal is `make demo-real`: the seed story of `make demo` on real brokers with the real
@@ -21,7 +17,7 @@ func TestDemoReal(t *testing.T) {
 		t.Skip("the real-broker demo runs with KMIGRATE_DEMO_REAL=1 (make demo-real); TestReconcileSeed covers it in make test")
 	}
 	say := func(format string, args ...any) { fmt.Printf("\n== "+format+"\n", args...) }
-	bin := demoBuild(t)
+	bin := bedBuild(t, "kverify", "kreconcile")
 
 	say("starting Kafka 2.3.0 (ZooKeeper) and 3.7.1 (KRaft) and MirrorMaker 2 3.7.1 with the user's mm2.properties")
 	f := runSeedScenario(t)
@@ -45,7 +41,7 @@ func TestDemoReal(t *testing.T) {
 	run := func(want int, tool string, args ...string) {
 		t.Helper()
 		fmt.Printf("$ %s %s\n", tool, strings.Join(args, " "))
-		if got := demoRun(t, filepath.Join(bin, tool), args...); got != want {
+		if got := bedRun(t, os.Stdout, os.Stderr, filepath.Join(bin, tool), args...); got != want {
 			t.Fatalf("%s: exit %d, want %d", tool, got, want)
 		}
 	}
@@ -62,32 +58,4 @@ func TestDemoReal(t *testing.T) {
 	if !t.Failed() {
 		fmt.Printf("read %d records on the target: exactly the %d the group had not consumed; re-delivered 0, skipped 0\n", len(got), len(f.Unconsumed))
 	}
-}
-
-// demoBuild builds kverify and kreconcile into a temporary directory.
-func demoBuild(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	if out, err := exec.Command("go", "build", "-o", dir+"/", "../cmd/kverify", "../cmd/kreconcile").CombinedOutput(); err != nil {
-		t.Fatalf("go build kverify kreconcile: %v\n%s", err, out)
-	}
-	return dir
-}
-
-// demoRun runs a binary with its output on ours and returns its exit code.
-func demoRun(t *testing.T, bin string, args ...string) int {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	err := cmd.Run()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode()
-	}
-	if err != nil {
-		t.Fatalf("run %s: %v", bin, err)
-	}
-	return 0
 }

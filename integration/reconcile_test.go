@@ -23,13 +23,6 @@ import (
 // The reconcile tests of issue 4 on real brokers. Each one computes the true E(G) on its own,
 // by reading both partitions whole and matching unique values, and checks Plan against it.
 
-func rcCtx(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 // rcTruth is E(G) computed from the whole partitions: 1 + the last target offset holding the
 // value of the largest source record below G; with none below G, the first target offset
 // holding the value of the first source record at or after G. Values must be unique.
@@ -73,7 +66,7 @@ func rcCommit(t *testing.T, c cluster.Cluster, group, topic string, part int32, 
 	t.Helper()
 	offs := kadm.Offsets{}
 	offs.Add(kadm.Offset{Topic: topic, Partition: part, At: at, LeaderEpoch: -1, Metadata: meta})
-	resp, err := bedAdmin(t, c).CommitOffsets(rcCtx(t, time.Minute), group, offs)
+	resp, err := bedAdmin(t, c).CommitOffsets(bedCtx(t, time.Minute), group, offs)
 	if err == nil {
 		err = resp.Error()
 	}
@@ -85,7 +78,7 @@ func rcCommit(t *testing.T, c cluster.Cluster, group, topic string, part int32, 
 // rcCommitted is the group's offset of topic/part on c, or nil.
 func rcCommitted(t *testing.T, c cluster.Cluster, group, topic string, part int32) *int64 {
 	t.Helper()
-	offs, err := bedAdmin(t, c).FetchOffsets(rcCtx(t, time.Minute), group)
+	offs, err := bedAdmin(t, c).FetchOffsets(bedCtx(t, time.Minute), group)
 	if err != nil {
 		t.Fatalf("fetch offsets of %s on %s: %v", group, c.Name(), err)
 	}
@@ -128,7 +121,7 @@ func rcGroup(t *testing.T, res *reconcile.Result, group string) *reconcile.Group
 // comes for 5 s, and returns the values. It commits nothing.
 func rcConsumeGroup(t *testing.T, c cluster.Cluster, group, topic string) [][]byte {
 	t.Helper()
-	ctx := rcCtx(t, 2*time.Minute)
+	ctx := bedCtx(t, 2*time.Minute)
 	cl := bedClient(t, c.Bootstrap(), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()), kgo.FetchMaxWait(200*time.Millisecond))
 	var out [][]byte
@@ -171,17 +164,10 @@ func rcSameValues(t *testing.T, what string, got, want [][]byte) {
 // lag and a consumer of the group on the target reads exactly the unconsumed records.
 func TestReconcileSeed(t *testing.T) {
 	f := runSeedScenario(t)
-	cfgMM2, err := mm2.Parse(strings.NewReader(f.MM2Properties))
-	if err != nil {
-		t.Fatalf("parse the fixture's mm2.properties: %v", err)
-	}
-	flow, err := cfgMM2.Flow("")
-	if err != nil {
-		t.Fatalf("flow: %v", err)
-	}
+	flow := bedFlow(t, f.MM2Properties, "")
 	src := bedClient(t, f.Source.Bootstrap())
 	dst := bedClient(t, f.Target.Bootstrap())
-	ctx := rcCtx(t, 3*time.Minute)
+	ctx := bedCtx(t, 3*time.Minute)
 
 	start := time.Now()
 	res, err := reconcile.Plan(ctx, src, dst, reconcile.Config{Flow: flow, Groups: regexp.MustCompile(regexp.QuoteMeta(f.Group))})
@@ -245,40 +231,14 @@ func deref(p *int64) int64 {
 // case runs it (IdentityReplicationPolicy, offset syncs on the target, group offset sync on),
 // with 2 s intervals and replication factors 1 (explicit, for 2.3.0).
 func rcProperties(src, dst cluster.Cluster, topics ...string) string {
-	return strings.Join([]string{
-		"clusters=source,destination",
-		"source.bootstrap.servers=" + strings.Join(src.Bootstrap(), ","),
-		"destination.bootstrap.servers=" + strings.Join(dst.Bootstrap(), ","),
-		"source->destination.enabled=true",
-		"source->destination.topics=" + strings.Join(topics, ","),
-		"offset-syncs.topic.location=target",
-		"replication.policy.class=org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
-		"replication.factor=1",
-		"checkpoints.topic.replication.factor=1",
-		"heartbeats.topic.replication.factor=1",
-		"offset-syncs.topic.replication.factor=1",
-		"offset.storage.replication.factor=1",
-		"status.storage.replication.factor=1",
-		"config.storage.replication.factor=1",
+	return bedProperties(src, dst, "source", "destination", strings.Join(topics, ","), append(append([]string(nil), bedMM2Worker...),
 		"refresh.topics.interval.seconds=2",
 		"refresh.groups.interval.seconds=2",
 		"emit.heartbeats.interval.seconds=2",
 		"emit.checkpoints.interval.seconds=2",
 		"sync.group.offsets.enabled=true",
 		"sync.group.offsets.interval.seconds=2",
-	}, "\n") + "\n"
-}
-
-// rcProduce writes records with the given values to topic/0 on c.
-func rcProduce(t *testing.T, c cluster.Cluster, topic string, recs ...*kgo.Record) {
-	t.Helper()
-	cl := bedClient(t, c.Bootstrap(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
-	for _, r := range recs {
-		r.Topic, r.Partition = topic, 0
-	}
-	if err := cl.ProduceSync(rcCtx(t, time.Minute), recs...).FirstErr(); err != nil {
-		t.Fatalf("produce to %s on %s: %v", topic, c.Name(), err)
-	}
+	)...)
 }
 
 // rcRecords makes records "<prefix>-<i>" for i in [from, to) with key "<keyPrefix><i>".
@@ -293,7 +253,7 @@ func rcRecords(prefix, keyPrefix string, from, to int) []*kgo.Record {
 // rcProduceTxn writes records in one committed transaction on c.
 func rcProduceTxn(t *testing.T, c cluster.Cluster, topic string, recs ...*kgo.Record) {
 	t.Helper()
-	ctx := rcCtx(t, time.Minute)
+	ctx := bedCtx(t, time.Minute)
 	cl := bedClient(t, c.Bootstrap(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionalID(bedUnique("rc-txn")))
 	if err := cl.BeginTransaction(); err != nil {
 		t.Fatalf("begin transaction: %v", err)
@@ -306,22 +266,6 @@ func rcProduceTxn(t *testing.T, c cluster.Cluster, topic string, recs ...*kgo.Re
 	}
 	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatalf("commit transaction on %s: %v", c.Name(), err)
-	}
-}
-
-// rcWaitFor polls cond every 500 ms until it returns "" or ctx ends.
-func rcWaitFor(ctx context.Context, t *testing.T, what string, cond func() string) {
-	t.Helper()
-	state := ""
-	for {
-		if state = cond(); state == "" {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("waiting for %s: %s when the deadline came", what, state)
-		case <-time.After(500 * time.Millisecond):
-		}
 	}
 }
 
@@ -346,24 +290,23 @@ func rcHasValue(ctx context.Context, t *testing.T, c cluster.Cluster, topic stri
 func TestReconcileCases(t *testing.T) {
 	src := cluster.StartT(t, cluster.Spec{Version: cluster.V230, Name: "source"})
 	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "destination"})
-	ctx := rcCtx(t, 10*time.Minute)
+	ctx := bedCtx(t, 10*time.Minute)
 	run := fmt.Sprintf("%x", time.Now().UnixNano())
 	plain, compact, txn, unmirrored := "rc-plain-"+run, "rc-compact-"+run, "rc-txn-"+run, "rc-unmirrored-"+run
 
 	bedCreateTopic(t, src, plain, 1, nil)
-	rcProduce(t, src, plain, rcRecords("plain-"+run, "k", 0, 50)...)
+	bedProduce(ctx, t, src, plain, 0, rcRecords("plain-"+run, "k", 0, 50))
 
 	// Compacted: records 10..19 are overwritten by 20..29 (same keys), then the segment rolls
 	// and the cleaner removes them; G=20 then has no record at G-1..G-10.
-	str := func(s string) *string { return &s }
-	bedCreateTopic(t, src, compact, 1, map[string]*string{"cleanup.policy": str("compact"), "segment.ms": str("200"),
-		"min.cleanable.dirty.ratio": str("0.01"), "delete.retention.ms": str("100"), "min.compaction.lag.ms": str("0")})
-	rcProduce(t, src, compact, rcRecords("compact-"+run, "c", 0, 20)...)
+	bedCreateTopic(t, src, compact, 1, map[string]*string{"cleanup.policy": bedPtr("compact"), "segment.ms": bedPtr("200"),
+		"min.cleanable.dirty.ratio": bedPtr("0.01"), "delete.retention.ms": bedPtr("100"), "min.compaction.lag.ms": bedPtr("0")})
+	bedProduce(ctx, t, src, compact, 0, rcRecords("compact-"+run, "c", 0, 20))
 	over := rcRecords("compact-"+run+"-new", "c", 10, 20)
-	rcProduce(t, src, compact, over...)
-	rcWaitFor(ctx, t, "the source cleaner to compact "+compact, func() string {
+	bedProduce(ctx, t, src, compact, 0, over)
+	bedWaitFor(ctx, t, 500*time.Millisecond, "the source cleaner to compact "+compact, func() string {
 		n := time.Now().UnixNano() // unique keys: nothing else to compact, on either side
-		rcProduce(t, src, compact, &kgo.Record{Key: fmt.Appendf(nil, "roll-%d", n), Value: fmt.Appendf(nil, "roll-%d", n)})
+		bedProduce(ctx, t, src, compact, 0, []*kgo.Record{{Key: fmt.Appendf(nil, "roll-%d", n), Value: fmt.Appendf(nil, "roll-%d", n)}})
 		for _, r := range bedReadPartition(ctx, t, src, compact, 0, 0) {
 			if r.Offset == 19 {
 				return "offset 19 is still there"
@@ -374,17 +317,17 @@ func TestReconcileCases(t *testing.T) {
 
 	// Transactions: 5 plain records, 5 in a transaction and its commit marker, 5 plain.
 	bedCreateTopic(t, src, txn, 1, nil)
-	rcProduce(t, src, txn, rcRecords("txn-"+run, "t", 0, 5)...)
+	bedProduce(ctx, t, src, txn, 0, rcRecords("txn-"+run, "t", 0, 5))
 	rcProduceTxn(t, src, txn, rcRecords("txn-"+run, "t", 5, 10)...)
 	// EndTxn returns before the coordinator has written the marker: wait for it, so that the
 	// next records come after it.
-	rcWaitFor(ctx, t, "the commit marker on "+txn, func() string {
+	bedWaitFor(ctx, t, 500*time.Millisecond, "the commit marker on "+txn, func() string {
 		if end := bedEndOffsets(ctx, t, src, txn)[0]; end != 11 {
 			return fmt.Sprintf("end offset %d, want 11", end)
 		}
 		return ""
 	})
-	rcProduce(t, src, txn, rcRecords("txn-"+run, "t", 11, 16)...)
+	bedProduce(ctx, t, src, txn, 0, rcRecords("txn-"+run, "t", 11, 16))
 
 	// Where the commit marker is: the first offset without a record.
 	marker := int64(-1)
@@ -401,7 +344,7 @@ func TestReconcileCases(t *testing.T) {
 	}
 
 	bedCreateTopic(t, src, unmirrored, 1, nil)
-	rcProduce(t, src, unmirrored, rcRecords("unmirrored-"+run, "u", 0, 10)...)
+	bedProduce(ctx, t, src, unmirrored, 0, rcRecords("unmirrored-"+run, "u", 0, 10))
 
 	type gcase struct {
 		group, topic string
@@ -429,7 +372,7 @@ func TestReconcileCases(t *testing.T) {
 	bedCreateTopic(t, dst, plain, 1, nil) // MM2 would create it too; the member needs it now
 	member := bedClient(t, dst.Bootstrap(), kgo.ConsumerGroup(active.group), kgo.ConsumeTopics(plain), kgo.DisableAutoCommit(),
 		kgo.SessionTimeout(45*time.Second))
-	rcWaitFor(ctx, t, "the active group to be Stable on the target", func() string {
+	bedWaitFor(ctx, t, 500*time.Millisecond, "the active group to be Stable on the target", func() string {
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
 		member.PollFetches(pctx)
 		cancel()
@@ -444,7 +387,7 @@ func TestReconcileCases(t *testing.T) {
 	})
 
 	lastTxn := rcRecords("txn-"+run, "t", 15, 16)[0].Value
-	rcWaitFor(ctx, t, "MM2 to mirror every topic and checkpoint the idle group", func() string {
+	bedWaitFor(ctx, t, 500*time.Millisecond, "MM2 to mirror every topic and checkpoint the idle group", func() string {
 		for _, v := range []struct {
 			topic string
 			value []byte
@@ -466,14 +409,7 @@ func TestReconcileCases(t *testing.T) {
 		before[c.group] = rcCommitted(t, dst, c.group, c.topic, 0)
 	}
 
-	cfgMM2, err := mm2.Parse(strings.NewReader(props))
-	if err != nil {
-		t.Fatalf("parse mm2.properties: %v", err)
-	}
-	flow, err := cfgMM2.Flow("")
-	if err != nil {
-		t.Fatalf("flow: %v", err)
-	}
+	flow := bedFlow(t, props, "")
 	srcCl, dstCl := bedClient(t, src.Bootstrap()), bedClient(t, dst.Bootstrap())
 	cfg := reconcile.Config{Flow: flow, Groups: regexp.MustCompile(`rc-.*-` + run)}
 	res, err := reconcile.Plan(ctx, srcCl, dstCl, cfg)
@@ -577,18 +513,18 @@ func TestReconcileCases(t *testing.T) {
 func TestReconcile371To371(t *testing.T) {
 	src := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "source"})
 	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "target"})
-	ctx := rcCtx(t, 5*time.Minute)
+	ctx := bedCtx(t, 5*time.Minute)
 	run := fmt.Sprintf("%x", time.Now().UnixNano())
 	topic, group := "rc371-"+run, "rc371-g-"+run
 	bedCreateTopic(t, src, topic, 1, nil)
 	bedCreateTopic(t, dst, topic, 1, nil)
 	recs := rcRecords("v-"+run, "k", 0, 60)
-	rcProduce(t, src, topic, recs...)
+	bedProduce(ctx, t, src, topic, 0, recs)
 	var copies []*kgo.Record
 	for _, i := range append(append(rcSeq(0, 40), rcSeq(35, 40)...), rcSeq(40, 60)...) {
 		copies = append(copies, &kgo.Record{Key: recs[i].Key, Value: recs[i].Value})
 	}
-	rcProduce(t, dst, topic, copies...)
+	bedProduce(ctx, t, dst, topic, 0, copies)
 	rcCommit(t, src, group, topic, 0, 50, "m")
 	rcCommit(t, dst, group, topic, 0, 41, "") // what a sparse-sync translation would give
 
@@ -631,7 +567,7 @@ func TestReconcileBench(t *testing.T) {
 	)
 	src := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "source"})
 	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "destination"})
-	ctx := rcCtx(t, 25*time.Minute)
+	ctx := bedCtx(t, 25*time.Minute)
 	run := fmt.Sprintf("%x", time.Now().UnixNano())
 	topic := "rc-bench-" + run
 	bedCreateTopic(t, src, topic, partitions, nil)
@@ -669,7 +605,7 @@ func TestReconcileBench(t *testing.T) {
 	// MM2 never checkpoints some group partitions (its 64-sync index cannot translate them):
 	// wait until the count stops growing for 20 s.
 	checkpointed, lastChange := 0, time.Now()
-	rcWaitFor(ctx, t, "MM2 to mirror the topic and finish checkpointing", func() string {
+	bedWaitFor(ctx, t, 500*time.Millisecond, "MM2 to mirror the topic and finish checkpointing", func() string {
 		ends := bedEndOffsets(ctx, t, dst, topic)
 		for p := range int32(partitions) {
 			if ends[p] < perPart {
@@ -698,14 +634,7 @@ func TestReconcileBench(t *testing.T) {
 		t.Logf("stop MM2: %v", err)
 	}
 
-	cfgMM2, err := mm2.Parse(strings.NewReader(props))
-	if err != nil {
-		t.Fatalf("parse mm2.properties: %v", err)
-	}
-	flow, err := cfgMM2.Flow("")
-	if err != nil {
-		t.Fatalf("flow: %v", err)
-	}
+	flow := bedFlow(t, props, "")
 	srcCl, dstCl := bedClient(t, src.Bootstrap()), bedClient(t, dst.Bootstrap())
 	start := time.Now()
 	res, err := reconcile.Plan(ctx, srcCl, dstCl, reconcile.Config{Flow: flow, Groups: regexp.MustCompile(`bench-` + run + `-.*`)})

@@ -1,13 +1,10 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -36,15 +33,15 @@ func TestVerify(t *testing.T) {
 	bedCreateTopic(t, src, plain, 2, nil)
 	bedCreateTopic(t, src, txn, 1, nil)
 	bedCreateTopic(t, src, compact, 1, map[string]*string{
-		"cleanup.policy":            vfPtr("compact"),
-		"segment.ms":                vfPtr("100"),
-		"min.cleanable.dirty.ratio": vfPtr("0.01"),
-		"min.compaction.lag.ms":     vfPtr("0"),
-		"delete.retention.ms":       vfPtr("100"),
+		"cleanup.policy":            bedPtr("compact"),
+		"segment.ms":                bedPtr("100"),
+		"min.cleanable.dirty.ratio": bedPtr("0.01"),
+		"min.compaction.lag.ms":     bedPtr("0"),
+		"delete.retention.ms":       bedPtr("100"),
 	})
 	base := time.Now().Add(-time.Hour)
 	for p := int32(0); p < 2; p++ {
-		vfProduce(ctx, t, src, plain, p, vfRecords(fmt.Sprintf("p%d", p), 0, 400, base))
+		bedProduce(ctx, t, src, plain, p, vfRecords(fmt.Sprintf("p%d", p), 0, 400, base))
 	}
 	vfProduceTxns(ctx, t, src, txn, base)
 	vfCompact(ctx, t, src, compact, base)
@@ -61,12 +58,12 @@ func TestVerify(t *testing.T) {
 		res := vfWaitIdentical(ctx, t, srcCl, dstCl, topic, mm.LogPath())
 		t.Logf("%s: %+v", topic, res.Summary)
 	}
-	bin := vfBuild(t)
+	bin := filepath.Join(bedBuild(t, "kverify"), "kverify")
 
 	t.Run("clean mirror is identical", func(t *testing.T) {
 		for _, topic := range []string{plain, txn, compact} {
 			mapFile := filepath.Join(t.TempDir(), topic+".map.json")
-			code, out, errs := vfRun(t, bin, "diff", "--mm2-config", propsFile, "--topic", topic, "--format", "json", "--offset-map", mapFile)
+			code, out, errs := bedOutput(t, bin, "diff", "--mm2-config", propsFile, "--topic", topic, "--format", "json", "--offset-map", mapFile)
 			if code != 0 {
 				t.Errorf("kverify diff --topic %s: exit %d, want 0\nstderr: %s\nstdout: %s", topic, code, errs, out)
 				continue
@@ -90,7 +87,7 @@ func TestVerify(t *testing.T) {
 	})
 
 	t.Run("from an offset, the target start from MM2's offset syncs", func(t *testing.T) {
-		code, out, errs := vfRun(t, bin, "diff", "--mm2-config", propsFile, "--topic", plain, "--from", "300", "--format", "json")
+		code, out, errs := bedOutput(t, bin, "diff", "--mm2-config", propsFile, "--topic", plain, "--from", "300", "--format", "json")
 		if code != 0 {
 			t.Fatalf("exit %d, want 0\nstderr: %s\nstdout: %s", code, errs, out)
 		}
@@ -105,14 +102,14 @@ func TestVerify(t *testing.T) {
 	t.Run("a target that rewrites timestamps", func(t *testing.T) {
 		// LogAppendTime on the target topic: identical unless timestamps are compared.
 		lat := "vf-lat-" + run
-		bedCreateTopic(t, dst, lat, 1, map[string]*string{"message.timestamp.type": vfPtr("LogAppendTime")})
-		vfProduce(ctx, t, dst, lat, 0, bedReadPartition(ctx, t, src, plain, 0, 0))
+		bedCreateTopic(t, dst, lat, 1, map[string]*string{"message.timestamp.type": bedPtr("LogAppendTime")})
+		bedProduce(ctx, t, dst, lat, 0, bedReadPartition(ctx, t, src, plain, 0, 0))
 		conn := []string{"--source-brokers", strings.Join(src.Bootstrap(), ","), "--target-brokers", strings.Join(dst.Bootstrap(), ","),
 			"--topic", plain, "--target-topic", lat, "--partitions", "0", "--format", "json"}
-		if code, out, errs := vfRun(t, bin, append([]string{"diff"}, conn...)...); code != 0 {
+		if code, out, errs := bedOutput(t, bin, append([]string{"diff"}, conn...)...); code != 0 {
 			t.Errorf("default --compare: exit %d, want 0\nstderr: %s\nstdout: %s", code, errs, out)
 		}
-		code, out, errs := vfRun(t, bin, append([]string{"diff", "--compare", "key,value,headers,timestamp"}, conn...)...)
+		code, out, errs := bedOutput(t, bin, append([]string{"diff", "--compare", "key,value,headers,timestamp"}, conn...)...)
 		if code != 1 {
 			t.Fatalf("--compare with timestamp: exit %d, want 1\nstderr: %s", code, errs)
 		}
@@ -149,10 +146,10 @@ func TestVerify(t *testing.T) {
 			p0[251:],                // target 257..405
 			direct,                  // target 406..408
 		)
-		vfProduce(ctx, t, dst, faulty, 0, copy0)
-		vfProduce(ctx, t, dst, faulty, 1, p1)
+		bedProduce(ctx, t, dst, faulty, 0, copy0)
+		bedProduce(ctx, t, dst, faulty, 1, p1)
 
-		code, out, errs := vfRun(t, bin, "diff", "--source-brokers", strings.Join(src.Bootstrap(), ","),
+		code, out, errs := bedOutput(t, bin, "diff", "--source-brokers", strings.Join(src.Bootstrap(), ","),
 			"--target-brokers", strings.Join(dst.Bootstrap(), ","), "--topic", plain, "--target-topic", faulty, "--format", "json")
 		if code != 1 {
 			t.Fatalf("exit %d, want 1\nstderr: %s\nstdout: %s", code, errs, out)
@@ -191,36 +188,20 @@ func TestVerify(t *testing.T) {
 	})
 }
 
-func vfPtr(s string) *string { return &s }
-
 // vfProperties is an mm2.properties mirroring the topics matching topics from source to
 // destination with the identity policy. Topic configs are not synced (a compacted source
 // would otherwise be compacted again on the target), and the source is read with
 // read_committed so that aborted transactions are not copied.
 func vfProperties(source, target cluster.Cluster, topics string) string {
-	return strings.Join([]string{
-		"clusters=source,destination",
-		"source.bootstrap.servers=" + strings.Join(source.Bootstrap(), ","),
-		"destination.bootstrap.servers=" + strings.Join(target.Bootstrap(), ","),
-		"source->destination.enabled=true",
-		"source->destination.topics=" + topics,
+	return bedProperties(source, target, "source", "destination", topics, append([]string{
 		"source.consumer.isolation.level=read_committed",
 		"sync.topic.configs.enabled=false",
 		"sync.topic.acls.enabled=false",
-		"offset-syncs.topic.location=target",
 		"refresh.topics.enabled=true",
 		"refresh.topics.interval.seconds=2",
-		"checkpoints.topic.replication.factor=1",
-		"heartbeats.topic.replication.factor=1",
-		"offset-syncs.topic.replication.factor=1",
-		"offset.storage.replication.factor=1",
-		"status.storage.replication.factor=1",
-		"config.storage.replication.factor=1",
-		"replication.policy.class=org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
-		"replication.factor=1",
 		"emit.checkpoints.enabled=false",
 		"sync.group.offsets.enabled=false",
-	}, "\n") + "\n"
+	}, bedMM2Worker...)...)
 }
 
 // vfRecords makes records prefix-i for i in [from, to): key, value, two headers, CreateTime
@@ -252,20 +233,6 @@ func vfJoin(parts ...[]*kgo.Record) []*kgo.Record {
 		}
 	}
 	return out
-}
-
-// vfProduce writes recs in order to topic/p on c, keeping their keys, values, headers and
-// timestamps.
-func vfProduce(ctx context.Context, t *testing.T, c cluster.Cluster, topic string, p int32, recs []*kgo.Record) {
-	t.Helper()
-	cl := bedClient(t, c.Bootstrap(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.MaxProduceRequestsInflightPerBroker(1))
-	batch := make([]*kgo.Record, len(recs))
-	for i, r := range recs {
-		batch[i] = &kgo.Record{Topic: topic, Partition: p, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp}
-	}
-	if err := cl.ProduceSync(ctx, batch...).FirstErr(); err != nil {
-		t.Fatalf("produce to %s/%d on %s: %v", topic, p, c.Name(), err)
-	}
 }
 
 // vfProduceTxns writes 8 transactions of 25 records to topic/0; every third is aborted.
@@ -305,7 +272,7 @@ func vfCompact(ctx context.Context, t *testing.T, c cluster.Cluster, topic strin
 				Timestamp: base.Add(time.Duration(len(recs)) * time.Millisecond)})
 		}
 	}
-	vfProduce(ctx, t, c, topic, 0, recs)
+	bedProduce(ctx, t, c, topic, 0, recs)
 	deadline := time.Now().Add(3 * time.Minute)
 	for i := 0; ; i++ {
 		end := bedEndOffsets(ctx, t, c, topic)[0]
@@ -317,7 +284,7 @@ func vfCompact(ctx context.Context, t *testing.T, c cluster.Cluster, topic strin
 		if time.Now().After(deadline) {
 			t.Fatalf("%s on %s: still %d records over %d offsets after 3 minutes: the log cleaner did not run", topic, c.Name(), got, end)
 		}
-		vfProduce(ctx, t, c, topic, 0, []*kgo.Record{{Key: []byte("filler"), Value: fmt.Appendf(nil, "filler-%d", i), Timestamp: time.Now()}})
+		bedProduce(ctx, t, c, topic, 0, []*kgo.Record{{Key: []byte("filler"), Value: fmt.Appendf(nil, "filler-%d", i), Timestamp: time.Now()}})
 		select {
 		case <-ctx.Done():
 			t.Fatal(ctx.Err())
@@ -349,36 +316,6 @@ func vfWaitIdentical(ctx context.Context, t *testing.T, src, dst *kgo.Client, to
 		case <-time.After(2 * time.Second):
 		}
 	}
-}
-
-// vfBuild builds the kverify binary.
-func vfBuild(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "kverify")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/kverify").CombinedOutput(); err != nil {
-		t.Fatalf("go build kverify: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// vfRun runs the kverify binary and returns its exit code, stdout and stderr.
-func vfRun(t *testing.T, bin string, args ...string) (int, string, string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-		return 0, out.String(), errb.String()
-	case errors.As(err, &ee):
-		return ee.ExitCode(), out.String(), errb.String()
-	}
-	t.Fatalf("run kverify: %v", err)
-	return -1, "", ""
 }
 
 func vfDecode(t *testing.T, out string) *verify.Result {
