@@ -20,6 +20,7 @@ import (
 
 	"github.com/kmigrate/kmigrate/integration/cluster"
 	"github.com/kmigrate/kmigrate/mirror/mm2"
+	"github.com/kmigrate/kmigrate/report"
 )
 
 // TestMain reaps the JVMs that a killed earlier run left behind, says which provider and
@@ -138,6 +139,16 @@ func bedReadPartition(ctx context.Context, t testing.TB, c cluster.Cluster, topi
 		if n == 0 || out[len(out)-1].Offset >= end-1 {
 			return out
 		}
+	}
+}
+
+// bedReport writes v (a kverify or kreconcile result) as the reports name.html, name.xml and
+// name.json into $KMIGRATE_REPORT_DIR (scripts/nightly.sh sets it; unset, nothing is
+// written). name is "<scenario>-<tool>".
+func bedReport(t testing.TB, name string, v any) {
+	t.Helper()
+	if err := report.WriteFiles(os.Getenv(report.ReportDirEnv), name, v); err != nil {
+		t.Errorf("report %s: %v", name, err)
 	}
 }
 

@@ -230,6 +230,7 @@ sync.group.offsets.interval.seconds=1`, 1))
 	if err != nil {
 		t.Fatalf("Plan: %v", err)
 	}
+	bedReport(t, "mirror-seed-kreconcile", res)
 	if bad := mirNotExact(res, map[string]int{group: len(srcCommitted), activeGroup: parts}, topic); bad != "" {
 		t.Errorf("plan of the target: %s", bad)
 	}
@@ -380,6 +381,7 @@ func mirTopics(t *testing.T, src, dst cluster.Cluster) {
 		if err != nil {
 			t.Fatalf("verify.Diff %s: %v", tc.topic, err)
 		}
+		bedReport(t, "mirror-"+tc.kind+"-kverify", dres)
 		if !dres.Identical || dres.Summary.Matched == 0 || len(dres.Partitions) != int(tc.parts) {
 			t.Errorf("verify.Diff %s: got identical=%v summary %+v, %d partitions, problems %v; want identical, %d partitions",
 				tc.topic, dres.Identical, dres.Summary, len(dres.Partitions), dres.Problems, tc.parts)
@@ -408,6 +410,7 @@ func mirTopics(t *testing.T, src, dst cluster.Cluster) {
 		}
 		return mirNotExact(res, map[string]int{idle: 6, activeGroup: 6}, plain)
 	})
+	bedReport(t, "mirror-topics-kreconcile", res)
 	for _, g := range res.Groups {
 		for _, pp := range g.Partitions {
 			t.Logf("plan %s %s/%d: G=%d target=%s E=%s status=%s, source lag %d, target lag %d", g.Group, pp.Topic, pp.Partition,

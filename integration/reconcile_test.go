@@ -175,6 +175,7 @@ func TestReconcileSeed(t *testing.T) {
 		t.Fatalf("Plan: %v", err)
 	}
 	t.Logf("plan took %s", time.Since(start).Round(time.Millisecond))
+	bedReport(t, "reconcile-seed-kreconcile", res)
 	p := rcPartition(t, res, f.Group, f.Topic)
 	t.Logf("plan: G=%d target=%s E=%s checkpoint=%s status=%s redelivered=%d proof=%q", p.SourceCommitted, fmtP(p.TargetCommitted), fmtP(p.ExactTarget), fmtP(p.Checkpoint), p.Status, p.RedeliveredIfUnchanged, p.Proof)
 	if p.Status != reconcile.StatusBehind {
@@ -195,6 +196,7 @@ func TestReconcileSeed(t *testing.T) {
 	if err := reconcile.Apply(ctx, dst, res, reconcile.ApplyConfig{Backup: backup}); err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
+	bedReport(t, "reconcile-seed-apply-kreconcile", res)
 	tc := rcCommitted(t, f.Target, f.Group, f.Topic, 0)
 	end := bedEndOffsets(ctx, t, f.Target, f.Topic)[0]
 	if tc == nil || end-*tc != f.SourceLag {
@@ -416,6 +418,7 @@ func TestReconcileCases(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Plan: %v", err)
 	}
+	bedReport(t, "reconcile-cases-kreconcile", res)
 	srcData, dstData := map[string][]*kgo.Record{}, map[string][]*kgo.Record{}
 	for _, tp := range []string{plain, compact, txn} {
 		srcData[tp], dstData[tp] = bedReadPartition(ctx, t, src, tp, 0, 0), bedReadPartition(ctx, t, dst, tp, 0, 0)
@@ -455,6 +458,7 @@ func TestReconcileCases(t *testing.T) {
 	if err := reconcile.Apply(ctx, dstCl, res, reconcile.ApplyConfig{Backup: backup}); err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
+	bedReport(t, "reconcile-cases-apply-kreconcile", res)
 	if g := rcGroup(t, res, active.group); !strings.Contains(g.Refused, active.group) {
 		t.Errorf("active group: refused %q, want a refusal naming %s", g.Refused, active.group)
 	}
@@ -484,6 +488,7 @@ func TestReconcileCases(t *testing.T) {
 	if err != nil {
 		t.Fatalf("second Plan: %v", err)
 	}
+	bedReport(t, "reconcile-cases-replan-kreconcile", res2)
 	for _, c := range cases[:6] {
 		if p := rcPartition(t, res2, c.group, c.topic); p.Status != reconcile.StatusExact {
 			t.Errorf("second plan %s: got %s, want exact", c.group, p.Status)
@@ -533,6 +538,7 @@ func TestReconcile371To371(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Plan: %v", err)
 	}
+	bedReport(t, "reconcile-371-kreconcile", res)
 	p := rcPartition(t, res, group, topic)
 	if p.Status != reconcile.StatusBehind || fmtP(p.ExactTarget) != "55" || p.RedeliveredIfUnchanged != 14 {
 		t.Fatalf("plan: got %s E=%s redelivered=%d (%s), want behind E=55 redelivered=14", p.Status, fmtP(p.ExactTarget), p.RedeliveredIfUnchanged, p.Reason)

@@ -61,7 +61,8 @@ func TestVerify(t *testing.T) {
 	bin := filepath.Join(bedBuild(t, "kverify"), "kverify")
 
 	t.Run("clean mirror is identical", func(t *testing.T) {
-		for _, topic := range []string{plain, txn, compact} {
+		for _, tc := range []struct{ kind, topic string }{{"plain", plain}, {"txn", txn}, {"compact", compact}} {
+			kind, topic := tc.kind, tc.topic
 			mapFile := filepath.Join(t.TempDir(), topic+".map.json")
 			code, out, errs := bedOutput(t, bin, "diff", "--mm2-config", propsFile, "--topic", topic, "--format", "json", "--offset-map", mapFile)
 			if code != 0 {
@@ -69,6 +70,7 @@ func TestVerify(t *testing.T) {
 				continue
 			}
 			res := vfDecode(t, out)
+			bedReport(t, "verify-clean-"+kind+"-kverify", res)
 			if !res.Identical || res.Summary.Matched == 0 {
 				t.Errorf("%s: got identical=%v summary=%+v, want identical", topic, res.Identical, res.Summary)
 			}
@@ -92,6 +94,7 @@ func TestVerify(t *testing.T) {
 			t.Fatalf("exit %d, want 0\nstderr: %s\nstdout: %s", code, errs, out)
 		}
 		res := vfDecode(t, out)
+		bedReport(t, "verify-from-offset-kverify", res)
 		for _, p := range res.Partitions {
 			if p.Matched != 100 || p.Counts.Differs() || p.SourceStart != 300 {
 				t.Errorf("partition %d: got %+v from %d, want 100 matched from 300", p.Partition, p.Counts, p.SourceStart)
@@ -113,7 +116,9 @@ func TestVerify(t *testing.T) {
 		if code != 1 {
 			t.Fatalf("--compare with timestamp: exit %d, want 1\nstderr: %s", code, errs)
 		}
-		p := vfDecode(t, out).Partitions[0]
+		tres := vfDecode(t, out)
+		bedReport(t, "verify-logappendtime-kverify", tres)
+		p := tres.Partitions[0]
 		if p.Mismatched != 400 || len(p.Mismatches) == 0 || !reflect.DeepEqual(p.Mismatches[0].Fields, []string{"timestamp"}) {
 			t.Errorf("got %+v, first mismatches %v; want 400 mismatched on [timestamp]", p.Counts, p.Mismatches[:min(2, len(p.Mismatches))])
 		}
@@ -155,6 +160,7 @@ func TestVerify(t *testing.T) {
 			t.Fatalf("exit %d, want 1\nstderr: %s\nstdout: %s", code, errs, out)
 		}
 		res := vfDecode(t, out)
+		bedReport(t, "verify-faults-kverify", res)
 		if len(res.Partitions) != 2 {
 			t.Fatalf("got %d partitions, want 2", len(res.Partitions))
 		}
