@@ -36,7 +36,8 @@ type Engine struct {
 	dstOnce   sync.Once
 
 	fatalOnce sync.Once
-	fatal     chan error
+	fatal     chan error    // the first fatal error, put back by whoever reads it
+	failed    chan struct{} // closed at the first fatal error
 
 	metrics metrics
 	// crashed makes the engine stop like a killed process: no wait for in-flight records and
@@ -63,6 +64,7 @@ func New(cfg Config, srcOpts, dstOpts []kgo.Opt, log *slog.Logger) (*Engine, err
 		parts:   map[tp]*partState{},
 		topics:  map[string]int{},
 		fatal:   make(chan error, 1),
+		failed:  make(chan struct{}),
 	}, nil
 }
 
@@ -249,6 +251,7 @@ func (e *Engine) fail(err error) {
 	e.fatalOnce.Do(func() {
 		e.log.Error("kmirror stopping on error", "err", err)
 		e.fatal <- err
+		close(e.failed)
 	})
 }
 
@@ -257,16 +260,34 @@ func (e *Engine) fail(err error) {
 // when the buffer is full).
 func (e *Engine) poll(ctx context.Context) error {
 	pctx := context.WithoutCancel(ctx) // produced records are never cancelled half-way: drain waits for them
-	for {
+	// PollRecords waits for records or its context, so a fatal error (a failed produce, a
+	// resume that gave up) ends the context too: otherwise Run would not stop until the
+	// source had another record.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-e.failed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	fatal := func() error { // nil when there is none
 		select {
 		case err := <-e.fatal:
 			e.fatal <- err
 			return err
 		default:
+			return nil
+		}
+	}
+	for {
+		if err := fatal(); err != nil {
+			return err
 		}
 		fs := e.src.PollRecords(ctx, 5000)
 		if ctx.Err() != nil {
-			return nil
+			return fatal()
 		}
 		if fs.IsClientClosed() {
 			return nil

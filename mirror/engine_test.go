@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -574,5 +575,52 @@ emit.checkpoints.interval.seconds=1
 	}
 	if err := stop(); err != nil {
 		t.Fatalf("Run: %v", err)
+	}
+}
+
+// TestMirrorStopsOnProduceError makes the target refuse every record with a non-retriable
+// error once the engine owns its partition and the source has no more records to send. Run
+// must stop with the produce error at once: a fatal error has to end the wait for the next
+// fetch, not only be noticed when the source has another record.
+func TestMirrorStopsOnProduceError(t *testing.T) {
+	t.Parallel()
+	p := newPair(t)
+	const topic = "orders-refused"
+	createTopic(t, p.src, topic, 1, nil)
+	e, err := mirror.New(testConfig(topic), seeds(p.src), seeds(p.dst), testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	waitFor(t, "the engine owns the partition", func() bool { return len(e.Owned()[topic]) == 1 })
+
+	p.dst.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		p.dst.KeepControl()
+		req := kr.(*kmsg.ProduceRequest)
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, kerr.TopicAuthorizationFailed.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	produce(t, p.src, topic, 1, 0, 10) // the last source records: no fetch returns after them
+
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "produce to topic "+topic+" partition 0") {
+			t.Fatalf("Run: got %v, want the produce error of %s partition 0", err, topic)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run still running 30s after a produce failed fatally: the poll loop waits for records that never come")
 	}
 }
