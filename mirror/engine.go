@@ -40,6 +40,9 @@ type Engine struct {
 	failed    chan struct{} // closed at the first fatal error
 
 	metrics metrics
+	// stallAfter is how long an owned partition may not move, with records in flight or the
+	// source ahead, before a warning says what it waits for. Default: 30s.
+	stallAfter time.Duration
 	// crashed makes the engine stop like a killed process: no wait for in-flight records and
 	// no persist on revoke or at the end (tests set it through export_test.go).
 	crashed atomic.Bool
@@ -65,6 +68,8 @@ func New(cfg Config, srcOpts, dstOpts []kgo.Opt, log *slog.Logger) (*Engine, err
 		topics:  map[string]int{},
 		fatal:   make(chan error, 1),
 		failed:  make(chan struct{}),
+
+		stallAfter: 30 * time.Second,
 	}, nil
 }
 
@@ -302,6 +307,7 @@ func (e *Engine) poll(ctx context.Context) error {
 			}
 			e.log.Warn("fetch error", "cluster", e.cfg.SourceAlias, "topic", t, "partition", p, "err", err)
 		})
+		now := time.Now()
 		fs.EachPartition(func(fp kgo.FetchTopicPartition) {
 			ps := e.part(tp{fp.Topic, fp.Partition})
 			if ps == nil {
@@ -312,7 +318,7 @@ func (e *Engine) poll(ctx context.Context) error {
 			ps.mu.Unlock()
 			for _, r := range fp.Records {
 				control := r.Attrs.IsControl()
-				if !ps.begin(r.Offset, control) {
+				if !ps.begin(r.Offset, control, now) {
 					continue
 				}
 				out := copyRecord(r, ps.target)
@@ -503,7 +509,35 @@ func (e *Engine) persistLoop(ctx context.Context) {
 			return
 		case <-t.C:
 			e.persistAll(ctx)
+			e.warnStalled(time.Now())
 		}
+	}
+}
+
+// warnStalled logs every owned partition that has not moved for stallAfter although it has
+// work: records the target has not acknowledged (franz-go retries a refusing target, such as
+// one short of in-sync replicas for acks=all, without end and without a log of its own), or a
+// source log end ahead of what was fetched (an open transaction holds records back, or the
+// fetch is stuck).
+func (e *Engine) warnStalled(now time.Time) {
+	e.mu.Lock()
+	states := make([]*partState, 0, len(e.parts))
+	for _, ps := range e.parts {
+		states = append(states, ps)
+	}
+	e.mu.Unlock()
+	for _, ps := range states {
+		st, ok := ps.stalled(now, e.stallAfter)
+		if !ok {
+			continue
+		}
+		cluster := e.cfg.TargetAlias
+		if st.waitingFor == "source" {
+			cluster = e.cfg.SourceAlias
+		}
+		e.log.Warn("partition not progressing", "topic", ps.topic, "partition", ps.partition,
+			"waiting_for", st.waitingFor, "cluster", cluster, "in_flight", st.inflight, "lag", st.lag,
+			"seconds", int64(st.since.Seconds()))
 	}
 }
 

@@ -624,3 +624,88 @@ func TestMirrorStopsOnProduceError(t *testing.T) {
 		t.Fatal("Run still running 30s after a produce failed fatally: the poll loop waits for records that never come")
 	}
 }
+
+// lockedBuffer is a bytes.Buffer for a logger that several goroutines write to.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestMirrorWarnsWhenTargetStalls makes the target refuse every record with a retriable error
+// (NOT_ENOUGH_REPLICAS, as a target short of in-sync replicas for acks=all does). franz-go
+// retries without end and logs nothing above debug, so the engine must warn that the
+// partition waits for the target; once the target takes records again, everything arrives.
+func TestMirrorWarnsWhenTargetStalls(t *testing.T) {
+	t.Parallel()
+	p := newPair(t)
+	const topic = "orders-stalled"
+	createTopic(t, p.src, topic, 1, nil)
+	var logs lockedBuffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	e, err := mirror.New(testConfig(topic), seeds(p.src), seeds(p.dst), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.SetStallAfter(300 * time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	waitFor(t, "the engine owns the partition", func() bool { return len(e.Owned()[topic]) == 1 })
+
+	var refuse atomic.Bool
+	refuse.Store(true)
+	p.dst.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		if !refuse.Load() {
+			p.dst.DropControl()
+			return nil, nil, false
+		}
+		p.dst.KeepControl()
+		req := kr.(*kmsg.ProduceRequest)
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, kerr.NotEnoughReplicas.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	defer func() {
+		if t.Failed() {
+			t.Logf("log:\n%s", logs.String())
+		}
+	}()
+	produce(t, p.src, topic, 1, 0, 10)
+	waitFor(t, "a warning that the partition waits for the target", func() bool {
+		for _, line := range strings.Split(logs.String(), "\n") {
+			if strings.Contains(line, `msg="partition not progressing"`) && strings.Contains(line, "topic="+topic+" partition=0") &&
+				strings.Contains(line, "waiting_for=target cluster=B in_flight=10") {
+				return true
+			}
+		}
+		return false
+	})
+	refuse.Store(false)
+	waitMirrored(t, p, topic, 1)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}

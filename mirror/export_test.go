@@ -1,5 +1,7 @@
 package mirror
 
+import "time"
+
 // Crash makes e stop like a killed process from now on: nothing more is persisted.
 func (e *Engine) Crash() { e.crashed.Store(true) }
 
@@ -11,3 +13,6 @@ func DecodeMapRecord(key, value []byte) (topic string, partition int32, source, 
 
 // CopyRecord exposes copyRecord.
 var CopyRecord = copyRecord
+
+// SetStallAfter sets how long a partition may not move before the engine warns.
+func (e *Engine) SetStallAfter(d time.Duration) { e.stallAfter = d }

@@ -3,6 +3,7 @@ package mirror
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/kmigrate/kmigrate/mirror/mm2"
 	"github.com/kmigrate/kmigrate/verify"
@@ -49,8 +50,12 @@ type partState struct {
 	// synced is set once the first record of this process's ownership wrote its offset sync.
 	synced bool
 
-	// hwm is the source high watermark seen by the last fetch, for the lag metric.
+	// hwm is the source high watermark seen by the last fetch (at first the source end that
+	// resume listed), for the lag metric and the stall warning.
 	hwm int64
+	// progressAt is when the partition last moved: owned, a fetched record submitted, or a
+	// produced record acknowledged. warnedAt is the last stall warning.
+	progressAt, warnedAt time.Time
 }
 
 type queued struct {
@@ -59,7 +64,7 @@ type queued struct {
 }
 
 func newPartState(t tp, target string, pm verify.PartitionMap, next int64) *partState {
-	ps := &partState{tp: t, target: target, pm: pm, next: next}
+	ps := &partState{tp: t, target: target, pm: pm, next: next, progressAt: time.Now()}
 	ps.cond = sync.NewCond(&ps.mu)
 	ps.dirty = len(ps.pm.Segments)
 	return ps
@@ -67,13 +72,14 @@ func newPartState(t tp, target string, pm verify.PartitionMap, next int64) *part
 
 // begin registers source record off for producing. It returns false when the record must
 // not be produced: the partition was revoked or failed, or the record was already submitted.
-func (ps *partState) begin(off int64, control bool) bool {
+func (ps *partState) begin(off int64, control bool, now time.Time) bool {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if ps.revoked || ps.failed != nil || off < ps.next {
 		return false
 	}
 	ps.next = off + 1
+	ps.progressAt = now
 	if control {
 		if len(ps.queue) == 0 {
 			ps.settleControl(off)
@@ -101,6 +107,7 @@ func (ps *partState) acked(src, dst int64, err error) {
 		return
 	}
 	ps.queue = ps.queue[1:]
+	ps.progressAt = time.Now()
 	if err != nil && ps.failed == nil {
 		ps.failed = fmt.Errorf("produce source %s offset %d to target topic %s: %w", ps.tp, src, ps.target, err)
 	}
@@ -204,4 +211,36 @@ func (ps *partState) lag() int64 {
 		return 0
 	}
 	return ps.hwm - ps.pm.SourceTo
+}
+
+// stall is what a partition that has not moved for a while waits for.
+type stall struct {
+	waitingFor string // "target": records produced and not acknowledged; "source": nothing fetched though the source log end is ahead
+	inflight   int
+	lag        int64
+	since      time.Duration
+}
+
+// stalled reports a partition that has not moved for after, at most once per after.
+func (ps *partState) stalled(now time.Time, after time.Duration) (stall, bool) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	since := now.Sub(ps.progressAt)
+	if ps.revoked || ps.failed != nil || since < after || now.Sub(ps.warnedAt) < after {
+		return stall{}, false
+	}
+	st := stall{inflight: ps.inflight, since: since}
+	if ps.hwm > ps.pm.SourceTo {
+		st.lag = ps.hwm - ps.pm.SourceTo
+	}
+	switch {
+	case ps.inflight > 0:
+		st.waitingFor = "target"
+	case st.lag > 0:
+		st.waitingFor = "source"
+	default:
+		return stall{}, false // idle: nothing to mirror
+	}
+	ps.warnedAt = now
+	return st, true
 }

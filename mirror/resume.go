@@ -77,7 +77,9 @@ func (e *Engine) resume(ctx context.Context, assigned []tp) ([]*partState, error
 			}
 			pm := verify.PartitionMap{Partition: t.partition, SourceFrom: start, SourceTo: start, TargetTo: dstEnd}
 			origins = append(origins, &kgo.Record{Topic: e.cfg.MapTopic, Partition: 0, Key: mapKey(t, start), Value: mapValue(verify.Segment{Source: start, Target: dstEnd})})
-			out = append(out, newPartState(t, target, pm, start))
+			ps := newPartState(t, target, pm, start)
+			ps.hwm = srcEnd
+			out = append(out, ps)
 			continue
 		}
 		pm := verify.PartitionMap{Partition: t.partition, SourceFrom: segs[0].Source}
@@ -98,6 +100,7 @@ func (e *Engine) resume(ctx context.Context, assigned []tp) ([]*partState, error
 				target, t.partition, dstEnd, e.cfg.MapTopic, persistedDst, e.cfg.MapTopic)
 		}
 		ps := newPartState(t, target, pm, persistedSrc)
+		ps.hwm = srcEnd
 		if dstEnd > persistedDst {
 			n, err := e.alignTail(ctx, ps, persistedSrc, persistedDst, dstEnd, srcEnd)
 			if err != nil {
