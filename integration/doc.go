@@ -39,6 +39,10 @@
 //
 // # Helpers
 //
-// main_test.go has helpers named bed* (bedClient, bedAdmin, bedCreateTopic, bedEndOffsets,
-// bedReadPartition, bedUnique) that every test file of the package may use.
+// main_test.go has helpers named bed* that every test file of the package may use: clients
+// and topics (bedClient, bedAdmin, bedCreateTopic, bedUnique, bedProduce), reading
+// (bedEndOffsets, bedReadPartition), waiting for a condition with a deadline (bedCtx,
+// bedWaitFor), our binaries (bedBuild, bedRun, bedOutput), MM2 configuration (bedProperties,
+// bedFlow), and bedReport, which drops a result's HTML, JUnit and JSON reports into
+// $KMIGRATE_REPORT_DIR for the nightly job.
 package integration
