@@ -43,9 +43,11 @@ func (e *Engine) groupSync() (*groupSyncer, error) {
 		return nil, fmt.Errorf("target cluster %s: create group sync client: %w", e.cfg.TargetAlias, err)
 	}
 	gc.Source, gc.Target, gc.Translator, gc.Logger = src, dst, e, e.log
-	gc.SyncGroupOffsets, gc.EmitCheckpoints = e.cfg.SyncGroupOffsets, e.cfg.EmitCheckpoints
+	// A negative interval is off (FromFlow reads MM2's keys so).
+	gc.SyncGroupOffsets = e.cfg.SyncGroupOffsets && e.cfg.SyncGroupOffsetsInterval > 0
+	gc.EmitCheckpoints = e.cfg.EmitCheckpoints && e.cfg.EmitCheckpointsInterval > 0
 	// The engine's Config wins over the flow's keys, so that a Config set in code means the same
-	// to both; positive values only (groupsync rejects the others, and NewConfig already did).
+	// to both; positive values only (a negative one is off, above).
 	if e.cfg.SyncGroupOffsetsInterval > 0 {
 		gc.Interval = e.cfg.SyncGroupOffsetsInterval
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -170,6 +171,9 @@ func (c *Config) Validate() error {
 //	emit.checkpoints.enabled               true
 //	emit.checkpoints.interval.seconds      60
 //	refresh.groups.interval.seconds        600
+//
+// A negative interval switches its task off, as in MM2.
+//
 //	checkpoints.topic.replication.factor   replication.factor, else -1 (see Config)
 //
 // A value that does not parse is an error naming the key. The caller sets Source, Target,
@@ -193,23 +197,30 @@ func NewConfig(flow *mm2.Flow) (Config, error) {
 		}
 		*dst = b
 	}
-	secondsKey := func(key string, dst *time.Duration) {
+	// A negative interval switches its task off, as MM2's scheduler does (mirror.FromFlow reads
+	// it the same way); zero is an error, as it is for MM2's executor.
+	secondsKey := func(key string, dst *time.Duration, off func()) {
 		v, ok := set[key]
 		if !ok {
 			return
 		}
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-		if err != nil || n <= 0 {
-			errs = append(errs, fmt.Errorf("flow %s->%s: %s=%q must be a positive number of seconds", flow.Source, flow.Target, key, v))
+		if err != nil || n == 0 {
+			errs = append(errs, fmt.Errorf("flow %s->%s: %s=%q must be a positive number of seconds (negative: off)", flow.Source, flow.Target, key, v))
+			return
+		}
+		if n < 0 {
+			off()
 			return
 		}
 		*dst = time.Duration(n) * time.Second
 	}
 	boolKey("sync.group.offsets.enabled", &c.SyncGroupOffsets)
-	secondsKey("sync.group.offsets.interval.seconds", &c.Interval)
+	secondsKey("sync.group.offsets.interval.seconds", &c.Interval, func() { c.SyncGroupOffsets = false })
 	boolKey("emit.checkpoints.enabled", &c.EmitCheckpoints)
-	secondsKey("emit.checkpoints.interval.seconds", &c.CheckpointInterval)
-	secondsKey("refresh.groups.interval.seconds", &c.RefreshGroupsInterval)
+	secondsKey("emit.checkpoints.interval.seconds", &c.CheckpointInterval, func() { c.EmitCheckpoints = false })
+	// Off: the groups are listed once, at the first pass.
+	secondsKey("refresh.groups.interval.seconds", &c.RefreshGroupsInterval, func() { c.RefreshGroupsInterval = math.MaxInt64 })
 	for _, key := range []string{"checkpoints.topic.replication.factor", "replication.factor"} {
 		v, ok := set[key]
 		if !ok {

@@ -1,6 +1,7 @@
 package groupsync_test
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -37,6 +38,18 @@ func TestNewConfig(t *testing.T) {
 			settings: map[string]string{"checkpoints.topic.replication.factor": "1", "replication.factor": "3", "emit.checkpoints.enabled": "false"},
 			want: groupsync.Config{EmitCheckpoints: false, Interval: time.Minute, CheckpointInterval: time.Minute,
 				RefreshGroupsInterval: 10 * time.Minute, CheckpointsReplicationFactor: 1},
+		},
+		{
+			name: "negative intervals switch their task off, as in MM2",
+			settings: map[string]string{"sync.group.offsets.enabled": "true", "sync.group.offsets.interval.seconds": "-1",
+				"emit.checkpoints.interval.seconds": "-1", "refresh.groups.interval.seconds": "-1"},
+			want: groupsync.Config{SyncGroupOffsets: false, EmitCheckpoints: false, Interval: time.Minute,
+				CheckpointInterval: time.Minute, RefreshGroupsInterval: math.MaxInt64, CheckpointsReplicationFactor: -1},
+		},
+		{
+			name:     "zero interval",
+			settings: map[string]string{"sync.group.offsets.interval.seconds": "0"},
+			wantErr:  "sync.group.offsets.interval.seconds",
 		},
 		{
 			name:     "bad boolean",
