@@ -65,6 +65,21 @@
 // offset-syncs.topic.location=target: kmirror never writes to the source cluster, so with the
 // default location (source) it reports the key as not honoured and writes none.
 //
+// # Limits
+//
+//   - One writer per partition holds while group membership tells the truth: on revoke a
+//     process stops fetching, waits for its in-flight records and persists the map before it
+//     returns. A process that loses its source-group session but keeps a working connection to
+//     the target is not fenced, so records it still had in flight can duplicate the new
+//     owner's. Closing that needs a transactional producer per partition (fencing by
+//     transactional id); it is not done yet.
+//   - A record acknowledged by a target leader but not yet replicated when kmirror is killed
+//     and the leader fails is invisible to the tail check on resume (acks=all makes this
+//     window small).
+//   - Heartbeats (MM2's heartbeats topic) are not emitted.
+//   - A source group created after start is picked up at the next refresh.groups interval, as
+//     in MM2.
+//
 // # Testing
 //
 // Unit tests run two kfake clusters in process (engine_test.go): data path, map, resume after a
