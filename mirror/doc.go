@@ -73,9 +73,11 @@
 //     the target is not fenced, so records it still had in flight can duplicate the new
 //     owner's. Closing that needs a transactional producer per partition (fencing by
 //     transactional id); it is not done yet.
-//   - A record acknowledged by a target leader but not yet replicated when kmirror is killed
-//     and the leader fails is invisible to the tail check on resume (acks=all makes this
-//     window small).
+//   - On a multi-broker target, a record the leader has written but not yet replicated (above
+//     the high watermark, not yet acknowledged) when kmirror is killed is invisible to the tail
+//     check on resume; if it becomes committed afterwards, it is a duplicate. A killed
+//     process's partitions move only after the session timeout, which normally leaves
+//     replication time to finish.
 //   - Heartbeats (MM2's heartbeats topic) are not emitted.
 //   - A source group created after start is picked up at the next refresh.groups interval, as
 //     in MM2.
