@@ -42,62 +42,22 @@ func ensureCheckpointsTopic(ctx context.Context, adm *kadm.Client, topic string,
 
 // readCheckpoints reads partition 0 of the checkpoints topic from its start to its current end
 // and keeps the last checkpoint per key, as MM2's readers do. A topic that does not exist reads
-// as empty. Records that do not decode (not written by MM2 or kmirror) are skipped and counted
-// in a log line.
-func readCheckpoints(ctx context.Context, target *kgo.Client, adm *kadm.Client, topic, cluster string, log *slog.Logger) (map[mm2.CheckpointKey]mm2.Checkpoint, error) {
+// as empty. Unlike mm2.ReadCheckpoints, records that do not decode (not written by MM2 or
+// kmirror, or tombstones) do not fail the pass: they are skipped and counted in a log line.
+func readCheckpoints(ctx context.Context, target *kgo.Client, topic, cluster string, log *slog.Logger) (map[mm2.CheckpointKey]mm2.Checkpoint, error) {
 	out := make(map[mm2.CheckpointKey]mm2.Checkpoint)
-	ends, err := adm.ListEndOffsets(ctx, topic)
-	if err != nil {
-		return nil, fmt.Errorf("list end offsets of checkpoints topic %q on target %s: %w", topic, cluster, err)
-	}
-	end, ok := ends.Lookup(topic, 0)
-	if !ok || errors.Is(end.Err, kerr.UnknownTopicOrPartition) {
-		return out, nil
-	}
-	if end.Err != nil {
-		return nil, fmt.Errorf("list end offsets of checkpoints topic %q on target %s: %w", topic, cluster, end.Err)
-	}
-	if end.Offset <= 0 {
-		return out, nil
-	}
-	// A client of its own, so the caller's client keeps its consuming state.
-	opts := append(target.Opts(),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
-	)
-	rd, err := kgo.NewClient(opts...)
-	if err != nil {
-		return nil, fmt.Errorf("build a reader of checkpoints topic %q on target %s (the Target client must not be a group consumer): %w", topic, cluster, err)
-	}
-	defer rd.Close()
 	bad := 0
-	for {
-		fs := rd.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("read checkpoints topic %q on target %s: %w", topic, cluster, err)
+	err := mm2.ReadPartition0(ctx, target, topic, func(r *kgo.Record) error {
+		c, err := mm2.DecodeCheckpoint(r.Key, r.Value)
+		if err != nil {
+			bad++
+			return nil
 		}
-		var ferr error
-		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
-		if ferr != nil {
-			return nil, fmt.Errorf("read checkpoints topic %q on target %s: %w", topic, cluster, ferr)
-		}
-		done := false
-		fs.EachRecord(func(r *kgo.Record) {
-			if r.Offset+1 >= end.Offset {
-				done = true
-			}
-			if r.Offset >= end.Offset {
-				return // written after we looked at the end: the next pass sees it
-			}
-			c, err := mm2.DecodeCheckpoint(r.Key, r.Value)
-			if err != nil {
-				bad++
-				return
-			}
-			out[c.ID()] = c
-		})
-		if done {
-			break
-		}
+		out[c.ID()] = c
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read checkpoints topic %q on target %s: %w", topic, cluster, err)
 	}
 	if bad > 0 {
 		log.Warn("checkpoint records not decoded", "cluster", cluster, "topic", topic, "count", bad)

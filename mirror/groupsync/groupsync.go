@@ -226,7 +226,7 @@ func (s *Syncer) loadState(ctx context.Context, owned map[tp]bool) error {
 		s.loaded, s.owned = true, owned
 		return nil
 	}
-	cps, err := readCheckpoints(ctx, s.cfg.Target, s.tgt, s.cfg.CheckpointsTopic, s.tgtName, s.log)
+	cps, err := readCheckpoints(ctx, s.cfg.Target, s.cfg.CheckpointsTopic, s.tgtName, s.log)
 	if err != nil {
 		return err // s.owned unchanged: the gained partitions are read again next pass
 	}

@@ -17,7 +17,7 @@ import (
 // must not be a group consumer.
 func ReadOffsetSyncs(ctx context.Context, cl *kgo.Client, topic string) ([]OffsetSync, error) {
 	var out []OffsetSync
-	err := readPartition0(ctx, cl, topic, func(r *kgo.Record) error {
+	err := ReadPartition0(ctx, cl, topic, func(r *kgo.Record) error {
 		if r.Value == nil {
 			return nil
 		}
@@ -40,7 +40,7 @@ func ReadOffsetSyncs(ctx context.Context, cl *kgo.Client, topic string) ([]Offse
 // checkpoint is an error naming its offset.
 func ReadCheckpoints(ctx context.Context, cl *kgo.Client, topic string) (map[CheckpointKey]Checkpoint, error) {
 	out := map[CheckpointKey]Checkpoint{}
-	err := readPartition0(ctx, cl, topic, func(r *kgo.Record) error {
+	err := ReadPartition0(ctx, cl, topic, func(r *kgo.Record) error {
 		if r.Value == nil {
 			c, err := DecodeCheckpoint(r.Key, (Checkpoint{}).Value())
 			if err == nil {
@@ -61,8 +61,12 @@ func ReadCheckpoints(ctx context.Context, cl *kgo.Client, topic string) (map[Che
 	return out, nil
 }
 
-// readPartition0 calls fn for every record of partition 0 of topic below its current end.
-func readPartition0(ctx context.Context, cl *kgo.Client, topic string, fn func(*kgo.Record) error) error {
+// ReadPartition0 calls fn for every record of partition 0 of topic, from its start to its end
+// when the call began: the read every MM2 internal topic (single-partition, compacted) needs.
+// A topic that does not exist, or whose records were all deleted, reads as empty. An error
+// from fn stops the read and is returned naming the offset. cl is used for its connection
+// options only (a reader of its own is built), so it must not be a group consumer.
+func ReadPartition0(ctx context.Context, cl *kgo.Client, topic string, fn func(*kgo.Record) error) error {
 	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
 	if err != nil {
 		return fmt.Errorf("list end offset of %s partition 0: %w", topic, err)
