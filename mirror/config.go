@@ -88,6 +88,13 @@ type Config struct {
 	// the tail check at resume. Default: 1s.
 	PersistInterval time.Duration
 
+	// Fencing says how the writes of a partition are fenced against an earlier owner that has
+	// not noticed it lost the partition (its source-group session expired while its fetches
+	// and its target connection kept working): FenceTransactions, one transactional producer
+	// per partition, or FenceNone, one idempotent producer and no fence. FromFlow sets
+	// FenceNone for exactly.once.source.support=disabled. Default: FenceTransactions.
+	Fencing string
+
 	// StartAtEnd starts partitions that have never been mirrored at the source's end instead
 	// of its start (consumer.auto.offset.reset=latest). Default: false (earliest, as MM2).
 	StartAtEnd bool
@@ -155,6 +162,9 @@ func (c *Config) SetDefaults() {
 	setDur(&c.SyncGroupOffsetsInterval, 60*time.Second)
 	setDur(&c.EmitCheckpointsInterval, 60*time.Second)
 	setDur(&c.PersistInterval, time.Second)
+	if c.Fencing == "" {
+		c.Fencing = FenceTransactions
+	}
 	setDur(&c.Linger, 5*time.Millisecond)
 	setDur(&c.FetchMaxWait, 500*time.Millisecond)
 	setDur(&c.SessionTimeout, 45*time.Second)
@@ -227,6 +237,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ReplicationFactor < -1 || c.InternalReplicationFactor < -1 {
 		errs = append(errs, fmt.Errorf("replication factors must be -1 (broker default) or positive, got %d and %d", c.ReplicationFactor, c.InternalReplicationFactor))
+	}
+	if c.Fencing != FenceTransactions && c.Fencing != FenceNone {
+		errs = append(errs, fmt.Errorf("fencing %q: use %q or %q", c.Fencing, FenceTransactions, FenceNone))
 	}
 	if c.MaxBufferedRecords < 0 || c.BatchMaxBytes < 0 || c.FetchMaxBytes < 0 || c.FetchMaxPartitionBytes < 0 {
 		errs = append(errs, errors.New("buffer and batch sizes must be positive"))
@@ -325,6 +338,7 @@ var honoured = map[string]bool{
 	"offset-syncs.topic.location": true, "replication.factor": true,
 	"offset-syncs.topic.replication.factor": true, "checkpoints.topic.replication.factor": true,
 	"enabled": true, "bootstrap.servers": true, "security.protocol": true,
+	"exactly.once.source.support": true,
 }
 
 // producerKeys and consumerKeys are the producer./consumer. overrides mapped onto franz-go.
@@ -437,6 +451,20 @@ func FromFlow(f *mm2.Flow, source, target *mm2.Cluster) (Config, []Ignored, erro
 			c.ConfigExclude = splitList(v)
 		}
 	}
+	for _, key := range []string{"exactly.once.source.support", f.Target + ".exactly.once.source.support"} {
+		v, ok := s[key]
+		if !ok {
+			continue
+		}
+		switch strings.ToLower(strings.TrimSpace(v)) {
+		case "enabled", "preparing":
+			c.Fencing = FenceTransactions
+		case "disabled":
+			c.Fencing = FenceNone
+		default:
+			errs = append(errs, fmt.Errorf("flow %s->%s: %s=%q: use enabled or disabled", f.Source, f.Target, key, v))
+		}
+	}
 	loc := strings.ToLower(strings.TrimSpace(f.OffsetSyncsLocation))
 	switch loc {
 	case "target":
@@ -494,7 +522,7 @@ func FromFlow(f *mm2.Flow, source, target *mm2.Cluster) (Config, []Ignored, erro
 	}
 
 	for k, v := range s {
-		if honoured[k] || strings.HasPrefix(k, "producer.") || strings.HasPrefix(k, "consumer.") ||
+		if honoured[k] || k == f.Target+".exactly.once.source.support" || strings.HasPrefix(k, "producer.") || strings.HasPrefix(k, "consumer.") ||
 			strings.HasPrefix(k, "sasl.") || strings.HasPrefix(k, "ssl.") {
 			continue
 		}

@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,7 +33,8 @@ type Engine struct {
 	parts  map[tp]*partState
 	topics map[string]int // mirrored source topics and their partition counts
 
-	persistMu sync.Mutex // one persist at a time, so map records of a key never go backwards
+	persistMu sync.Mutex     // one persist at a time, so map records of a key never go backwards
+	commits   sync.WaitGroup // background commits (commitEach)
 	dstOnce   sync.Once
 
 	fatalOnce sync.Once
@@ -172,6 +174,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		case <-drained:
 		case <-time.After(35 * time.Second):
 			e.log.Warn("drain timed out: failing in-flight records", "cluster", e.cfg.TargetAlias)
+			e.closeWriters()
 			e.closeDst()
 		}
 	}()
@@ -182,9 +185,13 @@ func (e *Engine) Run(ctx context.Context) error {
 	close(drained)
 	cancelLoops()
 	wg.Wait()
+	e.commits.Wait()
 	if !e.crashed.Load() {
-		e.persistAll(drain)
+		if err := e.persist(drain, e.owned()); err != nil {
+			e.log.Warn("persist offset map at stop", "cluster", e.cfg.TargetAlias, "topic", e.cfg.MapTopic, "err", err)
+		}
 	}
+	e.closeWriters()
 	if runErr != nil {
 		return runErr
 	}
@@ -208,18 +215,7 @@ func (e *Engine) offsetSyncsTopic() string {
 
 // connect builds the clients and checks that both clusters answer.
 func (e *Engine) connect(ctx context.Context) error {
-	dst, err := kgo.NewClient(append(append([]kgo.Opt(nil), e.dstOpts...),
-		kgo.RequiredAcks(kgo.AllISRAcks()),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerBatchCompression(mustCompression(e.cfg.Compression)),
-		kgo.ProducerLinger(max(e.cfg.Linger, 0)),
-		kgo.ProducerBatchMaxBytes(e.cfg.BatchMaxBytes),
-		kgo.MaxBufferedRecords(e.cfg.MaxBufferedRecords),
-		kgo.UnknownTopicRetries(20),
-		// kadm answers from cached metadata up to this age: keep it short so that topics
-		// kmirror just created are seen at once.
-		kgo.MetadataMinAge(500*time.Millisecond),
-	)...)
+	dst, err := kgo.NewClient(e.producerOpts()...)
 	if err != nil {
 		return fmt.Errorf("target cluster %s: create producer: %w", e.cfg.TargetAlias, err)
 	}
@@ -244,6 +240,23 @@ func (e *Engine) connect(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// producerOpts are the options of every producer to the target: the engine's shared one and
+// the per-partition transactional ones.
+func (e *Engine) producerOpts() []kgo.Opt {
+	return append(append([]kgo.Opt(nil), e.dstOpts...),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(mustCompression(e.cfg.Compression)),
+		kgo.ProducerLinger(max(e.cfg.Linger, 0)),
+		kgo.ProducerBatchMaxBytes(e.cfg.BatchMaxBytes),
+		kgo.MaxBufferedRecords(e.cfg.MaxBufferedRecords),
+		kgo.UnknownTopicRetries(20),
+		// kadm answers from cached metadata up to this age: keep it short so that topics
+		// kmirror just created are seen at once.
+		kgo.MetadataMinAge(500*time.Millisecond),
+	)
 }
 
 func mustCompression(s string) kgo.CompressionCodec {
@@ -324,18 +337,34 @@ func (e *Engine) poll(ctx context.Context) error {
 				out := copyRecord(r, ps.target)
 				src := r.Offset
 				size := int64(len(r.Key) + len(r.Value))
-				e.dst.Produce(pctx, out, func(o *kgo.Record, err error) {
+				promise := func(o *kgo.Record, err error) {
 					ps.acked(src, o.Offset, err)
 					if err != nil {
-						e.fail(fmt.Errorf("target cluster %s: produce to topic %s partition %d (source offset %d): %w%s",
-							e.cfg.TargetAlias, ps.target, ps.partition, src, err, hint(err)))
+						e.produceFailed(ps, src, err)
 						return
 					}
 					e.metrics.add(1, size)
-				})
+				}
+				if ps.w != nil {
+					ps.w.produce(pctx, out, promise)
+				} else {
+					e.dst.Produce(pctx, out, promise)
+				}
 			}
 		})
 	}
+}
+
+// produceFailed handles a record the target did not take: a fenced partition stops quietly
+// (another process owns it now); anything else stops the engine, and a restart resumes from
+// the target's truth.
+func (e *Engine) produceFailed(ps *partState, src int64, err error) {
+	if ps.w != nil && (isFencedErr(err) || errors.Is(err, kgo.ErrAborting)) {
+		e.fenced(ps, err)
+		return
+	}
+	e.fail(fmt.Errorf("target cluster %s: produce to topic %s partition %d (source offset %d): %w%s",
+		e.cfg.TargetAlias, ps.target, ps.partition, src, err, hint(err)))
 }
 
 // copyRecord copies r for the target into one allocation. Fetched keys and values point into
@@ -481,7 +510,7 @@ func (e *Engine) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[strin
 	}
 	e.mu.Unlock()
 	for _, ps := range states {
-		if err := ps.revoke(); err != nil {
+		if err := ps.revoke(); err != nil && !isFencedErr(err) && !errors.Is(err, kgo.ErrAborting) {
 			e.fail(err)
 		}
 	}
@@ -491,10 +520,14 @@ func (e *Engine) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[strin
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
 	defer cancel()
 	if err := e.persist(pctx, states); err != nil {
-		// Not fatal for correctness: the next owner finds the unpersisted tail on the target.
+		// Not fatal for correctness: the next owner finds the unpersisted tail on the target
+		// (or, with transactions, mirrors the aborted ones again).
 		e.log.Warn("persist offset map on revoke", "cluster", e.cfg.TargetAlias, "topic", e.cfg.MapTopic, "err", err)
 	}
 	for _, ps := range states {
+		if ps.w != nil {
+			ps.w.close()
+		}
 		e.log.Info("partition revoked", "topic", ps.topic, "partition", ps.partition, "offset", ps.next)
 	}
 }
@@ -551,13 +584,21 @@ func (e *Engine) persistAll(ctx context.Context) {
 		states = append(states, ps)
 	}
 	e.mu.Unlock()
+	if e.cfg.Fencing == FenceTransactions {
+		e.commitEach(ctx, states)
+		return
+	}
 	if err := e.persist(ctx, states); err != nil && ctx.Err() == nil {
 		e.log.Warn("persist offset map", "cluster", e.cfg.TargetAlias, "topic", e.cfg.MapTopic, "err", err)
 	}
 }
 
 // persist writes the dirty segments and queued offset syncs of states and waits for them.
+// With transactional writers it commits each partition's transaction (commitAll).
 func (e *Engine) persist(ctx context.Context, states []*partState) error {
+	if e.cfg.Fencing == FenceTransactions {
+		return e.commitAll(ctx, states)
+	}
 	e.persistMu.Lock()
 	defer e.persistMu.Unlock()
 	type taken struct {
@@ -572,14 +613,7 @@ func (e *Engine) persist(ctx context.Context, states []*partState) error {
 		if len(segs) == 0 && len(syncs) == 0 {
 			continue
 		}
-		for _, s := range segs {
-			recs = append(recs, &kgo.Record{Topic: e.cfg.MapTopic, Partition: 0, Key: mapKey(ps.tp, s.Source), Value: mapValue(s)})
-		}
-		if e.cfg.OffsetSyncsOnTarget {
-			for _, s := range syncs {
-				recs = append(recs, &kgo.Record{Topic: e.cfg.OffsetSyncsTopic, Partition: 0, Key: s.Key(), Value: s.Value()})
-			}
-		}
+		recs = append(recs, e.mapRecords(ps, segs, syncs)...)
 		took = append(took, taken{ps, from, syncs})
 	}
 	if len(recs) == 0 {
@@ -593,6 +627,85 @@ func (e *Engine) persist(ctx context.Context, states []*partState) error {
 	}
 	e.metrics.persisted(time.Now())
 	return nil
+}
+
+// mapRecords are the offset map records of segs and the offset syncs of ps.
+func (e *Engine) mapRecords(ps *partState, segs []verify.Segment, syncs []mm2.OffsetSync) []*kgo.Record {
+	recs := make([]*kgo.Record, 0, len(segs)+len(syncs))
+	for _, s := range segs {
+		recs = append(recs, &kgo.Record{Topic: e.cfg.MapTopic, Partition: 0, Key: mapKey(ps.tp, s.Source), Value: mapValue(s)})
+	}
+	if e.cfg.OffsetSyncsOnTarget {
+		for _, s := range syncs {
+			recs = append(recs, &kgo.Record{Topic: e.cfg.OffsetSyncsTopic, Partition: 0, Key: s.Key(), Value: s.Value()})
+		}
+	}
+	return recs
+}
+
+// commitAll commits the open transactions of states, a few at a time, and waits for them
+// (revoke and drain). A fenced partition is handed to fenced; any other failure stops the
+// engine (a failed commit leaves records of unknown fate behind the in-memory map; a restart
+// resumes from what the target committed) and the first is returned.
+func (e *Engine) commitAll(ctx context.Context, states []*partState) error {
+	var (
+		mu    sync.Mutex
+		first error
+		wg    sync.WaitGroup
+	)
+	sem := make(chan struct{}, 8)
+	for _, ps := range states {
+		if ps.w == nil || ps.failure() != nil {
+			continue
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			err := e.commit(ctx, ps, true)
+			e.commitDone(ps, err)
+			if err != nil && !isFencedErr(err) {
+				mu.Lock()
+				first = cmp.Or(first, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+// commitEach starts a commit of every partition of states that has none under way, without
+// waiting: one slow partition never holds back the others' commits.
+func (e *Engine) commitEach(ctx context.Context, states []*partState) {
+	for _, ps := range states {
+		if ps.w == nil || ps.failure() != nil {
+			continue
+		}
+		e.commits.Go(func() { e.commitDone(ps, e.commit(ctx, ps, false)) })
+	}
+}
+
+// owned lists the states of the partitions this process owns.
+func (e *Engine) owned() []*partState {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	states := make([]*partState, 0, len(e.parts))
+	for _, ps := range e.parts {
+		states = append(states, ps)
+	}
+	return states
+}
+
+// closeWriters closes the transactional producers of every owned partition, failing what
+// they still hold.
+func (e *Engine) closeWriters() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, ps := range e.parts {
+		if ps.w != nil {
+			ps.w.close()
+		}
+	}
 }
 
 // refreshLoop finds new topics and partitions and syncs topic configs.

@@ -96,7 +96,7 @@ func readAll(t *testing.T, c *kfake.Cluster, topic string, partition int32) []*k
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	adm := kadm.NewClient(client(t, c))
-	ends, err := adm.ListEndOffsets(ctx, topic)
+	ends, err := adm.ListCommittedOffsets(ctx, topic) // what read_committed can read
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,13 +126,35 @@ func readAll(t *testing.T, c *kfake.Cluster, topic string, partition int32) []*k
 	}
 }
 
-// waitMirrored polls until every partition of the target topic holds as many records as the
-// source one.
+// waitMirrored polls until every partition of the target topic holds as many committed
+// records as the source one (offsets do not tell: transaction markers take offsets too).
 func waitMirrored(t *testing.T, p pair, topic string, partitions int32) {
 	t.Helper()
-	srcAdm, dstAdm := kadm.NewClient(client(t, p.src)), kadm.NewClient(client(t, p.dst))
 	deadline := time.Now().Add(30 * time.Second)
 	for {
+		done := true
+		var status []string
+		for part := int32(0); part < partitions; part++ {
+			s, d := countRecords(t, p.src, topic, part), countRecords(t, p.dst, topic, part)
+			status = append(status, fmt.Sprintf("%d: %d/%d", part, d, s))
+			done = done && d >= s
+		}
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("topic %s not mirrored in time (partition: target/source records): %v", topic, status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitProduced polls until the target's log end of every partition reaches the source's: the
+// records are written, committed or not.
+func waitProduced(t *testing.T, p pair, topic string, partitions int32) {
+	t.Helper()
+	srcAdm, dstAdm := kadm.NewClient(client(t, p.src)), kadm.NewClient(client(t, p.dst))
+	waitFor(t, "records produced to "+topic, func() bool {
 		ctx := context.Background()
 		se, err1 := srcAdm.ListEndOffsets(ctx, topic)
 		de, err2 := dstAdm.ListEndOffsets(ctx, topic)
@@ -142,13 +164,50 @@ func waitMirrored(t *testing.T, p pair, topic string, partitions int32) {
 			d, ok := de.Lookup(topic, part)
 			done = ok && d.Err == nil && d.Offset >= s.Offset
 		}
-		if done {
-			return
+		return done
+	})
+}
+
+// countRecords counts the committed records of topic/partition on c (0 when it has none or
+// the topic does not exist yet).
+func countRecords(t *testing.T, c *kfake.Cluster, topic string, partition int32) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cl, err := kgo.NewClient(append(seeds(c),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().AtStart()}}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		return 0
+	}
+	end, ok := ends.Lookup(topic, partition)
+	if !ok || end.Err != nil || end.Offset == 0 {
+		return 0
+	}
+	n := 0
+	for {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("count %s/%d: timed out at %d records (end %d)", topic, partition, n, end.Offset)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("topic %s not mirrored in time: source %v, target %v", topic, se, de)
+		last := int64(-1)
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset >= end.Offset {
+				return
+			}
+			last = r.Offset
+			if !r.Attrs.IsControl() {
+				n++
+			}
+		})
+		if last >= end.Offset-1 {
+			return n
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -226,31 +285,60 @@ func start(t *testing.T, p pair, cfg mirror.Config) (*mirror.Engine, func() erro
 	return e, stop
 }
 
-// checkMap fails unless the engine's map of the partition says source offset i is at target
-// offset i for every record (a fresh target, a source without gaps).
-func checkMap(t *testing.T, e *mirror.Engine, topic string, partition int32, n int64) {
+// checkMap fails unless the engine's map of the partition is proven by content: every
+// segment maps each source record to a target record with the same fingerprint, the map
+// covers the n source records (a source without gaps), and Translate(n) is one past the
+// target copy of the last record.
+func checkMap(t *testing.T, p pair, e *mirror.Engine, topic string, partition int32, n int64) {
 	t.Helper()
 	pm, ok := e.Map(topic, partition)
 	if !ok {
 		t.Fatalf("%s/%d: engine does not own the partition", topic, partition)
 	}
+	byOffset := func(recs []*kgo.Record) map[int64]uint64 {
+		out := make(map[int64]uint64, len(recs))
+		for _, r := range recs {
+			out[r.Offset] = verify.Fingerprint(r, verify.DefaultFields)
+		}
+		return out
+	}
+	dstRecs := readAll(t, p.dst, topic, partition)
+	src, dst := byOffset(readAll(t, p.src, topic, partition)), byOffset(dstRecs)
 	var covered int64
 	for _, s := range pm.Segments {
-		if s.Source != s.Target {
-			t.Errorf("%s/%d: got segment %+v, want source == target", topic, partition, s)
+		for i := int64(0); i < s.Len; i++ {
+			sp, ok1 := src[s.Source+i]
+			dp, ok2 := dst[s.Target+i]
+			if !ok1 || !ok2 || sp != dp {
+				t.Fatalf("%s/%d: segment %+v: source offset %d (found %v) and target offset %d (found %v) are not the same record",
+					topic, partition, s, s.Source+i, ok1, s.Target+i, ok2)
+			}
 		}
 		covered += s.Len
 	}
 	if covered != n {
 		t.Errorf("%s/%d: map covers %d records, want %d", topic, partition, covered, n)
 	}
+	if int64(len(dstRecs)) < n {
+		t.Fatalf("%s/%d: target holds %d records, want %d", topic, partition, len(dstRecs), n)
+	}
+	want := dstRecs[n-1].Offset + 1
 	tr, ok := e.Translate(topic, partition, n)
-	if !ok || tr.Target != n {
-		t.Errorf("%s/%d: Translate(%d) = %+v, %v; want target %d", topic, partition, n, tr, ok, n)
+	if !ok || tr.Target != want {
+		t.Errorf("%s/%d: Translate(%d) = %+v, %v; want target %d", topic, partition, n, tr, ok, want)
 	}
 	if _, ok := e.Translate(topic, partition, n+5); ok {
 		t.Errorf("%s/%d: Translate beyond the mirrored end must be pending", topic, partition)
 	}
+}
+
+// mapComplete waits until the engine translates source offset n of the partition.
+func mapComplete(t *testing.T, e *mirror.Engine, topic string, partition int32, n int64) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("map of %s/%d complete to %d", topic, partition, n), func() bool {
+		_, ok := e.Translate(topic, partition, n)
+		return ok
+	})
 }
 
 func TestMirrorDataPath(t *testing.T) {
@@ -267,8 +355,8 @@ func TestMirrorDataPath(t *testing.T) {
 	waitMirrored(t, p, topic, parts)
 	for part := int32(0); part < parts; part++ {
 		sameRecords(t, p, topic, part)
-		waitFor(t, "map complete", func() bool { tr, ok := e.Translate(topic, part, 250); return ok && tr.Target == 250 })
-		checkMap(t, e, topic, part, 250)
+		mapComplete(t, e, topic, part, 250)
+		checkMap(t, p, e, topic, part, 250)
 	}
 	var metrics bytes.Buffer
 	e.WriteMetrics(&metrics)
@@ -349,37 +437,47 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // them; the next engine must find them on the target's tail: no duplicate, no gap.
 func TestMirrorResumeAfterCrash(t *testing.T) {
 	t.Parallel()
-	p := newPair(t)
-	const topic, parts = "orders-crash", 2
-	createTopic(t, p.src, topic, parts, nil)
-	produce(t, p.src, topic, parts, 0, 300)
+	// With transactions the crashed engine's open transaction is aborted by the next owner
+	// and mirrored again; without, the records it produced are found by the tail check.
+	for _, fencing := range []string{mirror.FenceTransactions, mirror.FenceNone} {
+		t.Run(fencing, func(t *testing.T) {
+			t.Parallel()
+			p := newPair(t)
+			const topic, parts = "orders-crash", 2
+			createTopic(t, p.src, topic, parts, nil)
+			produce(t, p.src, topic, parts, 0, 300)
 
-	cfg := testConfig(topic)
-	cfg.PersistInterval = time.Hour // nothing but the origin is persisted before the crash
-	e1, stop1 := start(t, p, cfg)
-	waitMirrored(t, p, topic, parts)
-	e1.Crash()
-	if err := stop1(); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	for k, segs := range readPersisted(t, p, "kmirror-offsets.A.internal") {
-		for _, s := range segs {
-			if s.Len != 0 {
-				t.Fatalf("%s: got persisted segment %+v before the crash, want origins only (the test must crash before persisting)", k, s)
+			cfg := testConfig(topic)
+			cfg.Fencing = fencing
+			cfg.PersistInterval = time.Hour // nothing but the origin is persisted before the crash
+			e1, stop1 := start(t, p, cfg)
+			waitProduced(t, p, topic, parts) // produced, never committed
+			e1.Crash()
+			if err := stop1(); err != nil {
+				t.Fatalf("Run: %v", err)
 			}
-		}
-	}
+			for k, segs := range readPersisted(t, p, "kmirror-offsets.A.internal") {
+				for _, s := range segs {
+					if s.Len != 0 {
+						t.Fatalf("%s: got persisted segment %+v before the crash, want origins only (the test must crash before persisting)", k, s)
+					}
+				}
+			}
 
-	produce(t, p.src, topic, parts, 300, 100)
-	e2, stop2 := start(t, p, testConfig(topic))
-	waitMirrored(t, p, topic, parts)
-	for part := int32(0); part < parts; part++ {
-		waitFor(t, "map complete", func() bool { tr, ok := e2.Translate(topic, part, 400); return ok && tr.Target == 400 })
-		sameRecords(t, p, topic, part)
-		checkMap(t, e2, topic, part, 400)
-	}
-	if err := stop2(); err != nil {
-		t.Fatalf("Run: %v", err)
+			produce(t, p.src, topic, parts, 300, 100)
+			cfg2 := testConfig(topic)
+			cfg2.Fencing = fencing
+			e2, stop2 := start(t, p, cfg2)
+			waitMirrored(t, p, topic, parts)
+			for part := int32(0); part < parts; part++ {
+				mapComplete(t, e2, topic, part, 400)
+				sameRecords(t, p, topic, part)
+				checkMap(t, p, e2, topic, part, 400)
+			}
+			if err := stop2(); err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+		})
 	}
 }
 
@@ -408,8 +506,8 @@ func TestMirrorScaleOut(t *testing.T) {
 	waitMirrored(t, p, topic, parts)
 	for part := int32(0); part < parts; part++ {
 		sameRecords(t, p, topic, part)
-		waitFor(t, "map complete", func() bool { tr, ok := e2.Translate(topic, part, 300); return ok && tr.Target == 300 })
-		checkMap(t, e2, topic, part, 300)
+		mapComplete(t, e2, topic, part, 300)
+		checkMap(t, p, e2, topic, part, 300)
 	}
 	if err := stop2(); err != nil {
 		t.Fatalf("Run 2: %v", err)

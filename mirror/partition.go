@@ -24,6 +24,9 @@ func (t tp) String() string { return fmt.Sprintf("%s/%d", t.topic, t.partition) 
 type partState struct {
 	tp
 	target string
+	// w is the partition's transactional producer (Config.Fencing transactions), or nil when
+	// the engine's shared producer writes it (fencing none).
+	w *txnWriter
 
 	mu   sync.Mutex
 	cond *sync.Cond
@@ -49,6 +52,11 @@ type partState struct {
 	syncs []mm2.OffsetSync
 	// synced is set once the first record of this process's ownership wrote its offset sync.
 	synced bool
+	// doneSrc and doneDst are the map's SourceTo and TargetTo at the last commit (with w):
+	// translations answer only from committed records.
+	doneSrc, doneDst int64
+	// fenced is set once another owner initialised the partition's transactional id.
+	fenced bool
 
 	// hwm is the source high watermark seen by the last fetch (at first the source end that
 	// resume listed), for the lag metric and the stall warning.
@@ -67,6 +75,7 @@ func newPartState(t tp, target string, pm verify.PartitionMap, next int64) *part
 	ps := &partState{tp: t, target: target, pm: pm, next: next, progressAt: time.Now()}
 	ps.cond = sync.NewCond(&ps.mu)
 	ps.dirty = len(ps.pm.Segments)
+	ps.doneSrc, ps.doneDst = pm.SourceTo, pm.TargetTo
 	return ps
 }
 
@@ -187,11 +196,67 @@ func (ps *partState) undirty(from int, syncs []mm2.OffsetSync) {
 	ps.syncs = append(syncs, ps.syncs...)
 }
 
-// translate answers E(G) from the exact map.
+// translate answers E(G) from the exact map. With a transactional writer only committed
+// records count: a group must never be moved past a record that may still be aborted.
 func (ps *partState) translate(g int64) verify.Translation {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	return ps.pm.ExactTarget(g)
+	if ps.w == nil {
+		return ps.pm.ExactTarget(g)
+	}
+	pm := ps.pm
+	pm.SourceTo = min(pm.SourceTo, ps.doneSrc)
+	tr := pm.ExactTarget(g)
+	if tr.Known && tr.Target > ps.doneDst {
+		return verify.Translation{}
+	}
+	return tr
+}
+
+// isDirty tells whether segments or offset syncs wait to be written.
+func (ps *partState) isDirty() bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.dirty < len(ps.pm.Segments) || len(ps.syncs) > 0
+}
+
+// failure returns the first produce error, if any.
+func (ps *partState) failure() error {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return ps.failed
+}
+
+// commitPoint is the map's extent that a commit makes durable.
+type commitPoint struct{ src, dst int64 }
+
+// takeDirtyCommit is takeDirty with the extent the written segments describe.
+func (ps *partState) takeDirtyCommit() ([]verify.Segment, []mm2.OffsetSync, int, commitPoint) {
+	segs, syncs, from := ps.takeDirty()
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return segs, syncs, from, commitPoint{ps.pm.SourceTo, ps.pm.TargetTo}
+}
+
+// committed records that the map up to c is committed on the target.
+func (ps *partState) committed(c commitPoint) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	ps.doneSrc, ps.doneDst = c.src, c.dst
+}
+
+// markFenced stops the partition for good; it returns false when it was already fenced.
+func (ps *partState) markFenced() bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.fenced {
+		return false
+	}
+	ps.fenced = true
+	if ps.failed == nil {
+		ps.failed = errFenced
+	}
+	return true
 }
 
 // snapshot returns a deep copy of the map.

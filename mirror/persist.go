@@ -65,10 +65,15 @@ type persistedMap map[tp][]verify.Segment
 
 // readMap reads the whole offset map topic (partition 0) up to its current end. The newest
 // record of each key wins, as compaction would decide.
-func readMap(ctx context.Context, opts []kgo.Opt, topic string, end int64) (persistedMap, error) {
+// committed reads with read_committed: records of aborted transactions (a fenced owner's)
+// are not trusted.
+func readMap(ctx context.Context, opts []kgo.Opt, topic string, end int64, committed bool) (persistedMap, error) {
 	latest := map[tp]map[int64]verify.Segment{}
 	if end > 0 {
-		err := readRange(ctx, opts, topic, 0, 0, end, false, func(r *kgo.Record) (bool, error) {
+		err := readRange(ctx, opts, topic, 0, 0, end, committed, func(r *kgo.Record) (bool, error) {
+			if r.Attrs.IsControl() {
+				return true, nil
+			}
 			t, s, err := decodeMapRecord(r.Key, r.Value)
 			if err != nil {
 				return true, nil

@@ -2,7 +2,9 @@ package mirror
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -21,8 +23,33 @@ import (
 //
 // A partition never mirrored before gets an origin record (source start, target end) before
 // its first record is produced, so that a crash before the first persist is also recovered.
-func (e *Engine) resume(ctx context.Context, assigned []tp) ([]*partState, error) {
-	mapEnd, err := e.dstAdm.ListEndOffsets(ctx, e.cfg.MapTopic)
+//
+// With transactional writers (Config.Fencing) each partition's transactional id is initialised
+// first, which fences its previous owner and aborts that owner's open transaction; only then
+// is the target read, with read_committed and up to the last stable offset, so what the
+// previous owner did not commit is neither trusted nor kept: it is mirrored again.
+func (e *Engine) resume(ctx context.Context, assigned []tp) (_ []*partState, err error) {
+	txn := e.cfg.Fencing == FenceTransactions
+	var writers map[tp]*txnWriter
+	if txn {
+		if writers, err = e.fenceAll(ctx, assigned); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if err != nil {
+				for _, w := range writers {
+					w.close()
+				}
+			}
+		}()
+	}
+	// The target's end: the last stable offset with transactions (records of open
+	// transactions are not known yet), the high watermark without.
+	listEnds := e.dstAdm.ListEndOffsets
+	if txn {
+		listEnds = e.dstAdm.ListCommittedOffsets
+	}
+	mapEnd, err := listEnds(ctx, e.cfg.MapTopic)
 	if err != nil {
 		return nil, e.clusterErr("target", e.cfg.TargetAlias, "list end offset of "+e.cfg.MapTopic, err)
 	}
@@ -30,7 +57,7 @@ func (e *Engine) resume(ctx context.Context, assigned []tp) ([]*partState, error
 	if err != nil {
 		return nil, fmt.Errorf("target cluster %s: offset map topic %s: %w", e.cfg.TargetAlias, e.cfg.MapTopic, err)
 	}
-	persisted, err := readMap(ctx, e.dstOpts, e.cfg.MapTopic, end)
+	persisted, err := readMap(ctx, e.dstOpts, e.cfg.MapTopic, end, txn)
 	if err != nil {
 		return nil, fmt.Errorf("target cluster %s: %w", e.cfg.TargetAlias, err)
 	}
@@ -48,7 +75,7 @@ func (e *Engine) resume(ctx context.Context, assigned []tp) ([]*partState, error
 	if err != nil {
 		return nil, e.clusterErr("source", e.cfg.SourceAlias, "list end offsets", err)
 	}
-	dstEnds, err := e.dstAdm.ListEndOffsets(ctx, keys(dstTopics)...)
+	dstEnds, err := listEnds(ctx, keys(dstTopics)...)
 	if err != nil {
 		return nil, e.clusterErr("target", e.cfg.TargetAlias, "list end offsets", err)
 	}
@@ -76,9 +103,18 @@ func (e *Engine) resume(ctx context.Context, assigned []tp) ([]*partState, error
 				start = srcEnd
 			}
 			pm := verify.PartitionMap{Partition: t.partition, SourceFrom: start, SourceTo: start, TargetTo: dstEnd}
-			origins = append(origins, &kgo.Record{Topic: e.cfg.MapTopic, Partition: 0, Key: mapKey(t, start), Value: mapValue(verify.Segment{Source: start, Target: dstEnd})})
+			origin := &kgo.Record{Topic: e.cfg.MapTopic, Partition: 0, Key: mapKey(t, start), Value: mapValue(verify.Segment{Source: start, Target: dstEnd})}
 			ps := newPartState(t, target, pm, start)
 			ps.hwm = srcEnd
+			if w := writers[t]; w != nil {
+				// In the partition's first transaction: it commits with the first records.
+				ps.w = w
+				if err := w.produceSync(ctx, origin); err != nil {
+					return nil, fmt.Errorf("target cluster %s: write origin record of %s to %s: %w%s", e.cfg.TargetAlias, t, e.cfg.MapTopic, err, hint(err))
+				}
+			} else {
+				origins = append(origins, origin)
+			}
 			out = append(out, ps)
 			continue
 		}
@@ -101,6 +137,7 @@ func (e *Engine) resume(ctx context.Context, assigned []tp) ([]*partState, error
 		}
 		ps := newPartState(t, target, pm, persistedSrc)
 		ps.hwm = srcEnd
+		ps.w = writers[t]
 		if dstEnd > persistedDst {
 			n, err := e.alignTail(ctx, ps, persistedSrc, persistedDst, dstEnd, srcEnd)
 			if err != nil {
@@ -108,6 +145,9 @@ func (e *Engine) resume(ctx context.Context, assigned []tp) ([]*partState, error
 			}
 			e.log.Info("target tail reconciled", "topic", t.topic, "partition", t.partition,
 				"records", n, "offset", ps.next, "target_offset", dstEnd)
+			// The tail was read with read_committed: it is committed data, described by
+			// segments that the partition's first commit writes.
+			ps.committed(commitPoint{ps.pm.SourceTo, ps.pm.TargetTo})
 		}
 		if ps.next < srcStart {
 			e.log.Warn("source records deleted before they were mirrored (retention)", "cluster", e.cfg.SourceAlias,
@@ -121,8 +161,43 @@ func (e *Engine) resume(ctx context.Context, assigned []tp) ([]*partState, error
 			return nil, fmt.Errorf("target cluster %s: write origin records to %s: %w%s", e.cfg.TargetAlias, e.cfg.MapTopic, err, hint(err))
 		}
 	}
-	if err := e.persist(ctx, out); err != nil {
-		return nil, fmt.Errorf("target cluster %s: persist reconciled offset map to %s: %w%s", e.cfg.TargetAlias, e.cfg.MapTopic, err, hint(err))
+	if !txn { // with transactions the next commit writes the reconciled segments
+		if err := e.persist(ctx, out); err != nil {
+			return nil, fmt.Errorf("target cluster %s: persist reconciled offset map to %s: %w%s", e.cfg.TargetAlias, e.cfg.MapTopic, err, hint(err))
+		}
+	}
+	return out, nil
+}
+
+// fenceAll creates and initialises the transactional writers of assigned, a few at a time.
+func (e *Engine) fenceAll(ctx context.Context, assigned []tp) (map[tp]*txnWriter, error) {
+	var (
+		mu   sync.Mutex
+		out  = make(map[tp]*txnWriter, len(assigned))
+		errs []error
+		wg   sync.WaitGroup
+	)
+	sem := make(chan struct{}, 16)
+	for _, t := range assigned {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			w, err := e.newTxnWriter(ctx, t)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			out[t] = w
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, w := range out {
+			w.close()
+		}
+		return nil, err
 	}
 	return out, nil
 }
@@ -135,7 +210,10 @@ func (e *Engine) alignTail(ctx context.Context, ps *partState, srcFrom, dstFrom,
 		print  uint64
 	}
 	var tail []rec
-	err := readRange(ctx, e.dstOpts, ps.target, ps.partition, dstFrom, dstEnd, false, func(r *kgo.Record) (bool, error) {
+	// With transactions, read_committed: the records of a fenced owner's aborted transaction
+	// are not copies to keep, they are mirrored again.
+	committed := e.cfg.Fencing == FenceTransactions
+	err := readRange(ctx, e.dstOpts, ps.target, ps.partition, dstFrom, dstEnd, committed, func(r *kgo.Record) (bool, error) {
 		if !r.Attrs.IsControl() {
 			tail = append(tail, rec{r.Offset, verify.Fingerprint(r, verify.DefaultFields)})
 		}

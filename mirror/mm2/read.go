@@ -66,8 +66,12 @@ func ReadCheckpoints(ctx context.Context, cl *kgo.Client, topic string) (map[Che
 // A topic that does not exist, or whose records were all deleted, reads as empty. An error
 // from fn stops the read and is returned naming the offset. cl is used for its connection
 // options only (a reader of its own is built), so it must not be a group consumer.
+//
+// It reads with read_committed up to the last stable offset: kmirror writes these topics in
+// transactions, and the records of an aborted one (a fenced writer's) do not count.
+// Transaction markers are skipped.
 func ReadPartition0(ctx context.Context, cl *kgo.Client, topic string, fn func(*kgo.Record) error) error {
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	ends, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topic)
 	if err != nil {
 		return fmt.Errorf("list end offset of %s partition 0: %w", topic, err)
 	}
@@ -90,6 +94,8 @@ func ReadPartition0(ctx context.Context, cl *kgo.Client, topic string, fn func(*
 	}
 	rd, err := kgo.NewClient(append(cl.Opts(),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
 	)...)
 	if err != nil {
 		return fmt.Errorf("build a reader of %s (pass a client that is not a group consumer): %w", topic, err)
@@ -117,6 +123,10 @@ func ReadPartition0(ctx context.Context, cl *kgo.Client, topic string, fn func(*
 			}
 			if r.Offset >= end.Offset {
 				done = true
+				return
+			}
+			if r.Attrs.IsControl() {
+				done = r.Offset+1 >= end.Offset
 				return
 			}
 			if err := fn(r); err != nil {
