@@ -46,6 +46,7 @@ type txnWriter struct {
 }
 
 type heldRecord struct {
+	ctx     context.Context // the poll loop's, which a commit's end must not cancel
 	r       *kgo.Record
 	promise func(*kgo.Record, error)
 }
@@ -98,7 +99,7 @@ func (w *txnWriter) produce(ctx context.Context, r *kgo.Record, promise func(*kg
 	}
 	w.pending++
 	if w.committing {
-		w.held = append(w.held, heldRecord{r, promise})
+		w.held = append(w.held, heldRecord{ctx, r, promise})
 		return
 	}
 	w.cl.Produce(ctx, r, promise)
@@ -121,7 +122,7 @@ func (w *txnWriter) begin(dirty func() bool, wait bool) bool {
 
 // release ends a commit. After a committed transaction (err nil) it begins the next one and
 // produces the held records into it; otherwise the held records fail with err.
-func (w *txnWriter) release(ctx context.Context, err error) {
+func (w *txnWriter) release(err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	held := w.held
@@ -136,7 +137,7 @@ func (w *txnWriter) release(ctx context.Context, err error) {
 			h.promise(h.r, err)
 			continue
 		}
-		w.cl.Produce(ctx, h.r, h.promise)
+		w.cl.Produce(h.ctx, h.r, h.promise)
 	}
 }
 
@@ -162,7 +163,7 @@ func (e *Engine) commit(ctx context.Context, ps *partState, wait bool) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
 	err := e.commitHeld(ctx, ps)
-	w.release(ctx, err)
+	w.release(err)
 	return err
 }
 

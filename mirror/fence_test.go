@@ -1,0 +1,157 @@
+package mirror_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmigrate/kmigrate/mirror"
+)
+
+// TestMirrorFencesStaleOwner starves engine A of its source-group heartbeats while its fetches
+// and its target connection keep working, as a long GC pause or a partitioned coordinator
+// would: the group expires A's session and gives every partition to engine B while records
+// keep arriving and A keeps producing. Then A wakes up. With transactions (the default) B's
+// resume fences A, so the target holds every record exactly once; without a fence
+// (exactly.once.source.support=disabled) A's late writes duplicate B's, which the second case
+// shows so that the first one is known to test something.
+func TestMirrorFencesStaleOwner(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		fencing    string
+		duplicates bool
+	}{
+		{mirror.FenceTransactions, false},
+		{mirror.FenceNone, true},
+	} {
+		t.Run(tc.fencing, func(t *testing.T) {
+			t.Parallel()
+			src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(100*time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(src.Close)
+			dst, err := kfake.NewCluster(kfake.NumBrokers(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(dst.Close)
+			p := pair{src, dst}
+			const topic, parts = "orders-fence", 2
+			createTopic(t, p.src, topic, parts, nil)
+			produce(t, p.src, topic, parts, 0, 100)
+
+			cfg := testConfig(topic)
+			cfg.Fencing = tc.fencing
+			cfg.SessionTimeout = 1500 * time.Millisecond
+			a, stopA := start(t, p, cfg)
+			waitMirrored(t, p, topic, parts)
+			ctx := context.Background()
+			adm := kadm.NewClient(client(t, p.src))
+			group := a.Config().GroupID
+			memberA := onlyMember(t, adm, group)
+
+			// Starve A's heartbeats: the coordinator hears nothing from A until release.
+			release := make(chan struct{})
+			var releaseOnce sync.Once
+			wake := func() { releaseOnce.Do(func() { close(release) }) }
+			t.Cleanup(wake)
+			p.src.ControlKey(int16(kmsg.Heartbeat), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+				p.src.KeepControl()
+				if kr.(*kmsg.HeartbeatRequest).MemberID == memberA {
+					p.src.SleepControl(func() { <-release })
+				}
+				return nil, nil, false
+			})
+
+			// Records keep arriving on the source all along; A keeps mirroring them.
+			var next atomic.Int64
+			next.Store(100)
+			stopLoad := make(chan struct{})
+			loadDone := make(chan struct{})
+			go func() {
+				defer close(loadDone)
+				for {
+					select {
+					case <-stopLoad:
+						return
+					case <-time.After(20 * time.Millisecond):
+					}
+					n := int(next.Add(10)) - 10
+					produce(t, p.src, topic, parts, n, 10)
+				}
+			}()
+
+			waitFor(t, "the group to expire A's session", func() bool {
+				described, err := adm.DescribeGroups(ctx, group)
+				if err != nil {
+					return false
+				}
+				for _, m := range described[group].Members {
+					if m.MemberID == memberA {
+						return false
+					}
+				}
+				return true
+			})
+			b, stopB := start(t, p, cfg)
+			waitFor(t, "B to own every partition", func() bool { return count(b.Owned()) == parts })
+			// Both A and B now read the source and write the target; let B mirror a while.
+			afterB := next.Load() + 100
+			waitFor(t, "records produced after B took over", func() bool { return next.Load() >= afterB })
+			wake()
+			waitFor(t, "A to learn that it lost its partitions", func() bool { return count(a.Owned()) < parts })
+			close(stopLoad)
+			<-loadDone
+			if err := stopA(); err != nil {
+				t.Fatalf("Run A: %v", err)
+			}
+			waitFor(t, "B to own every partition again", func() bool { return count(b.Owned()) == parts })
+			total := next.Load()
+			for part := int32(0); part < parts; part++ {
+				mapComplete(t, b, topic, part, total)
+			}
+
+			dups := 0
+			for part := int32(0); part < parts; part++ {
+				srcN, dstN := len(readAll(t, p.src, topic, part)), len(readAll(t, p.dst, topic, part))
+				if srcN != int(total) {
+					t.Fatalf("%s/%d: source holds %d records, want %d", topic, part, srcN, total)
+				}
+				dups += dstN - srcN
+				if !tc.duplicates {
+					sameRecords(t, p, topic, part)
+					checkMap(t, p, b, topic, part, total)
+				}
+			}
+			if tc.duplicates && dups <= 0 {
+				t.Fatalf("without a fence the stale owner wrote no duplicate (%d extra records): the test no longer reproduces the fault", dups)
+			}
+			t.Logf("%s: %d records per partition, %d extra on the target", tc.fencing, total, dups)
+			if err := stopB(); err != nil {
+				t.Fatalf("Run B: %v", err)
+			}
+		})
+	}
+}
+
+// onlyMember returns the member id of the group's single member.
+func onlyMember(t *testing.T, adm *kadm.Client, group string) string {
+	t.Helper()
+	var id string
+	waitFor(t, "one member in group "+group, func() bool {
+		described, err := adm.DescribeGroups(context.Background(), group)
+		if err != nil || len(described[group].Members) != 1 {
+			return false
+		}
+		id = described[group].Members[0].MemberID
+		return true
+	})
+	return id
+}
