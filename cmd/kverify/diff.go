@@ -46,13 +46,24 @@ compared. Progress (records/s, positions) goes to stderr when it is a terminal, 
 
 --from and --to take earliest/latest, an offset (--to is exclusive, like an end offset) or an
 RFC 3339 time; with --from other than earliest the target is read from MM2's offset syncs
-(with --mm2-config) or by timestamp, a little before the copy.
+(with --mm2-config) or by timestamp, a little before the copy. A partition with no source
+record in the range (e.g. --from after its last record) is "nothing to compare": named in
+the report and not_compared, never called identical, left out of the offset map; the other
+partitions are compared. When no partition has anything to compare, kverify exits 2.
+
+--partitions takes numbers and inclusive ranges (0,3,5-9; overlaps are merged); a partition
+the source topic does not have is an error (exit 2), checked before anything is read.
 
 --offset-map FILE writes the exact source->target offset map (segments plus duplicate copies,
-format in verify/doc.go) that "kreconcile groups --offset-map" reads.
+format in verify/doc.go) that "kreconcile groups --offset-map" reads. --out and --offset-map
+are checked before any cluster is contacted (directory exists and is writable, not a
+directory, not the same file twice, not an input file such as --mm2-config), and written
+together at the end, only when the run has an answer (exit 0 or 1): on exit 2 nothing is
+written and an existing file is left as it was.
 
-Exit status: 0 identical; 1 differences (or a topic problem); 2 usage, configuration or
-connection error, naming the broker, topic or partition.
+Exit status: 0 identical (in every partition compared); 1 differences (or a topic problem);
+2 usage, configuration or connection error, or nothing to compare, naming the cluster,
+topic or partition; nothing is written.
 
 Examples:
   kverify diff --source-brokers old:9092 --target-brokers new:9092 --topic orders

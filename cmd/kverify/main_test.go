@@ -311,7 +311,7 @@ func TestHelpTeaches(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, want := range []string{"missing", "duplicated", "mismatched", "extra", "ambiguous", "Exit status", "Examples"} {
+	for _, want := range []string{"missing", "duplicated", "mismatched", "extra", "ambiguous", "Exit status", "Examples", "nothing to compare", "--partitions"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("--help does not mention %q", want)
 		}
