@@ -332,3 +332,86 @@ func vfDecode(t *testing.T, out string) *verify.Result {
 	}
 	return &res
 }
+
+// TestVerifyNothingToCompare (issue 9 item 8) runs kverify on real brokers, each version as
+// the source in turn, where the answer depends on Kafka: ListOffsets by a time after the last
+// record of a partition (Kafka answers -1, which kadm turns into the end offset). A range with
+// no source record is never identical: with nothing compared at all kverify exits 2 and writes
+// nothing; with a partition past its end and another not, the first is named as not compared
+// and left out of the offset map. No MirrorMaker: the same records are written to both sides.
+func TestVerifyNothingToCompare(t *testing.T) {
+	old := cluster.StartT(t, cluster.Spec{Version: cluster.V230, Name: "vn-230"})
+	cur := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "vn-371"})
+	ctx := bedCtx(t, 10*time.Minute)
+	bin := filepath.Join(bedBuild(t, "kverify"), "kverify")
+	base := time.Now().Add(-time.Hour).Truncate(time.Second)
+	at := func(d time.Duration) string { return base.Add(d).UTC().Format(time.RFC3339Nano) }
+	for _, pair := range []struct{ src, dst cluster.Cluster }{{old, cur}, {cur, old}} {
+		src, dst := pair.src, pair.dst
+		t.Run(src.Name()+" to "+dst.Name(), func(t *testing.T) {
+			topic := bedUnique("vn")
+			for _, c := range []cluster.Cluster{src, dst} {
+				bedCreateTopic(t, c, topic, 2, nil)
+				// Partition 0: 50 records at base+0..49 ms; partition 1: 10 records at base+1000..1009 ms.
+				bedProduce(ctx, t, c, topic, 0, vfRecords("p0", 0, 50, base))
+				bedProduce(ctx, t, c, topic, 1, vfRecords("p1", 1000, 1010, base))
+			}
+			conn := []string{"--source-brokers", strings.Join(src.Bootstrap(), ","), "--target-brokers", strings.Join(dst.Bootstrap(), ","),
+				"--topic", topic, "--format", "json", "--quiet"}
+			for _, tc := range []struct{ name, from string }{
+				{"from a time after every record", at(time.Hour)},
+				{"from a time one millisecond after the last record", at(1010 * time.Millisecond)},
+				{"from an offset past every end", "50"},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					dir := t.TempDir()
+					mapFile, outFile := filepath.Join(dir, "map.json"), filepath.Join(dir, "r.json")
+					code, out, errs := bedOutput(t, bin, append([]string{"diff", "--from", tc.from, "--offset-map", mapFile, "--out", outFile}, conn...)...)
+					if code != 2 || !strings.Contains(errs, "nothing to compare") || !strings.Contains(errs, "partition 0") || !strings.Contains(errs, "partition 1") {
+						t.Errorf("exit %d stderr %q, want exit 2 naming nothing to compare in partitions 0 and 1", code, errs)
+					}
+					if out != "" {
+						t.Errorf("stdout %q, want nothing", out)
+					}
+					for _, f := range []string{mapFile, outFile} {
+						if _, err := os.Stat(f); !os.IsNotExist(err) {
+							t.Errorf("%s was written (stat %v)", f, err)
+						}
+					}
+				})
+			}
+			t.Run("from a time after the last record of one partition", func(t *testing.T) {
+				mapFile := filepath.Join(t.TempDir(), "map.json")
+				code, out, errs := bedOutput(t, bin, append([]string{"diff", "--from", at(1005 * time.Millisecond), "--offset-map", mapFile}, conn...)...)
+				if code != 0 {
+					t.Fatalf("exit %d, want 0\nstderr: %s\nstdout: %s", code, errs, out)
+				}
+				res := vfDecode(t, out)
+				bedReport(t, "verify-nothing-to-compare-"+src.Name(), res)
+				if !reflect.DeepEqual(res.NotCompared, []int32{0}) || len(res.Partitions) != 2 || res.Partitions[0].NotCompared == "" {
+					t.Errorf("not_compared %v partitions %+v, want partition 0 not compared", res.NotCompared, res.Partitions)
+				}
+				if p := res.Partitions[1]; p.Matched != 5 || p.Counts.Differs() || p.SourceStart != 5 {
+					t.Errorf("partition 1: %+v from %d, want 5 matched from offset 5", p.Counts, p.SourceStart)
+				}
+				om, err := verify.ReadOffsetMap(mapFile)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if om.Partition(0) != nil || om.Partition(1) == nil {
+					t.Errorf("offset map partitions %+v, want 1 only", om.Partitions)
+				}
+			})
+			t.Run("partitions far past the topic", func(t *testing.T) {
+				start := time.Now()
+				code, _, errs := bedOutput(t, bin, append([]string{"diff", "--partitions", "0-99999999"}, conn...)...)
+				if code != 2 || !strings.Contains(errs, "no partitions 2-99999999") {
+					t.Errorf("exit %d stderr %q, want exit 2 naming partitions 2-99999999", code, errs)
+				}
+				if d := time.Since(start); d > time.Minute {
+					t.Errorf("took %v to refuse", d)
+				}
+			})
+		})
+	}
+}

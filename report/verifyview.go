@@ -48,8 +48,9 @@ type verifyTopic struct {
 	Counts         verify.Counts
 	Parts          []verifyPart
 	Problems       []string
-	// Differing and Failed count partitions with differences and partitions not aligned.
-	Differing, Failed int
+	// Differing and Failed count partitions with differences and partitions not aligned;
+	// NotCompared the partitions that had nothing to compare.
+	Differing, Failed, NotCompared int
 }
 
 type verifyPart struct {
@@ -150,6 +151,8 @@ func newVerifyTopic(r *verify.Result) verifyTopic {
 		t.Counts.Add(p.P.Counts)
 		if p.P.Err != "" {
 			t.Failed++
+		} else if p.P.NotCompared != "" {
+			t.NotCompared++
 		} else if p.Differences > 0 {
 			t.Differing++
 		}
@@ -167,13 +170,30 @@ func newVerifyTopic(r *verify.Result) verifyTopic {
 		v.Level, v.Word, v.Headline = levelBad, "DIFFERS", plural(n, "difference", "differences")
 	case !r.Identical || t.Failed > 0 || len(r.Problems) > 0:
 		v.Level, v.Word, v.Headline = levelErr, "INCOMPLETE", "not identical"
+	case t.NotCompared > 0:
+		// Identical where compared: the partitions with nothing to compare are named, never
+		// called identical.
+		v.Level, v.Headline = levelWarn, fmt.Sprintf("identical in the %d of %d partitions compared", len(t.Parts)-t.NotCompared, len(t.Parts))
 	}
 	if n > 0 {
 		v.Details = append(v.Details, countClauses(t.Counts)...)
 		v.Details = append(v.Details, fmt.Sprintf("in %d of %d partitions", t.Differing, len(t.Parts)))
 	} else if t.Failed == 0 && len(r.Problems) == 0 {
 		v.Details = append(v.Details, fmt.Sprintf("%s matched in %s",
-			plural(t.Counts.Matched, "record", "records"), plural(int64(len(t.Parts)), "partition", "partitions")))
+			plural(t.Counts.Matched, "record", "records"), plural(int64(len(t.Parts)-t.NotCompared), "partition", "partitions")))
+	}
+	if t.NotCompared > 0 {
+		var ps []string
+		for _, p := range t.Parts {
+			if p.P.NotCompared != "" {
+				ps = append(ps, fmt.Sprint(p.P.Partition))
+			}
+		}
+		if len(ps) > 20 {
+			ps = append(ps[:20], "…")
+		}
+		v.Details = append(v.Details, fmt.Sprintf("%s not compared, no source record in the range asked: %s",
+			plural(int64(t.NotCompared), "partition", "partitions"), strings.Join(ps, ", ")))
 	}
 	if t.Failed > 0 {
 		if n == 0 {
@@ -208,6 +228,10 @@ func newVerifyPart(p *verify.PartitionResult) verifyPart {
 		vp.Level, vp.Status = levelErr, "error: not aligned"
 	case vp.Differences > 0:
 		vp.Level, vp.Status = levelBad, plural(vp.Differences, "difference", "differences")
+	case p.NotCompared != "":
+		vp.Level, vp.Status = levelWarn, "nothing to compare"
+		vp.Details = append(vp.Details, detail{Class: "not compared", Label: "why the partition proves nothing", Level: levelWarn,
+			Items: []string{strings.TrimPrefix(p.NotCompared, "nothing to compare: ")}})
 	default:
 		vp.Level, vp.Status = levelOK, "identical"
 		if p.Ambiguous > 0 {

@@ -76,6 +76,14 @@ func (p Position) String() string {
 	return "unset"
 }
 
+// PartitionRange is an inclusive range of partition numbers.
+type PartitionRange struct{ From, To int32 }
+
+// ErrNothingToCompare is returned (wrapped, naming every partition and why) by Diff when no
+// partition asked for holds a source record in the range asked and no target record was
+// found to differ: the run proves nothing, so it reports nothing.
+var ErrNothingToCompare = errors.New("nothing to compare")
+
 // Progress is reported while a partition is read.
 type Progress struct {
 	Partition    int32
@@ -92,10 +100,14 @@ type Config struct {
 	SourceTopic string
 	// TargetTopic is the topic's name on the target. Default: SourceTopic (identity policy).
 	TargetTopic string
-	// Partitions are the source partitions to compare. Default (nil): all. A partition count
-	// that differs between the topics is a Problem unless the partitions given all exist on
-	// the target.
+	// Partitions are the source partitions to compare. Default (nil, with no PartitionRanges):
+	// all. A partition count that differs between the topics is a Problem unless the
+	// partitions given all exist on the target.
 	Partitions []int32
+	// PartitionRanges add inclusive ranges of partitions (the form of --partitions 5-9). They
+	// are checked against the source topic before they are expanded: a range reaching past
+	// the topic's partitions is an error, whatever its size.
+	PartitionRanges []PartitionRange
 	// From and To bound the comparison in every source partition: [From, To). An offset To is
 	// exclusive (like an end offset); a time To ends before the first record at or after it.
 	// Default: earliest and latest (the last stable offset with read_committed).
@@ -179,6 +191,11 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("partition %d is negative", p)
 		}
 	}
+	for _, r := range c.PartitionRanges {
+		if r.From < 0 || r.To < r.From {
+			return fmt.Errorf("partition range %d-%d is negative or reversed", r.From, r.To)
+		}
+	}
 	return nil
 }
 
@@ -207,19 +224,11 @@ func Diff(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, *Offs
 	if sparts == nil {
 		return nil, nil, fmt.Errorf("source topic %q does not exist: check --topic and --source-brokers", cfg.SourceTopic)
 	}
-	want := sparts
-	if cfg.Partitions != nil {
-		want = nil
-		for _, p := range cfg.Partitions {
-			if !slices.Contains(sparts, p) {
-				return nil, nil, fmt.Errorf("source topic %q has no partition %d (it has %d partitions): check --partitions", cfg.SourceTopic, p, len(sparts))
-			}
-			if !slices.Contains(want, p) {
-				want = append(want, p)
-			}
-		}
-		slices.Sort(want)
+	want, err := selectPartitions(cfg, sparts)
+	if err != nil {
+		return nil, nil, err
 	}
+	asked := cfg.Partitions != nil || cfg.PartitionRanges != nil
 	tparts, err := topicPartitions(ctx, tadm, "target", cfg.TargetTopic)
 	if err != nil {
 		return nil, nil, err
@@ -233,13 +242,13 @@ func Diff(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, *Offs
 	}
 	// A different partition count is a problem of the topic, unless only partitions that the
 	// target has were asked for.
-	asked := cfg.Partitions != nil && !slices.ContainsFunc(want, func(p int32) bool { return !slices.Contains(tparts, p) })
-	if len(sparts) != len(tparts) && !asked {
+	onTarget := !slices.ContainsFunc(want, func(p int32) bool { _, ok := slices.BinarySearch(tparts, p); return !ok })
+	if len(sparts) != len(tparts) && !(asked && onTarget) {
 		res.Problems = append(res.Problems, fmt.Sprintf("partition count differs: source topic %q has %d partitions, target topic %q has %d; the common partitions are compared", cfg.SourceTopic, len(sparts), cfg.TargetTopic, len(tparts)))
 	}
 	var common []int32
 	for _, p := range want {
-		if slices.Contains(tparts, p) {
+		if _, ok := slices.BinarySearch(tparts, p); ok {
 			common = append(common, p)
 		} else {
 			res.Partitions = append(res.Partitions, PartitionResult{Partition: p, Err: fmt.Sprintf("target topic %q has no partition %d", cfg.TargetTopic, p)})
@@ -323,15 +332,22 @@ func Diff(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, *Offs
 	maps := make(map[int32]*PartitionMap, len(common))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(cfg.Parallel)
+	why := make(map[int32]string, len(common))
 	for _, p := range common {
 		ss, se := look(sStart, cfg.SourceTopic, p), look(sEnd, cfg.SourceTopic, p)
 		from, to := ss, se
+		fromT, toT := int64(-1), int64(-1)
 		switch cfg.From.Kind {
 		case AtOffset:
 			from = cfg.From.Offset
 		case AtTime:
-			if o := look(sFromT, cfg.SourceTopic, p); o >= 0 {
-				from = o
+			// ListOffsets by time answers -1 when no record is at or after it; some brokers
+			// answer the end offset instead: both mean nothing from there.
+			if fromT = look(sFromT, cfg.SourceTopic, p); fromT >= se {
+				fromT = -1
+			}
+			if fromT >= 0 {
+				from = fromT
 			} else {
 				from = se
 			}
@@ -340,12 +356,13 @@ func Diff(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, *Offs
 		case AtOffset:
 			to = cfg.To.Offset
 		case AtTime:
-			if o := look(sToT, cfg.SourceTopic, p); o >= 0 {
-				to = o
+			if toT = look(sToT, cfg.SourceTopic, p); toT >= 0 {
+				to = toT
 			}
 		}
 		from = min(max(from, ss), se)
 		to = min(max(to, from), se)
+		why[p] = notComparedWhy(cfg, ss, se, from, to, fromT, toT)
 		job := partJob{
 			spec: PartitionSpec{
 				SourceTopic: cfg.SourceTopic, TargetTopic: cfg.TargetTopic, Partition: p,
@@ -385,20 +402,111 @@ func Diff(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, *Offs
 		return nil, nil, err
 	}
 	for _, p := range common {
-		res.Partitions = append(res.Partitions, results[p])
-		if pm := maps[p]; pm != nil {
+		pr := results[p]
+		if pr.Err == "" && pr.Counts == (Counts{}) {
+			// No source record in range and no target record found to differ: the
+			// partition proves nothing, so it is not identical and has no map (an answer
+			// from it would be a guess).
+			pr.NotCompared = "nothing to compare: " + why[p]
+			res.NotCompared = append(res.NotCompared, p)
+		} else if pm := maps[p]; pm != nil {
 			om.Partitions = append(om.Partitions, pm)
 		}
+		res.Partitions = append(res.Partitions, pr)
 	}
 	sort.Slice(res.Partitions, func(i, j int) bool { return res.Partitions[i].Partition < res.Partitions[j].Partition })
-	res.Identical = len(res.Problems) == 0
+	res.Identical = len(res.Problems) == 0 && len(res.NotCompared) < len(res.Partitions)
+	failed := false
 	for _, pr := range res.Partitions {
 		res.Summary.Add(pr.Counts)
 		if pr.Err != "" || pr.Differs() {
 			res.Identical = false
 		}
+		failed = failed || pr.Err != ""
+	}
+	if len(res.Problems) == 0 && !failed && len(res.NotCompared) == len(res.Partitions) {
+		var b strings.Builder
+		for i, pr := range res.Partitions {
+			if i == 10 {
+				fmt.Fprintf(&b, "; and %d more partitions", len(res.Partitions)-i)
+				break
+			}
+			if i > 0 {
+				b.WriteString("; ")
+			}
+			fmt.Fprintf(&b, "partition %d: %s", pr.Partition, strings.TrimPrefix(pr.NotCompared, "nothing to compare: "))
+		}
+		return nil, nil, fmt.Errorf("%w: source topic %q has no record in the range asked (--from %s, --to %s) in any partition asked (%s): check --from, --to and --partitions",
+			ErrNothingToCompare, cfg.SourceTopic, cfg.From, cfg.To, b.String())
 	}
 	return res, om, nil
+}
+
+// selectPartitions returns the sorted partitions of sparts (sorted) that cfg asks for, all
+// without Partitions and PartitionRanges. A partition or range the topic does not have is an
+// error; ranges are checked against the topic before anything is expanded, so the work is
+// bounded by the topic's partitions, not by the numbers given.
+func selectPartitions(cfg Config, sparts []int32) ([]int32, error) {
+	if cfg.Partitions == nil && cfg.PartitionRanges == nil {
+		return sparts, nil
+	}
+	has := func(p int32) bool { _, ok := slices.BinarySearch(sparts, p); return ok }
+	last := int32(-1)
+	if len(sparts) > 0 {
+		last = sparts[len(sparts)-1]
+	}
+	them := fmt.Sprintf("it has %d partitions", len(sparts))
+	if len(sparts) > 0 {
+		them += fmt.Sprintf(", %d-%d", sparts[0], last)
+	}
+	lacks := func(from, to int32) error {
+		if from == to {
+			return fmt.Errorf("source topic %q has no partition %d (%s): check --partitions", cfg.SourceTopic, from, them)
+		}
+		return fmt.Errorf("source topic %q has no partitions %d-%d (%s): check --partitions", cfg.SourceTopic, from, to, them)
+	}
+	set := make(map[int32]bool)
+	for _, p := range cfg.Partitions {
+		if !has(p) {
+			return nil, lacks(p, p)
+		}
+		set[p] = true
+	}
+	for _, r := range cfg.PartitionRanges {
+		if r.To > last {
+			return nil, lacks(max(r.From, last+1), r.To)
+		}
+		for p := r.From; p <= r.To; p++ { // at most len(sparts) steps: r.To <= last
+			if !has(p) {
+				return nil, lacks(p, p)
+			}
+			set[p] = true
+		}
+	}
+	want := make([]int32, 0, len(set))
+	for p := range set {
+		want = append(want, p)
+	}
+	slices.Sort(want)
+	return want, nil
+}
+
+// notComparedWhy says why source offsets [from, to) of a partition whose log is [ss, se) hold
+// nothing to compare, as asked by cfg.From and cfg.To.
+func notComparedWhy(cfg Config, ss, se, from, to int64, fromT, toT int64) string {
+	switch {
+	case ss == se:
+		return fmt.Sprintf("the source partition is empty (its log starts and ends at offset %d)", se)
+	case cfg.From.Kind == AtOffset && cfg.From.Offset >= se:
+		return fmt.Sprintf("--from %d is at or past the source partition's end offset %d", cfg.From.Offset, se)
+	case cfg.From.Kind == AtTime && fromT < 0:
+		return fmt.Sprintf("no source record at or after --from %s (the partition ends at offset %d)", cfg.From, se)
+	case cfg.To.Kind == AtOffset && cfg.To.Offset <= from:
+		return fmt.Sprintf("--to %d is at or before the start offset %d", cfg.To.Offset, from)
+	case cfg.To.Kind == AtTime && toT >= 0 && toT <= from:
+		return fmt.Sprintf("no source record from offset %d is before --to %s", from, cfg.To)
+	}
+	return fmt.Sprintf("source offsets %d-%d hold no record to compare (only transaction markers, aborted or compacted records)", from, to-1)
 }
 
 // topicPartitions lists the partitions of topic, or nil if it does not exist.

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -373,4 +374,52 @@ func TestAlignPartitionRangeBeyondTheLogFails(t *testing.T) {
 	if !strings.Contains(err.Error(), "partition 0") {
 		t.Errorf("error %q does not name the partition", err)
 	}
+}
+
+// TestDiffNothingToCompare: a partition with no source record in range is not compared (never
+// identical, no offset map); a run that compares nothing is ErrNothingToCompare.
+func TestDiffNothingToCompare(t *testing.T) {
+	src, dst := newCluster(t), newCluster(t)
+	topic := uniqueTopic(t)
+	createTopic(t, src, topic, 2)
+	createTopic(t, dst, topic, 2)
+	produce(t, src, topic, 0, span(0, 9))
+	produce(t, dst, topic, 0, span(0, 9))
+	tests := []struct {
+		name string
+		cfg  Config
+	}{
+		{name: "from an offset past the end", cfg: Config{From: Position{Kind: AtOffset, Offset: 10}}},
+		{name: "the empty partition only", cfg: Config{Partitions: []int32{1}}},
+		{name: "the empty partition by range", cfg: Config{PartitionRanges: []PartitionRange{{From: 1, To: 1}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.cfg.SourceTopic = topic
+			res, om, err := Diff(context.Background(), src, dst, tt.cfg)
+			if !errors.Is(err, ErrNothingToCompare) || res != nil || om != nil {
+				t.Fatalf("got %+v, %v; want ErrNothingToCompare and no result", res, err)
+			}
+			if !strings.Contains(err.Error(), "partition") || !strings.Contains(err.Error(), topic) {
+				t.Errorf("error %q does not name the topic and partition", err)
+			}
+		})
+	}
+	t.Run("one partition of two", func(t *testing.T) {
+		res, om := diff(t, src, dst, Config{SourceTopic: topic})
+		if !res.Identical || !reflect.DeepEqual(res.NotCompared, []int32{1}) || res.Partitions[1].NotCompared == "" || res.Partitions[0].NotCompared != "" {
+			t.Errorf("got identical=%v not_compared=%v partitions %+v; want partition 0 identical, 1 not compared", res.Identical, res.NotCompared, res.Partitions)
+		}
+		if om.Partition(1) != nil || om.Partition(0) == nil {
+			t.Errorf("offset map partitions %+v, want 0 only", om.Partitions)
+		}
+	})
+	t.Run("a huge range is refused at once", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _, err := Diff(ctx, src, dst, Config{SourceTopic: topic, PartitionRanges: []PartitionRange{{From: 0, To: 1 << 30}}})
+		if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "no partitions 2-1073741824") {
+			t.Errorf("got %v (ctx %v), want a refusal naming partitions 2-1073741824 before the deadline", err, ctx.Err())
+		}
+	})
 }

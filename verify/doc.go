@@ -68,6 +68,22 @@
 // Result.Identical is true when there is no problem, no partition error, and nothing missing,
 // duplicated, mismatched or extra (ambiguous records are matched).
 //
+// # Nothing to compare
+//
+// Decided per partition: a partition with no source record in [From, To) and no target
+// record found to differ (From past its end as an offset or a time, To at its start, an empty
+// log, a range of only transaction markers) proves nothing. It is not compared:
+// PartitionResult.NotCompared says why, Result.NotCompared lists it, the report shows it as
+// "nothing to compare" (never identical), and the offset map leaves it out (an answer from it
+// would be a guess; kreconcile then refuses that partition). The other partitions are
+// compared as usual; Identical speaks for them only. When no partition asked was compared at
+// all, Diff returns ErrNothingToCompare (kverify exits 2 and writes nothing). A time past the
+// last record is answered -1 by ListOffsets (kadm turns it into the end offset): both mean
+// nothing from there.
+//
+// Partitions and PartitionRanges are checked against the source topic before anything is
+// expanded: a partition or a range the topic does not have is an error.
+//
 // # Reading
 //
 // Both sides are read with raw Fetch requests to the partition leader, decoded by
@@ -123,7 +139,12 @@
 // in [source_from, source_to) in no segment is not on the target (missing, or a gap of the
 // source log). When the target ends before the source range does (the mirror is behind),
 // source_to is the first source offset the target has not reached, so ExactTarget answers
-// "pending" past it instead of guessing. ReadOffsetMap rejects other versions.
+// "pending" past it instead of guessing. ReadOffsetMap (ParseOffsetMap) accepts exactly one
+// version-1 object and nothing after it, no unknown field, each partition once, and
+// consistent ranges: offsets non-negative, source_from <= source_to, segments non-empty,
+// inside [source_from, source_to) and below target_to, increasing and non-overlapping on both
+// sides, duplicates copying a mapped source offset at a target offset no segment holds.
+// Anything else is an error naming the file and what is wrong, never a panic or a guess.
 //
 // # Testing
 //

@@ -2,6 +2,7 @@ package verify
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -131,26 +132,141 @@ func WriteOffsetMap(w io.Writer, m *OffsetMap) error {
 	return enc.Encode(m)
 }
 
-// ReadOffsetMap reads an offset map file written by WriteOffsetMap.
+// ReadOffsetMap reads an offset map file written by WriteOffsetMap. A file that is not exactly
+// one version-1 map, or whose map is not consistent, is an error naming the file and what is
+// wrong (see ParseOffsetMap).
 func ReadOffsetMap(path string) (*OffsetMap, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open offset map: %w", err)
 	}
 	defer f.Close()
+	return ParseOffsetMap(f, path)
+}
+
+// ParseOffsetMap reads one offset map from r; name is the file it comes from, for the errors.
+// It accepts only what WriteOffsetMap writes: a single JSON object of version 1 with no unknown
+// field and nothing after it, partitions each listed once, and ranges and segments that are
+// consistent (non-negative, within [source_from, source_to) and below target_to, in
+// increasing and non-overlapping source and target order; duplicates are copies of mapped
+// source offsets at target offsets no segment covers). A map that breaks any of these would
+// give wrong answers, so it is refused rather than used.
+func ParseOffsetMap(r io.Reader, name string) (*OffsetMap, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("offset map %s: %s: write it again with kverify diff --offset-map", name, fmt.Sprintf(format, args...))
+	}
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
 	var m OffsetMap
-	if err := json.NewDecoder(f).Decode(&m); err != nil {
-		return nil, fmt.Errorf("read offset map %s: %w", path, err)
+	if err := dec.Decode(&m); err != nil {
+		var syn *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil, bad("the file is empty")
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return nil, bad("the file is truncated")
+		case errors.As(err, &syn):
+			return nil, bad("not JSON at byte %d: %v", syn.Offset, err)
+		case errors.As(err, &typ) && typ.Field == "":
+			return nil, bad("not JSON of an offset map: a %s where an object is expected", typ.Value)
+		case errors.As(err, &typ):
+			return nil, bad("field %s: a %s where a %s is expected", typ.Field, typ.Value, typ.Type)
+		}
+		return nil, bad("%v", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, bad("unexpected data after the offset map (at byte %d)", dec.InputOffset())
 	}
 	if m.Version != OffsetMapVersion {
-		return nil, fmt.Errorf("offset map %s has version %d, this kverify reads version %d: write it again with this kverify", path, m.Version, OffsetMapVersion)
+		return nil, fmt.Errorf("offset map %s has version %d, this kverify reads version %d: write it again with this kverify", name, m.Version, OffsetMapVersion)
 	}
-	for _, pm := range m.Partitions {
-		sort.Slice(pm.Segments, func(i, j int) bool { return pm.Segments[i].Source < pm.Segments[j].Source })
-		sort.Slice(pm.Duplicates, func(i, j int) bool {
-			a, b := pm.Duplicates[i], pm.Duplicates[j]
-			return a.Source < b.Source || a.Source == b.Source && a.Target < b.Target
-		})
+	if m.SourceTopic == "" || m.TargetTopic == "" {
+		return nil, bad("no source_topic or target_topic")
+	}
+	if m.Partitions == nil {
+		return nil, bad("no partitions list")
+	}
+	seen := make(map[int32]bool, len(m.Partitions))
+	for i, pm := range m.Partitions {
+		if pm == nil {
+			return nil, bad("partitions[%d] is null", i)
+		}
+		if seen[pm.Partition] {
+			return nil, bad("partition %d is listed twice", pm.Partition)
+		}
+		seen[pm.Partition] = true
+		if err := pm.validate(); err != nil {
+			return nil, bad("topic %q partition %d: %v", m.SourceTopic, pm.Partition, err)
+		}
 	}
 	return &m, nil
+}
+
+// validate checks the invariants ExactTarget relies on (see ParseOffsetMap).
+func (pm *PartitionMap) validate() error {
+	switch {
+	case pm.Partition < 0:
+		return fmt.Errorf("partition %d is negative", pm.Partition)
+	case pm.SourceFrom < 0 || pm.SourceTo < 0 || pm.TargetTo < 0:
+		return fmt.Errorf("negative offset (source_from %d, source_to %d, target_to %d)", pm.SourceFrom, pm.SourceTo, pm.TargetTo)
+	case pm.SourceFrom > pm.SourceTo:
+		return fmt.Errorf("source_from %d is after source_to %d", pm.SourceFrom, pm.SourceTo)
+	}
+	for i, s := range pm.Segments {
+		switch {
+		case s.Len <= 0:
+			return fmt.Errorf("segment %d has len %d: a segment holds at least one record", i, s.Len)
+		case s.Source < 0 || s.Target < 0:
+			return fmt.Errorf("segment %d starts at a negative offset (source %d, target %d)", i, s.Source, s.Target)
+		case s.Source < pm.SourceFrom:
+			return fmt.Errorf("segment %d starts at source %d, before source_from %d", i, s.Source, pm.SourceFrom)
+		case s.Len > pm.SourceTo-s.Source:
+			return fmt.Errorf("segment %d (source %d, len %d) ends past source_to %d", i, s.Source, s.Len, pm.SourceTo)
+		case s.Len > pm.TargetTo-s.Target:
+			return fmt.Errorf("segment %d (target %d, len %d) ends past target_to %d", i, s.Target, s.Len, pm.TargetTo)
+		}
+		if i > 0 {
+			p := pm.Segments[i-1]
+			if s.Source < p.Source {
+				return fmt.Errorf("segments %d and %d are not in source order", i-1, i)
+			}
+			if s.Source < p.Source+p.Len || s.Target < p.Target+p.Len {
+				return fmt.Errorf("segments %d and %d overlap (source %d+%d and %d, target %d+%d and %d)", i-1, i, p.Source, p.Len, s.Source, p.Target, p.Len, s.Target)
+			}
+		}
+	}
+	targets := make(map[int64]bool, len(pm.Duplicates))
+	for i, d := range pm.Duplicates {
+		if i > 0 {
+			p := pm.Duplicates[i-1]
+			if d.Source < p.Source || d.Source == p.Source && d.Target <= p.Target {
+				return fmt.Errorf("duplicates %d and %d are not in source, then target order", i-1, i)
+			}
+		}
+		if d.Target < 0 || d.Target >= pm.TargetTo {
+			return fmt.Errorf("duplicate %d is at target offset %d, outside [0, target_to %d)", i, d.Target, pm.TargetTo)
+		}
+		if targets[d.Target] {
+			return fmt.Errorf("duplicate %d: target offset %d is listed twice", i, d.Target)
+		}
+		targets[d.Target] = true
+		if _, ok := pm.segmentOf(d.Source, func(s Segment) int64 { return s.Source }); !ok {
+			return fmt.Errorf("duplicate %d repeats source offset %d, which no segment maps", i, d.Source)
+		}
+		if _, ok := pm.segmentOf(d.Target, func(s Segment) int64 { return s.Target }); ok {
+			return fmt.Errorf("duplicate %d is at target offset %d, which a segment already maps", i, d.Target)
+		}
+	}
+	return nil
+}
+
+// segmentOf returns the index of the segment whose range (by start, Source or Target; both
+// increase with the index) holds offset o.
+func (pm *PartitionMap) segmentOf(o int64, start func(Segment) int64) (int, bool) {
+	i := sort.Search(len(pm.Segments), func(i int) bool { return start(pm.Segments[i]) > o }) - 1
+	if i < 0 || o-start(pm.Segments[i]) >= pm.Segments[i].Len {
+		return 0, false
+	}
+	return i, true
 }

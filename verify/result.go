@@ -6,8 +6,14 @@ type Result struct {
 	SourceTopic string `json:"source_topic"`
 	TargetTopic string `json:"target_topic"`
 	// Identical is true when every compared partition has only matched records (and ambiguous
-	// ones, which are matched but could be assigned differently).
+	// ones, which are matched but could be assigned differently), at least one partition was
+	// compared, and there is no problem and no partition error. Partitions in NotCompared are
+	// not part of it: they had nothing to compare.
 	Identical bool `json:"identical"`
+	// NotCompared lists the partitions that had no source record in the range asked and no
+	// target record that differs (e.g. --from after their last record): nothing was proved
+	// about them, they are not identical and have no offset map.
+	NotCompared []int32 `json:"not_compared,omitempty"`
 	// Compared lists the fields that were compared, e.g. ["key","value","headers"].
 	Compared   []string          `json:"compared"`
 	Summary    Counts            `json:"summary"`
@@ -68,6 +74,9 @@ type PartitionResult struct {
 	Truncated bool `json:"truncated,omitempty"`
 	// Err is set when this partition could not be aligned (the others still were).
 	Err string `json:"error,omitempty"`
+	// NotCompared is set, saying why, when the partition had no source record in the range
+	// asked and no target record that differs: nothing was compared, nothing is proved.
+	NotCompared string `json:"not_compared,omitempty"`
 }
 
 // SourceRange is an inclusive range of source offsets.

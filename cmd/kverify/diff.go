@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime/debug"
 	"slices"
@@ -16,6 +20,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
+	"github.com/kmigrate/kmigrate/report"
 	"github.com/kmigrate/kmigrate/verify"
 )
 
@@ -41,13 +46,24 @@ compared. Progress (records/s, positions) goes to stderr when it is a terminal, 
 
 --from and --to take earliest/latest, an offset (--to is exclusive, like an end offset) or an
 RFC 3339 time; with --from other than earliest the target is read from MM2's offset syncs
-(with --mm2-config) or by timestamp, a little before the copy.
+(with --mm2-config) or by timestamp, a little before the copy. A partition with no source
+record in the range (e.g. --from after its last record) is "nothing to compare": named in
+the report and not_compared, never called identical, left out of the offset map; the other
+partitions are compared. When no partition has anything to compare, kverify exits 2.
+
+--partitions takes numbers and inclusive ranges (0,3,5-9; overlaps are merged); a partition
+the source topic does not have is an error (exit 2), checked before anything is read.
 
 --offset-map FILE writes the exact source->target offset map (segments plus duplicate copies,
-format in verify/doc.go) that "kreconcile groups --offset-map" reads.
+format in verify/doc.go) that "kreconcile groups --offset-map" reads. --out and --offset-map
+are checked before any cluster is contacted (directory exists and is writable, not a
+directory, not the same file twice, not an input file such as --mm2-config), and written
+together at the end, only when the run has an answer (exit 0 or 1): on exit 2 nothing is
+written and an existing file is left as it was.
 
-Exit status: 0 identical; 1 differences (or a topic problem); 2 usage, configuration or
-connection error, naming the broker, topic or partition.
+Exit status: 0 identical (in every partition compared); 1 differences (or a topic problem);
+2 usage, configuration or connection error, or nothing to compare, naming the cluster,
+topic or partition; nothing is written.
 
 Examples:
   kverify diff --source-brokers old:9092 --target-brokers new:9092 --topic orders
@@ -95,9 +111,10 @@ func usage(format string, args ...any) error {
 func diffConfig(c *cli.Context) (verify.Config, error) {
 	cfg := verify.Config{SourceTopic: strings.TrimSpace(c.String("topic")), TargetTopic: strings.TrimSpace(c.String("target-topic"))}
 	var err error
-	if s := c.String("partitions"); s != "" {
-		if cfg.Partitions, err = parsePartitions(s); err != nil {
-			return cfg, usage("--partitions %q: %w", s, err)
+	if c.IsSet("partitions") {
+		s := c.String("partitions")
+		if cfg.PartitionRanges, err = parsePartitions(s); err != nil {
+			return cfg, usage("--partitions %q of topic %q: %w", s, cfg.SourceTopic, err)
 		}
 	}
 	if cfg.From, err = verify.ParsePosition(c.String("from")); err != nil {
@@ -127,36 +144,54 @@ func diffConfig(c *cli.Context) (verify.Config, error) {
 	return cfg, nil
 }
 
-// parsePartitions parses "0,3,5-9".
-func parsePartitions(s string) ([]int32, error) {
-	var out []int32
+// parsePartitions parses "0,3,5-9" into sorted, merged inclusive ranges. Nothing is expanded
+// here: Diff checks the ranges against the topic first, so "0-99999999" costs nothing.
+func parsePartitions(s string) ([]verify.PartitionRange, error) {
+	var out []verify.PartitionRange
+	num := func(part, n string) (int32, error) {
+		v, err := strconv.ParseInt(strings.TrimSpace(n), 10, 32)
+		switch {
+		case errors.Is(err, strconv.ErrRange):
+			return 0, fmt.Errorf("%q: partition numbers go up to %d", part, math.MaxInt32)
+		case err != nil || v < 0:
+			return 0, fmt.Errorf("%q is not a partition number or a range like 5-9", part)
+		}
+		return int32(v), nil
+	}
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {
 			continue
 		}
 		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.ParseInt(strings.TrimSpace(lo), 10, 32)
-		if err != nil || a < 0 {
-			return nil, fmt.Errorf("%q is not a partition number or a range like 5-9", part)
+		a, err := num(part, lo)
+		if err != nil {
+			return nil, err
 		}
 		b := a
 		if isRange {
-			if b, err = strconv.ParseInt(strings.TrimSpace(hi), 10, 32); err != nil || b < a {
-				return nil, fmt.Errorf("%q is not a range like 5-9", part)
+			if b, err = num(part, hi); err != nil {
+				return nil, err
+			}
+			if b < a {
+				return nil, fmt.Errorf("%q is a reversed range: write %d-%d", part, b, a)
 			}
 		}
-		for p := a; p <= b; p++ {
-			if !slices.Contains(out, int32(p)) {
-				out = append(out, int32(p))
-			}
-		}
+		out = append(out, verify.PartitionRange{From: a, To: b})
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no partition given")
 	}
-	slices.Sort(out)
-	return out, nil
+	slices.SortFunc(out, func(x, y verify.PartitionRange) int { return cmp.Compare(x.From, y.From) })
+	merged := out[:1]
+	for _, r := range out[1:] {
+		if last := &merged[len(merged)-1]; int64(r.From) <= int64(last.To)+1 {
+			last.To = max(last.To, r.To)
+		} else {
+			merged = append(merged, r)
+		}
+	}
+	return merged, nil
 }
 
 // tuneGC trades memory the verifier does not need for less garbage collection: reading two
@@ -175,6 +210,15 @@ func tuneGC() {
 func runDiff(c *cli.Context) error {
 	tuneGC()
 	cfg, err := diffConfig(c)
+	if err != nil {
+		return err
+	}
+	// Every output is checked before a cluster is read or a file written.
+	format, err := report.ParseFormat(c.String("format"))
+	if err != nil {
+		return usage("--format: %w", err)
+	}
+	outs, err := checkOutputs(c, "offset-map", "out")
 	if err != nil {
 		return err
 	}
@@ -227,15 +271,7 @@ func runDiff(c *cli.Context) error {
 		prog.stop()
 	}
 	if err != nil {
-		return usage("diff %s -> %s: %w", cfg.SourceTopic, cfg.TargetTopic, err)
-	}
-	if path := c.String("offset-map"); path != "" {
-		if err := writeOffsetMap(path, om); err != nil {
-			return usage("--offset-map: %w", err)
-		}
-	}
-	if err := clikit.Render(c, res, fmt.Sprintf("kverify %s → %s", res.SourceTopic, res.TargetTopic)); err != nil {
-		return err
+		return usage("diff %s (cluster %s) -> %s (cluster %s): %w", cfg.SourceTopic, conn.Source.Alias, cfg.TargetTopic, conn.Target.Alias, err)
 	}
 	var failed []string
 	for _, p := range res.Partitions {
@@ -244,24 +280,35 @@ func runDiff(c *cli.Context) error {
 		}
 	}
 	if len(res.Problems) == 0 && len(failed) > 0 {
-		return usage("could not compare topic %q: %s", cfg.SourceTopic, strings.Join(failed, "; "))
+		// Nothing is written: the result is not an answer.
+		return usage("could not compare topic %q (cluster %s) with %q (cluster %s): %s; nothing written", cfg.SourceTopic, conn.Source.Alias, cfg.TargetTopic, conn.Target.Alias, strings.Join(failed, "; "))
+	}
+	title := fmt.Sprintf("kverify %s → %s", res.SourceTopic, res.TargetTopic)
+	var data [][]byte
+	for _, o := range outs {
+		var b bytes.Buffer
+		if o.flag == "--offset-map" {
+			err = verify.WriteOffsetMap(&b, om)
+		} else {
+			err = report.Write(&b, format, res, report.Options{Title: title})
+		}
+		if err != nil {
+			return usage("%s: %w (nothing written)", o.flag, err)
+		}
+		data = append(data, b.Bytes())
+	}
+	if err := writeOutputs(outs, data); err != nil {
+		return err
+	}
+	if c.String("out") == "" {
+		if err := clikit.Render(c, res, title); err != nil {
+			return err
+		}
 	}
 	if !res.Identical {
 		return clikit.Differs("differences found")
 	}
 	return nil
-}
-
-func writeOffsetMap(path string, om *verify.OffsetMap) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := verify.WriteOffsetMap(f, om); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return f.Close()
 }
 
 // progress prints records/s and per-partition positions on one stderr line, once a second.

@@ -21,7 +21,8 @@ partition in order, hashes the bytes of every record, and reports every missing,
 altered or extra record at its exact offsets. No replication tool checks what it copied:
 "lag 0" is not proof. See "kverify diff --help".
 
-Exit status: 0 identical; 1 differences found; 2 usage, configuration or connection error.`,
+Exit status: 0 identical; 1 differences found; 2 usage, configuration or connection error,
+or nothing to compare (no source record in the range asked); on exit 2 nothing is written.`,
 		Commands:        []*cli.Command{diffCommand()},
 		Writer:          os.Stdout,
 		ErrWriter:       os.Stderr,

@@ -270,23 +270,37 @@ func TestDiffCommand(t *testing.T) {
 }
 
 func TestParsePartitions(t *testing.T) {
+	r := func(from, to int32) verify.PartitionRange { return verify.PartitionRange{From: from, To: to} }
 	tests := []struct {
 		name string
 		in   string
-		want []int32
-		err  bool
+		want []verify.PartitionRange
+		err  string
 	}{
-		{name: "list and range", in: "0,3,5-9", want: []int32{0, 3, 5, 6, 7, 8, 9}},
-		{name: "duplicates and order", in: "3, 1,1-2", want: []int32{1, 2, 3}},
-		{name: "reversed range", in: "9-5", err: true},
-		{name: "negative", in: "-1", err: true},
-		{name: "empty", in: ",", err: true},
+		{name: "list and range", in: "0,3,5-9", want: []verify.PartitionRange{r(0, 0), r(3, 3), r(5, 9)}},
+		{name: "duplicates and order", in: "3, 1,1-2", want: []verify.PartitionRange{r(1, 3)}},
+		{name: "overlapping ranges", in: "5-9,0-6,12", want: []verify.PartitionRange{r(0, 9), r(12, 12)}},
+		{name: "huge range, not expanded", in: "0-99999999", want: []verify.PartitionRange{r(0, 99999999)}},
+		{name: "largest partition number", in: "2147483647", want: []verify.PartitionRange{r(2147483647, 2147483647)}},
+		{name: "past int32", in: "2147483648", err: "go up to 2147483647"},
+		{name: "far past int64", in: "1-99999999999999999999999", err: "go up to 2147483647"},
+		{name: "reversed range", in: "9-5", err: "write 5-9"},
+		{name: "negative", in: "-1", err: "not a partition number"},
+		{name: "open range", in: "3-", err: "not a partition number"},
+		{name: "empty", in: ",", err: "no partition"},
+		{name: "blank", in: "", err: "no partition"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := parsePartitions(tt.in)
-			if (err != nil) != tt.err || !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("parsePartitions(%q) = %v, %v; want %v, error %v", tt.in, got, err, tt.want, tt.err)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Errorf("parsePartitions(%q) = %v, %v; want an error containing %q", tt.in, got, err, tt.err)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("parsePartitions(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
 			}
 		})
 	}
@@ -297,7 +311,7 @@ func TestHelpTeaches(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, want := range []string{"missing", "duplicated", "mismatched", "extra", "ambiguous", "Exit status", "Examples"} {
+	for _, want := range []string{"missing", "duplicated", "mismatched", "extra", "ambiguous", "Exit status", "Examples", "nothing to compare", "--partitions"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("--help does not mention %q", want)
 		}

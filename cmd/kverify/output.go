@@ -1,0 +1,161 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// output is a file the run writes (--out, --offset-map). Every output is checked before a
+// cluster is contacted or a file written, and all are written at the end, each to a temporary
+// file beside it then renamed over it, so that a failure leaves no output half written and an
+// existing file untouched.
+type output struct {
+	flag string // "--out"
+	path string // as given
+	real string // absolute, symbolic links resolved: what is compared and replaced
+}
+
+// inputFlags name the files a run reads: an output must never be one of them.
+var inputFlags = []string{"mm2-config",
+	"source-sasl-password-file", "source-tls-ca", "source-tls-cert", "source-tls-key", "source-tls-truststore",
+	"target-sasl-password-file", "target-tls-ca", "target-tls-cert", "target-tls-key", "target-tls-truststore"}
+
+// checkOutputs checks the files named by flags: each can be created or replaced, is not a
+// directory, and no two outputs, and no output and input, are the same file.
+func checkOutputs(c *cli.Context, flags ...string) ([]output, error) {
+	var outs []output
+	for _, flag := range flags {
+		path := c.String(flag)
+		if path == "" {
+			continue
+		}
+		real, err := checkOutput(path)
+		if err != nil {
+			return nil, usage("--%s %s: %v", flag, path, err)
+		}
+		o := output{flag: "--" + flag, path: path, real: real}
+		for _, prev := range outs {
+			if sameFile(prev.real, o.real) {
+				return nil, usage("%s %s and %s %s are the same file: give each output its own file", prev.flag, prev.path, o.flag, o.path)
+			}
+		}
+		for _, in := range inputFlags {
+			if p := c.String(in); p != "" && sameFile(resolve(p), o.real) {
+				return nil, usage("%s %s is the file given to --%s: writing it would destroy an input; give another file", o.flag, o.path, in)
+			}
+		}
+		outs = append(outs, o)
+	}
+	return outs, nil
+}
+
+func checkOutput(path string) (string, error) {
+	if strings.HasSuffix(path, string(filepath.Separator)) || strings.HasSuffix(path, "/") {
+		return "", errors.New("is a directory: give a file name")
+	}
+	real := resolve(path)
+	dir := filepath.Dir(real)
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("directory %s does not exist: create it first", filepath.Dir(path))
+	case err != nil:
+		return "", fmt.Errorf("directory %s: %v", filepath.Dir(path), err)
+	case !st.IsDir():
+		return "", fmt.Errorf("%s is not a directory", filepath.Dir(path))
+	}
+	if err := accessible(dir, true); err != nil {
+		return "", fmt.Errorf("directory %s is not writable (%v): give a file in a directory you may write", filepath.Dir(path), err)
+	}
+	st, err = os.Stat(real)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return real, nil
+	case err != nil:
+		return "", err
+	case st.IsDir():
+		return "", errors.New("is a directory: give a file name")
+	case !st.Mode().IsRegular():
+		return "", fmt.Errorf("is not a regular file (%s): give a file name", st.Mode().Type())
+	}
+	if err := accessible(real, false); err != nil {
+		return "", fmt.Errorf("the file is not writable (%v)", err)
+	}
+	return real, nil
+}
+
+// resolve makes path absolute and resolves the symbolic links of it (when it exists) or of its
+// directory.
+func resolve(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return filepath.Clean(path)
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		return r
+	}
+	if d, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		return filepath.Join(d, filepath.Base(abs))
+	}
+	return abs
+}
+
+// sameFile reports whether a and b (resolved) name one file: the same path, or hard links.
+func sameFile(a, b string) bool {
+	if a == b {
+		return true
+	}
+	sa, errA := os.Stat(a)
+	sb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(sa, sb)
+}
+
+// writeOutputs writes data[i] to outs[i]: all to temporary files first, then renamed, so an
+// error leaves every output as it was.
+func writeOutputs(outs []output, data [][]byte) error {
+	tmps := make([]string, len(outs))
+	defer func() {
+		for _, t := range tmps {
+			if t != "" {
+				os.Remove(t)
+			}
+		}
+	}()
+	for i, o := range outs {
+		f, err := os.CreateTemp(filepath.Dir(o.real), "."+filepath.Base(o.real)+".kverify-*")
+		if err != nil {
+			return usage("%s %s: %v (nothing written)", o.flag, o.path, err)
+		}
+		tmps[i] = f.Name()
+		mode := fs.FileMode(0o644)
+		if st, err := os.Stat(o.real); err == nil {
+			mode = st.Mode().Perm()
+		}
+		_, err = f.Write(data[i])
+		if err == nil {
+			err = f.Chmod(mode)
+		}
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return usage("%s %s: write: %v (nothing written)", o.flag, o.path, err)
+		}
+	}
+	for i, o := range outs {
+		if err := os.Rename(tmps[i], o.real); err != nil {
+			return usage("%s %s: %v", o.flag, o.path, err)
+		}
+		tmps[i] = ""
+	}
+	return nil
+}
