@@ -57,7 +57,7 @@ func (s *Security) SASL() (sasl.Mechanism, error) {
 	switch s.SASLLoginModule {
 	case "", plainLoginModule, scramLoginModule:
 	default:
-		return nil, fmt.Errorf("sasl.jaas.config: login module %s is not supported: use %s or %s", s.SASLLoginModule, plainLoginModule, scramLoginModule)
+		return nil, fmt.Errorf("sasl.jaas.config: login module %s is not supported: use %s or %s", moduleName(s.SASLLoginModule), plainLoginModule, scramLoginModule)
 	}
 	if s.SASLUser == "" {
 		return nil, errors.New("SASL needs a user: set username=\"...\" in sasl.jaas.config or pass --source-sasl-user/--target-sasl-user")

@@ -46,8 +46,12 @@ func Differs(msg string) error { return &ExitCoder{Code: ExitDiffers, Err: error
 
 // Main runs app with a context cancelled on the first SIGINT/SIGTERM (so work drains); a
 // second signal exits at once. It returns the process exit code; only main calls os.Exit.
-func Main(app *cli.App, args []string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+func Main(app *cli.App, args []string) int { return MainContext(context.Background(), app, args) }
+
+// MainContext is Main with a parent context: the app also stops when parent ends (tests bound
+// a command with a deadline this way).
+func MainContext(parent context.Context, app *cli.App, args []string) int {
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
 		<-ctx.Done()

@@ -95,7 +95,7 @@ func connect(c *cli.Context, needSource bool) (*Conn, error) {
 	conn := &Conn{}
 	flowName := strings.TrimSpace(c.String(FlagFlow))
 	if path := c.String(FlagMM2Config); path != "" {
-		cfg, err := mm2.Load(path)
+		cfg, err := mm2.LoadContext(c.Context, path)
 		if err != nil {
 			return nil, fmt.Errorf("--%s: %w", FlagMM2Config, err)
 		}
