@@ -410,6 +410,12 @@ func (p *parser) cluster(alias string) (*Cluster, error) {
 			if s.SASLUser == "" {
 				p.warnSev(SeverityWarning, pr, "", "the JAAS config has no username option")
 			}
+			for i, name := range e.Order {
+				if name != "username" && name != "password" && name != "tokenauth" {
+					// Often the rest of an unquoted password with a blank: never shown.
+					p.warnSev(SeverityWarning, pr, "", "option %d of the JAAS config is not read by %s (the name is not shown: it may be part of an unquoted password); quote values with blanks: password=\"...\"", i+1, e.Module)
+				}
+			}
 		}
 		sasl := strings.HasPrefix(s.Protocol, "SASL_")
 		if sasl && s.SASLMechanism == "" && e.Module == plainLoginModule {

@@ -17,6 +17,7 @@ type jaasEntry struct {
 	Module  string
 	Flag    string
 	Options map[string]string
+	Order   []string // option names in the order written
 }
 
 // knownJAASModules are the login modules an error may name: any other first word of a
@@ -93,6 +94,7 @@ func parseJAAS(s string) (jaasEntry, error) {
 			return e, fmt.Errorf("%s: expected a value", what)
 		}
 		e.Options[name] = val
+		e.Order = append(e.Order, name)
 		prev = name
 		if !knownJAASOptions[name] {
 			prev = ""

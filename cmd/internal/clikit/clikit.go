@@ -89,6 +89,9 @@ type Conn struct {
 func Client(cl *mm2.Cluster, opts ...kgo.Opt) (*kgo.Client, error) {
 	base, err := cl.Opts()
 	if err != nil {
+		if strings.HasPrefix(err.Error(), "cluster "+cl.Alias) { // Opts names the cluster already
+			return nil, err
+		}
 		return nil, fmt.Errorf("cluster %s: %w", cl.Alias, err)
 	}
 	c, err := kgo.NewClient(append(base, opts...)...)
