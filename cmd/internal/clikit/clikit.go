@@ -1,6 +1,8 @@
 // Package clikit holds what the three commands share: the cluster connection flags (or an MM2
 // properties file), the output flags, and running an app with signals and documented exit codes.
-// Kafka logic does not live here.
+// Kafka logic does not live here. The MM2 file is read within mm2's limits and stops at the
+// first SIGTERM/SIGINT; TLS or SASL flags with a --*-security-protocol that does not use them
+// are refused (exit 2); errors never show a secret.
 package clikit
 
 import (

@@ -205,7 +205,7 @@ func applyFlags(c *cli.Context, side string, cl *mm2.Cluster) error {
 		return fmt.Errorf("--%s and --%s both given: choose one", flag("sasl-password-file"), flag("sasl-password-env"))
 	}
 	if set("sasl-password-file") {
-		data, err := os.ReadFile(str("sasl-password-file"))
+		data, err := mm2.ReadFile(c.Context, str("sasl-password-file")) // bounded, stops on SIGTERM
 		if err != nil {
 			return fmt.Errorf("--%s: %w", flag("sasl-password-file"), err)
 		}

@@ -117,13 +117,13 @@ func FIFO(t *testing.T) string {
 
 // SignalUntil sends sig to this process until done is closed, at most for 30 s, and reports
 // whether done was closed. The test must not run in parallel with others that share the
-// process (a signal reaches every command running in it). While it runs a handler of its own
-// is installed, so a signal that arrives before the command listens does not kill the test.
+// process (a signal reaches every command running in it). It installs a handler of its own,
+// so that a signal that arrives before the command listens, or after it stopped listening,
+// does not kill the test binary; the handler stays for the rest of the binary's life.
 func SignalUntil(t *testing.T, sig os.Signal, done <-chan struct{}) bool {
 	t.Helper()
-	ch := make(chan os.Signal, 16)
+	ch := make(chan os.Signal, 1) // never read: extra signals are dropped
 	signal.Notify(ch, sig)
-	defer signal.Stop(ch)
 	p, err := os.FindProcess(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
