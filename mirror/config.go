@@ -3,6 +3,7 @@ package mirror
 import (
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"sort"
 	"strconv"
@@ -408,8 +409,12 @@ func FromFlow(f *mm2.Flow, source, target *mm2.Cluster) (Config, []Ignored, erro
 	getSeconds := func(key string, dst *time.Duration) {
 		if v, ok := s[key]; ok {
 			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			if err != nil {
+			if err != nil && !errors.Is(err, strconv.ErrRange) {
 				errs = append(errs, fmt.Errorf("flow %s->%s: %s=%q is not a whole number of seconds", f.Source, f.Target, key, v))
+				return
+			}
+			if err != nil || n > maxSeconds {
+				errs = append(errs, fmt.Errorf("flow %s->%s: %s=%q is too large: at most %d seconds (292 years); use a negative value to switch the task off", f.Source, f.Target, key, v, maxSeconds))
 				return
 			}
 			if n <= 0 { // MM2: a negative interval disables the task; kmirror treats it as off
@@ -552,6 +557,9 @@ func (c *Config) applyProducer(k, v string) error {
 		c.Compression = v
 	case "linger.ms":
 		n, err := strconv.ParseInt(v, 10, 64)
+		if tooLargeMs(n, err) {
+			return bad(fmt.Sprintf("too large: at most %d milliseconds", maxMillis))
+		}
 		if err != nil || n < 0 {
 			return bad("want milliseconds")
 		}
@@ -595,6 +603,9 @@ func (c *Config) applyConsumer(k, v string) error {
 		}
 	case "fetch.max.wait.ms", "session.timeout.ms":
 		n, err := strconv.ParseInt(v, 10, 64)
+		if tooLargeMs(n, err) {
+			return bad(fmt.Sprintf("too large: at most %d milliseconds", maxMillis))
+		}
 		if err != nil || n <= 0 {
 			return bad("want a positive number of milliseconds")
 		}
@@ -619,6 +630,17 @@ func (c *Config) applyConsumer(k, v string) error {
 	return nil
 }
 
+// The largest durations time.Duration holds (int64 nanoseconds), in the units of the keys.
+const (
+	maxSeconds = int64(math.MaxInt64 / time.Second)
+	maxMillis  = int64(math.MaxInt64 / time.Millisecond)
+)
+
+// tooLargeMs reports whether a parsed millisecond value overflows a time.Duration.
+func tooLargeMs(n int64, err error) bool {
+	return errors.Is(err, strconv.ErrRange) && n > 0 || err == nil && n > maxMillis
+}
+
 func splitList(v string) []string {
 	var out []string
 	for _, p := range strings.Split(v, ",") {
@@ -630,9 +652,8 @@ func splitList(v string) []string {
 }
 
 func redact(k, v string) string {
-	lk := strings.ToLower(k)
-	if strings.Contains(lk, "password") || strings.Contains(lk, "jaas") || strings.Contains(lk, "secret") {
-		return "[redacted]"
+	if mm2.IsSecretKey(k) || strings.Contains(strings.ToLower(k), "jaas") {
+		return mm2.Redacted
 	}
 	return v
 }

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -27,7 +30,12 @@ Examples:
   kmirror lint --format json mm2.properties | jq .
   kmirror lint --format junit --out lint.xml mm2.properties     (for CI)
 
-Exit status: 0 no findings; 1 findings printed; 2 the file cannot be read.`,
+FILE is read up to 4 MiB, lines up to 1 MiB (real files are a few KiB); beyond, lint refuses
+it. Findings never show the value of a key that may hold a credential (passwords, JAAS
+configs, *secret*, *token*, *credentials*, basic.auth.user.info, ssl.key*, *.key).
+
+Exit status: 0 no findings; 1 findings printed; 2 the file cannot be read, is too large,
+or reading it was interrupted.`,
 		Flags:  clikit.OutputFlags(),
 		Action: lint,
 	}
@@ -38,7 +46,7 @@ func lint(c *cli.Context) error {
 		return &clikit.ExitCoder{Code: clikit.ExitError, Err: fmt.Errorf("lint needs exactly one FILE, e.g. kmirror lint mm2.properties")}
 	}
 	path := c.Args().First()
-	findings, err := lintFile(path)
+	findings, err := lintFile(c.Context, path)
 	if err != nil {
 		return &clikit.ExitCoder{Code: clikit.ExitError, Err: err}
 	}
@@ -54,14 +62,18 @@ func lint(c *cli.Context) error {
 	return nil
 }
 
-// lintFile returns mm2.Lint's findings for path.
-func lintFile(path string) ([]mm2.Finding, error) {
-	f, err := os.Open(path)
+// lintFile returns mm2.Lint's findings for path, read within mm2's limits (MaxFileSize,
+// MaxLineSize) and until ctx ends (SIGTERM, SIGINT).
+func lintFile(ctx context.Context, path string) ([]mm2.Finding, error) {
+	data, err := mm2.ReadFile(ctx, path)
 	if err != nil {
-		return nil, fmt.Errorf("lint: %w", err)
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("lint: %w", err)
+		}
+		return nil, fmt.Errorf("lint %s: %w", path, err)
 	}
-	defer f.Close()
-	findings, err := mm2.Lint(f)
+	findings, err := mm2.Lint(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("lint %s: %w", path, err)
 	}

@@ -205,6 +205,10 @@ func NewConfig(flow *mm2.Flow) (Config, error) {
 			return
 		}
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if errors.Is(err, strconv.ErrRange) && n > 0 || err == nil && n > int64(math.MaxInt64/time.Second) {
+			errs = append(errs, fmt.Errorf("flow %s->%s: %s=%q is too large: at most %d seconds (292 years); negative: off", flow.Source, flow.Target, key, v, int64(math.MaxInt64/time.Second)))
+			return
+		}
 		if err != nil || n == 0 {
 			errs = append(errs, fmt.Errorf("flow %s->%s: %s=%q must be a positive number of seconds (negative: off)", flow.Source, flow.Target, key, v))
 			return

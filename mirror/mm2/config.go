@@ -3,25 +3,10 @@ package mm2
 import (
 	"fmt"
 	"io"
-	"os"
 	"regexp"
 	"sort"
 	"strings"
 )
-
-// Load reads and parses the mm2.properties file at path.
-func Load(path string) (*Config, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("open MM2 config: %w", err)
-	}
-	defer f.Close()
-	cfg, err := Parse(f)
-	if err != nil {
-		return nil, fmt.Errorf("MM2 config %s: %w", path, err)
-	}
-	return cfg, nil
-}
 
 // Parse reads an mm2.properties file as MirrorMaker 2 3.7.1 does: the clusters, their
 // connection and security settings (an "<alias>." key wins over the unprefixed one), and every
@@ -142,7 +127,7 @@ func (p *parser) warn(pr Property, suggestion, format string, args ...any) {
 
 // warnSev records a warning with the severity Lint gives it.
 func (p *parser) warnSev(sev Severity, pr Property, suggestion, format string, args ...any) {
-	p.cfg.Warnings = append(p.cfg.Warnings, Warning{Line: pr.Line, Key: pr.Key, Message: fmt.Sprintf(format, args...), Suggestion: suggestion, sev: sev})
+	p.cfg.Warnings = append(p.cfg.Warnings, Warning{Line: pr.Line, Key: pr.Key, Message: scrub(pr, fmt.Sprintf(format, args...)), Suggestion: scrub(pr, suggestion), sev: sev})
 }
 
 // parseList splits a ConfigDef LIST value: blank is empty, else split on commas with the
@@ -425,6 +410,12 @@ func (p *parser) cluster(alias string) (*Cluster, error) {
 			if s.SASLUser == "" {
 				p.warnSev(SeverityWarning, pr, "", "the JAAS config has no username option")
 			}
+			for i, name := range e.Order {
+				if name != "username" && name != "password" && name != "tokenauth" {
+					// Often the rest of an unquoted password with a blank: never shown.
+					p.warnSev(SeverityWarning, pr, "", "option %d of the JAAS config is not read by %s (the name is not shown: it may be part of an unquoted password); quote values with blanks: password=\"...\"", i+1, e.Module)
+				}
+			}
 		}
 		sasl := strings.HasPrefix(s.Protocol, "SASL_")
 		if sasl && s.SASLMechanism == "" && e.Module == plainLoginModule {
@@ -487,7 +478,7 @@ func (p *parser) cluster(alias string) (*Cluster, error) {
 	for suffix, pr := range p.clusterKeys[alias] {
 		for _, sp := range clientSubPrefixes {
 			if k, ok := strings.CutPrefix(suffix, sp); ok && k != "" {
-				if isSecretKey(k) {
+				if IsSecretKey(k) {
 					p.warnSev(SeverityWarning, pr, alias+"."+k, "kmigrate uses one set of credentials per cluster and ignores per-client secrets; set %s.%s instead", alias, k)
 					continue
 				}
@@ -516,13 +507,13 @@ func (p *parser) flow(src, tgt string) (*Flow, error) {
 	// Settings carry connector keys for the engine; connection secrets stay in Cluster.Security
 	// so that a printed or serialised Flow never shows one.
 	for k, pr := range p.global {
-		if !clientKeys[k] && !isSecretKey(k) {
+		if !clientKeys[k] && !IsSecretKey(k) {
 			f.Settings[k] = pr.Value
 		}
 	}
 	if fk := p.flowKeys[src+"->"+tgt]; fk != nil {
 		for k, pr := range fk.keys {
-			if !isSecretKey(k) {
+			if !IsSecretKey(k) {
 				f.Settings[k] = pr.Value
 			}
 		}
@@ -627,12 +618,6 @@ func parseBool(pr Property) (bool, error) {
 	return false, keyErr(pr, "%q must be true or false", pr.Value)
 }
 
-// isSecretKey reports whether the value of key is a password or key material.
-func isSecretKey(key string) bool {
-	return strings.HasSuffix(key, "password") || strings.HasSuffix(key, "jaas.config") ||
-		strings.HasSuffix(key, "ssl.keystore.key")
-}
-
 // KeyError is a configuration error about one key: it names the key and its line (0 when the
 // key is missing) so that users and Lint can point at it.
 type KeyError struct {
@@ -648,6 +633,19 @@ func (e *KeyError) Error() string {
 	return fmt.Sprintf("%s (line %d): %s", e.Key, e.Line, e.Msg)
 }
 
+// keyErr builds the error about pr. Should a message about a secret-bearing key ever quote its
+// value, the value is redacted.
 func keyErr(pr Property, format string, args ...any) error {
-	return &KeyError{Key: pr.Key, Line: pr.Line, Msg: fmt.Sprintf(format, args...)}
+	return &KeyError{Key: pr.Key, Line: pr.Line, Msg: scrub(pr, fmt.Sprintf(format, args...))}
+}
+
+// scrub replaces the value of pr in msg when pr is secret-bearing.
+func scrub(pr Property, msg string) string {
+	if IsSecretKey(pr.Key) && strings.TrimSpace(pr.Value) != "" {
+		msg = strings.ReplaceAll(msg, pr.Value, Redacted)
+		if t := strings.TrimSpace(pr.Value); t != pr.Value {
+			msg = strings.ReplaceAll(msg, t, Redacted)
+		}
+	}
+	return msg
 }

@@ -21,8 +21,10 @@ import (
 
 // Opts returns the franz-go options that connect to c: seed brokers, TLS (security.protocol
 // SSL or SASL_SSL) and SASL (SASL_PLAINTEXT or SASL_SSL; PLAIN, SCRAM-SHA-256, SCRAM-SHA-512).
-// As in Kafka, TLS and SASL settings are ignored when the protocol does not call for them.
-// Files are read now, so a wrong path or password fails here, naming the setting.
+// As in Kafka, TLS and SASL settings of an MM2 file are ignored when the protocol does not call
+// for them (clikit refuses such flags). Files are read now, so a wrong path or password fails
+// here, naming the setting. With SASL, a login the broker refuses fails the client's requests
+// with an *AuthError naming the cluster, user and mechanism.
 func (c *Cluster) Opts() ([]kgo.Opt, error) {
 	if len(c.Bootstrap) == 0 {
 		return nil, fmt.Errorf("cluster %s has no bootstrap servers: set %s.bootstrap.servers in the MM2 file or pass --source-brokers/--target-brokers", c.Alias, c.Alias)
@@ -35,20 +37,31 @@ func (c *Cluster) Opts() ([]kgo.Opt, error) {
 	default:
 		return nil, fmt.Errorf("cluster %s: security protocol %q: use PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", c.Alias, s.Protocol)
 	}
+	var tlsCfg *tls.Config
 	if proto == "SSL" || proto == "SASL_SSL" {
 		cfg, err := s.TLSConfig()
 		if err != nil {
 			return nil, fmt.Errorf("cluster %s: %w", c.Alias, err)
 		}
-		opts = append(opts, kgo.DialTLSConfig(cfg))
+		tlsCfg = cfg
 	}
-	if strings.HasPrefix(proto, "SASL_") {
-		m, err := s.SASL()
-		if err != nil {
-			return nil, fmt.Errorf("cluster %s: %w", c.Alias, err)
+	if !strings.HasPrefix(proto, "SASL_") {
+		if tlsCfg != nil {
+			opts = append(opts, kgo.DialTLSConfig(tlsCfg))
 		}
-		opts = append(opts, kgo.SASL(m))
+		return opts, nil
 	}
+	m, err := s.SASL()
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", c.Alias, err)
+	}
+	alias, user, mech, pass := c.Alias, s.SASLUser, m.Name(), s.SASLPassword.Reveal()
+	opts = append(opts, kgo.SASL(m), saslDialer(tlsCfg, func(broker, detail string) error {
+		if pass != "" && strings.Contains(detail, pass) {
+			detail = "the broker's message is not shown: it contains the password"
+		}
+		return &AuthError{Cluster: alias, User: user, Mechanism: mech, Broker: broker, Detail: detail}
+	}))
 	return opts, nil
 }
 
@@ -57,7 +70,7 @@ func (s *Security) SASL() (sasl.Mechanism, error) {
 	switch s.SASLLoginModule {
 	case "", plainLoginModule, scramLoginModule:
 	default:
-		return nil, fmt.Errorf("sasl.jaas.config: login module %s is not supported: use %s or %s", s.SASLLoginModule, plainLoginModule, scramLoginModule)
+		return nil, fmt.Errorf("sasl.jaas.config: login module %s is not supported: use %s or %s", moduleName(s.SASLLoginModule), plainLoginModule, scramLoginModule)
 	}
 	if s.SASLUser == "" {
 		return nil, errors.New("SASL needs a user: set username=\"...\" in sasl.jaas.config or pass --source-sasl-user/--target-sasl-user")

@@ -34,6 +34,21 @@
 // keys) are Secret values that print and marshal as "[redacted]", and never appear in
 // Flow.Settings, the override maps or an error message.
 //
+// Secrets. IsSecretKey is the one rule for keys that may hold a credential (*password*,
+// *.jaas.config, *basic.auth.user.info, *secret*, *token*, *credentials*, ssl.key*, *.key):
+// the parser keeps their values out of Flow.Settings and the per-client maps, no error,
+// warning or Lint finding quotes them, and the tools redact them wherever they print a value.
+// Syntax errors (a bad \u escape, a broken JAAS config) give a position, never text.
+//
+// Limits. ReadFile, LoadContext, ParseProperties and Lint read at most MaxFileSize (4 MiB) and
+// lines (also joined continuations) of at most MaxLineSize (1 MiB); beyond is a *LimitError
+// in a *LineError naming the line. ReadFile and LoadContext stop when their context ends, also
+// on a pipe or FIFO that never ends.
+//
+// Authentication. With SASL, Cluster.Opts makes a login the broker refuses (an error answer,
+// or the connection closed mid-login) fail requests with an *AuthError naming the cluster
+// alias, user, mechanism and broker, never the password.
+//
 // Regexes are compiled with Go's RE2, which lacks lookaround, backreferences and possessive
 // quantifiers; Parse rejects them and Lint explains them. Remember that the properties format
 // eats single backslashes: a literal dot in an mm2.properties regex is written "\\.".

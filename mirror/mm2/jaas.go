@@ -17,10 +17,33 @@ type jaasEntry struct {
 	Module  string
 	Flag    string
 	Options map[string]string
+	Order   []string // option names in the order written
 }
 
-// parseJAAS parses Kafka's single-module JAAS syntax. Errors never quote the text: it holds a
-// password.
+// knownJAASModules are the login modules an error may name: any other first word of a
+// sasl.jaas.config might be a password written in the wrong place.
+var knownJAASModules = set(plainLoginModule, scramLoginModule,
+	"org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule",
+	"com.sun.security.auth.module.Krb5LoginModule")
+
+// knownJAASOptions are the option names an error may name: after an unquoted value with a
+// blank in it, the next "option name" is the rest of that value.
+var knownJAASOptions = set("username", "password", "serviceName", "useKeyTab", "keyTab", "principal",
+	"storeKey", "useTicketCache", "debug", "tokenauth", "unsecuredLoginStringClaim_sub",
+	"clientId", "clientSecret", "scope")
+
+// moduleName is the login module for an error message: its class name when it is one Kafka
+// ships, else a description that quotes nothing.
+func moduleName(m string) string {
+	if knownJAASModules[m] {
+		return m
+	}
+	return "(not shown: sasl.jaas.config holds a password, and this class is not one Kafka ships)"
+}
+
+// parseJAAS parses Kafka's single-module JAAS syntax. Errors never quote the text, which holds
+// a password: they name only login modules and option names that Kafka knows, and options by
+// their position otherwise.
 func parseJAAS(s string) (jaasEntry, error) {
 	t := jaasTokenizer{s: s}
 	var e jaasEntry
@@ -31,43 +54,60 @@ func parseJAAS(s string) (jaasEntry, error) {
 	e.Module = tok
 	tok, kind = t.next()
 	if kind != tokWord {
-		return e, fmt.Errorf("expected a control flag (required, requisite, sufficient or optional) after %s", e.Module)
+		return e, fmt.Errorf("expected a control flag (required, requisite, sufficient or optional) after the login module %s", moduleName(e.Module))
 	}
 	switch strings.ToLower(tok) {
 	case "required", "requisite", "sufficient", "optional":
 		e.Flag = strings.ToLower(tok)
 	default:
-		return e, fmt.Errorf("control flag after %s must be required, requisite, sufficient or optional", e.Module)
+		return e, fmt.Errorf("the control flag after the login module %s must be required, requisite, sufficient or optional", moduleName(e.Module))
 	}
 	e.Options = map[string]string{}
-	for {
+	prev := ""
+	for n := 1; ; n++ {
 		tok, kind = t.next()
 		switch kind {
 		case tokSemicolon:
-			if rest, k := t.next(); k != tokEOF {
-				_ = rest
-				return e, errors.New("more than one login module; Kafka allows exactly one in sasl.jaas.config")
+			if _, k := t.next(); k != tokEOF {
+				return e, errors.New("more than one login module, or text after the \";\"; Kafka allows exactly one module in sasl.jaas.config")
 			}
 			return e, nil
 		case tokEOF:
 			return e, errors.New(`missing ";" at the end`)
 		case tokWord:
 		default:
-			return e, errors.New("expected an option name")
+			return e, fmt.Errorf("expected the name of option %d%s", n, after(prev))
 		}
 		name := tok
+		what := fmt.Sprintf("option %d%s", n, after(prev))
+		if knownJAASOptions[name] {
+			what = "option " + name
+		}
 		if _, k := t.next(); k != tokEquals {
-			return e, fmt.Errorf("option %s: expected \"=\"", name)
+			return e, fmt.Errorf("%s: expected \"=\"; quote values that contain blanks or any of = ; ' \" (password=\"...\")", what)
 		}
 		val, k := t.next()
 		if k != tokWord && k != tokQuoted {
 			if k == tokBadQuote {
-				return e, fmt.Errorf("option %s: unterminated quoted value", name)
+				return e, fmt.Errorf("%s: unterminated quoted value", what)
 			}
-			return e, fmt.Errorf("option %s: expected a value", name)
+			return e, fmt.Errorf("%s: expected a value", what)
 		}
 		e.Options[name] = val
+		e.Order = append(e.Order, name)
+		prev = name
+		if !knownJAASOptions[name] {
+			prev = ""
+		}
 	}
+}
+
+// after names the previous option for an error, when it is one Kafka knows.
+func after(prev string) string {
+	if prev == "" {
+		return ""
+	}
+	return " (after " + prev + ")"
 }
 
 type tokKind int

@@ -1,6 +1,7 @@
 package mm2
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -38,11 +39,16 @@ type Finding struct {
 // one in the wrong case, inline "# comments" that become part of a value, trailing blanks that
 // turn "true" false, regexes that do not compile or mean something else in Java, missing or -1
 // replication factors, flows without bootstrap servers, and settings MM2 ignores where they
-// are written. The error is only for a file that cannot be read; a file that does not parse is
-// reported as findings.
+// are written. The error is only for a file that cannot be read, or is beyond MaxFileSize or
+// MaxLineSize (a *LimitError in a *LineError); a file that does not parse is reported as
+// findings. No finding quotes the value of a secret-bearing key (IsSecretKey).
 func Lint(r io.Reader) ([]Finding, error) {
-	data, err := io.ReadAll(r)
+	data, err := readBounded(r)
 	if err != nil {
+		var le *LineError
+		if errors.As(err, &le) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("read MM2 config: %w", err)
 	}
 	var out []Finding
@@ -50,9 +56,13 @@ func Lint(r io.Reader) ([]Finding, error) {
 		out = append(out, Finding{Line: line, Key: key, Severity: sev, Message: fmt.Sprintf(format, args...), Suggestion: sugg})
 	}
 	lintBytes(data, add)
-	props, err := ParseProperties(strings.NewReader(string(data)))
+	props, err := parseProperties(data)
 	if err != nil {
 		var le *LineError
+		var lim *LimitError
+		if errors.As(err, &lim) {
+			return nil, err
+		}
 		if errors.As(err, &le) {
 			add(le.Line, le.Key, SeverityError, "", "%v (MM2 refuses to start)", le.Err)
 			return sortFindings(out), nil
@@ -61,7 +71,7 @@ func Lint(r io.Reader) ([]Finding, error) {
 	}
 
 	// Parse, removing each key that stops it, so one bad key does not hide the others.
-	all, _ := ParseProperties(strings.NewReader(string(data))) // the value checks see every key
+	all, _ := parseProperties(data) // the value checks see every key
 	stopped := map[string]bool{}
 	var cfg *Config
 	for attempt := 0; attempt < 64; attempt++ {
@@ -125,38 +135,37 @@ func (p *Properties) remove(key string) bool {
 }
 
 // lintBytes flags non-ASCII text: MM2 loads the file with Properties.load(InputStream), which
-// reads ISO-8859-1, so UTF-8 bytes become other characters.
+// reads ISO-8859-1, so UTF-8 bytes become other characters. A line of a secret-bearing key,
+// continuation lines included, gets a finding that shows nothing of it.
 func lintBytes(data []byte, add addFunc) {
-	line := 1
-	for i := 0; i < len(data); {
-		c := data[i]
-		if c == '\n' {
-			line++
+	key, continued := "", false
+	for n, line := range bytes.Split(data, []byte("\n")) {
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		trimmed := bytes.TrimLeft(line, " \t\f")
+		if !continued {
+			if len(trimmed) == 0 || trimmed[0] == '#' || trimmed[0] == '!' {
+				key = string(trimmed) // a comment: checked as its own text
+			} else {
+				key = lineKey(trimmed)
+			}
 		}
-		if c < utf8.RuneSelf {
-			i++
+		isComment := !continued && len(trimmed) > 0 && (trimmed[0] == '#' || trimmed[0] == '!')
+		continued = !isComment && continuesLine(string(trimmed))
+		i := bytes.IndexFunc(line, func(r rune) bool { return r >= utf8.RuneSelf })
+		if i < 0 {
 			continue
 		}
-		r, size := utf8.DecodeRune(data[i:])
-		start := i
-		for start > 0 && data[start-1] != '\n' && data[start-1] != '\r' {
-			start--
-		}
-		if isSecretKey(lineKey(data[start:i])) {
-			add(line, "", SeverityWarning, "", "non-ASCII character in a secret: MM2 reads the file as ISO-8859-1, so it would see other characters; write it as a \\uXXXX escape (the value is not shown)")
-		} else {
+		// One finding per line is enough.
+		if isComment || !IsSecretKey(key) {
+			r, size := utf8.DecodeRune(line[i:])
 			sugg := ""
 			if r != utf8.RuneError && r <= 0xFFFF {
 				sugg = fmt.Sprintf(`\u%04x`, r)
 			}
-			add(line, "", SeverityWarning, sugg, "non-ASCII character %q: MM2 reads the file as ISO-8859-1, so it would see other characters; write it as a \\uXXXX escape", string(data[i:i+size]))
+			add(n+1, "", SeverityWarning, sugg, "non-ASCII character %q: MM2 reads the file as ISO-8859-1, so it would see other characters; write it as a \\uXXXX escape", string(line[i:i+size]))
+			continue
 		}
-		// One finding per line is enough.
-		j := i
-		for j < len(data) && data[j] != '\n' {
-			j++
-		}
-		i = j
+		add(n+1, "", SeverityWarning, "", "non-ASCII character in a secret: MM2 reads the file as ISO-8859-1, so it would see other characters; write it as a \\uXXXX escape (the value is not shown)")
 	}
 }
 
@@ -172,7 +181,7 @@ func lineKey(b []byte) string {
 var inlineComment = regexp.MustCompile(`\s[#!]`)
 
 func lintValue(pr Property, add addFunc) {
-	secret := isSecretKey(pr.Key)
+	secret := IsSecretKey(pr.Key)
 	if loc := inlineComment.FindStringIndex(pr.Value); loc != nil {
 		kept := strings.TrimSpace(pr.Value[:loc[0]])
 		if secret {

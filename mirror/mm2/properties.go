@@ -2,6 +2,7 @@ package mm2
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -51,19 +52,66 @@ func (p *Properties) All() []Property { return append([]Property(nil), p.list...
 // Len is the number of distinct keys.
 func (p *Properties) Len() int { return len(p.list) }
 
-// maxLine bounds one logical line so that a hostile file cannot exhaust memory.
-const maxLine = 4 << 20
+// Input limits. A real mm2.properties is a few KiB, with inline PEM certificates a few tens of
+// KiB; these bounds keep a wrong file (a log, a device, a pipe that never ends) from
+// exhausting memory, and are an error naming the line where they were crossed.
+const (
+	// MaxFileSize bounds a whole properties file: 4 MiB.
+	MaxFileSize = 4 << 20
+	// MaxLineSize bounds one line, also a logical line joined from continuations: 1 MiB.
+	MaxLineSize = 1 << 20
+)
+
+// LimitError is input beyond MaxFileSize or MaxLineSize. It comes wrapped in a *LineError
+// that names the line.
+type LimitError struct {
+	What  string // "file" or "line"
+	Limit int    // bytes
+}
+
+func (e *LimitError) Error() string {
+	if e.What == "file" {
+		return fmt.Sprintf("the file is larger than %d MiB, the limit for an MM2 properties file (real ones are a few KiB): is this the right file?", e.Limit>>20)
+	}
+	return fmt.Sprintf("the line is longer than %d MiB, the limit for one line of an MM2 properties file: is this the right file?", e.Limit>>20)
+}
+
+// readBounded reads r up to MaxFileSize. Beyond, the error names the line that crosses it.
+func readBounded(r io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, MaxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileSize {
+		return nil, &LineError{Line: bytes.Count(data[:MaxFileSize], []byte("\n")) + 1, Err: &LimitError{What: "file", Limit: MaxFileSize}}
+	}
+	return data, nil
+}
 
 // ParseProperties reads r with the rules of java.util.Properties.load: "=", ":" or whitespace
 // separate key and value; a line ending in an odd number of backslashes continues on the next
 // line, whose leading whitespace is dropped; "#" and "!" start a comment only as the first
 // non-blank character of a line; \t \n \r \f \uXXXX and backslash before any other character
 // are escapes. The input is read as UTF-8 (MM2 reads ISO-8859-1; Lint flags non-ASCII bytes).
-// A malformed \u escape is an error naming the line.
+// A malformed \u escape is an error naming the line and the key, never quoting the value.
+// Input beyond MaxFileSize or a line beyond MaxLineSize is an error too (a *LimitError in a
+// *LineError).
 func ParseProperties(r io.Reader) (*Properties, error) {
+	data, err := readBounded(r)
+	if err != nil {
+		var le *LineError
+		if errors.As(err, &le) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("read properties: %w", err)
+	}
+	return parseProperties(data)
+}
+
+func parseProperties(data []byte) (*Properties, error) {
 	p := &Properties{index: map[string]int{}}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), maxLine)
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 64<<10), MaxLineSize+2)
 	sc.Split(scanLines)
 	lineNo := 0
 	var (
@@ -71,9 +119,15 @@ func ParseProperties(r io.Reader) (*Properties, error) {
 		startLine int
 		continued bool
 	)
+	tooLong := func(line int) error {
+		return &LineError{Line: line, Err: &LimitError{What: "line", Limit: MaxLineSize}}
+	}
 	for sc.Scan() {
 		lineNo++
 		raw := sc.Text()
+		if len(raw) > MaxLineSize {
+			return nil, tooLong(lineNo)
+		}
 		line := strings.TrimLeft(raw, " \t\f")
 		if !continued {
 			if line == "" || line[0] == '#' || line[0] == '!' {
@@ -84,13 +138,16 @@ func ParseProperties(r io.Reader) (*Properties, error) {
 		if continuesLine(line) {
 			logical.WriteString(line[:len(line)-1])
 			continued = true
-			if logical.Len() > maxLine {
-				return nil, &LineError{Line: startLine, Err: fmt.Errorf("logical line longer than %d bytes", maxLine)}
+			if logical.Len() > MaxLineSize {
+				return nil, tooLong(startLine)
 			}
 			continue
 		}
 		logical.WriteString(line)
 		continued = false
+		if logical.Len() > MaxLineSize {
+			return nil, tooLong(startLine)
+		}
 		if err := p.addLine(logical.String(), startLine); err != nil {
 			return nil, err
 		}
@@ -98,7 +155,7 @@ func ParseProperties(r io.Reader) (*Properties, error) {
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, &LineError{Line: lineNo + 1, Err: fmt.Errorf("line longer than %d bytes", maxLine)}
+			return nil, tooLong(lineNo + 1)
 		}
 		return nil, fmt.Errorf("read properties: %w", err)
 	}
@@ -176,11 +233,11 @@ func (p *Properties) addLine(s string, line int) error {
 	}
 	key, err := unescape(s[:keyEnd])
 	if err != nil {
-		return &LineError{Line: line, Err: fmt.Errorf("key: %w", err)}
+		return &LineError{Line: line, Err: fmt.Errorf("in the key: %w (the line is not shown: it may hold a secret)", err)}
 	}
 	value, err := unescape(s[valStart:])
 	if err != nil {
-		return &LineError{Line: line, Key: key, Err: fmt.Errorf("value of %s: %w", key, err)}
+		return &LineError{Line: line, Key: key, Err: fmt.Errorf("in the value of %s: %w (the value is not shown: it may hold a secret)", key, err)}
 	}
 	if i, ok := p.index[key]; ok {
 		prev := p.list[i]
@@ -255,16 +312,17 @@ func unescape(s string) (string, error) {
 	return b.String(), nil
 }
 
-// hex4 reads the four hex digits of a \uXXXX escape starting at s[at].
+// hex4 reads the four hex digits of a \uXXXX escape starting at s[at]. Its error gives the
+// position of the escape only: the text may be a secret.
 func hex4(s string, at int) (rune, error) {
 	if at+4 > len(s) {
-		return 0, fmt.Errorf(`malformed \uXXXX escape %q: need four hex digits`, s[at-2:])
+		return 0, fmt.Errorf(`malformed \uXXXX escape at character %d: \u needs four hex digits, the text ends first`, utf8.RuneCountInString(s[:at-2])+1)
 	}
 	var r rune
 	for _, h := range []byte(s[at : at+4]) {
 		d, ok := hexDigit(h)
 		if !ok {
-			return 0, fmt.Errorf(`malformed \uXXXX escape %q: need four hex digits`, s[at-2:at+4])
+			return 0, fmt.Errorf(`malformed \uXXXX escape at character %d: \u needs four hex digits (0-9, a-f); write a literal backslash as \\`, utf8.RuneCountInString(s[:at-2])+1)
 		}
 		r = r<<4 | d
 	}

@@ -1,6 +1,8 @@
 // Package clikit holds what the three commands share: the cluster connection flags (or an MM2
 // properties file), the output flags, and running an app with signals and documented exit codes.
-// Kafka logic does not live here.
+// Kafka logic does not live here. The MM2 file is read within mm2's limits and stops at the
+// first SIGTERM/SIGINT; TLS or SASL flags with a --*-security-protocol that does not use them
+// are refused (exit 2); errors never show a secret.
 package clikit
 
 import (
@@ -46,8 +48,12 @@ func Differs(msg string) error { return &ExitCoder{Code: ExitDiffers, Err: error
 
 // Main runs app with a context cancelled on the first SIGINT/SIGTERM (so work drains); a
 // second signal exits at once. It returns the process exit code; only main calls os.Exit.
-func Main(app *cli.App, args []string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+func Main(app *cli.App, args []string) int { return MainContext(context.Background(), app, args) }
+
+// MainContext is Main with a parent context: the app also stops when parent ends (tests bound
+// a command with a deadline this way).
+func MainContext(parent context.Context, app *cli.App, args []string) int {
+	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
 		<-ctx.Done()
@@ -85,6 +91,9 @@ type Conn struct {
 func Client(cl *mm2.Cluster, opts ...kgo.Opt) (*kgo.Client, error) {
 	base, err := cl.Opts()
 	if err != nil {
+		if strings.HasPrefix(err.Error(), "cluster "+cl.Alias) { // Opts names the cluster already
+			return nil, err
+		}
 		return nil, fmt.Errorf("cluster %s: %w", cl.Alias, err)
 	}
 	c, err := kgo.NewClient(append(base, opts...)...)

@@ -57,7 +57,9 @@ const ConnectionHelp = `Connection: give --mm2-config mm2.properties (and --flow
 or --source-brokers/--target-brokers (env KMIGRATE_SOURCE_BROKERS, KMIGRATE_TARGET_BROKERS);
 flags override the file. Passwords come from --source-sasl-password-file FILE or
 --source-sasl-password-env NAME, never from the command line. Without an MM2 file the flow is
-source->target with the identity replication policy (topics keep their names).`
+source->target with the identity replication policy (topics keep their names). TLS or SASL
+flags with a --source/--target-security-protocol that does not use them are refused; the MM2
+file is read up to 4 MiB (1 MiB a line).`
 
 // Connect resolves the two clusters and the flow from the MM2 file (when --mm2-config is given)
 // and the connection flags, which win over the file. Without a file the flow is
@@ -95,7 +97,7 @@ func connect(c *cli.Context, needSource bool) (*Conn, error) {
 	conn := &Conn{}
 	flowName := strings.TrimSpace(c.String(FlagFlow))
 	if path := c.String(FlagMM2Config); path != "" {
-		cfg, err := mm2.Load(path)
+		cfg, err := mm2.LoadContext(c.Context, path)
 		if err != nil {
 			return nil, fmt.Errorf("--%s: %w", FlagMM2Config, err)
 		}
@@ -203,7 +205,7 @@ func applyFlags(c *cli.Context, side string, cl *mm2.Cluster) error {
 		return fmt.Errorf("--%s and --%s both given: choose one", flag("sasl-password-file"), flag("sasl-password-env"))
 	}
 	if set("sasl-password-file") {
-		data, err := os.ReadFile(str("sasl-password-file"))
+		data, err := mm2.ReadFile(c.Context, str("sasl-password-file")) // bounded, stops on SIGTERM
 		if err != nil {
 			return fmt.Errorf("--%s: %w", flag("sasl-password-file"), err)
 		}
@@ -227,6 +229,20 @@ func applyFlags(c *cli.Context, side string, cl *mm2.Cluster) error {
 		default:
 			return fmt.Errorf("--%s %q: use PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", flag("security-protocol"), p)
 		}
+		// Flags the protocol would ignore are a mistake: refuse them rather than connect
+		// without the TLS or SASL they ask for.
+		if p == "PLAINTEXT" || p == "SASL_PLAINTEXT" {
+			if names := setFlags(c, side, tlsFlagNames); len(names) > 0 {
+				return fmt.Errorf("cluster %s: TLS flags given (%s), but --%s is %s, which does not use TLS: use %s, or drop them",
+					cl.Alias, strings.Join(names, ", "), flag("security-protocol"), p, strings.Replace(p, "PLAINTEXT", "SSL", 1))
+			}
+		}
+		if p == "PLAINTEXT" || p == "SSL" {
+			if names := setFlags(c, side, saslFlagNames); len(names) > 0 {
+				return fmt.Errorf("cluster %s: SASL flags given (%s), but --%s is %s, which does not use SASL: use SASL_%s, or drop them",
+					cl.Alias, strings.Join(names, ", "), flag("security-protocol"), p, p)
+			}
+		}
 		s.Protocol = p
 	} else if tlsFlags || saslFlags {
 		// TLS or SASL flags imply the protocol that uses them, unless the file already asks for more.
@@ -245,6 +261,23 @@ func applyFlags(c *cli.Context, side string, cl *mm2.Cluster) error {
 		return fmt.Errorf("cluster %s: SASL user %s has no password: pass --%s FILE or --%s NAME", cl.Alias, s.SASLUser, flag("sasl-password-file"), flag("sasl-password-env"))
 	}
 	return nil
+}
+
+// The per-side flags (without "--<side>-") that only TLS or only SASL uses.
+var (
+	tlsFlagNames  = []string{"tls-ca", "tls-cert", "tls-key", "tls-truststore", "tls-truststore-password-env", "tls-server-name", "tls-insecure-skip-verify"}
+	saslFlagNames = []string{"sasl-mechanism", "sasl-user", "sasl-password-file", "sasl-password-env"}
+)
+
+// setFlags returns "--<side>-<name>" for every name the command line sets.
+func setFlags(c *cli.Context, side string, names []string) []string {
+	var out []string
+	for _, n := range names {
+		if c.IsSet(side + "-" + n) {
+			out = append(out, "--"+side+"-"+n)
+		}
+	}
+	return out
 }
 
 func fromEnv(flagName, name string) (mm2.Secret, error) {

@@ -7,8 +7,11 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -64,4 +67,80 @@ func WriteFile(t *testing.T, name, text string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// RunContext is Run with a parent context (clikit.MainContext), for commands that run until
+// they are stopped, such as kmirror run. Its outputs are safe for the command's goroutines.
+func RunContext(t *testing.T, ctx context.Context, app *cli.App, name string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb SyncBuffer
+	app.Writer, app.ErrWriter = &out, &errb
+	code := clikit.MainContext(ctx, app, append([]string{name}, args...))
+	return code, out.String(), errb.String()
+}
+
+// SyncBuffer is a bytes.Buffer that goroutines may write while the test reads it.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// FIFO makes a named pipe in a temporary directory of the test: opening it for reading
+// blocks until a writer comes, and reading it blocks until the writer writes, as a
+// never-ending input does. When the test ends, the pipe is opened for writing once, so that
+// a reader still blocked in open returns.
+func FIFO(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "mm2.fifo")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	t.Cleanup(func() {
+		if f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+	})
+	return path
+}
+
+// SignalUntil sends sig to this process until done is closed, at most for 30 s, and reports
+// whether done was closed. The test must not run in parallel with others that share the
+// process (a signal reaches every command running in it). It installs a handler of its own,
+// so that a signal that arrives before the command listens, or after it stopped listening,
+// does not kill the test binary; the handler stays for the rest of the binary's life.
+func SignalUntil(t *testing.T, sig os.Signal, done <-chan struct{}) bool {
+	t.Helper()
+	ch := make(chan os.Signal, 1) // never read: extra signals are dropped
+	signal.Notify(ch, sig)
+	p, err := os.FindProcess(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(30 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if err := p.Signal(sig); err != nil {
+			t.Fatalf("signal: %v", err)
+		}
+		select {
+		case <-done:
+			return true
+		case <-deadline:
+			return false
+		case <-tick.C:
+		}
+	}
 }
