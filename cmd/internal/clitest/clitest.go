@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
@@ -143,4 +144,44 @@ func SignalUntil(t *testing.T, sig os.Signal, done <-chan struct{}) bool {
 		case <-tick.C:
 		}
 	}
+}
+
+// CommittedRecords counts the records a read_committed consumer reads from every partition of
+// topic through cl's connection options (transaction markers and aborted records excluded).
+// Offsets do not tell: with kmirror's transactions, markers take target offsets too.
+func CommittedRecords(t *testing.T, ctx context.Context, cl *kgo.Client, topic string) int64 {
+	t.Helper()
+	ends, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil || o.Offset <= 0 {
+			return
+		}
+		rd, err := kgo.NewClient(append(cl.Opts(),
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {o.Partition: kgo.NewOffset().AtStart()}}),
+			kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rd.Close()
+		for last := int64(-1); last < o.Offset-1; {
+			fs := rd.PollFetches(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			fs.EachRecord(func(r *kgo.Record) {
+				if r.Offset >= o.Offset {
+					return
+				}
+				last = r.Offset
+				if !r.Attrs.IsControl() {
+					n++
+				}
+			})
+		}
+	})
+	return n
 }
