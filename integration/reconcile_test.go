@@ -503,7 +503,7 @@ func TestReconcileCases(t *testing.T) {
 
 	// Rollback restores what MM2 had left (or nothing).
 	member.Close() // the active group may be rolled back only once it is empty; it had nothing written anyway
-	if _, err := reconcile.Rollback(ctx, dstCl, backup); err != nil {
+	if _, err := reconcile.Rollback(ctx, dstCl, backup, reconcile.RollbackConfig{}); err != nil {
 		t.Fatalf("Rollback: %v", err)
 	}
 	for _, c := range cases[:6] {
