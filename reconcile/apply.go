@@ -266,7 +266,7 @@ func commitGroup(ctx context.Context, adm *kadm.Client, g *Group, cs []change, b
 		state := "now has members"
 		if d, err := adm.DescribeGroups(ctx, g.Group); err == nil {
 			if dg, ok := d[g.Group]; ok {
-				state = fmt.Sprintf("is now %s with %d members", dg.State, len(dg.Members))
+				state = fmt.Sprintf("is now %s with %s", dg.State, plural(len(dg.Members), "member", "members"))
 			}
 		}
 		fmt.Fprintf(&b, "a consumer joined the group on the target after kreconcile checked it was empty (the group %s), so the broker refused the commit; stop its consumers there and run again. ", state)
@@ -285,4 +285,11 @@ func commitGroup(ctx context.Context, adm *kadm.Client, g *Group, cs []change, b
 func isMemberErr(err error) bool {
 	return errors.Is(err, kerr.UnknownMemberID) || errors.Is(err, kerr.IllegalGeneration) ||
 		errors.Is(err, kerr.RebalanceInProgress) || errors.Is(err, kerr.FencedInstanceID)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
