@@ -503,7 +503,7 @@ func TestReconcileCases(t *testing.T) {
 
 	// Rollback restores what MM2 had left (or nothing).
 	member.Close() // the active group may be rolled back only once it is empty; it had nothing written anyway
-	if _, err := reconcile.Rollback(ctx, dstCl, backup); err != nil {
+	if _, err := reconcile.Rollback(ctx, dstCl, backup, reconcile.RollbackConfig{}); err != nil {
 		t.Fatalf("Rollback: %v", err)
 	}
 	for _, c := range cases[:6] {
@@ -707,5 +707,170 @@ func TestReconcileBench(t *testing.T) {
 	t.Logf("BENCH plan without offset syncs: %s; same E(G) as with them: %d of %d", took2.Round(time.Millisecond), same, total)
 	if same != total {
 		t.Errorf("E(G) without syncs: %d of %d agree, want all", same, total)
+	}
+}
+
+// TestReconcileRollbackSafety is issue 9 items 4, 5 and 7 on real brokers (2.3.0 source, 3.7.1
+// target, a test mirror that replays 5 records): the backup records both cluster IDs as the
+// brokers report them and a rollback against the source is refused with nothing written; after
+// the group consumed on the target, rollback leaves that partition alone (and --force restores
+// it); and a consumer that joins between Apply's check and its commit makes the broker refuse
+// the commit, which Apply names, on either version as the target.
+func TestReconcileRollbackSafety(t *testing.T) {
+	src := cluster.StartT(t, cluster.Spec{Version: cluster.V230, Name: "source"})
+	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "target"})
+	ctx := bedCtx(t, 8*time.Minute)
+	run := fmt.Sprintf("%x", time.Now().UnixNano())
+	topic := "rcsafe-" + run
+	bedCreateTopic(t, src, topic, 1, nil)
+	bedCreateTopic(t, dst, topic, 1, nil)
+	recs := rcRecords("v-"+run, "k", 0, 60)
+	bedProduce(ctx, t, src, topic, 0, recs)
+	var copies []*kgo.Record
+	for _, i := range append(append(rcSeq(0, 40), rcSeq(35, 40)...), rcSeq(40, 60)...) {
+		copies = append(copies, &kgo.Record{Key: recs[i].Key, Value: recs[i].Value})
+	}
+	bedProduce(ctx, t, dst, topic, 0, copies) // E(50) = 55
+	srcCl, dstCl := bedClient(t, src.Bootstrap()), bedClient(t, dst.Bootstrap())
+
+	ids := map[string]string{}
+	for _, c := range []struct {
+		name string
+		cl   *kgo.Client
+	}{{"source 2.3.0", srcCl}, {"target 3.7.1", dstCl}} {
+		m, err := kadm.NewClient(c.cl).BrokerMetadata(ctx)
+		if err != nil {
+			t.Fatalf("%s: metadata: %v", c.name, err)
+		}
+		if m.Cluster == "" {
+			t.Fatalf("%s reports no cluster ID", c.name)
+		}
+		ids[c.name] = m.Cluster
+		t.Logf("%s reports cluster ID %q", c.name, m.Cluster)
+	}
+	srcID, dstID := ids["source 2.3.0"], ids["target 3.7.1"]
+	if srcID == dstID {
+		t.Fatalf("both clusters report cluster ID %q", srcID)
+	}
+
+	group := "rcsafe-progress-" + run
+	rcCommit(t, src, group, topic, 0, 50, "m")
+	rcCommit(t, dst, group, topic, 0, 41, "mm2")
+	res, err := reconcile.Plan(ctx, srcCl, dstCl, reconcile.Config{Groups: regexp.MustCompile(regexp.QuoteMeta(group))})
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	backup := filepath.Join(t.TempDir(), "backup.json")
+	if err := reconcile.Apply(ctx, dstCl, res, reconcile.ApplyConfig{Backup: backup}); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if got := rcCommitted(t, dst, group, topic, 0); fmtP(got) != "55" {
+		t.Fatalf("after apply: target commit %s, want 55", fmtP(got))
+	}
+	b, err := reconcile.ReadBackup(backup)
+	if err != nil {
+		t.Fatalf("ReadBackup: %v", err)
+	}
+	if b.SourceCluster.ID != srcID || b.TargetCluster.ID != dstID {
+		t.Errorf("backup clusters: got %+v / %+v, want IDs %s / %s", b.SourceCluster, b.TargetCluster, srcID, dstID)
+	}
+
+	t.Run("rollback against the source is refused", func(t *testing.T) {
+		rb, err := reconcile.Rollback(ctx, srcCl, backup, reconcile.RollbackConfig{TargetAlias: "source"})
+		if err == nil || rb != nil || !strings.Contains(err.Error(), "source cluster") || !strings.Contains(err.Error(), srcID) {
+			t.Errorf("got %+v, %v; want a refusal naming the source cluster %s", rb, err, srcID)
+		}
+		if got := rcCommitted(t, src, group, topic, 0); fmtP(got) != "50" {
+			t.Errorf("source commit: got %s, want 50 (untouched)", fmtP(got))
+		}
+	})
+
+	t.Run("rollback keeps what the group consumed on the target", func(t *testing.T) {
+		// The group consumes a few records on the target, commits and leaves.
+		cons := bedClient(t, dst.Bootstrap(), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
+			kgo.FetchMaxWait(200*time.Millisecond), kgo.FetchMaxBytes(1))
+		var got int
+		bedWaitFor(ctx, t, 100*time.Millisecond, "the group to consume on the target", func() string {
+			pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			got += len(cons.PollRecords(pctx, 3).Records())
+			cancel()
+			if got == 0 {
+				return "no record yet"
+			}
+			return ""
+		})
+		if err := cons.CommitUncommittedOffsets(ctx); err != nil {
+			t.Fatalf("consumer commit: %v", err)
+		}
+		cons.LeaveGroup()
+		moved := rcCommitted(t, dst, group, topic, 0)
+		if moved == nil || *moved <= 55 {
+			t.Fatalf("target commit after consuming: %s, want above 55", fmtP(moved))
+		}
+		rb, err := reconcile.Rollback(ctx, dstCl, backup, reconcile.RollbackConfig{})
+		if err == nil || !strings.Contains(err.Error(), topic+"/0") || !strings.Contains(err.Error(), "--force") {
+			t.Errorf("rollback: got %v, want a refusal naming %s/0 and --force", err, topic)
+		}
+		if rb == nil || len(rb.Groups) != 1 || len(rb.Groups[0].Conflicts) != 1 || rb.Groups[0].Restored != 0 {
+			t.Errorf("rollback result: got %+v, want one conflict and nothing restored", rb)
+		}
+		if got := rcCommitted(t, dst, group, topic, 0); fmtP(got) != fmtP(moved) {
+			t.Errorf("target commit after rollback: got %s, want %s (progress kept)", fmtP(got), fmtP(moved))
+		}
+		if _, err := reconcile.Rollback(ctx, dstCl, backup, reconcile.RollbackConfig{Force: true}); err != nil {
+			t.Fatalf("rollback --force: %v", err)
+		}
+		if got := rcCommitted(t, dst, group, topic, 0); fmtP(got) != "41" {
+			t.Errorf("target commit after rollback --force: got %s, want 41", fmtP(got))
+		}
+	})
+
+	// A consumer joins between Apply's check and its commit, with 3.7.1 and with 2.3.0 as the
+	// cluster written to (for 2.3.0 the roles are swapped: the copies are the "source").
+	for _, c := range []struct {
+		name         string
+		from, to     cluster.Cluster
+		fromCl, toCl *kgo.Client
+	}{{"3.7.1 target", src, dst, srcCl, dstCl}, {"2.3.0 target", dst, src, dstCl, srcCl}} {
+		t.Run("consumer joins before the commit, "+c.name, func(t *testing.T) {
+			g := "rcsafe-join-" + strings.Fields(c.name)[0] + "-" + run
+			rcCommit(t, c.from, g, topic, 0, 30, "m")
+			res, err := reconcile.Plan(ctx, c.fromCl, c.toCl, reconcile.Config{Groups: regexp.MustCompile(regexp.QuoteMeta(g))})
+			if err != nil {
+				t.Fatalf("Plan: %v", err)
+			}
+			if p := rcPartition(t, res, g, topic); p.ExactTarget == nil {
+				t.Fatalf("plan: %s %q, want E(G) known", p.Status, p.Reason)
+			}
+			err = reconcile.Apply(ctx, c.toCl, res, reconcile.ApplyConfig{Backup: filepath.Join(t.TempDir(), "b.json"),
+				BeforeCommit: func(group string) {
+					member := bedClient(t, c.to.Bootstrap(), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
+						kgo.SessionTimeout(45*time.Second))
+					bedWaitFor(ctx, t, 200*time.Millisecond, "the member to join "+group, func() string {
+						pctx, cancel := context.WithTimeout(ctx, time.Second)
+						member.PollFetches(pctx)
+						cancel()
+						d, err := bedAdmin(t, c.to).DescribeGroups(ctx, group)
+						if err != nil {
+							return err.Error()
+						}
+						if s := d[group].State; s != "Stable" {
+							return "state " + s
+						}
+						return ""
+					})
+				}})
+			p := rcPartition(t, res, g, topic)
+			t.Logf("apply: %v; partition: action %q apply_error %q", err, p.Action, p.ApplyError)
+			if err == nil || !strings.Contains(err.Error(), "joined") || !strings.Contains(err.Error(), g) {
+				t.Errorf("Apply: got %v, want an error saying a consumer of %s joined", err, g)
+			}
+			if got := rcCommitted(t, c.to, g, topic, 0); got != nil {
+				t.Errorf("target commit: got %s, want none (nothing written)", fmtP(got))
+			}
+			if res.Applied || p.Applied {
+				t.Errorf("applied: got result %v partition %v, want false", res.Applied, p.Applied)
+			}
+		})
 	}
 }

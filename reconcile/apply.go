@@ -2,118 +2,18 @@ package reconcile
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
-
-// BackupVersion is the format version of backup files.
-const BackupVersion = 1
-
-// Backup is what Apply saves before writing and Rollback restores: the target offsets of every
-// group partition Apply was about to change, as they were.
-type Backup struct {
-	Version int           `json:"version"`
-	Created time.Time     `json:"created"`
-	Entries []BackupEntry `json:"entries"`
-}
-
-// BackupEntry is one group partition's previous target commit. Offset is nil ("none" in the
-// file) when the group had no commit there; Rollback deletes the commit Apply made.
-type BackupEntry struct {
-	Group     string `json:"group"`
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	Offset    *int64 `json:"-"`
-	Metadata  string `json:"metadata"`
-}
-
-type backupEntryJSON struct {
-	Group     string          `json:"group"`
-	Topic     string          `json:"topic"`
-	Partition int32           `json:"partition"`
-	Offset    json.RawMessage `json:"offset"`
-	Metadata  string          `json:"metadata"`
-}
-
-// MarshalJSON writes Offset as a number, or the string "none".
-func (e BackupEntry) MarshalJSON() ([]byte, error) {
-	off := json.RawMessage(`"none"`)
-	if e.Offset != nil {
-		off = json.RawMessage(fmt.Sprint(*e.Offset))
-	}
-	return json.Marshal(backupEntryJSON{e.Group, e.Topic, e.Partition, off, e.Metadata})
-}
-
-// UnmarshalJSON reads what MarshalJSON writes.
-func (e *BackupEntry) UnmarshalJSON(b []byte) error {
-	var j backupEntryJSON
-	if err := json.Unmarshal(b, &j); err != nil {
-		return err
-	}
-	*e = BackupEntry{Group: j.Group, Topic: j.Topic, Partition: j.Partition, Metadata: j.Metadata}
-	var s string
-	if json.Unmarshal(j.Offset, &s) == nil {
-		if s != "none" {
-			return fmt.Errorf("group %q %s/%d: offset %q: want a number or \"none\"", j.Group, j.Topic, j.Partition, s)
-		}
-		return nil
-	}
-	var n int64
-	if err := json.Unmarshal(j.Offset, &n); err != nil {
-		return fmt.Errorf("group %q %s/%d: offset: %w", j.Group, j.Topic, j.Partition, err)
-	}
-	e.Offset = &n
-	return nil
-}
-
-// DefaultBackupName is the backup file Apply writes when ApplyConfig.Backup is empty.
-func DefaultBackupName(now time.Time) string {
-	return "kreconcile-backup-" + now.UTC().Format("20060102T150405Z") + ".json"
-}
-
-// ReadBackup reads a backup file written by Apply.
-func ReadBackup(path string) (*Backup, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("open backup: %w", err)
-	}
-	defer f.Close()
-	var b Backup
-	if err := json.NewDecoder(f).Decode(&b); err != nil {
-		return nil, fmt.Errorf("read backup %s: %w", path, err)
-	}
-	if b.Version != BackupVersion {
-		return nil, fmt.Errorf("backup %s has version %d, this kreconcile reads version %d", path, b.Version, BackupVersion)
-	}
-	return &b, nil
-}
-
-func writeBackup(path string, b *Backup) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return fmt.Errorf("create backup file (choose another with --backup): %w", err)
-	}
-	enc := json.NewEncoder(f)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(b); err != nil {
-		f.Close()
-		return fmt.Errorf("write backup %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("write backup %s: %w", path, err)
-	}
-	return f.Close()
-}
 
 // writable reports whether a target group may be written: only when nobody consumes with it.
 func writable(d kadm.DescribedGroup) (bool, string) {
@@ -154,6 +54,19 @@ func Apply(ctx context.Context, dst *kgo.Client, res *Result, cfg ApplyConfig) e
 	}
 	if len(names) == 0 {
 		return nil
+	}
+	// The backup must say which clusters it belongs to, and the client must be the plan's
+	// target.
+	if res.SourceCluster == nil || res.TargetCluster == nil {
+		return errors.New("the plan names no clusters: make it with reconcile.Plan")
+	}
+	id, err := clusterID(ctx, dst, res.TargetCluster.Alias)
+	if err != nil {
+		return err
+	}
+	if id != res.TargetCluster.ID {
+		return fmt.Errorf("refusing to write: the plan was made on target cluster %q (cluster ID %s), but this client is connected to cluster ID %s: plan again against the cluster to write to (nothing was written)",
+			res.TargetCluster.Alias, res.TargetCluster.ID, id)
 	}
 	// Live state and offsets: the plan may be minutes old.
 	desc, err := adm.DescribeGroups(ctx, names...)
@@ -222,14 +135,15 @@ func Apply(ctx context.Context, dst *kgo.Client, res *Result, cfg ApplyConfig) e
 	}
 
 	// Back up every previous offset we are about to change, before the first write.
-	backup := &Backup{Version: BackupVersion, Created: time.Now().UTC()}
+	backup := &Backup{Version: BackupVersion, Created: time.Now().UTC(), SourceCluster: *res.SourceCluster, TargetCluster: *res.TargetCluster}
 	for _, c := range changes {
 		g, p := &res.Groups[c.gi], &res.Groups[c.gi].Partitions[c.pi]
 		meta := ""
 		if o, ok := live[g.Group].Fetched.Lookup(p.TargetTopic, p.Partition); ok {
 			meta = o.Metadata
 		}
-		backup.Entries = append(backup.Entries, BackupEntry{Group: g.Group, Topic: p.TargetTopic, Partition: p.Partition, Offset: c.prev, Metadata: meta})
+		to := c.to
+		backup.Entries = append(backup.Entries, BackupEntry{Group: g.Group, Topic: p.TargetTopic, Partition: p.Partition, Offset: c.prev, Committed: &to, Metadata: meta})
 	}
 	sort.Slice(backup.Entries, func(i, j int) bool {
 		a, b := backup.Entries[i], backup.Entries[j]
@@ -255,151 +169,127 @@ func Apply(ctx context.Context, dst *kgo.Client, res *Result, cfg ApplyConfig) e
 	}
 	var errs []error
 	for _, gi := range order {
-		g := &res.Groups[gi]
-		offs := kadm.Offsets{}
-		for _, c := range byGroup[gi] {
-			p := &g.Partitions[c.pi]
-			offs.Add(kadm.Offset{Topic: p.TargetTopic, Partition: p.Partition, At: c.to, LeaderEpoch: -1, Metadata: c.meta})
+		if err := commitGroup(ctx, adm, &res.Groups[gi], byGroup[gi], path, cfg, log); err != nil {
+			errs = append(errs, err)
 		}
-		resp, err := adm.CommitOffsets(ctx, g.Group, offs)
-		if err == nil {
-			err = resp.Error()
-		}
-		if err != nil {
-			g.Err = fmt.Sprintf("target cluster: commit offsets of group %q: %v (the backup %s holds the previous offsets)", g.Group, err, path)
-			errs = append(errs, errors.New(g.Err))
-			continue
-		}
-		after, err := adm.FetchOffsets(ctx, g.Group)
-		if err != nil {
-			g.Err = fmt.Sprintf("target cluster: re-read offsets of group %q: %v", g.Group, err)
-			errs = append(errs, errors.New(g.Err))
-			continue
-		}
-		for _, c := range byGroup[gi] {
-			p := &g.Partitions[c.pi]
-			o, ok := after.Lookup(p.TargetTopic, p.Partition)
-			if !ok || o.At != c.to {
-				got := "none"
-				if ok {
-					got = fmt.Sprint(o.At)
-				}
-				p.Action = fmt.Sprintf("commit of %d did not take: the target reads %s", c.to, got)
-				g.Err = fmt.Sprintf("group %q %s/%d: committed %d, the target reads %s", g.Group, p.TargetTopic, p.Partition, c.to, got)
-				continue
-			}
-			was := "none"
-			if c.prev != nil {
-				was = fmt.Sprint(*c.prev)
-			}
-			p.Action = fmt.Sprintf("committed %d (was %s)", c.to, was)
-			at := c.to
-			p.TargetCommitted = &at
-			p.Status = StatusExact
-			p.RedeliveredIfUnchanged, p.SkippedIfUnchanged = 0, 0
-			log.Info("committed", "group", g.Group, "topic", p.TargetTopic, "partition", p.Partition, "offset", c.to, "previous", was)
-		}
-		if g.Err == "" {
-			g.Applied = true
+		if res.Groups[gi].Applied {
 			res.Applied = true
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// RollbackResult is what Rollback did per group.
-type RollbackResult struct {
-	Backup string          `json:"backup"`
-	Groups []RolledBackGrp `json:"groups"`
-}
-
-// RolledBackGrp is one group of a rollback.
-type RolledBackGrp struct {
-	Group    string `json:"group"`
-	Restored int    `json:"restored"`
-	Deleted  int    `json:"deleted"`
-	Refused  string `json:"refused,omitempty"`
-	Err      string `json:"error,omitempty"`
-}
-
-// Rollback restores the target offsets saved in a backup file: offsets that existed are
-// committed again with their metadata, offsets that did not exist are deleted. Groups with
-// members on the target are refused and nothing is written for them. The error is set when any
-// group could not be restored; the result says which.
-func Rollback(ctx context.Context, dst *kgo.Client, backupFile string) (*RollbackResult, error) {
-	b, err := ReadBackup(backupFile)
-	if err != nil {
-		return nil, err
+// commitGroup commits one group's changes, re-reads the group's offsets and records per
+// partition whether the commit took (Applied, Action) or not (ApplyError). The error names
+// every partition that was not committed.
+func commitGroup(ctx context.Context, adm *kadm.Client, g *Group, cs []change, backup string, cfg ApplyConfig, log *slog.Logger) error {
+	if cfg.BeforeCommit != nil {
+		cfg.BeforeCommit(g.Group)
 	}
-	adm := kadm.NewClient(dst)
-	byGroup := map[string][]BackupEntry{}
-	var names []string
-	for _, e := range b.Entries {
-		if _, ok := byGroup[e.Group]; !ok {
-			names = append(names, e.Group)
-		}
-		byGroup[e.Group] = append(byGroup[e.Group], e)
+	offs := kadm.Offsets{}
+	for _, c := range cs {
+		p := &g.Partitions[c.pi]
+		offs.Add(kadm.Offset{Topic: p.TargetTopic, Partition: p.Partition, At: c.to, LeaderEpoch: -1, Metadata: c.meta})
 	}
-	sort.Strings(names)
-	out := &RollbackResult{Backup: backupFile, Groups: []RolledBackGrp{}}
-	if len(names) == 0 {
-		return out, nil
+	resp, reqErr := adm.CommitOffsets(ctx, g.Group, offs)
+	// What the target holds now decides what was committed, whatever the answer said.
+	after, readErr := adm.FetchOffsets(ctx, g.Group)
+	if readErr == nil {
+		readErr = after.Error()
 	}
-	desc, err := adm.DescribeGroups(ctx, names...)
-	if err != nil && len(desc) == 0 {
-		return nil, fmt.Errorf("target cluster: describe groups: %w", err)
-	}
-	var errs []error
-	for _, name := range names {
-		r := RolledBackGrp{Group: name}
-		d, ok := desc[name]
-		if !ok {
-			d = kadm.DescribedGroup{Group: name, State: "Dead"}
-		}
-		if ok, why := writable(d); !ok {
-			r.Refused = why
-			errs = append(errs, errors.New(why))
-			out.Groups = append(out.Groups, r)
-			continue
-		}
-		commit := kadm.Offsets{}
-		del := kadm.TopicsSet{}
-		for _, e := range byGroup[name] {
-			if e.Offset != nil {
-				commit.Add(kadm.Offset{Topic: e.Topic, Partition: e.Partition, At: *e.Offset, LeaderEpoch: -1, Metadata: e.Metadata})
+	joined := false
+	var done, failed []string
+	for _, c := range cs {
+		p := &g.Partitions[c.pi]
+		name := fmt.Sprintf("%s/%d", p.TargetTopic, p.Partition)
+		perr := reqErr
+		if perr == nil {
+			if r, ok := resp.Lookup(p.TargetTopic, p.Partition); !ok {
+				perr = errors.New("the target did not answer for this partition")
 			} else {
-				del.Add(e.Topic, e.Partition)
+				perr = r.Err
 			}
 		}
-		if len(commit) > 0 {
-			resp, err := adm.CommitOffsets(ctx, name, commit)
-			if err == nil {
-				err = resp.Error()
-			}
-			if err != nil {
-				r.Err = fmt.Sprintf("target cluster: restore offsets of group %q: %v", name, err)
-				errs = append(errs, errors.New(r.Err))
-				out.Groups = append(out.Groups, r)
-				continue
-			}
-			commit.Each(func(kadm.Offset) { r.Restored++ })
+		if isMemberErr(perr) {
+			joined = true
 		}
-		if len(del) > 0 {
-			resp, err := adm.DeleteOffsets(ctx, name, del)
-			if err == nil {
-				err = resp.Error()
-			}
-			if err != nil {
-				r.Err = fmt.Sprintf("target cluster: delete offsets of group %q that did not exist before: %v", name, err)
-				errs = append(errs, errors.New(r.Err))
-				out.Groups = append(out.Groups, r)
-				continue
-			}
-			for _, ps := range del {
-				r.Deleted += len(ps)
+		var now *int64
+		if readErr == nil {
+			if o, ok := after.Lookup(p.TargetTopic, p.Partition); ok && o.Err == nil && o.At >= 0 {
+				at := o.At
+				now = &at
 			}
 		}
-		out.Groups = append(out.Groups, r)
+		was := "none"
+		if c.prev != nil {
+			was = fmt.Sprint(*c.prev)
+		}
+		switch {
+		case now != nil && *now == c.to && (perr == nil || readErr == nil):
+			p.Action = fmt.Sprintf("committed %d (was %s)", c.to, was)
+			p.Applied, p.ApplyError = true, ""
+			p.TargetCommitted = now
+			p.Status = StatusExact
+			p.RedeliveredIfUnchanged, p.SkippedIfUnchanged = 0, 0
+			done = append(done, name)
+			log.Info("committed", "group", g.Group, "topic", p.TargetTopic, "partition", p.Partition, "offset", c.to, "previous", was)
+		case readErr != nil:
+			why := "the target accepted it, but re-reading the group's offsets failed: " + readErr.Error()
+			if perr != nil {
+				why = perr.Error() + "; re-reading the group's offsets failed too: " + readErr.Error()
+			}
+			p.ApplyError = fmt.Sprintf("commit of %d not confirmed: %s", c.to, why)
+			p.Action = p.ApplyError + " (run kreconcile groups again to see the target's offset)"
+			failed = append(failed, name+": "+why)
+		default:
+			reads := "none"
+			if now != nil {
+				reads = fmt.Sprint(*now)
+			}
+			why := fmt.Sprintf("the target reads %s", reads)
+			if perr != nil {
+				why = fmt.Sprintf("%v (the target reads %s)", perr, reads)
+			}
+			p.ApplyError = fmt.Sprintf("commit of %d failed: %s", c.to, why)
+			p.Action = "not committed: " + p.ApplyError
+			p.TargetCommitted = now
+			failed = append(failed, name+": "+why)
+		}
 	}
-	return out, errors.Join(errs...)
+	g.Applied = len(done) > 0
+	if len(failed) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "target cluster: group %q: ", g.Group)
+	if joined {
+		state := "now has members"
+		if d, err := adm.DescribeGroups(ctx, g.Group); err == nil {
+			if dg, ok := d[g.Group]; ok {
+				state = fmt.Sprintf("is now %s with %s", dg.State, plural(len(dg.Members), "member", "members"))
+			}
+		}
+		fmt.Fprintf(&b, "a consumer joined the group on the target after kreconcile checked it was empty (the group %s), so the broker refused the commit; stop its consumers there and run again. ", state)
+	}
+	fmt.Fprintf(&b, "NOT committed: %s", strings.Join(failed, "; "))
+	if len(done) > 0 {
+		fmt.Fprintf(&b, "; committed: %s", strings.Join(done, ", "))
+	}
+	fmt.Fprintf(&b, " (the backup %s holds the previous offsets; kreconcile groups --apply again retries, rollback restores only partitions still at what apply wrote)", backup)
+	g.Err = b.String()
+	return errors.New(g.Err)
+}
+
+// isMemberErr reports whether err is how a broker refuses an admin (generation -1) commit to a
+// group that has members: one joined after the group was found empty.
+func isMemberErr(err error) bool {
+	return errors.Is(err, kerr.UnknownMemberID) || errors.Is(err, kerr.IllegalGeneration) ||
+		errors.Is(err, kerr.RebalanceInProgress) || errors.Is(err, kerr.FencedInstanceID)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

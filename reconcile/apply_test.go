@@ -109,7 +109,7 @@ func TestApply(t *testing.T) {
 	}
 
 	// Rollback restores exactly what was there: p0 back to 21 with its metadata, p1 deleted.
-	rb, err := Rollback(testCtx(t), a.dst, backup)
+	rb, err := Rollback(testCtx(t), a.dst, backup, RollbackConfig{})
 	if err != nil {
 		t.Fatalf("Rollback: %v", err)
 	}

@@ -115,4 +115,20 @@ type ApplyConfig struct {
 	Backup string
 	// Logger receives what was written at info level. Default: discard.
 	Logger *slog.Logger
+	// BeforeCommit, when set, is called with a group's name after the backup is written and
+	// just before that group's commit: tests use it to let a consumer join in between.
+	BeforeCommit func(group string)
+}
+
+// RollbackConfig tunes Rollback.
+type RollbackConfig struct {
+	// Force restores partitions whose target commit is no longer the one Apply wrote (the
+	// group consumed or was moved since): without it they are left alone and reported.
+	Force bool
+	// TargetAlias names the connected cluster in messages. Default: "target".
+	TargetAlias string
+	// LegacyClusterID accepts a version 1 backup (which records no cluster) on the connected
+	// cluster, if and only if it is that cluster's ID: the user vouches that the backup was
+	// taken there.
+	LegacyClusterID string
 }

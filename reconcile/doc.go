@@ -9,7 +9,12 @@
 //     checkpoint; then it computes E(G) as DESIGN.md defines it: 1 + the last target copy of
 //     s*, the largest mirrored source record below G (or, with no such record, the target
 //     offset of the first mirrored record at or after G). With an offset map from kverify diff
-//     the answer comes from the map; otherwise Plan aligns content locally: it reads the few
+//     the answer comes from the map only where the map covers G (G within its source range and
+//     a mirrored record s* below G in it), the fingerprint of s* equals the target record
+//     before E(G), E(G) is not above the target end, and no copy of s* sits in the target
+//     records the map never examined (a stale map). A map from kverify diff --from or
+//     --partitions, a stale or a crafted map fails one of these: Plan aligns locally instead
+//     and the proof says "offset map not used: <why>". Without a map Plan aligns content locally: it reads the few
 //     source records just below G (walking back over transaction markers, compacted or deleted
 //     records) and a few after it, and a bounded target window that MM2's offset syncs or the
 //     records' timestamps place; hints bound where to read, the answer always comes from
@@ -21,9 +26,30 @@
 //     Whenever content cannot tell (a run of identical records with a replay or a loss in it,
 //     a record that is nowhere in the window, a lone identical record after s*) the partition
 //     is unmappable: Plan never answers above the true E(G).
+//   - Plan records the cluster ID of both clusters (Result.SourceCluster, TargetCluster).
 //   - Apply commits E(G) for groups that are Empty or absent on the target, saves the previous
-//     offsets to a Backup first, re-reads to confirm, and is idempotent; Rollback restores a
-//     backup exactly (offsets that did not exist are deleted).
+//     offsets to a Backup first, re-reads to confirm, and is idempotent. It refuses a client
+//     that is not the plan's target cluster. The backup (version 2, backup.go) records both
+//     cluster IDs and, per partition, the previous offset and the one Apply commits; it is
+//     written to a temporary file in the same directory (mode 0600), fsynced, linked into
+//     place (never over an existing file) and the directory fsynced, before any commit. After
+//     the commit Apply re-reads: each partition says whether it was committed (Applied) or not
+//     (ApplyError); a group with any failure gets an Err naming the partitions committed and
+//     not, and the returned error (kreconcile exits 2). A broker refusing the admin commit
+//     because a member joined after the check (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
+//     REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID) is named as such.
+//   - Rollback (rollback.go) restores a backup exactly (offsets that did not exist are
+//     deleted), with these refusals, nothing written for what is refused: an invalid backup
+//     (unknown version, bytes after the JSON, empty group or topic, negative partition or
+//     offset other than "none", a partition twice, no cluster IDs or committed offsets in
+//     version 2); a cluster whose ID is not the backup's target (the source or any other; no
+//     result, kreconcile exits 2); a version 1 backup of the previous kreconcile, which
+//     records no cluster, unless RollbackConfig.LegacyClusterID is the connected cluster's ID
+//     (kreconcile rollback --legacy-cluster-id; the error prints the ID); groups with members;
+//     and partitions whose target commit is no longer the one Apply wrote (the group consumed
+//     since; with a version 1 backup, any partition not at the backup's offset), listed as
+//     Conflicts unless RollbackConfig.Force (kreconcile exits 1). Partitions already at the
+//     backup's offset are left as they are.
 //
 // Counting. RedeliveredIfUnchanged is the number of target records in [target commit, E):
 // records a consumer switched now would read although the group consumed them on the source.

@@ -19,6 +19,7 @@ import (
 
 // env is a source and a target kfake cluster with clients.
 type env struct {
+	srcK, dstK     *kfake.Cluster // the clusters themselves, for faults
 	src, dst       *kgo.Client
 	srcAdm, dstAdm *kadm.Client
 	srcSeeds       []string
@@ -27,8 +28,9 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	start := func() (*kgo.Client, []string) {
-		c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	var last *kfake.Cluster
+	start := func(id string) (*kgo.Client, []string) {
+		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ClusterID(id))
 		if err != nil {
 			t.Fatalf("start kfake: %v", err)
 		}
@@ -38,11 +40,15 @@ func newEnv(t *testing.T) *env {
 			t.Fatalf("client: %v", err)
 		}
 		t.Cleanup(cl.Close)
+		last = c
 		return cl, c.ListenAddrs()
 	}
 	e := &env{}
-	e.src, e.srcSeeds = start()
-	e.dst, e.dstSeeds = start()
+	// Distinct cluster IDs, as real clusters have (kfake's default is "kfake" for every one).
+	e.src, e.srcSeeds = start("kfake-source")
+	e.srcK = last
+	e.dst, e.dstSeeds = start("kfake-target")
+	e.dstK = last
 	e.srcAdm, e.dstAdm = kadm.NewClient(e.src), kadm.NewClient(e.dst)
 	return e
 }

@@ -54,6 +54,17 @@ func Plan(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, error
 	p := &planner{cfg: cfg, src: newSide("source", src), dst: newSide("target", dst), cache: make(map[cacheKey]*cacheEntry)}
 	log := cfg.Logger
 
+	// Which clusters these are: Apply records them in the backup, Rollback checks them.
+	srcID, err := clusterID(ctx, src, "source")
+	if err != nil {
+		return nil, err
+	}
+	dstID, err := clusterID(ctx, dst, "target")
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Groups: []Group{}, SourceCluster: &ClusterRef{Alias: cfg.Flow.Source, ID: srcID}, TargetCluster: &ClusterRef{Alias: cfg.Flow.Target, ID: dstID}}
+
 	// Groups on the source.
 	listed, err := p.src.adm.ListGroups(ctx)
 	if err != nil {
@@ -70,7 +81,6 @@ func Plan(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, error
 		}
 		names = append(names, g)
 	}
-	res := &Result{Groups: []Group{}}
 	if len(names) == 0 {
 		return res, nil
 	}
@@ -335,45 +345,82 @@ func (p *planner) cached(ctx context.Context, j job) (answer, error) {
 	}
 	p.mu.Unlock()
 	e.once.Do(func() {
-		if p.fromMap(j.srcTopic) {
-			e.ans, e.err = p.fromOffsetMap(ctx, j)
-		} else {
+		if !p.fromMap(j.srcTopic) {
 			e.ans, e.err = p.locate(ctx, j)
+			return
+		}
+		var why string
+		if e.ans, why, e.err = p.fromOffsetMap(ctx, j); e.err != nil || why == "" {
+			return
+		}
+		// The map does not answer here: content decides, and the result says why.
+		p.cfg.Logger.Debug("offset map not used", "topic", j.srcTopic, "partition", j.part, "g", j.g, "why", why)
+		e.ans, e.err = p.locate(ctx, j)
+		if e.ans.known {
+			e.ans.proof += "; offset map not used: " + why
+		} else {
+			e.ans.reason += " (offset map not used: " + why + ")"
 		}
 	})
 	return e.ans, e.err
 }
 
-// fromOffsetMap answers from the exact offset map and proves the answer by content.
-func (p *planner) fromOffsetMap(ctx context.Context, j job) (answer, error) {
+// fromOffsetMap answers from the exact offset map where the map covers G, and proves the
+// answer by content like every other answer: the source record s* the map names below G and
+// the target record before E(G) have the same fingerprint, E(G) is not above the target end,
+// and no copy of s* sits in the target records the map never examined (a map older than the
+// target). When any of that fails, why says so and the caller aligns locally instead.
+func (p *planner) fromOffsetMap(ctx context.Context, j job) (ans answer, why string, err error) {
 	pm := p.cfg.OffsetMap.Partition(j.part)
 	if pm == nil {
-		return unmappable("the offset map of %s has no partition %d: run kverify diff on it again", j.srcTopic, j.part), nil
+		return answer{}, fmt.Sprintf("the map of %s has no partition %d", j.srcTopic, j.part), nil
+	}
+	if j.g < pm.SourceFrom || j.g > pm.SourceTo {
+		return answer{}, fmt.Sprintf("the map of %s/%d covers source offsets %d..%d, the group is at %d", j.srcTopic, j.part, pm.SourceFrom, pm.SourceTo, j.g), nil
 	}
 	tr := pm.ExactTarget(j.g)
-	if !tr.Known {
-		return pending("the offset map of %s/%d covers source offsets below %d only, the group is at %d", j.srcTopic, j.part, pm.SourceTo, j.g), nil
-	}
-	if !tr.HasPrev {
-		return answer{known: true, e: tr.Target, proof: fmt.Sprintf("offset map: no mirrored record below %d; the next one is at target offset %d", j.g, tr.Target)}, nil
+	switch {
+	case !tr.Known:
+		return answer{}, fmt.Sprintf("the map of %s/%d does not reach %d", j.srcTopic, j.part, j.g), nil
+	case !tr.HasPrev:
+		return answer{}, fmt.Sprintf("the map of %s/%d has no mirrored record below %d to prove its answer by", j.srcTopic, j.part, j.g), nil
+	case tr.Prev < pm.SourceFrom || tr.Prev >= j.g:
+		return answer{}, fmt.Sprintf("the map of %s/%d is inconsistent: it names source offset %d, outside %d..%d", j.srcTopic, j.part, tr.Prev, pm.SourceFrom, j.g-1), nil
+	case tr.Target > j.dstEnd:
+		return answer{}, fmt.Sprintf("its answer %d is above the target end %d of %s/%d", tr.Target, j.dstEnd, j.dstTopic, j.part), nil
 	}
 	s, err := p.src.read(ctx, j.srcTopic, j.part, tr.Prev, tr.Prev+1, 1, p.cfg.Fields)
 	if err != nil {
-		return answer{}, err
+		return answer{}, "", err
 	}
 	t, err := p.dst.read(ctx, j.dstTopic, j.part, tr.PrevTarget, tr.PrevTarget+1, 1, p.cfg.Fields)
 	if err != nil {
-		return answer{}, err
+		return answer{}, "", err
 	}
 	switch {
 	case len(s) == 0 || s[0].off != tr.Prev:
-		return unmappable("offset map says source offset %d of %s/%d is mirrored, but the source has no record there now", tr.Prev, j.srcTopic, j.part), nil
+		return answer{}, fmt.Sprintf("it says source offset %d of %s/%d is mirrored, but the source has no record there now", tr.Prev, j.srcTopic, j.part), nil
 	case len(t) == 0 || t[0].off != tr.PrevTarget:
-		return unmappable("offset map says target offset %d of %s/%d holds a copy, but the target has no record there now", tr.PrevTarget, j.dstTopic, j.part), nil
+		return answer{}, fmt.Sprintf("it says target offset %d of %s/%d holds a copy, but the target has no record there now", tr.PrevTarget, j.dstTopic, j.part), nil
 	case s[0].fp != t[0].fp:
-		return unmappable("offset map disagrees with content: source offset %d and target offset %d differ in %v", tr.Prev, tr.PrevTarget, verify.DiffFields(s[0].r, t[0].r, p.cfg.Fields)), nil
+		return answer{}, fmt.Sprintf("it disagrees with content: source offset %d and target offset %d differ in %v", tr.Prev, tr.PrevTarget, verify.DiffFields(s[0].r, t[0].r, p.cfg.Fields)), nil
 	}
-	return answer{known: true, e: tr.Target, proof: fmt.Sprintf("offset map; fingerprint %016x of source offset %d = target offset %d", s[0].fp, tr.Prev, tr.PrevTarget)}, nil
+	// The map saw the target up to TargetTo: a later copy of s* (a replay after the map was
+	// written) moves E(G). Look for one in the records it never examined, as far as the
+	// local alignment would.
+	if from := max(tr.Target, pm.TargetTo); from < j.dstEnd {
+		to := min(j.dstEnd, from+int64(p.cfg.Window))
+		later, err := p.dst.read(ctx, j.dstTopic, j.part, from, to, 0, p.cfg.Fields)
+		if err != nil {
+			return answer{}, "", err
+		}
+		for _, r := range later {
+			if r.fp == s[0].fp {
+				return answer{}, fmt.Sprintf("target offset %d, past what the map examined (below %d), repeats source offset %d: the map is older than the target", r.off, pm.TargetTo, tr.Prev), nil
+			}
+		}
+	}
+	return answer{known: true, e: tr.Target, proof: fmt.Sprintf("offset map; fingerprint %016x of source offset %d = target offset %d", s[0].fp, tr.Prev, tr.PrevTarget)}, "", nil
 }
 
 // countTarget counts the target records in [from, to) that are copies of source records, i.e.

@@ -22,10 +22,21 @@ const (
 // Result is what Plan returns and Apply updates; its JSON form is part of kreconcile's
 // interface (field names are stable; fields may be added, never renamed).
 type Result struct {
+	// Applied is true when Apply committed anything (see the groups and partitions for what).
 	Applied bool    `json:"applied"`
 	Groups  []Group `json:"groups"`
 	// Backup is the file Apply saved the previous target offsets to.
 	Backup string `json:"backup,omitempty"`
+	// SourceCluster and TargetCluster are the clusters Plan read (alias and cluster ID); Apply
+	// writes only to TargetCluster and records both in the backup.
+	SourceCluster *ClusterRef `json:"source_cluster,omitempty"`
+	TargetCluster *ClusterRef `json:"target_cluster,omitempty"`
+}
+
+// ClusterRef names a cluster: its alias (the flow's) and the cluster ID its brokers report.
+type ClusterRef struct {
+	Alias string `json:"alias"`
+	ID    string `json:"id"`
 }
 
 // Group is one consumer group.
@@ -34,7 +45,8 @@ type Group struct {
 	SourceState string      `json:"source_state"`
 	TargetState string      `json:"target_state"`
 	Partitions  []Partition `json:"partitions"`
-	// Applied lists what Apply committed for this group; Refused says why it wrote nothing.
+	// Applied is true when Apply committed at least one partition of this group (the
+	// partitions' Applied say which); Refused says why it wrote nothing.
 	Applied bool   `json:"applied,omitempty"`
 	Refused string `json:"refused,omitempty"`
 	// Err is set when this group could not be planned or applied (the others still were).
@@ -71,4 +83,8 @@ type Partition struct {
 	Proof string `json:"proof,omitempty"`
 	// Action says what Apply did or why it left the partition alone.
 	Action string `json:"action,omitempty"`
+	// Applied is true when Apply committed E(G) here and the target confirmed it; ApplyError
+	// says why a commit Apply attempted did not take.
+	Applied    bool   `json:"applied,omitempty"`
+	ApplyError string `json:"apply_error,omitempty"`
 }

@@ -166,13 +166,17 @@ func lintFindings() []mm2.Finding {
 	}
 }
 
-// rollbackMixed restores one group and refuses one that has consumers again.
+// rollbackMixed restores one group, refuses one that has consumers again, and leaves alone a
+// partition of a third that consumed on the target after the apply.
 func rollbackMixed() *reconcile.RollbackResult {
 	return &reconcile.RollbackResult{
 		Backup: "kreconcile-backup-20261201T070000Z.json",
 		Groups: []reconcile.RolledBackGrp{
 			{Group: "billing", Restored: 2},
 			{Group: "orders-consumer", Refused: "the target group has 1 member: stop its consumers first, then rerun rollback"},
+			{Group: "payments", Restored: 1, Unchanged: 1, Conflicts: []reconcile.RollbackConflict{
+				{Topic: "payments", Partition: 2, Backup: ptr(40), Applied: ptr(48), Now: ptr(51)}}},
 		},
+		TargetCluster: &reconcile.ClusterRef{Alias: "target", ID: "Zq3kVb9bTJ2N0mJtYxW1cA"},
 	}
 }

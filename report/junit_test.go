@@ -126,7 +126,7 @@ func TestJUnitCounts(t *testing.T) {
 		// lint: a failing case per finding, typed by severity; a clean file is one passing case.
 		{"lint-findings", lintFindings(), 1, 4, 4, 0, 0, "(did you mean offset.lag.max?)"},
 		{"lint-clean", []mm2.Finding{}, 1, 1, 0, 0, 0, ""},
-		{"rollback", rollbackMixed(), 1, 2, 1, 0, 0, "the target group has 1 member"},
+		{"rollback", rollbackMixed(), 1, 3, 2, 0, 0, "payments/2 at 51 (apply wrote 48"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -100,7 +100,7 @@ func TestSummaryFirst(t *testing.T) {
 		{"reconcile mixed", reconcileMixed(), "0 behind, 1 ahead, 1 pending, 1 without a target commit, 1 unmappable, 1 group failed"},
 		{"lint findings", lintFindings(), "4 findings"},
 		{"lint clean", []mm2.Finding{}, "no findings"},
-		{"rollback", rollbackMixed(), "1 restored, 1 refused, 0 failed"},
+		{"rollback", rollbackMixed(), "1 restored, 2 refused, 0 failed"},
 		{"parser warnings", []mm2.Warning{{Line: 3, Key: "offset.max.lag", Message: "unknown key", Suggestion: "offset.lag.max"}}, "1 finding"},
 	}
 	for _, tc := range tests {

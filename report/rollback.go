@@ -40,8 +40,24 @@ func newRollbackReport(title string, r *reconcile.RollbackResult) *rollbackRepor
 		case g.Refused != "":
 			row.Level, row.Status = levelWarn, "refused: "+oneLine(g.Refused)
 			refused++
+		case len(g.Conflicts) > 0:
+			var cs []string
+			for _, c := range g.Conflicts {
+				applied := "apply's commit not recorded"
+				if c.Applied != nil {
+					applied = "apply wrote " + offsetText(c.Applied)
+				}
+				cs = append(cs, fmt.Sprintf("%s/%d at %s (%s, backup %s)", c.Topic, c.Partition, offsetText(c.Now), applied, offsetText(c.Backup)))
+			}
+			row.Level = levelWarn
+			row.Status = fmt.Sprintf("%s moved since the apply, left alone (--force restores): %s",
+				plural(int64(len(g.Conflicts)), "partition", "partitions"), strings.Join(cs, "; "))
+			refused++
 		default:
 			restored++
+		}
+		if g.Forced > 0 && row.Level == levelOK {
+			row.Status = fmt.Sprintf("restored (%d forced over progress made since the apply)", g.Forced)
 		}
 		rep.Rows = append(rep.Rows, row)
 	}
@@ -55,6 +71,9 @@ func newRollbackReport(title string, r *reconcile.RollbackResult) *rollbackRepor
 	}
 	if r.Backup != "" {
 		v.Details = append(v.Details, "from backup "+r.Backup)
+	}
+	if r.TargetCluster != nil {
+		v.Details = append(v.Details, fmt.Sprintf("on cluster %s (cluster ID %s)", r.TargetCluster.Alias, r.TargetCluster.ID))
 	}
 	rep.Verdict = v
 	return rep
@@ -98,6 +117,9 @@ func writeRollback(w io.Writer, f Format, r *reconcile.RollbackResult, opt Optio
 				c.Error = &junit.Problem{Type: "error", Message: row.Status, Body: row.G.Err}
 			case levelWarn:
 				c.Failure = &junit.Problem{Type: "refused", Message: row.Status, Body: row.G.Refused}
+				if row.G.Refused == "" {
+					c.Failure.Body = row.Status
+				}
 			default:
 				c.SystemOut = junit.Text(fmt.Sprintf("restored %s, deleted %s that did not exist before",
 					plural(int64(row.G.Restored), "offset", "offsets"), plural(int64(row.G.Deleted), "offset", "offsets")))
@@ -108,4 +130,11 @@ func writeRollback(w io.Writer, f Format, r *reconcile.RollbackResult, opt Optio
 	}
 	_, err := io.WriteString(w, strings.TrimRight(b.String(), "\n")+"\n")
 	return err
+}
+
+func offsetText(p *int64) string {
+	if p == nil {
+		return "none"
+	}
+	return fmt.Sprint(*p)
 }

@@ -43,9 +43,20 @@ the target directly (extras) found by the alignment do not count.
 --apply writes only to groups that are Empty or absent on the target (a group with members is
 refused, by name, and nothing is written for it), commits E(G) with the source commit's
 metadata, never above E(G), never backwards unless --allow-rewind, after saving the previous
-offsets to --backup FILE (default kreconcile-backup-<time>.json, printed). It re-reads and
-confirms. Running it again changes nothing. "kreconcile rollback --backup FILE" undoes it.
-Without --apply nothing is written anywhere.
+offsets to --backup FILE (default kreconcile-backup-<time>.json, printed; mode 0600, written
+to a temporary file, fsynced and renamed before any commit). The backup records the cluster
+IDs of both clusters and what apply committed, so that rollback writes only to this target and
+never over progress made since. Apply re-reads and confirms: each partition says whether it
+was committed ("applied") or not ("apply_error"); when some were not (the target refused the
+commit, or a consumer joined the group between the check and the commit, which the error
+says), it exits 2 naming them. Running it again changes nothing. "kreconcile rollback
+--backup FILE" undoes it. Without --apply nothing is written anywhere.
+
+--offset-map answers only where the map covers G (its source range holds G and a mirrored
+record below it), its answer is proven by content (the fingerprint of that record equals the
+target record before E(G)), is not above the target end, and no later copy of that record sits
+past what the map examined; elsewhere (kverify diff --from or --partitions, a stale or a
+crafted map) the local alignment decides, and the proof says why the map was not used.
 
 The seed case: MM2 3.7.1 (IdentityReplicationPolicy, offset syncs on the target) leaves an idle
 group 8 records behind on the target, because it translates from a sparse offset sync. Here:
@@ -62,7 +73,8 @@ Examples:
    kreconcile rollback --mm2-config mm2.properties --backup before-switch.json
 
 Exit status: 0 every partition is exact (after --apply: now exact); 1 anything differs or a
-group was refused; 2 usage, configuration or connection error, or a group failed.
+group was refused; 2 usage, configuration or connection error, or a group failed (after
+--apply: a commit that did not take, named).
 
 ` + clikit.ConnectionHelp
 
@@ -74,7 +86,7 @@ func groupsCommand() *cli.Command {
 		&cli.StringFlag{Name: "source-alias", Usage: "source cluster `ALIAS`, which names the checkpoints topic ALIAS.checkpoints.internal (default: the flow's, \"source\" without an MM2 file)"},
 		&cli.StringFlag{Name: "checkpoints-topic", Usage: "read MM2's checkpoints from `TOPIC` on the target (default: <source-alias>.checkpoints.internal)"},
 		&cli.StringFlag{Name: "offset-syncs-topic", Usage: "read MM2's offset syncs from `TOPIC` (default: as the flow says)"},
-		&cli.StringFlag{Name: "offset-map", Usage: "take E(G) from the offset map `FILE` written by kverify diff --offset-map (its topic only)"},
+		&cli.StringFlag{Name: "offset-map", Usage: "take E(G) from the offset map `FILE` written by kverify diff --offset-map where it covers G and content proves it (its topic only)"},
 		&cli.StringFlag{Name: "compare", Value: verify.DefaultFields.String(), Usage: "record `FIELDS` the fingerprints cover: key,value,headers,timestamp"},
 		&cli.IntFlag{Name: "window", Value: 500, Usage: "target records read per step and looked ahead for replays after the last copy found"},
 		&cli.IntFlag{Name: "concurrency", Value: 8, Usage: "group partitions planned at once"},

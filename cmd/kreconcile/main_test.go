@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/cmd/internal/clitest"
@@ -25,9 +26,40 @@ func run(t *testing.T, args ...string) (int, string, string) {
 // group consumed 20 on the source and its target commit is where a sparse sync put it.
 func seed(t *testing.T) (srcSeeds, dstSeeds, topic, group string, dst *kgo.Client) {
 	t.Helper()
-	src, srcSeeds := clitest.Cluster(t)
-	dst, dstSeeds = clitest.Cluster(t)
-	topic, group = "orders", "orders-app"
+	s := seedBed(t)
+	return s.srcSeeds, s.dstSeeds, s.topic, s.group, s.dst
+}
+
+// bed is the seed case with both clusters at hand: distinct cluster IDs ("kfake-source",
+// "kfake-target"), as real clusters have, and the kfake handles for faults.
+type bed struct {
+	srcK, dstK         *kfake.Cluster
+	src, dst           *kgo.Client
+	srcSeeds, dstSeeds string
+	topic, group       string
+}
+
+func kcluster(t *testing.T, id string) (*kfake.Cluster, *kgo.Client, string) {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ClusterID(id))
+	if err != nil {
+		t.Fatalf("kfake: %v", err)
+	}
+	t.Cleanup(c.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	t.Cleanup(cl.Close)
+	return c, cl, strings.Join(c.ListenAddrs(), ",")
+}
+
+func seedBed(t *testing.T) *bed {
+	t.Helper()
+	b := &bed{topic: "orders", group: "orders-app"}
+	b.srcK, b.src, b.srcSeeds = kcluster(t, "kfake-source")
+	b.dstK, b.dst, b.dstSeeds = kcluster(t, "kfake-target")
+	src, dst, topic, group := b.src, b.dst, b.topic, b.group
 	for _, cl := range []*kgo.Client{src, dst} {
 		if _, err := kadm.NewClient(cl).CreateTopic(clitest.Context(t), 1, 1, nil, topic); err != nil {
 			t.Fatalf("create topic: %v", err)
@@ -51,13 +83,22 @@ func seed(t *testing.T) (srcSeeds, dstSeeds, topic, group string, dst *kgo.Clien
 		cl *kgo.Client
 		at int64
 	}{{src, 20}, {dst, 16}} {
-		offs := kadm.Offsets{}
-		offs.Add(kadm.Offset{Topic: topic, At: c.at, LeaderEpoch: -1, Metadata: "m"})
-		if _, err := kadm.NewClient(c.cl).CommitOffsets(clitest.Context(t), group, offs); err != nil {
-			t.Fatalf("commit: %v", err)
-		}
+		commitAt(t, c.cl, group, topic, c.at, "m")
 	}
-	return srcSeeds, dstSeeds, topic, group, dst
+	return b
+}
+
+func commitAt(t *testing.T, cl *kgo.Client, group, topic string, at int64, meta string) {
+	t.Helper()
+	offs := kadm.Offsets{}
+	offs.Add(kadm.Offset{Topic: topic, At: at, LeaderEpoch: -1, Metadata: meta})
+	resp, err := kadm.NewClient(cl).CommitOffsets(clitest.Context(t), group, offs)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatalf("commit: %v", err)
+	}
 }
 
 func seq(from, to int) []int {

@@ -11,26 +11,46 @@ import (
 
 const rollbackHelp = `Restores the target offsets saved by "kreconcile groups --apply" in a backup file, exactly:
 offsets that existed are committed again with their metadata; offsets that did not exist
-before are deleted. Groups with members on the target are refused, by name, and nothing is
-written for them. It writes only to the target cluster and needs only its connection
+before are deleted. It writes only to the target cluster and needs only its connection
 (--target-brokers or --mm2-config).
+
+What it refuses (nothing is written for what is refused):
+   - a cluster that is not the backup's: the backup records the cluster ID of both clusters of
+     the apply, and rollback writes only to the one whose ID is the backup's target (pointing
+     --target-brokers at the source, or at any other cluster, exits 2);
+   - a backup that is not valid: unknown version, bytes after the JSON, empty group or topic
+     names, negative partitions or offsets (other than "none"), a partition listed twice (exit 2);
+   - a backup written by an earlier kreconcile (version 1), which records no cluster: it is
+     read only with --legacy-cluster-id ID, ID being the cluster ID of the cluster you connect
+     to (the error prints it), which says you vouch that the backup was taken there (exit 2
+     without it);
+   - groups with members on the target, by name (exit 1);
+   - partitions whose target commit is no longer the one the apply wrote: the group moved since
+     (it consumed on the target, or someone committed), and restoring the old offset would
+     re-deliver or skip what it did since. They are named and left alone (exit 1) unless
+     --force. Partitions already at the backup's offset are left as they are. With a version 1
+     backup, which does not say what the apply wrote, every partition not at the backup's offset
+     counts as moved since.
 
 Example:
    kreconcile rollback --mm2-config mm2.properties --backup kreconcile-backup-20261201T081500Z.json
 
-Exit status: 0 everything restored; 1 a group was refused; 2 usage, connection or write error.
+Exit status: 0 everything restored; 1 a group was refused or partitions moved since the apply
+(see --force); 2 usage, connection, cluster or backup error, or a write failed.
 
 ` + clikit.ConnectionHelp
 
 func rollbackCommand() *cli.Command {
 	flags := append(clikit.ConnectionFlags(),
 		&cli.StringFlag{Name: "backup", Required: true, Usage: "the backup `FILE` kreconcile groups --apply wrote"},
+		&cli.BoolFlag{Name: "force", Usage: "also restore partitions whose target commit moved since the apply (undoes what the group consumed since)"},
+		&cli.StringFlag{Name: "legacy-cluster-id", Usage: "read a version 1 backup (no cluster recorded) on the connected cluster, whose cluster `ID` this must be"},
 	)
 	flags = append(flags, clikit.OutputFlags()...)
 	return &cli.Command{
 		Name:        "rollback",
 		Usage:       "restore the target offsets saved by groups --apply",
-		UsageText:   "kreconcile rollback [connection flags] --backup FILE",
+		UsageText:   "kreconcile rollback [connection flags] --backup FILE [--force] [--legacy-cluster-id ID]",
 		Description: rollbackHelp,
 		Flags:       flags,
 		Action:      runRollback,
@@ -47,24 +67,33 @@ func runRollback(c *cli.Context) error {
 		return &clikit.ExitCoder{Code: clikit.ExitError, Err: err}
 	}
 	defer dst.Close()
-	res, rbErr := reconcile.Rollback(c.Context, dst, c.String("backup"))
+	alias := "target"
+	if conn.Flow != nil && conn.Flow.Target != "" {
+		alias = conn.Flow.Target
+	}
+	res, rbErr := reconcile.Rollback(c.Context, dst, c.String("backup"), reconcile.RollbackConfig{
+		Force: c.Bool("force"), TargetAlias: alias, LegacyClusterID: c.String("legacy-cluster-id")})
 	if res == nil {
 		return &clikit.ExitCoder{Code: clikit.ExitError, Err: rbErr}
 	}
 	if err := clikit.Render(c, res, "kreconcile rollback"); err != nil {
 		return err
 	}
-	refused := 0
+	failed, differs := 0, 0
 	for _, g := range res.Groups {
 		if g.Err != "" {
-			return &clikit.ExitCoder{Code: clikit.ExitError, Err: fmt.Errorf("rollback of %s: %s", c.String("backup"), g.Err)}
+			failed++
 		}
-		if g.Refused != "" {
-			refused++
+		if g.Refused != "" || len(g.Conflicts) > 0 {
+			differs++
 		}
 	}
-	if refused > 0 {
-		return clikit.Differs(fmt.Sprintf("%d groups refused", refused))
+	switch {
+	case failed > 0:
+		return &clikit.ExitCoder{Code: clikit.ExitError, Err: fmt.Errorf("rollback of %s: %w", c.String("backup"), rbErr)}
+	case differs > 0:
+		fmt.Fprintf(c.App.ErrWriter, "kreconcile: %v\n", rbErr)
+		return clikit.Differs(fmt.Sprintf("rollback of %s incomplete: %v", c.String("backup"), rbErr))
 	}
 	return nil
 }

@@ -1,0 +1,230 @@
+package reconcile
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// BackupVersion is the format version of the backup files Apply writes. Version 2 records the
+// clusters (alias and cluster ID) and, per partition, the offset Apply committed. Version 1
+// files (kreconcile before issue 9) record neither: Rollback reads them only when told the
+// cluster ID (RollbackConfig.LegacyClusterID).
+const BackupVersion = 2
+
+const legacyBackupVersion = 1
+
+// Backup is what Apply saves before writing and Rollback restores: the target offsets of every
+// group partition Apply was about to change, as they were, and what it was about to write.
+type Backup struct {
+	Version int       `json:"version"`
+	Created time.Time `json:"created"`
+	// SourceCluster and TargetCluster are the clusters of the plan; Rollback writes only to a
+	// cluster whose ID is TargetCluster.ID.
+	SourceCluster ClusterRef    `json:"source_cluster"`
+	TargetCluster ClusterRef    `json:"target_cluster"`
+	Entries       []BackupEntry `json:"entries"`
+}
+
+// BackupEntry is one group partition's previous target commit. Offset is nil ("none" in the
+// file) when the group had no commit there; Rollback deletes the commit Apply made. Committed
+// is the offset Apply committed (nil only in version 1 files): Rollback restores a partition
+// only while the target commit is still that one.
+type BackupEntry struct {
+	Group     string `json:"group"`
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Offset    *int64 `json:"-"`
+	Committed *int64 `json:"-"`
+	Metadata  string `json:"metadata"`
+}
+
+type backupEntryJSON struct {
+	Group     string          `json:"group"`
+	Topic     string          `json:"topic"`
+	Partition int32           `json:"partition"`
+	Offset    json.RawMessage `json:"offset"`
+	Committed *int64          `json:"committed,omitempty"`
+	Metadata  string          `json:"metadata"`
+}
+
+// MarshalJSON writes Offset as a number, or the string "none".
+func (e BackupEntry) MarshalJSON() ([]byte, error) {
+	off := json.RawMessage(`"none"`)
+	if e.Offset != nil {
+		off = json.RawMessage(fmt.Sprint(*e.Offset))
+	}
+	return json.Marshal(backupEntryJSON{e.Group, e.Topic, e.Partition, off, e.Committed, e.Metadata})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes and refuses negative offsets.
+func (e *BackupEntry) UnmarshalJSON(b []byte) error {
+	var j backupEntryJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*e = BackupEntry{Group: j.Group, Topic: j.Topic, Partition: j.Partition, Committed: j.Committed, Metadata: j.Metadata}
+	if j.Committed != nil && *j.Committed < 0 {
+		return fmt.Errorf("group %q %s/%d: committed offset %d is negative", j.Group, j.Topic, j.Partition, *j.Committed)
+	}
+	if len(j.Offset) == 0 {
+		return fmt.Errorf("group %q %s/%d: no offset: want a number or \"none\"", j.Group, j.Topic, j.Partition)
+	}
+	var s string
+	if json.Unmarshal(j.Offset, &s) == nil {
+		if s != "none" {
+			return fmt.Errorf("group %q %s/%d: offset %q: want a number or \"none\"", j.Group, j.Topic, j.Partition, s)
+		}
+		return nil
+	}
+	var n int64
+	if err := json.Unmarshal(j.Offset, &n); err != nil {
+		return fmt.Errorf("group %q %s/%d: offset: %w", j.Group, j.Topic, j.Partition, err)
+	}
+	if n < 0 {
+		return fmt.Errorf("group %q %s/%d: offset %d is negative: want a number >= 0 or \"none\"", j.Group, j.Topic, j.Partition, n)
+	}
+	e.Offset = &n
+	return nil
+}
+
+// DefaultBackupName is the backup file Apply writes when ApplyConfig.Backup is empty.
+func DefaultBackupName(now time.Time) string {
+	return "kreconcile-backup-" + now.UTC().Format("20060102T150405Z") + ".json"
+}
+
+// ReadBackup reads and validates a backup file written by Apply (version 2, or version 1 of
+// the previous kreconcile). It refuses anything else: unknown versions, bytes after the JSON
+// value, empty group or topic names, negative partitions or offsets, a partition listed twice,
+// and version 2 files without cluster IDs or committed offsets.
+func ReadBackup(path string) (*Backup, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("open backup: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var b Backup
+	if err := dec.Decode(&b); err != nil {
+		return nil, fmt.Errorf("read backup %s: %w (is it a file kreconcile groups --apply wrote?)", path, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("read backup %s: unexpected bytes after the JSON value at byte %d: the file is not what kreconcile wrote", path, dec.InputOffset())
+	}
+	if err := b.validate(); err != nil {
+		return nil, fmt.Errorf("backup %s: %w", path, err)
+	}
+	return &b, nil
+}
+
+func (b *Backup) validate() error {
+	if b.Version != BackupVersion && b.Version != legacyBackupVersion {
+		return fmt.Errorf("version %d: this kreconcile reads versions %d and %d", b.Version, legacyBackupVersion, BackupVersion)
+	}
+	if b.Version == BackupVersion {
+		if b.TargetCluster.ID == "" {
+			return errors.New("it names no target cluster ID: it was not written by kreconcile groups --apply")
+		}
+		if b.SourceCluster.ID == "" {
+			return errors.New("it names no source cluster ID: it was not written by kreconcile groups --apply")
+		}
+	}
+	type key struct {
+		g, t string
+		p    int32
+	}
+	seen := map[key]bool{}
+	var errs []error
+	for i, e := range b.Entries {
+		switch {
+		case e.Group == "":
+			errs = append(errs, fmt.Errorf("entry %d: empty group name", i))
+		case e.Topic == "":
+			errs = append(errs, fmt.Errorf("entry %d (group %q): empty topic name", i, e.Group))
+		case e.Partition < 0:
+			errs = append(errs, fmt.Errorf("entry %d (group %q %s): partition %d", i, e.Group, e.Topic, e.Partition))
+		case b.Version == BackupVersion && e.Committed == nil:
+			errs = append(errs, fmt.Errorf("entry %d (group %q %s/%d): no committed offset (what apply wrote)", i, e.Group, e.Topic, e.Partition))
+		case seen[key{e.Group, e.Topic, e.Partition}]:
+			errs = append(errs, fmt.Errorf("entry %d: group %q %s/%d is listed twice", i, e.Group, e.Topic, e.Partition))
+		}
+		seen[key{e.Group, e.Topic, e.Partition}] = true
+	}
+	return errors.Join(errs...)
+}
+
+// writeBackup writes b to path, which must not exist: to a temporary file in the same
+// directory (mode 0600), fsynced, then linked to path (never replacing a file there) and the
+// directory fsynced, so that path holds either nothing or the whole backup, durably.
+func writeBackup(path string, b *Backup) (err error) {
+	if _, err := os.Lstat(path); err == nil {
+		return fmt.Errorf("backup file %s exists: choose another with --backup", path)
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("create backup file in %s (choose another with --backup): %w", dir, err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if f != nil {
+			f.Close()
+		}
+		os.Remove(tmp)
+	}()
+	if err := f.Chmod(0o600); err != nil {
+		return fmt.Errorf("write backup %s: %w", path, err)
+	}
+	enc := json.NewEncoder(f)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(b); err != nil {
+		return fmt.Errorf("write backup %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("write backup %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write backup %s: %w", path, err)
+	}
+	f = nil
+	// A hard link fails when path exists (a rename would replace it); where the file system
+	// has no hard links, rename after the check above.
+	if err := os.Link(tmp, path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("backup file %s exists: choose another with --backup", path)
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return fmt.Errorf("write backup %s: %w", path, err)
+		}
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("write backup %s: sync directory: %w", path, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("write backup %s: sync directory: %w", path, err)
+	}
+	return nil
+}
+
+// clusterID returns the cluster ID the brokers of cl report (Metadata v2+: Kafka 0.10.1 on).
+func clusterID(ctx context.Context, cl *kgo.Client, alias string) (string, error) {
+	m, err := kadm.NewClient(cl).BrokerMetadata(ctx)
+	if err != nil {
+		return "", fmt.Errorf("%s cluster: read its cluster ID: %w", alias, err)
+	}
+	if m.Cluster == "" {
+		return "", fmt.Errorf("%s cluster reports no cluster ID (Kafka before 0.10.1?): kreconcile cannot tell it from another cluster and does not write to it", alias)
+	}
+	return m.Cluster, nil
+}

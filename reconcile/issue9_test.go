@@ -1,0 +1,428 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmigrate/kmigrate/verify"
+)
+
+// Issue 9, item 3: an offset map answers only where it covers G, is proven by content and is
+// not above the target end; otherwise local alignment decides.
+func TestPlanOffsetMapCoverage(t *testing.T) {
+	e := newEnv(t)
+	topic := uniqueTopic("mapcov")
+	group := "g-" + topic
+	createTopic(t, e.srcAdm, topic, 2)
+	createTopic(t, e.dstAdm, topic, 2)
+	for p := int32(0); p < 2; p++ {
+		produce(t, e.src, topic, p, values("v", 0, 100)...)
+	}
+	// p0: source 0..49 at 0..49, a replay of 45..49 at 50..54, 50..99 at 55..104: E(70) = 75.
+	// p1: identity: E(70) = 70.
+	mirrorTopic(t, e, topic, topic, 0, step{0, 50}, step{45, 100})
+	mirrorTopic(t, e, topic, topic, 1, step{0, 100})
+	commit(t, e.srcAdm, group, topic, 0, 70, "")
+	commit(t, e.srcAdm, group, topic, 1, 70, "")
+	commit(t, e.dstAdm, group, topic, 0, 51, "")
+	exactP0 := &verify.PartitionMap{Partition: 0, SourceFrom: 0, SourceTo: 100, TargetTo: 105,
+		Segments:   []verify.Segment{{Source: 0, Target: 0, Len: 50}, {Source: 50, Target: 55, Len: 50}},
+		Duplicates: []verify.Copy{{Target: 50, Source: 45}, {Target: 51, Source: 46}, {Target: 52, Source: 47}, {Target: 53, Source: 48}, {Target: 54, Source: 49}},
+	}
+	mapOf := func(pms ...*verify.PartitionMap) *verify.OffsetMap {
+		return &verify.OffsetMap{Version: verify.OffsetMapVersion, SourceTopic: topic, TargetTopic: topic, Partitions: pms}
+	}
+	tests := []struct {
+		name string
+		om   *verify.OffsetMap
+		part int32
+		// wantFromMap: the proof must come from the map; otherwise from local alignment with a
+		// note saying why the map was not used.
+		wantFromMap bool
+		wantStatus  Status
+		wantE       int64
+	}{
+		{name: "exact map", om: mapOf(exactP0), part: 0, wantFromMap: true, wantStatus: StatusBehind, wantE: 75},
+		{name: "map without the group's partition (kverify --partitions 0)", om: mapOf(exactP0), part: 1,
+			wantStatus: StatusMissingTargetOffset, wantE: 70},
+		{name: "map from kverify --from above G", part: 0, wantStatus: StatusBehind, wantE: 75,
+			om: mapOf(&verify.PartitionMap{Partition: 0, SourceFrom: 80, SourceTo: 100, TargetTo: 105, Segments: []verify.Segment{{Source: 80, Target: 85, Len: 20}}})},
+		{name: "crafted: nothing mirrored below G", part: 0, wantStatus: StatusBehind, wantE: 75,
+			om: mapOf(&verify.PartitionMap{Partition: 0, SourceFrom: 0, SourceTo: 100, TargetTo: 105, Segments: []verify.Segment{{Source: 90, Target: 95, Len: 10}}})},
+		{name: "crafted: no segment, target end far above the real one", part: 0, wantStatus: StatusBehind, wantE: 75,
+			om: mapOf(&verify.PartitionMap{Partition: 0, SourceFrom: 0, SourceTo: 100, TargetTo: 1000})},
+		{name: "crafted: the copy of s* past the target end", part: 0, wantStatus: StatusBehind, wantE: 75,
+			om: mapOf(&verify.PartitionMap{Partition: 0, SourceFrom: 0, SourceTo: 100, TargetTo: 200, Segments: []verify.Segment{{Source: 0, Target: 0, Len: 50}, {Source: 50, Target: 150, Len: 50}}})},
+		{name: "map that disagrees with content", part: 0, wantStatus: StatusBehind, wantE: 75,
+			om: mapOf(&verify.PartitionMap{Partition: 0, SourceTo: 100, TargetTo: 100, Segments: []verify.Segment{{Source: 0, Target: 0, Len: 100}}})},
+		{name: "map short of G", part: 0, wantStatus: StatusBehind, wantE: 75,
+			om: mapOf(&verify.PartitionMap{Partition: 0, SourceTo: 40, TargetTo: 40, Segments: []verify.Segment{{Source: 0, Target: 0, Len: 40}}})},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := Plan(testCtx(t), e.src, e.dst, Config{Groups: regexp.MustCompile(regexp.QuoteMeta(group)), OffsetMap: tc.om})
+			if err != nil {
+				t.Fatalf("Plan: %v", err)
+			}
+			p := findPartition(t, res, group, topic, tc.part)
+			if p.Status != tc.wantStatus || fmtPtr(p.ExactTarget) != fmtPtr(&tc.wantE) {
+				t.Fatalf("got %s E=%s (reason %q, proof %q), want %s E=%d", p.Status, fmtPtr(p.ExactTarget), p.Reason, p.Proof, tc.wantStatus, tc.wantE)
+			}
+			fromMap := strings.HasPrefix(p.Proof, "offset map;")
+			if fromMap != tc.wantFromMap {
+				t.Errorf("proof %q: from the map %v, want %v", p.Proof, fromMap, tc.wantFromMap)
+			}
+			if !tc.wantFromMap && !strings.Contains(p.Proof, "offset map not used") {
+				t.Errorf("proof %q: want it to say why the offset map was not used", p.Proof)
+			}
+		})
+	}
+}
+
+// Issue 9, item 3: a map written before the mirror replayed s* again answers below E(G); the
+// records the map never saw decide.
+func TestPlanOffsetMapStale(t *testing.T) {
+	e := newEnv(t)
+	topic := uniqueTopic("mapstale")
+	group := "g-" + topic
+	createTopic(t, e.srcAdm, topic, 1)
+	createTopic(t, e.dstAdm, topic, 1)
+	produce(t, e.src, topic, 0, values("v", 0, 100)...)
+	mirrorTopic(t, e, topic, topic, 0, step{0, 100})
+	om := &verify.OffsetMap{Version: verify.OffsetMapVersion, SourceTopic: topic, TargetTopic: topic, Partitions: []*verify.PartitionMap{{
+		Partition: 0, SourceFrom: 0, SourceTo: 100, TargetTo: 100, Segments: []verify.Segment{{Source: 0, Target: 0, Len: 100}}}}}
+	// After the map: a restarted mirror replays 65..74 at 100..109, so E(70) = 1 + 104.
+	mirrorTopic(t, e, topic, topic, 0, step{65, 75})
+	commit(t, e.srcAdm, group, topic, 0, 70, "")
+	commit(t, e.dstAdm, group, topic, 0, 70, "")
+	res, err := Plan(testCtx(t), e.src, e.dst, Config{Groups: regexp.MustCompile(regexp.QuoteMeta(group)), OffsetMap: om})
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	p := findPartition(t, res, group, topic, 0)
+	if p.Status != StatusBehind || fmtPtr(p.ExactTarget) != "105" {
+		t.Fatalf("got %s E=%s (reason %q, proof %q), want behind E=105", p.Status, fmtPtr(p.ExactTarget), p.Reason, p.Proof)
+	}
+}
+
+// Issue 9, item 4: a backup restores only on the cluster it was taken on.
+func TestRollbackRefusesOtherCluster(t *testing.T) {
+	a := newApplyEnv(t)
+	group := "other-" + a.topic
+	commit(t, a.srcAdm, group, a.topic, 0, 30, "src")
+	commit(t, a.srcAdm, group, a.topic, 1, 25, "src")
+	commit(t, a.dstAdm, group, a.topic, 0, 21, "old")
+	res := a.plan(t, group)
+	backup := filepath.Join(t.TempDir(), "backup.json")
+	if err := Apply(testCtx(t), a.dst, res, ApplyConfig{Backup: backup}); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	b, err := ReadBackup(backup)
+	if err != nil {
+		t.Fatalf("ReadBackup: %v", err)
+	}
+	if b.SourceCluster.ID != "kfake-source" || b.TargetCluster.ID != "kfake-target" {
+		t.Errorf("backup clusters: got source %+v target %+v, want the IDs kfake-source and kfake-target", b.SourceCluster, b.TargetCluster)
+	}
+
+	// --target-brokers pointing at the source.
+	rb, err := Rollback(testCtx(t), a.src, backup, RollbackConfig{})
+	if err == nil || rb != nil {
+		t.Fatalf("rollback on the source: got %+v, %v; want a refusal and no result", rb, err)
+	}
+	for _, want := range []string{"source cluster", "kfake-source", "kfake-target"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q: want it to contain %q", err, want)
+		}
+	}
+	for _, c := range []struct {
+		part int32
+		want int64
+	}{{0, 30}, {1, 25}} {
+		if at, meta, ok := committed(t, a.srcAdm, group, a.topic, c.part); !ok || at != c.want || meta != "src" {
+			t.Errorf("source commit p%d after the refused rollback: got %d %q (exists %v), want %d (untouched)", c.part, at, meta, ok, c.want)
+		}
+	}
+	// On the target it restores.
+	if _, err := Rollback(testCtx(t), a.dst, backup, RollbackConfig{}); err != nil {
+		t.Fatalf("rollback on the target: %v", err)
+	}
+	if at, _, _ := committed(t, a.dstAdm, group, a.topic, 0); at != 21 {
+		t.Errorf("target commit p0 after rollback: got %d, want 21", at)
+	}
+}
+
+// Issue 9, item 4: a backup of the previous version names no cluster: refused unless the user
+// vouches for the cluster by its ID.
+func TestRollbackLegacyBackup(t *testing.T) {
+	a := newApplyEnv(t)
+	group := "legacy-" + a.topic
+	commit(t, a.dstAdm, group, a.topic, 0, 35, "applied")
+	path := filepath.Join(t.TempDir(), "v1.json")
+	v1 := `{"version": 1, "created": "2026-01-01T00:00:00Z", "entries": [{"group": "` + group + `", "topic": "` + a.topic + `", "partition": 0, "offset": 21, "metadata": "old"}]}`
+	if err := os.WriteFile(path, []byte(v1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		cfg       RollbackConfig
+		wantErr   string
+		wantAfter int64
+	}{
+		{name: "without the cluster ID", wantErr: "--legacy-cluster-id kfake-target", wantAfter: 35},
+		{name: "with another cluster's ID", cfg: RollbackConfig{LegacyClusterID: "kfake-source"}, wantErr: "kfake-source", wantAfter: 35},
+		{name: "with the target's ID but the group moved since (no record of what apply wrote)", cfg: RollbackConfig{LegacyClusterID: "kfake-target"}, wantAfter: 35},
+		{name: "with the target's ID and --force", cfg: RollbackConfig{LegacyClusterID: "kfake-target", Force: true}, wantAfter: 21},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Rollback(testCtx(t), a.dst, path, tc.cfg)
+			if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("error: got %v, want one containing %q", err, tc.wantErr)
+			}
+			if at, _, _ := committed(t, a.dstAdm, group, a.topic, 0); at != tc.wantAfter {
+				t.Errorf("target commit: got %d, want %d", at, tc.wantAfter)
+			}
+		})
+	}
+}
+
+// Issue 9, item 5: rollback does not erase what the group consumed on the target after apply.
+func TestRollbackKeepsProgress(t *testing.T) {
+	a := newApplyEnv(t)
+	group := "progress-" + a.topic
+	commit(t, a.srcAdm, group, a.topic, 0, 30, "")
+	commit(t, a.srcAdm, group, a.topic, 1, 25, "")
+	commit(t, a.dstAdm, group, a.topic, 0, 21, "old")
+	commit(t, a.dstAdm, group, a.topic, 1, 20, "old")
+	res := a.plan(t, group)
+	backup := filepath.Join(t.TempDir(), "backup.json")
+	if err := Apply(testCtx(t), a.dst, res, ApplyConfig{Backup: backup}); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	// The group consumed p0 on the target: 35 -> 38. p1 stays where apply put it.
+	commit(t, a.dstAdm, group, a.topic, 0, 38, "consumed")
+
+	rb, err := Rollback(testCtx(t), a.dst, backup, RollbackConfig{})
+	if err == nil {
+		t.Errorf("rollback: got no error, want one naming %s/0", a.topic)
+	}
+	if at, meta, _ := committed(t, a.dstAdm, group, a.topic, 0); at != 38 || meta != "consumed" {
+		t.Errorf("p0 after rollback: got %d %q, want 38 consumed (progress kept)", at, meta)
+	}
+	if at, meta, _ := committed(t, a.dstAdm, group, a.topic, 1); at != 20 || meta != "old" {
+		t.Errorf("p1 after rollback: got %d %q, want 20 old (restored)", at, meta)
+	}
+	if rb == nil || len(rb.Groups) != 1 || len(rb.Groups[0].Conflicts) != 1 || rb.Groups[0].Restored != 1 {
+		t.Fatalf("rollback result: got %+v, want 1 restored and 1 conflict", rb)
+	}
+	c := rb.Groups[0].Conflicts[0]
+	if c.Topic != a.topic || c.Partition != 0 || fmtPtr(c.Now) != "38" || fmtPtr(c.Applied) != "35" {
+		t.Errorf("conflict: got %+v, want %s/0 now 38, applied 35", c, a.topic)
+	}
+	if !strings.Contains(err.Error(), a.topic+"/0") || !strings.Contains(err.Error(), "--force") {
+		t.Errorf("error %q: want it to name %s/0 and --force", err, a.topic)
+	}
+
+	// --force restores it anyway.
+	if _, err := Rollback(testCtx(t), a.dst, backup, RollbackConfig{Force: true}); err != nil {
+		t.Fatalf("rollback --force: %v", err)
+	}
+	if at, _, _ := committed(t, a.dstAdm, group, a.topic, 0); at != 21 {
+		t.Errorf("p0 after rollback --force: got %d, want 21", at)
+	}
+}
+
+// Issue 9, item 6: malformed backups are refused before anything is written.
+func TestReadBackupRefuses(t *testing.T) {
+	head := `{"version": ` + fmt.Sprint(BackupVersion) + `, "created": "2026-01-01T00:00:00Z", "source_cluster": {"alias": "source", "id": "S"}, "target_cluster": {"alias": "target", "id": "T"}, "entries": [`
+	entry := func(group, offset string) string {
+		return `{"group": "` + group + `", "topic": "t", "partition": 0, "offset": ` + offset + `, "committed": 5, "metadata": ""}`
+	}
+	tests := []struct {
+		name, text, wantErr string
+	}{
+		{"negative offset", head + entry("g", "-3") + `]}`, "negative"},
+		{"empty group name", head + entry("", "1") + `]}`, "empty group"},
+		{"unknown version", `{"version": 7, "entries": []}`, "version 7"},
+		{"trailing bytes", head + entry("g", "1") + `]}` + "\n{\"version\": 2}", "after the JSON"},
+		{"trailing garbage", head + entry("g", "1") + `]}xyz`, "after the JSON"},
+		{"offset neither number nor none", head + entry("g", `"latest"`) + `]}`, `"none"`},
+		{"empty topic", head + `{"group": "g", "topic": "", "partition": 0, "offset": 1, "committed": 5}]}`, "empty topic"},
+		{"negative partition", head + `{"group": "g", "topic": "t", "partition": -1, "offset": 1, "committed": 5}]}`, "partition -1"},
+		{"the same partition twice", head + entry("g", "1") + `,` + entry("g", "2") + `]}`, "twice"},
+		{"no target cluster ID", `{"version": 2, "source_cluster": {"id": "S"}, "entries": [` + entry("g", "1") + `]}`, "target cluster"},
+		{"no committed offset", head + `{"group": "g", "topic": "t", "partition": 0, "offset": 1}]}`, "committed"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "b.json")
+			if err := os.WriteFile(path, []byte(tc.text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := ReadBackup(path)
+			// The path names the test: look at the message without it.
+			if err == nil || !strings.Contains(strings.ReplaceAll(err.Error(), path, "FILE"), tc.wantErr) {
+				t.Errorf("got %v, want an error containing %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// Issue 9, item 6: the backup file is complete, private and durable before any commit.
+func TestWriteBackupFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "b.json")
+	b := &Backup{Version: BackupVersion, SourceCluster: ClusterRef{Alias: "s", ID: "S"}, TargetCluster: ClusterRef{Alias: "t", ID: "T"},
+		Entries: []BackupEntry{{Group: "g", Topic: "t", Partition: 1, Offset: ptr(7), Committed: ptr(9), Metadata: "m"}}}
+	if err := writeBackup(path, b); err != nil {
+		t.Fatalf("writeBackup: %v", err)
+	}
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("mode: got %v, want 0600", st.Mode().Perm())
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		t.Errorf("directory: got %v, want only b.json (no temporary file left)", names)
+	}
+	if _, err := ReadBackup(path); err != nil {
+		t.Errorf("ReadBackup of what writeBackup wrote: %v", err)
+	}
+	if err := writeBackup(path, b); err == nil {
+		t.Errorf("writing over an existing backup: got no error, want one")
+	}
+	// A backup that cannot be written stops Apply before any commit.
+	a := newApplyEnv(t)
+	group := "nobackup-" + a.topic
+	commit(t, a.srcAdm, group, a.topic, 0, 30, "")
+	commit(t, a.dstAdm, group, a.topic, 0, 21, "")
+	res := a.plan(t, group)
+	if err := Apply(testCtx(t), a.dst, res, ApplyConfig{Backup: filepath.Join(dir, "missing-dir", "b.json")}); err == nil {
+		t.Errorf("Apply with an unwritable backup: got no error")
+	}
+	if at, _, _ := committed(t, a.dstAdm, group, a.topic, 0); at != 21 {
+		t.Errorf("target commit: got %d, want 21 (nothing written without a backup)", at)
+	}
+}
+
+// Issue 9, item 7: a commit that fails for some partitions of a group is reported as it is.
+func TestApplyPartialFailure(t *testing.T) {
+	a := newApplyEnv(t)
+	group := "partial-" + a.topic
+	commit(t, a.srcAdm, group, a.topic, 0, 30, "")
+	commit(t, a.srcAdm, group, a.topic, 1, 25, "")
+	commit(t, a.dstAdm, group, a.topic, 0, 21, "")
+	commit(t, a.dstAdm, group, a.topic, 1, 20, "")
+	res := a.plan(t, group)
+	h := a.dstK.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Topic: a.topic, Partitions: []int32{1}, Err: kerr.TopicAuthorizationFailed, Count: -1})
+	defer h.Remove()
+	err := Apply(testCtx(t), a.dst, res, ApplyConfig{Backup: filepath.Join(t.TempDir(), "b.json")})
+	if err == nil || !strings.Contains(err.Error(), a.topic+"/1") || strings.Contains(err.Error(), a.topic+"/0:") {
+		t.Errorf("error: got %v, want one naming %s/1 (and not 0)", err, a.topic)
+	}
+	if at, _, _ := committed(t, a.dstAdm, group, a.topic, 0); at != 35 {
+		t.Fatalf("p0: got %d, want 35 committed", at)
+	}
+	if at, _, _ := committed(t, a.dstAdm, group, a.topic, 1); at != 20 {
+		t.Fatalf("p1: got %d, want 20 (the commit failed)", at)
+	}
+	if !res.Applied || !findGroup(t, res, group).Applied {
+		t.Errorf("applied: got result %v group %v, want true: p0 was written", res.Applied, findGroup(t, res, group).Applied)
+	}
+	p0, p1 := findPartition(t, res, group, a.topic, 0), findPartition(t, res, group, a.topic, 1)
+	if !p0.Applied || p0.Status != StatusExact || !strings.HasPrefix(p0.Action, "committed 35") {
+		t.Errorf("p0: got applied=%v %s %q, want applied, exact, committed 35", p0.Applied, p0.Status, p0.Action)
+	}
+	if p1.Applied || p1.Status != StatusBehind || !strings.Contains(p1.ApplyError, "TOPIC_AUTHORIZATION_FAILED") || fmtPtr(p1.TargetCommitted) != "20" {
+		t.Errorf("p1: got applied=%v %s target=%s error %q, want not applied, behind at 20, the broker's error", p1.Applied, p1.Status, fmtPtr(p1.TargetCommitted), p1.ApplyError)
+	}
+}
+
+// Issue 9, item 7: the broker refusing the commit because a member joined after the check.
+func TestApplyConsumerJoinedBetween(t *testing.T) {
+	tests := []struct {
+		name string
+		// join makes a member join between the check and the commit; fault instead makes the
+		// broker answer as it does then.
+		join  bool
+		fault *kerr.Error
+	}{
+		{name: "broker answers UNKNOWN_MEMBER_ID", fault: kerr.UnknownMemberID},
+		{name: "broker answers ILLEGAL_GENERATION", fault: kerr.IllegalGeneration},
+		{name: "a consumer really joins", join: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newApplyEnv(t)
+			group := "late-" + a.topic
+			commit(t, a.srcAdm, group, a.topic, 0, 30, "")
+			commit(t, a.dstAdm, group, a.topic, 0, 21, "")
+			res := a.plan(t, group)
+			cfg := ApplyConfig{Backup: filepath.Join(t.TempDir(), "b.json")}
+			if tc.fault != nil {
+				h := a.dstK.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Group: group, Err: tc.fault, Count: -1})
+				defer h.Remove()
+			}
+			if tc.join {
+				cfg.BeforeCommit = func(g string) { joinGroup(t, a.env, g, a.topic) }
+			}
+			err := Apply(testCtx(t), a.dst, res, cfg)
+			if err == nil || !strings.Contains(err.Error(), "joined") || !strings.Contains(err.Error(), group) {
+				t.Errorf("error: got %v, want one saying a consumer of %s joined", err, group)
+			}
+			if at, _, _ := committed(t, a.dstAdm, group, a.topic, 0); at != 21 {
+				t.Errorf("target commit: got %d, want 21 (nothing written)", at)
+			}
+			if res.Applied {
+				t.Errorf("applied: got true, want false")
+			}
+		})
+	}
+}
+
+// joinGroup starts a consumer of group on the target and returns once the group is Stable with
+// it; the consumer stays until the test ends.
+func joinGroup(t *testing.T, e *env, group, topic string) {
+	t.Helper()
+	cons, err := kgo.NewClient(append(seedsOf(t, e.dst), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.DisableAutoCommit(), kgo.SessionTimeout(30*time.Second))...)
+	if err != nil {
+		t.Fatalf("consumer: %v", err)
+	}
+	t.Cleanup(cons.Close)
+	ctx := testCtx(t)
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		cons.PollRecords(pctx, 1)
+		cancel()
+		d, err := e.dstAdm.DescribeGroups(ctx, group)
+		if err != nil {
+			t.Fatalf("describe %s: %v", group, err)
+		}
+		if d[group].State == "Stable" {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("group %s never became Stable: %s", group, d[group].State)
+		}
+	}
+}

@@ -1,0 +1,231 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// RollbackResult is what Rollback did per group.
+type RollbackResult struct {
+	Backup string `json:"backup"`
+	// TargetCluster is the cluster written to (the backup's, checked by its cluster ID).
+	TargetCluster *ClusterRef     `json:"target_cluster,omitempty"`
+	Groups        []RolledBackGrp `json:"groups"`
+}
+
+// RolledBackGrp is one group of a rollback.
+type RolledBackGrp struct {
+	Group string `json:"group"`
+	// Restored and Deleted count the partitions written; Unchanged those already at the
+	// backup's offset (Apply never committed them, or they were restored before).
+	Restored  int `json:"restored"`
+	Deleted   int `json:"deleted"`
+	Unchanged int `json:"unchanged,omitempty"`
+	// Conflicts are partitions whose target commit is no longer the one Apply wrote: left
+	// alone (unless Force, then Forced counts them among Restored and Deleted).
+	Conflicts []RollbackConflict `json:"conflicts,omitempty"`
+	Forced    int                `json:"forced,omitempty"`
+	Refused   string             `json:"refused,omitempty"`
+	Err       string             `json:"error,omitempty"`
+}
+
+// RollbackConflict is a partition that moved after Apply. Backup is the offset the rollback
+// would restore (nil: delete), Applied what Apply committed (nil: a version 1 backup does not
+// say), Now the target commit (nil: none).
+type RollbackConflict struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Backup    *int64 `json:"backup"`
+	Applied   *int64 `json:"applied"`
+	Now       *int64 `json:"now"`
+}
+
+func offStr(p *int64) string {
+	if p == nil {
+		return "none"
+	}
+	return fmt.Sprint(*p)
+}
+
+func sameOff(a, b *int64) bool { return a == nil && b == nil || a != nil && b != nil && *a == *b }
+
+// Rollback restores the target offsets saved in a backup file: offsets that existed are
+// committed again with their metadata, offsets that did not exist are deleted.
+//
+// It refuses, writing nothing and returning a nil result: an invalid backup (ReadBackup), a
+// cluster whose ID is not the backup's target cluster (the source, or any other), and a version
+// 1 backup unless cfg.LegacyClusterID is the connected cluster's ID. Per group: groups with
+// members on the target are refused; a partition whose target commit is no longer the one Apply
+// wrote (the group consumed since) is left alone and listed in Conflicts unless cfg.Force; a
+// partition already at the backup's offset is left as it is. The error is set when anything
+// was refused, in conflict or failed; the result says which.
+func Rollback(ctx context.Context, dst *kgo.Client, backupFile string, cfg RollbackConfig) (*RollbackResult, error) {
+	b, err := ReadBackup(backupFile)
+	if err != nil {
+		return nil, err
+	}
+	alias := cfg.TargetAlias
+	if alias == "" {
+		alias = "target"
+	}
+	id, err := clusterID(ctx, dst, alias)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case b.Version == legacyBackupVersion && cfg.LegacyClusterID == "":
+		return nil, fmt.Errorf("backup %s was written by an earlier kreconcile (version 1) and does not record which cluster it was taken on. The cluster you connected to as %q has cluster ID %s: if the backup was taken there, run again with --legacy-cluster-id %s (partitions whose commit changed since are then refused unless --force). Nothing was written",
+			backupFile, alias, id, id)
+	case b.Version == legacyBackupVersion && cfg.LegacyClusterID != id:
+		return nil, fmt.Errorf("refusing backup %s: --legacy-cluster-id is %s, but the cluster you connected to as %q has cluster ID %s. Nothing was written", backupFile, cfg.LegacyClusterID, alias, id)
+	case b.Version != legacyBackupVersion && id == b.TargetCluster.ID:
+	case b.Version != legacyBackupVersion && id == b.SourceCluster.ID:
+		return nil, fmt.Errorf("refusing backup %s: the cluster you connected to as %q (cluster ID %s) is the source cluster %q of that apply; the backup belongs to the target cluster %q (cluster ID %s): connect to it (--target-brokers, or --mm2-config with --flow). Nothing was written",
+			backupFile, alias, id, b.SourceCluster.Alias, b.TargetCluster.Alias, b.TargetCluster.ID)
+	case b.Version != legacyBackupVersion:
+		return nil, fmt.Errorf("refusing backup %s: the cluster you connected to as %q has cluster ID %s, but the backup was taken on the target cluster %q (cluster ID %s; its source was %q, cluster ID %s): connect to that cluster. Nothing was written",
+			backupFile, alias, id, b.TargetCluster.Alias, b.TargetCluster.ID, b.SourceCluster.Alias, b.SourceCluster.ID)
+	}
+
+	adm := kadm.NewClient(dst)
+	byGroup := map[string][]BackupEntry{}
+	var names []string
+	for _, e := range b.Entries {
+		if _, ok := byGroup[e.Group]; !ok {
+			names = append(names, e.Group)
+		}
+		byGroup[e.Group] = append(byGroup[e.Group], e)
+	}
+	sort.Strings(names)
+	out := &RollbackResult{Backup: backupFile, TargetCluster: &ClusterRef{Alias: alias, ID: id}, Groups: []RolledBackGrp{}}
+	if len(names) == 0 {
+		return out, nil
+	}
+	desc, err := adm.DescribeGroups(ctx, names...)
+	if err != nil && len(desc) == 0 {
+		return nil, fmt.Errorf("%s cluster: describe groups: %w", alias, err)
+	}
+	live := adm.FetchManyOffsets(ctx, names...)
+	var errs []error
+	for _, name := range names {
+		r := RolledBackGrp{Group: name}
+		d, ok := desc[name]
+		if !ok {
+			d = kadm.DescribedGroup{Group: name, State: "Dead"}
+		}
+		if d.Err != nil {
+			r.Err = fmt.Sprintf("%s cluster: describe group %q: %v", alias, name, d.Err)
+		} else if lo := live[name]; lo.Err != nil {
+			r.Err = fmt.Sprintf("%s cluster: fetch offsets of group %q: %v", alias, name, lo.Err)
+		}
+		if r.Err != "" {
+			errs = append(errs, errors.New(r.Err))
+			out.Groups = append(out.Groups, r)
+			continue
+		}
+		if ok, why := writable(d); !ok {
+			r.Refused = why
+			errs = append(errs, errors.New(why))
+			out.Groups = append(out.Groups, r)
+			continue
+		}
+		commit := kadm.Offsets{}
+		del := kadm.TopicsSet{}
+		forced := map[string]bool{}
+		for _, e := range byGroup[name] {
+			var now *int64
+			if o, ok := live[name].Fetched.Lookup(e.Topic, e.Partition); ok && o.Err == nil && o.At >= 0 {
+				at := o.At
+				now = &at
+			}
+			switch {
+			case sameOff(now, e.Offset):
+				r.Unchanged++
+				continue
+			case e.Committed != nil && sameOff(now, e.Committed):
+			case cfg.Force:
+				forced[fmt.Sprintf("%s/%d", e.Topic, e.Partition)] = true
+			default:
+				r.Conflicts = append(r.Conflicts, RollbackConflict{Topic: e.Topic, Partition: e.Partition, Backup: e.Offset, Applied: e.Committed, Now: now})
+				continue
+			}
+			if e.Offset != nil {
+				commit.Add(kadm.Offset{Topic: e.Topic, Partition: e.Partition, At: *e.Offset, LeaderEpoch: -1, Metadata: e.Metadata})
+			} else {
+				del.Add(e.Topic, e.Partition)
+			}
+		}
+		var failed []string
+		if len(commit) > 0 {
+			resp, err := adm.CommitOffsets(ctx, name, commit)
+			commit.Each(func(o kadm.Offset) {
+				perr := err
+				if perr == nil {
+					if pr, ok := resp.Lookup(o.Topic, o.Partition); !ok {
+						perr = errors.New("no answer for this partition")
+					} else {
+						perr = pr.Err
+					}
+				}
+				if perr != nil {
+					failed = append(failed, fmt.Sprintf("restore %s/%d to %d: %v", o.Topic, o.Partition, o.At, perr))
+					return
+				}
+				r.Restored++
+				if forced[fmt.Sprintf("%s/%d", o.Topic, o.Partition)] {
+					r.Forced++
+				}
+			})
+		}
+		if len(del) > 0 {
+			resp, err := adm.DeleteOffsets(ctx, name, del)
+			for t, ps := range del {
+				for p := range ps {
+					perr := err
+					if perr == nil {
+						if tr, ok := resp[t]; !ok {
+							perr = errors.New("no answer for this partition")
+						} else if e, ok := tr[p]; ok {
+							perr = e
+						} else {
+							perr = errors.New("no answer for this partition")
+						}
+					}
+					if perr != nil {
+						failed = append(failed, fmt.Sprintf("delete %s/%d (no commit before apply): %v", t, p, perr))
+						continue
+					}
+					r.Deleted++
+					if forced[fmt.Sprintf("%s/%d", t, p)] {
+						r.Forced++
+					}
+				}
+			}
+		}
+		if len(failed) > 0 {
+			sort.Strings(failed)
+			r.Err = fmt.Sprintf("%s cluster: group %q: %s", alias, name, strings.Join(failed, "; "))
+			errs = append(errs, errors.New(r.Err))
+		}
+		if len(r.Conflicts) > 0 {
+			var cs []string
+			for _, c := range r.Conflicts {
+				applied := "the backup (version 1) does not say what apply wrote"
+				if c.Applied != nil {
+					applied = "apply wrote " + offStr(c.Applied)
+				}
+				cs = append(cs, fmt.Sprintf("%s/%d is at %s, %s", c.Topic, c.Partition, offStr(c.Now), applied))
+			}
+			errs = append(errs, fmt.Errorf("group %q moved since the apply: %s; left alone, since restoring %s would undo what the group did since (re-deliver what it consumed, or skip); run with --force to restore anyway",
+				name, strings.Join(cs, "; "), map[bool]string{true: "it", false: "them"}[len(cs) == 1]))
+		}
+		out.Groups = append(out.Groups, r)
+	}
+	return out, errors.Join(errs...)
+}
