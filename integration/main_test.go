@@ -100,6 +100,49 @@ func bedEndOffsets(ctx context.Context, t testing.TB, c cluster.Cluster, topic s
 	return out
 }
 
+// bedRecordsFrom counts the records a read_committed consumer of topic/partition reads from
+// offset from to the partition's last stable offset: what a consumer whose group is committed
+// at from has left to read. Offsets do not count records where transaction markers (kmirror's
+// commits) or aborted records take offsets.
+func bedRecordsFrom(ctx context.Context, t testing.TB, c cluster.Cluster, topic string, partition int32, from int64) int64 {
+	t.Helper()
+	ends, err := bedAdmin(t, c).ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		t.Fatalf("list last stable offsets of %s on %s: %v", topic, c.Name(), err)
+	}
+	e, ok := ends.Lookup(topic, partition)
+	if !ok || e.Err != nil {
+		t.Fatalf("last stable offset of %s/%d on %s: %v", topic, partition, c.Name(), e.Err)
+	}
+	if from >= e.Offset {
+		return 0
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().At(from)}}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var n int64
+	for last := from - 1; last < e.Offset-1; {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("count records of %s/%d on %s from %d: deadline at offset %d of %d", topic, partition, c.Name(), from, last, e.Offset)
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset >= e.Offset {
+				return
+			}
+			last = r.Offset
+			if !r.Attrs.IsControl() {
+				n++
+			}
+		})
+	}
+	return n
+}
+
 // bedReadPartition reads topic/partition from offset from up to its end at the time of the
 // call and returns the records in order. It stops early when no record comes for 3 s (15 s for the first) (the end
 // may be a transaction marker or a compacted gap).

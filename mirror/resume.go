@@ -139,12 +139,18 @@ func (e *Engine) resume(ctx context.Context, assigned []tp) (_ []*partState, err
 		ps.hwm = srcEnd
 		ps.w = writers[t]
 		if dstEnd > persistedDst {
-			n, err := e.alignTail(ctx, ps, persistedSrc, persistedDst, dstEnd, srcEnd)
+			n, aborted, err := e.alignTail(ctx, ps, persistedSrc, persistedDst, dstEnd, srcEnd)
 			if err != nil {
 				return nil, err
 			}
-			e.log.Info("target tail reconciled", "topic", t.topic, "partition", t.partition,
-				"records", n, "offset", ps.next, "target_offset", dstEnd)
+			if n > 0 {
+				e.log.Info("target tail reconciled", "topic", t.topic, "partition", t.partition,
+					"records", n, "offset", ps.next, "target_offset", dstEnd)
+			}
+			if aborted > 0 {
+				e.log.Info("an earlier owner's uncommitted records were aborted: mirroring them again", "topic", t.topic,
+					"partition", t.partition, "target_offsets", aborted, "offset", ps.next, "target_offset", dstEnd)
+			}
 			// The tail was read with read_committed: it is committed data, described by
 			// segments that the partition's first commit writes.
 			ps.committed(commitPoint{ps.pm.SourceTo, ps.pm.TargetTo})
@@ -203,8 +209,9 @@ func (e *Engine) fenceAll(ctx context.Context, assigned []tp) (map[tp]*txnWriter
 }
 
 // alignTail maps target records [dstFrom, dstEnd) of ps's target partition onto the source
-// records from srcFrom on, in order, and returns how many it mapped.
-func (e *Engine) alignTail(ctx context.Context, ps *partState, srcFrom, dstFrom, dstEnd, srcEnd int64) (int, error) {
+// records from srcFrom on, in order, and returns how many it mapped and how many target
+// offsets of the range a read_committed read did not see (aborted records).
+func (e *Engine) alignTail(ctx context.Context, ps *partState, srcFrom, dstFrom, dstEnd, srcEnd int64) (int, int64, error) {
 	type rec struct {
 		offset int64
 		print  uint64
@@ -213,17 +220,20 @@ func (e *Engine) alignTail(ctx context.Context, ps *partState, srcFrom, dstFrom,
 	// With transactions, read_committed: the records of a fenced owner's aborted transaction
 	// are not copies to keep, they are mirrored again.
 	committed := e.cfg.Fencing == FenceTransactions
+	var seen int64
 	err := readRange(ctx, e.dstOpts, ps.target, ps.partition, dstFrom, dstEnd, committed, func(r *kgo.Record) (bool, error) {
+		seen++
 		if !r.Attrs.IsControl() {
 			tail = append(tail, rec{r.Offset, verify.Fingerprint(r, verify.DefaultFields)})
 		}
 		return true, nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("target cluster %s: read tail of topic %s partition %d from offset %d: %w", e.cfg.TargetAlias, ps.target, ps.partition, dstFrom, err)
+		return 0, 0, fmt.Errorf("target cluster %s: read tail of topic %s partition %d from offset %d: %w", e.cfg.TargetAlias, ps.target, ps.partition, dstFrom, err)
 	}
+	aborted := max(dstEnd-dstFrom-seen, 0)
 	if len(tail) == 0 {
-		return 0, nil
+		return 0, aborted, nil
 	}
 	i := 0
 	err = readRange(ctx, e.srcOpts, ps.topic, ps.partition, srcFrom, srcEnd, true, func(r *kgo.Record) (bool, error) {
@@ -245,13 +255,13 @@ func (e *Engine) alignTail(ctx context.Context, ps *partState, srcFrom, dstFrom,
 		return i < len(tail), nil
 	})
 	if err != nil {
-		return i, fmt.Errorf("align target tail with source topic %s partition %d: %w", ps.topic, ps.partition, err)
+		return i, aborted, fmt.Errorf("align target tail with source topic %s partition %d: %w", ps.topic, ps.partition, err)
 	}
 	if i < len(tail) {
-		return i, fmt.Errorf("target topic %s partition %d has %d records after offset %d that the source topic %s partition %d (ending at %d) does not have: something else wrote to the target; run kverify diff",
+		return i, aborted, fmt.Errorf("target topic %s partition %d has %d records after offset %d that the source topic %s partition %d (ending at %d) does not have: something else wrote to the target; run kverify diff",
 			ps.target, ps.partition, len(tail)-i, tail[i].offset, ps.topic, ps.partition, srcEnd)
 	}
-	return i, nil
+	return i, aborted, nil
 }
 
 func offsetOf(l kadm.ListedOffsets, topic string, partition int32) (int64, error) {
