@@ -169,14 +169,15 @@ func TestMirrorRecreatedSourceTopic(t *testing.T) {
 		versions   *kversion.Versions
 		running    bool
 		newRecords int
+		reason     string // without topic IDs, a differing fingerprint cannot tell which side was recreated
 	}{
-		{"stopped, new topic shorter", nil, false, 20},
-		{"stopped, new topic longer", nil, false, 80},
-		{"stopped, no topic IDs (2.3.0), new topic shorter", kversion.V2_3_0(), false, 20},
-		{"stopped, no topic IDs (2.3.0), new topic longer", kversion.V2_3_0(), false, 80},
-		{"running, new topic shorter", nil, true, 20},
-		{"running, new topic longer", nil, true, 80},
-		{"running, no topic IDs (2.3.0), new topic shorter", kversion.V2_3_0(), true, 20},
+		{"stopped, new topic shorter", nil, false, 20, "source_recreated"},
+		{"stopped, new topic longer", nil, false, 80, "source_recreated"},
+		{"stopped, no topic IDs (2.3.0), new topic shorter", kversion.V2_3_0(), false, 20, "source_recreated"},
+		{"stopped, no topic IDs (2.3.0), new topic longer", kversion.V2_3_0(), false, 80, "source_or_target_recreated"},
+		{"running, new topic shorter", nil, true, 20, "source_recreated"},
+		{"running, new topic longer", nil, true, 80, "source_recreated"},
+		{"running, no topic IDs (2.3.0), new topic shorter", kversion.V2_3_0(), true, 20, "source_recreated"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -205,8 +206,8 @@ func TestMirrorRecreatedSourceTopic(t *testing.T) {
 				l = startLogged(t, p, cfg)
 			}
 
-			line := l.waitStopped(t, topic, 0, "source_recreated", 2)
-			if missing := containsAll(line, "cluster=A", "recreated", "offset map", "what to do"); missing != "" {
+			line := l.waitStopped(t, topic, 0, tt.reason, 2)
+			if missing := containsAll(line, "cluster=A", "created again", "offset map", "what to do"); missing != "" {
 				t.Errorf("got %q, want it to contain %q", line, missing)
 			}
 			if got := endOffset(t, p.dst, topic, 0); got != 50 {
@@ -233,10 +234,13 @@ func TestMirrorRecreatedTargetTopic(t *testing.T) {
 		name     string
 		versions *kversion.Versions
 		foreign  int // records another writer puts in the recreated target topic
+		reason   string
+		cluster  string
 	}{
-		{"empty", nil, 0},
-		{"refilled to the mapped end", nil, 50},
-		{"no topic IDs (2.3.0), refilled to the mapped end", kversion.V2_3_0(), 50},
+		{"empty", nil, 0, "target_recreated", "cluster=B"},
+		{"refilled to the mapped end", nil, 50, "target_recreated", "cluster=B"},
+		{"no topic IDs (2.3.0), empty", kversion.V2_3_0(), 0, "target_recreated", "cluster=B"},
+		{"no topic IDs (2.3.0), refilled to the mapped end", kversion.V2_3_0(), 50, "source_or_target_recreated", "cluster=A,B"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -258,8 +262,8 @@ func TestMirrorRecreatedTargetTopic(t *testing.T) {
 			produce(t, p.src, topic, 1, 50, 10)
 
 			l = startLogged(t, p, cfg)
-			line := l.waitStopped(t, topic, 0, "target_recreated", 2)
-			if missing := containsAll(line, "cluster=B", "recreated", "offset map", "what to do"); missing != "" {
+			line := l.waitStopped(t, topic, 0, tt.reason, 2)
+			if missing := containsAll(line, tt.cluster, "created again", "offset map", "what to do"); missing != "" {
 				t.Errorf("got %q, want it to contain %q", line, missing)
 			}
 			if got := endOffset(t, p.dst, topic, 0); got != int64(tt.foreign) {
