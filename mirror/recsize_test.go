@@ -9,7 +9,10 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/mirror"
 )
 
 // TestMirrorRecordTooLarge puts one record larger than the target's limit at source offset 10
@@ -112,6 +115,48 @@ func TestMirrorRecordTooLarge(t *testing.T) {
 			}
 			if err := l.stop(t); err != nil {
 				t.Fatalf("Run: %v", err)
+			}
+		})
+	}
+}
+
+// TestRecordBatchSize checks RecordBatchSize against the broker's own count: a topic whose
+// max.message.bytes is exactly the computed size takes the record alone, one byte less
+// refuses it (kfake compares the batch bytes as Kafka does; integration has the same on real
+// brokers).
+func TestRecordBatchSize(t *testing.T) {
+	t.Parallel()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	tests := []struct {
+		name string
+		rec  kgo.Record
+	}{
+		{"null key and value", kgo.Record{}},
+		{"small", kgo.Record{Key: []byte("k"), Value: []byte("v")}},
+		{"value across a varint width (127/128)", kgo.Record{Value: bytes.Repeat([]byte("x"), 128)}},
+		{"large value", kgo.Record{Key: []byte("key"), Value: bytes.Repeat([]byte("x"), 20_000)}},
+		{"headers with null value", kgo.Record{Value: []byte("v"), Headers: []kgo.RecordHeader{{Key: "a"}, {Key: "bb", Value: bytes.Repeat([]byte("h"), 300)}}}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			size := mirror.RecordBatchSize(&tt.rec)
+			for _, limit := range []int64{size, size - 1} {
+				topic := fmt.Sprintf("size-%d-%d", i, limit)
+				l := strconv.FormatInt(limit, 10)
+				createTopic(t, c, topic, 1, map[string]*string{"max.message.bytes": &l})
+				cl := client(t, c, kgo.ProducerLinger(0), kgo.MaxProduceRequestsInflightPerBroker(1), kgo.RecordRetries(0),
+					kgo.ProducerBatchCompression(kgo.NoCompression())) // kmirror's default: the broker counts uncompressed bytes
+				r := tt.rec
+				r.Topic = topic
+				r.Timestamp = time.UnixMilli(1_700_000_000_000)
+				err := cl.ProduceSync(context.Background(), &r).FirstErr()
+				if fits := limit >= size; fits != (err == nil) {
+					t.Errorf("size %d, max.message.bytes=%d: produce error %v, want fits=%v", size, limit, err, fits)
+				}
 			}
 		})
 	}
