@@ -46,6 +46,29 @@
 // wait for in-flight records, persist), and gives up after 35s by failing what is still in
 // flight (safe: the map holds only acknowledged records).
 //
+// # Stopped partitions
+//
+// kmirror stops a partition, rather than skip or guess, when
+//
+//   - its source or target topic is no longer the one the offset map describes (deleted and
+//     created again): the topic ID differs from the one the map recorded (brokers 2.8+), the
+//     log ends below the mapped end, or (without topic IDs, at resume) the last mapped source
+//     record and its target copy differ by fingerprint. Checked at resume, every
+//     min(refresh.topics.interval.seconds, 30s) while running, and at once on an out-of-range
+//     fetch (the consumer never resets an offset by itself; records deleted by retention
+//     before they were mirrored are skipped with a warning, as at resume);
+//   - its next record is larger than the target takes: the size of a one-record batch (as
+//     Kafka counts it) above the target topic's max.message.bytes (compression.type=none;
+//     with compression the broker decides) or above the producer's batch.size.
+//
+// A stopped partition neither fetches nor produces; the process and the other partitions go
+// on. An ERROR "partition stopped" names topic, partition, reason, offsets and what to do, and
+// is repeated at every re-check (backoff 1s doubling to 5 min); kmirror_partition_stopped
+// shows it. A re-check that finds the condition cleared (for example max.message.bytes
+// raised on the target topic) resumes the partition where it stopped, without a restart.
+// Without topic IDs, a source topic recreated while kmirror runs and refilled past the
+// mirrored offset before the next check is only caught at the next resume.
+//
 // # The offset map topic
 //
 // Config.MapTopic (default kmirror-offsets.<source-alias>.internal) is a compacted topic with
@@ -59,6 +82,12 @@
 // t..t+n-1. A record with length 0 is an origin: where mirroring of the partition began (source
 // offset, and the target's end offset at that moment), written before the first record of the
 // partition is produced. Readers keep the last record per key and skip other versions.
+//
+// Identity records (key version 2, which version-1 readers skip) record, per source topic, its
+// topic ID and its target topic's (all zero where the broker has none):
+//
+//	key:   version INT16 = 2, kind INT8 = 1, source topic STRING
+//	value: version INT16 = 2, source topic ID [16]byte, target topic ID [16]byte
 //
 // MM2-format offset syncs (mm2.OffsetSync) are also written, at the first record of each
 // ownership and at every discontinuity, to the flow's offset-syncs topic, but only when

@@ -48,6 +48,8 @@ type Engine struct {
 	// crashed makes the engine stop like a killed process: no wait for in-flight records and
 	// no persist on revoke or at the end (tests set it through export_test.go).
 	crashed atomic.Bool
+
+	safe safety // issue 9: stopped partitions, topic identities, record size limits (halt.go, identity.go, recsize.go)
 }
 
 // New checks cfg and prepares an engine. srcOpts and dstOpts connect to the source and the
@@ -124,6 +126,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		kgo.ConsumeTopics(names...),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.KeepControlRecords(),
+		kgo.ConsumeResetOffset(kgo.NoResetOffset()), // out of range is checked, never reset silently (identity.go)
 		kgo.FetchMaxBytes(e.cfg.FetchMaxBytes),
 		kgo.FetchMaxPartitionBytes(e.cfg.FetchMaxPartitionBytes),
 		kgo.FetchMaxWait(e.cfg.FetchMaxWait),
@@ -145,6 +148,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { e.persistLoop(loops) })
 	wg.Go(func() { e.refreshLoop(loops) })
+	wg.Go(func() { e.safetyLoop(loops) }) // halt.go
 	if e.cfg.SyncGroupOffsets || e.cfg.EmitCheckpoints {
 		gs, err := e.groupSync()
 		if err != nil {
@@ -314,6 +318,9 @@ func (e *Engine) poll(ctx context.Context) error {
 			if errors.Is(err, context.Canceled) {
 				return
 			}
+			if e.onFetchError(t, p, err) { // identity.go: out of range
+				return
+			}
 			if isFatal(err) {
 				e.fail(fmt.Errorf("source cluster %s: fetch topic %s partition %d: %w%s", e.cfg.SourceAlias, t, p, err, hint(err)))
 				return
@@ -329,8 +336,15 @@ func (e *Engine) poll(ctx context.Context) error {
 			ps.mu.Lock()
 			ps.hwm = fp.HighWatermark
 			ps.mu.Unlock()
+			if e.isStopped(ps.tp) { // halt.go
+				return
+			}
+			lim := e.recordLimit(ps.target) // recsize.go
 			for _, r := range fp.Records {
 				control := r.Attrs.IsControl()
+				if !control && e.tooLarge(ps, r, lim) { // recsize.go: stops the partition at r
+					break
+				}
 				if !ps.begin(r.Offset, control, now) {
 					continue
 				}
@@ -509,6 +523,7 @@ func (e *Engine) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[strin
 		}
 	}
 	e.mu.Unlock()
+	e.forgetStops(revoked) // halt.go
 	for _, ps := range states {
 		if err := ps.revoke(); err != nil && !isFencedErr(err) && !errors.Is(err, kgo.ErrAborting) {
 			e.fail(err)
@@ -560,6 +575,9 @@ func (e *Engine) warnStalled(now time.Time) {
 	}
 	e.mu.Unlock()
 	for _, ps := range states {
+		if e.isStopped(ps.tp) { // halt.go: reported at ERROR by the safety loop
+			continue
+		}
 		st, ok := ps.stalled(now, e.stallAfter)
 		if !ok {
 			continue

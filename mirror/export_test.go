@@ -16,3 +16,20 @@ var CopyRecord = copyRecord
 
 // SetStallAfter sets how long a partition may not move before the engine warns.
 func (e *Engine) SetStallAfter(d time.Duration) { e.stallAfter = d }
+
+// IsIdentityRecord says whether a map topic record is a topic identity record (identity.go).
+func IsIdentityRecord(key, value []byte) bool {
+	_, _, err := decodeIdentityRecord(key, value)
+	return err == nil
+}
+
+// EncodeIdentityRecord exposes the identity record encoder.
+func EncodeIdentityRecord(topic string, src, dst [16]byte) (key, value []byte) {
+	return identityKey(topic), identityValue(topicIDs{src, dst})
+}
+
+// DecodeIdentityRecord exposes the identity record decoder.
+func DecodeIdentityRecord(key, value []byte) (topic string, src, dst [16]byte, err error) {
+	t, ids, err := decodeIdentityRecord(key, value)
+	return t, ids.src, ids.dst, err
+}

@@ -64,6 +64,7 @@ func (e *Engine) WriteMetrics(w io.Writer) {
 		ps.mu.Unlock()
 		fmt.Fprintf(w, "kmirror_map_segments{topic=%q,partition=\"%d\"} %d\n", ps.topic, ps.partition, n)
 	}
+	e.stopMetrics(w) // halt.go
 }
 
 // MetricsHandler serves WriteMetrics over HTTP.

@@ -61,6 +61,10 @@ func (e *Engine) resume(ctx context.Context, assigned []tp) (_ []*partState, err
 	if err != nil {
 		return nil, fmt.Errorf("target cluster %s: %w", e.cfg.TargetAlias, err)
 	}
+	checks, err := e.prepareChecks(ctx, end, assigned) // identity.go (issue 9)
+	if err != nil {
+		return nil, err
+	}
 
 	srcTopics, dstTopics := map[string]bool{}, map[string]bool{}
 	for _, t := range assigned {
@@ -131,6 +135,13 @@ func (e *Engine) resume(ctx context.Context, assigned []tp) (_ []*partState, err
 			persistedSrc, persistedDst = s.Source+s.Len, s.Target+s.Len
 		}
 		pm.SourceTo, pm.TargetTo = persistedSrc, persistedDst
+		// Is this still the partition the map describes? (identity.go, issue 9)
+		if stopped, err := e.checkPartition(ctx, checks, t, target, pm, srcEnd, srcStart, dstEnd); err != nil {
+			return nil, err
+		} else if stopped != nil {
+			out = append(out, stopped)
+			continue
+		}
 		if dstEnd < persistedDst {
 			return nil, fmt.Errorf("target topic %s partition %d ends at offset %d, but the offset map in %s says kmirror wrote up to %d: the target was truncated or recreated; delete and recreate %s (kmirror then mirrors from the start) or restore the target",
 				target, t.partition, dstEnd, e.cfg.MapTopic, persistedDst, e.cfg.MapTopic)
@@ -161,6 +172,9 @@ func (e *Engine) resume(ctx context.Context, assigned []tp) (_ []*partState, err
 			ps.next = srcStart
 		}
 		out = append(out, ps)
+	}
+	if err := e.finishChecks(ctx, checks); err != nil { // identity.go
+		return nil, err
 	}
 	if len(origins) > 0 {
 		if err := e.dst.ProduceSync(ctx, origins...).FirstErr(); err != nil {

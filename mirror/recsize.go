@@ -1,0 +1,149 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Record size (issue 9 item 9): a record the target refuses as too large would fail its
+// whole produce batch and name only the batch's first offset. Before producing, the poll loop
+// compares each record's size with the limits, and stops the partition (halt.go) at exactly
+// the record that does not fit:
+//
+//   - the target topic's max.message.bytes (the broker default when the topic has no
+//     override), which Kafka compares with the size of the record batch on the wire; the
+//     size is that of a batch holding this record alone (RecordBatchSize), the smallest
+//     batch it can travel in. With compression.type other than none the broker compares the
+//     compressed batch, which kmirror cannot know before producing: the check is then left
+//     to the broker (a refusal is a produce error, as before).
+//   - the producer's batch.size (ProducerBatchMaxBytes): franz-go refuses a record whose
+//     one-record batch, plus its 4-byte array length, exceeds it (uncompressed).
+//
+// A re-check reads max.message.bytes again, so raising it on the target topic resumes the
+// partition without a restart; batch.size is kmirror's own setting and needs a restart.
+
+// RecordBatchSize is the size in bytes of a Kafka v2 record batch holding only r, as Kafka
+// counts it against max.message.bytes: the 61-byte batch header and the record (length,
+// attributes, timestamp and offset deltas of 0, key, value, headers).
+func RecordBatchSize(r *kgo.Record) int64 {
+	n := 1 + 1 + 1 + // attributes, timestamp delta 0, offset delta 0
+		bytesLen(r.Key) + bytesLen(r.Value) + varintLen(int64(len(r.Headers)))
+	for _, h := range r.Headers {
+		n += varintLen(int64(len(h.Key))) + len(h.Key) + bytesLen(h.Value)
+	}
+	return int64(61 + varintLen(int64(n)) + n)
+}
+
+// bytesLen is the encoded length of a varint-prefixed byte string (null: length -1).
+func bytesLen(b []byte) int {
+	if b == nil {
+		return 1
+	}
+	return varintLen(int64(len(b))) + len(b)
+}
+
+// varintLen is the length of v as a zig-zag varint.
+func varintLen(v int64) int {
+	u := uint64(v<<1) ^ uint64(v>>63)
+	n := 1
+	for u >= 0x80 {
+		u >>= 7
+		n++
+	}
+	return n
+}
+
+// recLimit is the record size limit for one target topic.
+type recLimit struct {
+	max   int64 // the smallest of the limits below
+	topic int64 // max.message.bytes, or 1<<62 when the broker checks (compression) or unknown
+	batch int64 // batch.size minus franz-go's 4-byte array length
+}
+
+// recordLimit returns the limits of target topic t; the poll loop calls it once per
+// fetched partition.
+func (e *Engine) recordLimit(t string) recLimit {
+	l := recLimit{topic: 1 << 62, batch: int64(e.cfg.BatchMaxBytes) - 4}
+	e.safe.init()
+	e.safe.mu.Lock()
+	if m := e.safe.limits[t]; m > 0 && (e.cfg.Compression == "" || e.cfg.Compression == "none") {
+		l.topic = int64(m)
+	}
+	e.safe.mu.Unlock()
+	l.max = min(l.topic, l.batch)
+	return l
+}
+
+// loadLimits reads max.message.bytes of target topics.
+func (e *Engine) loadLimits(ctx context.Context, targets []string) error {
+	if len(targets) == 0 {
+		return nil
+	}
+	e.safe.init()
+	rcs, err := e.dstAdm.DescribeTopicConfigs(ctx, targets...)
+	if err != nil {
+		return e.clusterErr("target", e.cfg.TargetAlias, "describe topic configs (max.message.bytes)", err)
+	}
+	e.safe.mu.Lock()
+	defer e.safe.mu.Unlock()
+	for _, rc := range rcs {
+		if rc.Err != nil {
+			continue // a topic being created: known at the next check
+		}
+		for _, c := range rc.Configs {
+			if c.Key == "max.message.bytes" && c.Value != nil {
+				if n, err := strconv.ParseInt(*c.Value, 10, 32); err == nil && n > 0 {
+					e.safe.limits[rc.Name] = int32(n)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// tooLarge stops ps at r when r does not fit lim; it returns true when it did. Records below
+// the partition's next offset (already submitted) are not checked.
+func (e *Engine) tooLarge(ps *partState, r *kgo.Record, lim recLimit) bool {
+	size := RecordBatchSize(r)
+	if size <= lim.max {
+		return false
+	}
+	ps.mu.Lock()
+	below := r.Offset < ps.next
+	ps.mu.Unlock()
+	if below {
+		return false
+	}
+	e.stopPartition(e.sizeStop(ps, r.Offset, size, lim))
+	return true
+}
+
+func (e *Engine) sizeStop(ps *partState, off, size int64, lim recLimit) *stop {
+	st := &stop{ps: ps, reason: reasonTooLarge, cluster: e.cfg.TargetAlias}
+	if size > lim.topic {
+		st.attrs = []any{"offset", off, "size", size, "limit", lim.topic, "target_topic", ps.target}
+		st.err = fmt.Errorf("source cluster %s topic %s partition %d offset %d: the record is %d bytes as a record batch, and target topic %s on cluster %s takes at most max.message.bytes=%d; nothing after it is mirrored until it fits; what to do: raise max.message.bytes of topic %s on cluster %s to at least %d (kafka-configs --alter --entity-type topics --entity-name %s --add-config max.message.bytes=%d); the partition resumes by itself at the next check",
+			e.cfg.SourceAlias, ps.topic, ps.partition, off, size, ps.target, e.cfg.TargetAlias, lim.topic, ps.target, e.cfg.TargetAlias, size, ps.target, size)
+	} else {
+		st.attrs = []any{"offset", off, "size", size + 4, "limit", lim.batch + 4}
+		st.err = fmt.Errorf("source cluster %s topic %s partition %d offset %d: the record is %d bytes as a record batch (%d with the producer's array length), and kmirror's producer batch.size is %d; nothing after it is mirrored until it fits; what to do: set %s.producer.batch.size (or producer.override.batch.size) to at least %d in mm2.properties and restart kmirror",
+			e.cfg.SourceAlias, ps.topic, ps.partition, off, size, size+4, lim.batch+4, e.cfg.TargetAlias, size+4)
+	}
+	st.recheck = func(ctx context.Context, st *stop) (bool, error) {
+		if err := e.loadLimits(ctx, []string{ps.target}); err != nil {
+			return true, err
+		}
+		if size > e.recordLimit(ps.target).max {
+			return true, nil
+		}
+		ps.mu.Lock()
+		next := ps.next
+		ps.mu.Unlock()
+		e.unstop(ps.tp, next)
+		return false, nil
+	}
+	return st
+}
