@@ -75,9 +75,9 @@ func decodeIdentityRecord(key, value []byte) (string, topicIDs, error) {
 
 // readIdentities reads the identity records of the offset map topic up to end; the last one
 // per topic wins. (readMap skips them; a merged reader would decode both in one pass.)
-func readIdentities(ctx context.Context, opts []kgo.Opt, topic string, end int64) (map[string]topicIDs, error) {
+func readIdentities(ctx context.Context, opts []kgo.Opt, topic string, end int64, committed bool) (map[string]topicIDs, error) {
 	out := map[string]topicIDs{}
-	err := readRange(ctx, opts, topic, 0, 0, end, false, func(r *kgo.Record) (bool, error) {
+	err := readRange(ctx, opts, topic, 0, 0, end, committed, func(r *kgo.Record) (bool, error) {
 		if t, ids, err := decodeIdentityRecord(r.Key, r.Value); err == nil {
 			out[t] = ids
 		}
@@ -116,7 +116,7 @@ func (e *Engine) prepareChecks(ctx context.Context, mapEnd int64, assigned []tp)
 	rc := &resumeChecks{recorded: map[string]topicIDs{}, current: map[string]topicIDs{}, stopped: map[string]bool{}}
 	if mapEnd > 0 {
 		var err error
-		if rc.recorded, err = readIdentities(ctx, e.dstOpts, e.cfg.MapTopic, mapEnd); err != nil {
+		if rc.recorded, err = readIdentities(ctx, e.dstOpts, e.cfg.MapTopic, mapEnd, e.cfg.Fencing == FenceTransactions); err != nil {
 			return nil, fmt.Errorf("target cluster %s: %w", e.cfg.TargetAlias, err)
 		}
 	}

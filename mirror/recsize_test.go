@@ -87,14 +87,14 @@ func TestMirrorRecordTooLarge(t *testing.T) {
 			if missing := containsAll(line, tt.want...); missing != "" {
 				t.Errorf("got %q, want it to contain %q", line, missing)
 			}
-			waitFor(t, "partition 1 mirrored", func() bool { return endOffset(t, p.dst, topic, 1) == 20 })
-			if got := endOffset(t, p.dst, topic, 0); got != 10 {
-				t.Fatalf("target %s/0 ends at %d, want 10 (the records before the big one)", topic, got)
+			waitFor(t, "partition 1 mirrored", func() bool { return written(t, p.dst, topic, 1) == 20 })
+			if got := written(t, p.dst, topic, 0); got != 10 {
+				t.Fatalf("target %s/0 holds %d written records, want 10 (the records before the big one)", topic, got)
 			}
 			produce(t, p.src, topic, 2, 100, 5) // partition 1 goes on; partition 0 stays stopped
-			waitFor(t, "partition 1 mirrored after the stop", func() bool { return endOffset(t, p.dst, topic, 1) == 25 })
-			if got := endOffset(t, p.dst, topic, 0); got != 10 {
-				t.Fatalf("target %s/0 ends at %d, want 10", topic, got)
+			waitFor(t, "partition 1 mirrored after the stop", func() bool { return written(t, p.dst, topic, 1) == 25 })
+			if got := written(t, p.dst, topic, 0); got != 10 {
+				t.Fatalf("target %s/0 holds %d written records, want 10", topic, got)
 			}
 			if !tt.raise {
 				l.running(t)
