@@ -41,6 +41,9 @@ import (
 //     keep coming), then a final run: 0 missing, 0 duplicated;
 //   - shared: two kmirror processes share 12 partitions, one is killed, the other takes its
 //     partitions over; diff clean;
+//   - stale-owner: one of two kmirror processes is stopped (SIGSTOP) past its session timeout
+//     while records keep arriving, the other takes every partition over, the first is woken
+//     with records still in its producer: its late writes are fenced, 0 duplicated;
 //   - seed: the seed case (idle group, 30 more records) with kmirror's exact group sync:
 //     target lag equals source lag, the MM2-format checkpoint agrees, and reconcile.Plan finds
 //     the idle group and an active one exact.
@@ -57,6 +60,7 @@ func TestMirror(t *testing.T) {
 	bin := filepath.Join(bedBuild(t, "kmirror"), "kmirror")
 	t.Run("kill9", func(t *testing.T) { mirKill9(t, src, dst, bin) })
 	t.Run("shared", func(t *testing.T) { mirShared(t, src, dst, bin) })
+	t.Run("stale-owner", func(t *testing.T) { mirStaleOwner(t, src, dst, bin) })
 	t.Run("seed", func(t *testing.T) { mirSeed(t, src, dst, bin) })
 }
 
@@ -849,6 +853,56 @@ func mirShared(t *testing.T, src, dst cluster.Cluster, bin string) {
 	if got := sumRecords(ctx, t, dst, topic); got != want {
 		t.Errorf("target has %d records, source %d", got, want)
 	}
+	for part := int32(0); part < parts; part++ {
+		mirClean(t, topic, part, mirAlign(ctx, t, src, dst, topic, part))
+	}
+}
+
+// mirStaleOwner is the stale owner of the data-safety issue on real brokers: p1 loses its
+// source-group session without noticing (SIGSTOP for longer than the 6 s session timeout,
+// records still arriving, its producer holding records), p2 takes every partition over, then
+// p1 wakes up and sends what it held. The transactional fence makes the target refuse those
+// writes; the target ends with every record exactly once.
+func mirStaleOwner(t *testing.T, src, dst cluster.Cluster, bin string) {
+	const parts = 6
+	topic := bedUnique("mir-stale")
+	bedCreateTopic(t, src, topic, parts, nil)
+	props := mirProps(t, src, dst, "S4", "T4", topic)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	waitProduced, produced := mirProducer(ctx, t, src, topic, parts, 150000, 30*time.Second)
+	p1 := mirStart(t, bin, props, "S4->T4", "kmirror-stale")
+	bedWaitFor(ctx, t, 200*time.Millisecond, "p1 to own every partition and mirror", func() string {
+		if n, got := p1.owned(), sumEnds(ctx, t, dst, topic); n != parts || got < 5000 {
+			return fmt.Sprintf("p1 owns %d of %d, target log at %d offsets", n, parts, got)
+		}
+		return ""
+	})
+	if err := p1.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stoppedAt := produced.Load()
+	p2 := mirStart(t, bin, props, "S4->T4", "kmirror-new-owner")
+	bedWaitFor(ctx, t, 200*time.Millisecond, "p2 to take every partition over from the stopped p1", func() string {
+		if n := p2.owned(); n != parts {
+			return fmt.Sprintf("p2 owns %d of %d", n, parts)
+		}
+		return ""
+	})
+	if err := p1.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("stale-owner: p1 stopped at %d records produced, woken after p2 took over at %d", stoppedAt, produced.Load())
+	waitProduced()
+	want := sumEnds(ctx, t, src, topic)
+	bedWaitFor(ctx, t, 500*time.Millisecond, "everything to be mirrored", func() string { return mirBehind(ctx, t, dst, topic, want) })
+	fenced := p1.logCount(`msg="partition fenced`)
+	p1.term(t)
+	p2.term(t)
+	if got := sumRecords(ctx, t, dst, topic); got != want {
+		t.Errorf("target has %d committed records, source %d", got, want)
+	}
+	t.Logf("stale-owner: p1 logged %d fenced partitions", fenced)
 	for part := int32(0); part < parts; part++ {
 		mirClean(t, topic, part, mirAlign(ctx, t, src, dst, topic, part))
 	}

@@ -17,13 +17,39 @@
 // markers are gaps in the source offsets.
 //
 // The produce result gives the target offset of every record, so the engine keeps an exact
-// verify.PartitionMap per partition (run-length segments) and persists it on the target. After
-// a crash (kill -9) or when a partition moves to another process, the new owner loads the
-// persisted map and reconciles the target's tail: records produced after the last persist are
-// the next source records in order, so they are aligned one by one with the source (each pair
-// checked by fingerprint), the map is extended and mirroring resumes at the next source offset.
-// Never a gap, never a duplicate. If the tail is not a copy of the source (another writer), the
-// partition stops with an error rather than guess.
+// verify.PartitionMap per partition (run-length segments) and persists it on the target.
+//
+// Fencing (Config.Fencing, default transactions): each owned partition writes through a
+// transactional producer of its own, whose transactional id names the flow's group, the source
+// topic and the partition ("<group>-<topic>-<partition>"). The partition's records, its map
+// segments and its offset syncs go into one transaction, committed every PersistInterval.
+// A new owner initialises the same id before it reads anything from the target: the broker
+// aborts the previous owner's open transaction and refuses every write that owner still sends,
+// even records already in flight, so a process that lost its group session without noticing
+// (a long pause, a partitioned coordinator) cannot duplicate the new owner's records. The new
+// owner then reads the map and the target's tail with read_committed up to the last stable
+// offset; what the previous owner had not committed is invisible there and is mirrored again.
+// Translations (group sync) answer only from committed records. A fenced partition stops
+// writing at once and is dropped when the group revokes it; if the group still assigns it to
+// this process a session timeout later, two writers share the id (two flows with one group)
+// and the engine stops. exactly.once.source.support=disabled selects fencing none: one
+// idempotent producer, no transactions, and no protection against a stale owner.
+//
+// What this means for readers of the target, as with MirrorMaker 2's exactly-once mode:
+// consumers should use isolation.level=read_committed (a read_uncommitted consumer also sees
+// the aborted records a crashed or fenced owner left, which are copies of records mirrored
+// again after them); records become visible to them at the commit, up to PersistInterval
+// after they were written; and each commit leaves a transaction marker, so target offsets
+// advance faster than records and a group's lag in offsets on the target counts markers
+// (the records it has left to read equal its source lag).
+//
+// After a crash (kill -9) or when a partition moves to another process, the new owner loads the
+// persisted map and reconciles the target's tail: committed records after the last map segment
+// (written by an older non-transactional kmirror, or committed in a transaction whose map
+// records are not yet readable) are the next source records in order, so they are aligned one
+// by one with the source (each pair checked by fingerprint), the map is extended and mirroring
+// resumes at the next source offset. Never a gap, never a duplicate. If the tail is not a copy
+// of the source (another writer), the partition stops with an error rather than guess.
 //
 // Several processes with the same flow share partitions through a consumer group on the source
 // (cooperative-sticky, Config.GroupID), used only for assignment: kmirror never commits offsets
@@ -43,8 +69,9 @@
 // Operations: WriteMetrics / MetricsHandler expose Prometheus text metrics (records and bytes
 // mirrored, replication lag per partition, map segments, offset map persist age, checkpoint
 // age). Run drains on context cancellation: it leaves the group (revoking every partition:
-// wait for in-flight records, persist), and gives up after 35s by failing what is still in
-// flight (safe: the map holds only acknowledged records).
+// wait for in-flight records, persist or commit), and gives up after 35s by failing what is
+// still in flight (safe: the map holds only acknowledged, and with transactions committed,
+// records).
 //
 // # Stopped partitions
 //
@@ -89,6 +116,9 @@
 //	key:   version INT16 = 2, kind INT8 = 1, source topic STRING
 //	value: version INT16 = 2, source topic ID [16]byte, target topic ID [16]byte
 //
+// With transactions (the default) a partition's map records are written in the same
+// transaction as its records; readers use read_committed up to the last stable offset.
+//
 // MM2-format offset syncs (mm2.OffsetSync) are also written, at the first record of each
 // ownership and at every discontinuity, to the flow's offset-syncs topic, but only when
 // offset-syncs.topic.location=target: kmirror never writes to the source cluster, so with the
@@ -96,17 +126,19 @@
 //
 // # Limits
 //
-//   - One writer per partition holds while group membership tells the truth: on revoke a
-//     process stops fetching, waits for its in-flight records and persists the map before it
-//     returns. A process that loses its source-group session but keeps a working connection to
-//     the target is not fenced, so records it still had in flight can duplicate the new
-//     owner's. Closing that needs a transactional producer per partition (fencing by
-//     transactional id); it is not done yet.
-//   - On a multi-broker target, a record the leader has written but not yet replicated (above
-//     the high watermark, not yet acknowledged) when kmirror is killed is invisible to the tail
-//     check on resume; if it becomes committed afterwards, it is a duplicate. A killed
-//     process's partitions move only after the session timeout, which normally leaves
-//     replication time to finish.
+//   - With fencing none, one writer per partition holds only while group membership tells the
+//     truth: a process that loses its source-group session but keeps a working connection to
+//     the target can duplicate the new owner's records.
+//   - With transactions the map gets a new segment at every commit of an active partition
+//     (one a PersistInterval: a transaction marker breaks the run of target offsets), so the
+//     map grows by about 86,400 segments a day per continuously active partition (24 bytes
+//     each in memory). Segments that describe the markers implicitly are the next step.
+//   - One transactional producer (one client and its connections) per owned partition.
+//   - With fencing none, on a multi-broker target, a record the leader has written but not
+//     yet replicated (above the high watermark, not yet acknowledged) when kmirror is killed
+//     is invisible to the tail check on resume; if it becomes committed afterwards, it is a
+//     duplicate. With transactions such a record belongs to the killed owner's open
+//     transaction, which the next owner's fence aborts (not yet shown on a 3-broker bed).
 //   - Heartbeats (MM2's heartbeats topic) are not emitted.
 //   - A source group created after start is picked up at the next refresh.groups interval, as
 //     in MM2.
