@@ -1103,10 +1103,11 @@ emit.heartbeats.enabled=false
 		fmt.Fprintf(&b, "| %s | %.1f s | %.0f | %.0f | %.0f MiB |\n", r.name, r.total.Seconds(),
 			float64(n)/r.total.Seconds(), float64(n)/r.steady.Seconds(), float64(r.rssKiB)/1024)
 	}
-	km, bare := results[1], results[0]
-	fmt.Fprintf(&b, "\nsteady-state throughput ratios: kmirror / bare loop %.2f", bare.steady.Seconds()/km.steady.Seconds())
-	if len(results) == 4 {
-		md, mt := results[2], results[3]
+	km, kn, bare := results[1], results[2], results[0]
+	fmt.Fprintf(&b, "\nsteady-state throughput ratios: kmirror / bare loop %.2f; kmirror without the fence / bare loop %.2f; fenced / unfenced %.2f",
+		bare.steady.Seconds()/km.steady.Seconds(), bare.steady.Seconds()/kn.steady.Seconds(), kn.steady.Seconds()/km.steady.Seconds())
+	if len(results) == 5 {
+		md, mt := results[3], results[4]
 		fmt.Fprintf(&b, "; kmirror / MM2 default %.2f; kmirror / MM2 tuned %.2f", md.steady.Seconds()/km.steady.Seconds(), mt.steady.Seconds()/km.steady.Seconds())
 	}
 	fmt.Fprintf(&b, "\n")
