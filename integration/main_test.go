@@ -106,7 +106,23 @@ func bedEndOffsets(ctx context.Context, t testing.TB, c cluster.Cluster, topic s
 // commits) or aborted records take offsets.
 func bedRecordsFrom(ctx context.Context, t testing.TB, c cluster.Cluster, topic string, partition int32, from int64) int64 {
 	t.Helper()
-	ends, err := bedAdmin(t, c).ListCommittedOffsets(ctx, topic)
+	return bedCount(ctx, t, c, topic, partition, from, true)
+}
+
+// bedWritten counts every data record written to topic/partition, committed, aborted or in an
+// open transaction (read_uncommitted to the high watermark): what writers put there.
+func bedWritten(ctx context.Context, t testing.TB, c cluster.Cluster, topic string, partition int32) int64 {
+	t.Helper()
+	return bedCount(ctx, t, c, topic, partition, 0, false)
+}
+
+func bedCount(ctx context.Context, t testing.TB, c cluster.Cluster, topic string, partition int32, from int64, committed bool) int64 {
+	t.Helper()
+	list, iso := bedAdmin(t, c).ListCommittedOffsets, kgo.ReadCommitted()
+	if !committed {
+		list, iso = bedAdmin(t, c).ListEndOffsets, kgo.ReadUncommitted()
+	}
+	ends, err := list(ctx, topic)
 	if err != nil {
 		t.Fatalf("list last stable offsets of %s on %s: %v", topic, c.Name(), err)
 	}
@@ -119,7 +135,7 @@ func bedRecordsFrom(ctx context.Context, t testing.TB, c cluster.Cluster, topic 
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Bootstrap()...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().At(from)}}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
+		kgo.FetchIsolationLevel(iso), kgo.KeepControlRecords())
 	if err != nil {
 		t.Fatal(err)
 	}
