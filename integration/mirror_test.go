@@ -784,14 +784,18 @@ func mirKill9(t *testing.T, src, dst cluster.Cluster, bin string) {
 	for kill := 1; kill <= 5; kill++ {
 		p := mirStart(t, bin, props, "S1->T1", fmt.Sprintf("kmirror-kill%d", kill))
 		procs = append(procs, p)
-		before := sumEnds(ctx, t, dst, topic)
-		// Let it own partitions and copy a good share before the crash.
-		bedWaitFor(ctx, t, 200*time.Millisecond, fmt.Sprintf("run %d to mirror records", kill), func() string {
-			got, owned, srcN := sumEnds(ctx, t, dst, topic), p.owned(), sumEnds(ctx, t, src, topic)
-			if owned == parts && (got > before+int64(total/50) || got >= srcN) {
-				return ""
+		before := sumRecords(ctx, t, dst, topic)
+		// Let it own partitions and commit a good share before the crash (committed records:
+		// what it wrote after its last commit is aborted by the next owner and mirrored again).
+		bedWaitFor(ctx, t, time.Second, fmt.Sprintf("run %d to mirror and commit records", kill), func() string {
+			owned, srcN := p.owned(), sumEnds(ctx, t, src, topic)
+			if owned != parts {
+				return fmt.Sprintf("owns %d of %d partitions", owned, parts)
 			}
-			return fmt.Sprintf("owns %d of %d partitions; target %d records (%d before), source %d", owned, parts, got, before, srcN)
+			if got := sumRecords(ctx, t, dst, topic); got <= before+int64(total/50) && got < srcN {
+				return fmt.Sprintf("target %d committed records (%d before), source %d", got, before, srcN)
+			}
+			return ""
 		})
 		p.kill()
 		<-p.exited
