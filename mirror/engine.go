@@ -568,12 +568,7 @@ func (e *Engine) persistLoop(ctx context.Context) {
 // source log end ahead of what was fetched (an open transaction holds records back, or the
 // fetch is stuck).
 func (e *Engine) warnStalled(now time.Time) {
-	e.mu.Lock()
-	states := make([]*partState, 0, len(e.parts))
-	for _, ps := range e.parts {
-		states = append(states, ps)
-	}
-	e.mu.Unlock()
+	states := e.owned()
 	for _, ps := range states {
 		if e.isStopped(ps.tp) { // halt.go: reported at ERROR by the safety loop
 			continue
@@ -596,12 +591,7 @@ func (e *Engine) persistAll(ctx context.Context) {
 	if e.crashed.Load() {
 		return
 	}
-	e.mu.Lock()
-	states := make([]*partState, 0, len(e.parts))
-	for _, ps := range e.parts {
-		states = append(states, ps)
-	}
-	e.mu.Unlock()
+	states := e.owned()
 	if e.cfg.Fencing == FenceTransactions {
 		e.commitEach(ctx, states)
 		return

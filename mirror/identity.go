@@ -366,12 +366,7 @@ func (e *Engine) onFetchError(t string, p int32, err error) bool {
 // checkRunning checks every owned partition that is not stopped: topic IDs against the
 // recorded ones, source and target log ends against the map.
 func (e *Engine) checkRunning(ctx context.Context) {
-	e.mu.Lock()
-	states := make([]*partState, 0, len(e.parts))
-	for _, ps := range e.parts {
-		states = append(states, ps)
-	}
-	e.mu.Unlock()
+	states := e.owned()
 	e.checkStates(ctx, states)
 }
 

@@ -272,8 +272,9 @@ func TestHTMLInBrowser(t *testing.T) {
 			has:    []string{"offset.max.lag", "offset.lag.max", `names alias "source"`},
 		},
 		{
-			name: "rollback", word: "INCOMPLETE", headline: "1 restored, 1 refused, 0 failed",
-			rows: []string{"restored", "refused: the target group has 1 member: stop its consumers first, then rerun rollback"},
+			name: "rollback", word: "INCOMPLETE", headline: "1 restored, 2 refused, 0 failed",
+			rows: []string{"restored", "refused: the target group has 1 member: stop its consumers first, then rerun rollback",
+				"1 partition moved since the apply, left alone (--force restores): payments/2 at 51 (apply wrote 48, backup 40)"},
 			bars: map[string]int{},
 			has:  []string{"billing | 2 | 0 | restored"},
 		},
