@@ -172,16 +172,32 @@ func waitProduced(t *testing.T, p pair, topic string, partitions int32) {
 // the topic does not exist yet).
 func countRecords(t *testing.T, c *kfake.Cluster, topic string, partition int32) int {
 	t.Helper()
+	return int(countData(t, c, topic, partition, true))
+}
+
+// countData counts the data records of topic/partition on c, transaction markers left out:
+// with committed, what read_committed reads up to the last stable offset; without, every
+// record written up to the log end, aborted or in an open transaction too.
+func countData(t *testing.T, c *kfake.Cluster, topic string, partition int32, committed bool) int64 {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	iso := kgo.ReadUncommitted()
+	if committed {
+		iso = kgo.ReadCommitted()
+	}
 	cl, err := kgo.NewClient(append(seeds(c),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().AtStart()}}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())...)
+		kgo.FetchIsolationLevel(iso), kgo.KeepControlRecords())...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topic)
+	list := kadm.NewClient(cl).ListEndOffsets
+	if committed {
+		list = kadm.NewClient(cl).ListCommittedOffsets
+	}
+	ends, err := list(ctx, topic)
 	if err != nil {
 		return 0
 	}
@@ -189,13 +205,12 @@ func countRecords(t *testing.T, c *kfake.Cluster, topic string, partition int32)
 	if !ok || end.Err != nil || end.Offset == 0 {
 		return 0
 	}
-	n := 0
-	for {
+	var n int64
+	for last := int64(-1); last < end.Offset-1; {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
 			t.Fatalf("count %s/%d: timed out at %d records (end %d)", topic, partition, n, end.Offset)
 		}
-		last := int64(-1)
 		fs.EachRecord(func(r *kgo.Record) {
 			if r.Offset >= end.Offset {
 				return
@@ -205,10 +220,8 @@ func countRecords(t *testing.T, c *kfake.Cluster, topic string, partition int32)
 				n++
 			}
 		})
-		if last >= end.Offset-1 {
-			return n
-		}
 	}
+	return n
 }
 
 // sameRecords fails unless the target partition holds exactly the source's records, in order:

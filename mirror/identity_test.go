@@ -10,7 +10,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kmigrate/kmigrate/mirror"
@@ -118,45 +117,11 @@ func (l *logged) waitStopped(t *testing.T, topic string, partition int32, reason
 	return lines[len(lines)-1]
 }
 
-// written counts the data records written to topic/partition on c, committed or not (read
-// with read_uncommitted, transaction markers left out): what a writer put there, which end
-// offsets do not tell once transaction markers take offsets.
+// written counts the data records written to topic/partition on c, committed or not: what a
+// writer put there, which end offsets do not tell once transaction markers take offsets.
 func written(t *testing.T, c *kfake.Cluster, topic string, partition int32) int64 {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cl, err := kgo.NewClient(append(seeds(c),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().AtStart()}}),
-		kgo.KeepControlRecords())...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, ok := ends.Lookup(topic, partition)
-	if !ok || o.Err != nil {
-		t.Fatalf("end offset of %s/%d: %v %v", topic, partition, ok, o.Err)
-	}
-	var n int64
-	for last := int64(-1); last < o.Offset-1; {
-		fs := cl.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("read %s/%d: deadline at offset %d of %d", topic, partition, last, o.Offset)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if r.Offset >= o.Offset {
-				return
-			}
-			last = r.Offset
-			if !r.Attrs.IsControl() {
-				n++
-			}
-		})
-	}
-	return n
+	return countData(t, c, topic, partition, false)
 }
 
 func recreateTopic(t *testing.T, c *kfake.Cluster, topic string, partitions int32) {
