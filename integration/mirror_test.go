@@ -1025,12 +1025,12 @@ func TestMirrorBench(t *testing.T) {
 	}
 
 	// kmirror: the default (a transactional producer per partition, fencing a stale owner)
-	// and without the fence (exactly.once.source.support=disabled), so the fence's cost is
+	// and without the fence (B.exactly.once.source.support=disabled), so the fence's cost is
 	// measured in the same run.
 	bin := filepath.Join(bedBuild(t, "kmirror"), "kmirror")
 	for _, km := range []struct{ alias, name, extra string }{
 		{"km", "kmirror", ""},
-		{"kn", "kmirror (no fence: exactly.once.source.support=disabled)", "exactly.once.source.support=disabled\n"},
+		{"kn", "kmirror (no fence: B.exactly.once.source.support=disabled)", "B.exactly.once.source.support=disabled\n"},
 	} {
 		props := filepath.Join(t.TempDir(), "bench.properties")
 		text := fmt.Sprintf(`clusters=%[1]s,B

@@ -93,7 +93,7 @@ type Config struct {
 	// not noticed it lost the partition (its source-group session expired while its fetches
 	// and its target connection kept working): FenceTransactions, one transactional producer
 	// per partition, or FenceNone, one idempotent producer and no fence. FromFlow sets
-	// FenceNone for exactly.once.source.support=disabled. Default: FenceTransactions.
+	// FenceNone for <target-alias>.exactly.once.source.support=disabled. Default: FenceTransactions.
 	Fencing string
 
 	// StartAtEnd starts partitions that have never been mirrored at the source's end instead
@@ -456,18 +456,14 @@ func FromFlow(f *mm2.Flow, source, target *mm2.Cluster) (Config, []Ignored, erro
 			c.ConfigExclude = splitList(v)
 		}
 	}
-	for _, key := range []string{"exactly.once.source.support", f.Target + ".exactly.once.source.support"} {
-		v, ok := s[key]
-		if !ok {
-			continue
-		}
-		switch strings.ToLower(strings.TrimSpace(v)) {
+	if target != nil && target.ExactlyOnceSourceSupport != "" {
+		switch v := target.ExactlyOnceSourceSupport; strings.ToLower(v) {
 		case "enabled", "preparing":
 			c.Fencing = FenceTransactions
 		case "disabled":
 			c.Fencing = FenceNone
 		default:
-			errs = append(errs, fmt.Errorf("flow %s->%s: %s=%q: use enabled or disabled", f.Source, f.Target, key, v))
+			errs = append(errs, fmt.Errorf("flow %s->%s: %s.exactly.once.source.support=%q: use enabled or disabled", f.Source, f.Target, f.Target, v))
 		}
 	}
 	loc := strings.ToLower(strings.TrimSpace(f.OffsetSyncsLocation))
@@ -527,7 +523,7 @@ func FromFlow(f *mm2.Flow, source, target *mm2.Cluster) (Config, []Ignored, erro
 	}
 
 	for k, v := range s {
-		if honoured[k] || k == f.Target+".exactly.once.source.support" || strings.HasPrefix(k, "producer.") || strings.HasPrefix(k, "consumer.") ||
+		if honoured[k] || strings.HasPrefix(k, "producer.") || strings.HasPrefix(k, "consumer.") ||
 			strings.HasPrefix(k, "sasl.") || strings.HasPrefix(k, "ssl.") {
 			continue
 		}

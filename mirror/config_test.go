@@ -171,3 +171,47 @@ A.consumer.auto.offset.reset=latest
 		})
 	}
 }
+
+// TestFromFlowFencing: kmirror fences with transactions unless the MM2 file switches
+// exactly.once.source.support off for the target cluster, in the form MirrorMaker 2 reads
+// ("<target-alias>.exactly.once.source.support"; the unprefixed key MM2 ignores, and the
+// parser warns about it).
+func TestFromFlowFencing(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, extra, want, wantErr string
+	}{
+		{name: "absent: fenced", want: mirror.FenceTransactions},
+		{name: "enabled", extra: "B.exactly.once.source.support=enabled\n", want: mirror.FenceTransactions},
+		{name: "preparing", extra: "B.exactly.once.source.support=preparing\n", want: mirror.FenceTransactions},
+		{name: "disabled", extra: "B.exactly.once.source.support=disabled\n", want: mirror.FenceNone},
+		{name: "disabled for the source cluster only", extra: "A.exactly.once.source.support=disabled\n", want: mirror.FenceTransactions},
+		{name: "unprefixed, which MM2 ignores", extra: "exactly.once.source.support=disabled\n", want: mirror.FenceTransactions},
+		{name: "a typo is an error", extra: "B.exactly.once.source.support=off\n", wantErr: `B.exactly.once.source.support="off": use enabled or disabled`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f, cfg := flowOf(t, baseProps+tt.extra)
+			c, ignored, err := mirror.FromFlow(f, cfg.Cluster[f.Source], cfg.Cluster[f.Target])
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got error %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.SetDefaults()
+			if c.Fencing != tt.want {
+				t.Errorf("got fencing %q, want %q", c.Fencing, tt.want)
+			}
+			for _, ig := range ignored {
+				if strings.Contains(ig.Key, "exactly.once") {
+					t.Errorf("%s reported as not honoured", ig.Key)
+				}
+			}
+		})
+	}
+}

@@ -32,7 +32,7 @@
 // Translations (group sync) answer only from committed records. A fenced partition stops
 // writing at once and is dropped when the group revokes it; if the group still assigns it to
 // this process a session timeout later, two writers share the id (two flows with one group)
-// and the engine stops. exactly.once.source.support=disabled selects fencing none: one
+// and the engine stops. <target-alias>.exactly.once.source.support=disabled selects fencing none: one
 // idempotent producer, no transactions, and no protection against a stale owner.
 //
 // What this means for readers of the target, as with MirrorMaker 2's exactly-once mode:

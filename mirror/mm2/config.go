@@ -377,6 +377,9 @@ func (p *parser) cluster(alias string) (*Cluster, error) {
 			c.Bootstrap = append(c.Bootstrap, b)
 		}
 	}
+	if pr, ok := p.clusterValue(alias, "exactly.once.source.support"); ok {
+		c.ExactlyOnceSourceSupport = strings.TrimSpace(pr.Value)
+	}
 	s := &c.Security
 	s.Protocol = "PLAINTEXT"
 	if pr, ok := p.clusterValue(alias, "security.protocol"); ok {

@@ -71,6 +71,10 @@ type Cluster struct {
 	Producer map[string]string
 	Consumer map[string]string
 	Admin    map[string]string
+	// ExactlyOnceSourceSupport is "<alias>.exactly.once.source.support" (the worker key MM2
+	// reads for the flows whose target is this cluster), or the unprefixed key, which MM2
+	// ignores with a warning; "" when neither is set.
+	ExactlyOnceSourceSupport string
 }
 
 // ReplicationPolicy names target topics, as MM2's replication.policy.class does.
