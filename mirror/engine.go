@@ -161,7 +161,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		wg.Go(func() { e.groupSyncLoop(loops, gs) })
 	}
 
-	e.log.Info("kmirror started", "group", e.cfg.GroupID, "topics", len(topics),
+	e.log.Info("kmirror started", "group", e.cfg.GroupID, "fencing", e.cfg.Fencing, "topics", len(topics),
 		"map_topic", e.cfg.MapTopic, "offset_syncs_topic", e.offsetSyncsTopic())
 	runErr := e.poll(ctx)
 
