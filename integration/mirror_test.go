@@ -26,7 +26,7 @@ import (
 
 	"github.com/kmigrate/kmigrate/integration/cluster"
 	"github.com/kmigrate/kmigrate/mirror"
-	"github.com/kmigrate/kmigrate/mirror/mm2"
+	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/reconcile"
 	"github.com/kmigrate/kmigrate/verify"
 )

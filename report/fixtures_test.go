@@ -1,7 +1,7 @@
 package report_test
 
 import (
-	"github.com/kmigrate/kmigrate/mirror/mm2"
+	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/reconcile"
 	"github.com/kmigrate/kmigrate/verify"
 )
