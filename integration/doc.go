@@ -5,7 +5,7 @@
 //
 //	go test ./integration/ -v                      # everything (a few minutes)
 //	go test -short ./integration/                  # kfake and unit tests only
-//	go test ./integration/ -run SeedScenario -v    # the seed case of issue 2, prints its 3 numbers
+//	go test ./integration/ -run SeedScenario -v    # the seed case, prints its 3 numbers
 //	KMIGRATE_LOGDIR=/tmp/kmlogs go test ./integration/ -run RoundTrip -v   # keep every log
 //
 // They need Java 17 and the Kafka jars that scripts/fetch-kafka.sh resolves with Maven into
@@ -18,7 +18,7 @@
 // runSeedScenario(t) *SeedFixture (seed_test.go) is the case every design decision is
 // checked against, for reuse by other tests (reconcile): a 2.3.0 source and a 3.7.1 target
 // with one broker each, MirrorMaker 2 running with the user's mm2.properties
-// (testdata/seed-mm2.properties, verbatim from issue 2; seedProperties changes only the
+// (testdata/seed-mm2.properties, the user's file verbatim; seedProperties changes only the
 // addresses, every replication factor to 1 and every 10 s interval to 2 s: offset.max.lag=1
 // is kept, so offset.lag.max is MM2's default 100, and the worker's offset.flush.interval.ms
 // keeps its default 60 s), topic GEN.LAB.P.TEST.TESTINFO.OLD2NEW (one partition), group

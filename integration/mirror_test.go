@@ -26,7 +26,7 @@ import (
 
 	"github.com/kmigrate/kmigrate/integration/cluster"
 	"github.com/kmigrate/kmigrate/mirror"
-	"github.com/kmigrate/kmigrate/mirror/mm2"
+	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/reconcile"
 	"github.com/kmigrate/kmigrate/verify"
 )
@@ -64,7 +64,7 @@ func TestMirror(t *testing.T) {
 	t.Run("seed", func(t *testing.T) { mirSeed(t, src, dst, bin) })
 }
 
-// mirSeed is the seed case of DESIGN.md with kmirror in place of MM2: a consumer group works,
+// mirSeed is the seed case (docs/design.md "Root cause: the 30-vs-38 gap") with kmirror in place of MM2: a consumer group works,
 // stops (idle), 30 more records arrive, the producer stops; meanwhile a second group keeps
 // consuming on the source and committing (active). kmirror's group sync must leave both target
 // groups exactly where the source groups are: target lag equals source lag, the checkpoint says

@@ -12,7 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kmigrate/kmigrate/mirror/mm2"
+	"github.com/kmigrate/kmigrate/mm2"
 )
 
 // Config is what one kmirror engine needs to mirror one flow. FromFlow builds it from an MM2

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/kmigrate/kmigrate/mirror"
-	"github.com/kmigrate/kmigrate/mirror/mm2"
+	"github.com/kmigrate/kmigrate/mm2"
 )
 
 func flowOf(t *testing.T, props string) (*mm2.Flow, *mm2.Config) {

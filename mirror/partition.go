@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kmigrate/kmigrate/mirror/mm2"
+	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/verify"
 )
 

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"regexp"
 
-	"github.com/kmigrate/kmigrate/mirror/mm2"
+	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/verify"
 )
 

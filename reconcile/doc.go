@@ -6,16 +6,16 @@
 //
 //   - Plan reads, never writes. For each group partition it reads the source commit G (and its
 //     metadata), the source log start and end, the target commit and log end, and MM2's latest
-//     checkpoint; then it computes E(G) as DESIGN.md defines it: 1 + the last target copy of
-//     s*, the largest mirrored source record below G (or, with no such record, the target
-//     offset of the first mirrored record at or after G). With an offset map from kverify diff
-//     the answer comes from the map only where the map covers G (G within its source range and
-//     a mirrored record s* below G in it), the fingerprint of s* equals the target record
-//     before E(G), E(G) is not above the target end, and no copy of s* sits in the target
-//     records the map never examined (a stale map). A map from kverify diff --from or
-//     --partitions, a stale or a crafted map fails one of these: Plan aligns locally instead
-//     and the proof says "offset map not used: <why>". Without a map Plan aligns content locally: it reads the few
-//     source records just below G (walking back over transaction markers, compacted or deleted
+//     checkpoint; then it computes E(G) as docs/design.md "What exact means: E(G)" defines
+//     it: 1 + the last target copy of s*, the largest mirrored source record below G (or,
+//     with no such record, the target offset of the first mirrored record at or after G).
+//     With an offset map from kverify diff the answer comes from the map only where the map
+//     covers G (G within its source range and a mirrored record s* below G in it), the
+//     fingerprint of s* equals the target record before E(G), E(G) is not above the target end,
+//     and no copy of s* sits in the target records the map never examined (a stale map). A map
+//     from kverify diff --from or --partitions, a stale or a crafted map fails one of these:
+//     Plan aligns locally instead and the proof says "offset map not used: <why>".
+//     Without a map Plan aligns content locally: it reads the few source records just below G (walking back over transaction markers, compacted or deleted
 //     records) and a few after it, and a bounded target window that MM2's offset syncs or the
 //     records' timestamps place; hints bound where to read, the answer always comes from
 //     matching fingerprints, aligned by verify.Align. After finding the copy of s* it keeps reading Config.Window target

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kmigrate/kmigrate/mirror/mm2"
+	"github.com/kmigrate/kmigrate/mm2"
 )
 
 // Topic names come from the flow (mm2.Flow: replication policy, checkpoints and offset-syncs

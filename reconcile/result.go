@@ -3,7 +3,7 @@ package reconcile
 // Status is the verdict for one group partition.
 type Status string
 
-// Statuses, as DESIGN.md and the kreconcile help define them.
+// Statuses, as docs/design.md "What exact means: E(G)" and the kreconcile help define them.
 const (
 	// StatusExact: the target committed offset equals E(G).
 	StatusExact Status = "exact"

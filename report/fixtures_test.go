@@ -1,7 +1,7 @@
 package report_test
 
 import (
-	"github.com/kmigrate/kmigrate/mirror/mm2"
+	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/reconcile"
 	"github.com/kmigrate/kmigrate/verify"
 )
@@ -85,7 +85,7 @@ func verifyIdentical() *verify.Result {
 	return r
 }
 
-// reconcileSeed is the case DESIGN.md starts from: the consumer stopped at 120, 30 more
+// reconcileSeed is the case docs/design.md "Root cause: the 30-vs-38 gap" starts from: the consumer stopped at 120, 30 more
 // records arrived, and MM2 3.7.1 left the target group at 112 (translated from an offset sync
 // 9 records back), so the target lag is 38 and a switch re-delivers 8.
 func reconcileSeed() *reconcile.Result {

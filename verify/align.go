@@ -153,7 +153,7 @@ func (o *AlignOptions) setDefaults() {
 	o.History = max(o.History, o.Window)
 }
 
-// Align merges a source and a target stream of one partition, as DESIGN.md "Alignment"
+// Align merges a source and a target stream of one partition, as docs/design.md "Alignment"
 // defines, with look-ahead bounded by opt.Window. It returns the classes as compact ranges
 // and the exact offset map. The error is the first error of a stream or of ctx.
 func Align(ctx context.Context, src, dst Stream, opt AlignOptions) (PartitionResult, *PartitionMap, error) {

@@ -11,7 +11,7 @@
 //     record); Diff feeds it from raw fetches. It is table- and fuzz-tested on synthetic
 //     sequences (align_test.go).
 //   - PartitionMap.ExactTarget turns the map into E(G), the exact target offset of a group
-//     committed at source offset G (DESIGN.md "What exact means").
+//     committed at source offset G (docs/design.md "What exact means: E(G)").
 //
 // # Alignment
 //

@@ -79,7 +79,7 @@ type Translation struct {
 	PrevTarget int64
 }
 
-// ExactTarget computes E(G) as DESIGN.md defines it:
+// ExactTarget computes E(G) as docs/design.md "What exact means: E(G)" defines it:
 //
 //	E(G) = 1 + (the last target copy of s*), s* the largest mirrored source offset below G;
 //	if no such record exists, the target offset of the first mirrored record at or above G;

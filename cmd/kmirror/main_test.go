@@ -24,7 +24,7 @@ func TestLint(t *testing.T) {
 		wantCode int
 		wantOut  string
 	}{
-		{"seed flags offset.max.lag", "../../mirror/mm2/testdata/seed.properties", clikit.ExitDiffers, "offset.lag.max"},
+		{"seed flags offset.max.lag", "../../mm2/testdata/seed.properties", clikit.ExitDiffers, "offset.lag.max"},
 		{"clean file", "", clikit.ExitOK, "no findings"},
 		{"missing file", "/nonexistent/mm2.properties", clikit.ExitError, ""},
 	}

@@ -8,8 +8,8 @@
 //
 // Each pass lists the source groups the flow selects, fetches their committed offsets G on the
 // source (read-only: the source is never written), keeps the partitions of mirrored topics that
-// this process owns, and asks the Translator for E(G), the exact target offset (DESIGN.md,
-// "What exact means"). A partition whose E(G) is not known yet is pending and tried again at
+// this process owns, and asks the Translator for E(G), the exact target offset (docs/design.md,
+// "What exact means: E(G)"). A partition whose E(G) is not known yet is pending and tried again at
 // the next pass, so an idle group is translated exactly as soon as the mirror passes G.
 //
 // Guarantees, each checked by a test against two kfake clusters:

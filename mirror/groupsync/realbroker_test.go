@@ -10,7 +10,7 @@ import (
 
 	"github.com/kmigrate/kmigrate/integration/cluster"
 	"github.com/kmigrate/kmigrate/mirror/groupsync"
-	"github.com/kmigrate/kmigrate/mirror/mm2"
+	"github.com/kmigrate/kmigrate/mm2"
 )
 
 // TestRealBrokers runs the sync from a Kafka 2.3.0 source (ZooKeeper) to a 3.7.1 target

@@ -53,8 +53,8 @@
 // quantifiers; Parse rejects them and Lint explains them. Remember that the properties format
 // eats single backslashes: a literal dot in an mm2.properties regex is written "\\.".
 //
-// Testing: go test ./mirror/mm2/ runs the table tests, the seed configuration of issue 2
+// Testing: go test ./mm2/ runs the table tests, the seed configuration
 // (testdata/seed.properties), TLS handshakes against a listener with a CA generated in the test,
-// and kfake clusters with TLS and SASL; go test -fuzz FuzzParseProperties ./mirror/mm2/ fuzzes
+// and kfake clusters with TLS and SASL; go test -fuzz FuzzParseProperties ./mm2/ fuzzes
 // the parser, Parse and Lint.
 package mm2
