@@ -32,9 +32,10 @@ cluster-down: ## stop exactly what cluster-up started
 fetch-kafka: ## resolve the Kafka 2.3.0 and 3.7.1 jars into ~/.cache/kmigrate (once)
 	scripts/fetch-kafka.sh
 
-lint: ## gofmt, go vet
+lint: ## gofmt, go vet, staticcheck (pinned in go.mod as a tool: no separate install)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) tool staticcheck $(PKGS)
 
 demo: build ## the seed case end to end on two in-process clusters (no Java): the 30-vs-38 gap and its fix
 	$(GO) run ./scripts/demo -bin $(BIN)

@@ -64,13 +64,13 @@ func TestMirror(t *testing.T) {
 	t.Run("seed", func(t *testing.T) { mirSeed(t, src, dst, bin) })
 }
 
-// mirSeed is the seed case (docs/design.md "Root cause: the 30-vs-38 gap") with kmirror in place of MM2: a consumer group works,
-// stops (idle), 30 more records arrive, the producer stops; meanwhile a second group keeps
-// consuming on the source and committing (active). kmirror's group sync must leave both target
-// groups exactly where the source groups are: target lag equals source lag, the checkpoint says
-// the same, and reconcile.Plan finds every partition of both groups exact without any Apply,
-// although the target partition held 10 foreign records before mirroring (so every target
-// offset is the source offset + 10).
+// mirSeed is the seed case (docs/design.md "Root cause: the 30-vs-38 gap") with kmirror in
+// place of MM2: a consumer group works, stops (idle), 30 more records arrive, the producer
+// stops; meanwhile a second group keeps consuming on the source and committing (active).
+// kmirror's group sync must leave both target groups exactly where the source groups are:
+// target lag equals source lag, the checkpoint says the same, and reconcile.Plan finds every
+// partition of both groups exact without any Apply, although the target partition held 10
+// foreign records before mirroring (so every target offset is the source offset + 10).
 func mirSeed(t *testing.T, src, dst cluster.Cluster, bin string) {
 	const parts = 3
 	topic, group, activeGroup := bedUnique("mir-seed"), bedUnique("app"), bedUnique("app-active")

@@ -68,7 +68,6 @@ type safety struct {
 
 	backoffMin, backoffMax time.Duration
 	checkEvery             time.Duration // running identity checks; 0: derived from the config
-	noTopicIDs             bool          // tests: behave as if the brokers had no topic IDs
 }
 
 func (s *safety) init() {

@@ -12,8 +12,9 @@
 //   - Flow: the topic and group filters (TopicMatches, GroupMatches), the replication policy
 //     (TargetTopic) and the internal topic names (OffsetSyncsTopic, CheckpointsTopic,
 //     HeartbeatsTopic). NewFlow gives MM2's defaults without a file.
-//   - OffsetSync, Checkpoint, Heartbeat: the records of MM2's internal topics, byte-compatible
-//     both ways; ReadOffsetSyncs and ReadCheckpoints read partition 0 of those topics.
+//   - OffsetSync, Checkpoint: the records of MM2's offset-syncs and checkpoints topics,
+//     byte-compatible both ways; ReadOffsetSyncs and ReadCheckpoints read partition 0 of
+//     those topics. Heartbeats are neither read nor written.
 //   - Cluster.Opts: franz-go options for seeds, TLS (PEM files or inline PEM, JKS and PKCS12
 //     stores) and SASL PLAIN / SCRAM-SHA-256 / SCRAM-SHA-512.
 //   - Lint: what MM2 would silently ignore or misread in a file, as Findings.

@@ -109,37 +109,6 @@ func DecodeCheckpoint(key, value []byte) (Checkpoint, error) {
 	return c, nil
 }
 
-// Heartbeat is a record of the heartbeats topic.
-type Heartbeat struct {
-	Source    string // sourceClusterAlias
-	Target    string // targetClusterAlias
-	Timestamp int64  // milliseconds since the epoch
-}
-
-// Key is the record key: sourceClusterAlias STRING, targetClusterAlias STRING.
-func (h Heartbeat) Key() []byte { return appendString(appendString(nil, h.Source), h.Target) }
-
-// Value is the record value: version INT16 = 0, timestamp INT64.
-func (h Heartbeat) Value() []byte {
-	b := binary.BigEndian.AppendUint16(nil, 0)
-	return binary.BigEndian.AppendUint64(b, uint64(h.Timestamp))
-}
-
-// DecodeHeartbeat parses a heartbeat record.
-func DecodeHeartbeat(key, value []byte) (Heartbeat, error) {
-	var h Heartbeat
-	r := reader{b: key}
-	h.Source = r.string()
-	h.Target = r.string()
-	v := reader{b: value}
-	v.int16()
-	h.Timestamp = v.int64()
-	if err := errors.Join(r.err, v.err); err != nil {
-		return Heartbeat{}, fmt.Errorf("decode heartbeat: %w", err)
-	}
-	return h, nil
-}
-
 func appendString(b []byte, s string) []byte {
 	if len(s) > math.MaxInt16 {
 		s = s[:math.MaxInt16] // Kafka names are far shorter; never emit a corrupt length

@@ -39,11 +39,3 @@ func IsSecretKey(key string) bool {
 	}
 	return false
 }
-
-// RedactValue returns value, or Redacted when key is secret-bearing (and value is not empty).
-func RedactValue(key, value string) string {
-	if value != "" && IsSecretKey(key) {
-		return Redacted
-	}
-	return value
-}

@@ -207,13 +207,16 @@ func (s *side) offsetAfterMilli(ctx context.Context, topic string, part int32, m
 	if err != nil {
 		return -1, fmt.Errorf("%s cluster: list offsets of %s/%d after %d ms: %w", s.name, topic, part, ms, err)
 	}
+	// One topic and one partition were asked: the first partition answered is the answer.
 	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-				return -1, fmt.Errorf("%s cluster: list offsets of %s/%d after %d ms: %w", s.name, topic, part, ms, err)
-			}
-			return p.Offset, nil
+		if len(t.Partitions) == 0 {
+			continue
 		}
+		p := t.Partitions[0]
+		if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+			return -1, fmt.Errorf("%s cluster: list offsets of %s/%d after %d ms: %w", s.name, topic, part, ms, err)
+		}
+		return p.Offset, nil
 	}
 	return -1, nil
 }

@@ -34,7 +34,7 @@
 // one that could not be aligned is an error. Reconcile: one suite per group, one case per group
 // partition; exact passes, behind, ahead and a missing target commit fail, pending is skipped,
 // unmappable and a failed group are errors. The counts are computed from the cases. Package
-// report/junit holds the XML model and FromGoTest, which converts `go test -json` output
+// report/junit holds the XML model and FromGoTestEcho, which converts `go test -json` output
 // (report/cmd/go2junit is its command).
 //
 // # Testing

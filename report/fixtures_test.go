@@ -85,9 +85,10 @@ func verifyIdentical() *verify.Result {
 	return r
 }
 
-// reconcileSeed is the case docs/design.md "Root cause: the 30-vs-38 gap" starts from: the consumer stopped at 120, 30 more
-// records arrived, and MM2 3.7.1 left the target group at 112 (translated from an offset sync
-// 9 records back), so the target lag is 38 and a switch re-delivers 8.
+// reconcileSeed is the case docs/design.md "Root cause: the 30-vs-38 gap" starts from: the
+// consumer stopped at 120, 30 more records arrived, and MM2 3.7.1 left the target group at 112
+// (translated from an offset sync 9 records back), so the target lag is 38 and a switch
+// re-delivers 8.
 func reconcileSeed() *reconcile.Result {
 	return &reconcile.Result{
 		Groups: []reconcile.Group{{

@@ -5,8 +5,7 @@
 //
 //   - Diff reads a topic on both clusters (partitions in parallel, at most Config.Parallel)
 //     and returns a Result (the JSON of `kverify diff`) and an OffsetMap (the file of
-//     `kverify diff --offset-map`, read by kreconcile). AlignPartition does the same for one
-//     partition over explicit offset ranges.
+//     `kverify diff --offset-map`, read by kreconcile).
 //   - Align is the pure, in-memory aligner over two Streams of Items (offset, fingerprint,
 //     record); Diff feeds it from raw fetches. It is table- and fuzz-tested on synthetic
 //     sequences (align_test.go).

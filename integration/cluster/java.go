@@ -128,7 +128,7 @@ func libDir(ctx context.Context, version string) (string, error) {
 	}
 	root := repoRoot()
 	if root == "" {
-		return "", fmt.Errorf("Kafka %s jars are not in %s and scripts/fetch-kafka.sh was not found: run it from the kmigrate checkout", version, lib)
+		return "", fmt.Errorf("the Kafka %s jars are not in %s and scripts/fetch-kafka.sh was not found: run it from the kmigrate checkout", version, lib)
 	}
 	if err := os.MkdirAll(cacheDir(), 0o755); err != nil {
 		return "", fmt.Errorf("create cache %s: %w", cacheDir(), err)

@@ -41,16 +41,15 @@ type goPackage struct {
 	byName map[string]*goCase
 }
 
-// FromGoTest converts the output of `go test -json` into one suite per package and one case
+// FromGoTestEcho converts the output of `go test -json` into one suite per package and one case
 // per test (subtests included, named as go test names them). A failed test carries the lines
 // it logged; a skipped one the reason; a test that never finished (a panic or -timeout) is an
 // error with its output; a package that failed outside any test (build failure, TestMain, a
 // panic) gets a case named after the package with that output. Lines that are not JSON (the
 // go command's own messages) are kept in the first suite's system-err.
-func FromGoTest(r io.Reader) (*Suites, error) { return FromGoTestEcho(r, nil) }
-
-// FromGoTestEcho is FromGoTest that also writes the text of the run to echo as it reads it
-// (what go test -v would have printed), so a script can keep the JSON and show progress.
+//
+// It also writes the text of the run to echo as it reads it (what go test -v would have
+// printed; nil: nothing), so a script can keep the JSON and show progress.
 func FromGoTestEcho(r io.Reader, echo io.Writer) (*Suites, error) {
 	var (
 		pkgs   []*goPackage

@@ -1,0 +1,61 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// AlignPartition aligns one partition over explicit ranges, for the tests of partJob.run. It
+// reads the two ranges directly (raw fetches,
+// no consumer group) and is cheap for small ranges: the window is cut to the range size.
+func AlignPartition(ctx context.Context, src, dst *kgo.Client, spec PartitionSpec) (PartitionResult, *PartitionMap, error) {
+	if spec.TargetTopic == "" {
+		spec.TargetTopic = spec.SourceTopic
+	}
+	if spec.SourceTo < 0 || spec.TargetTo < 0 {
+		for _, side := range []struct {
+			cl    *kgo.Client
+			name  string
+			topic string
+			to    *int64
+		}{{src, "source", spec.SourceTopic, &spec.SourceTo}, {dst, "target", spec.TargetTopic, &spec.TargetTo}} {
+			if *side.to >= 0 {
+				continue
+			}
+			adm := kadm.NewClient(side.cl)
+			var l kadm.ListedOffsets
+			var err error
+			if spec.ReadUncommitted {
+				l, err = adm.ListEndOffsets(ctx, side.topic)
+			} else {
+				l, err = adm.ListCommittedOffsets(ctx, side.topic)
+			}
+			if err == nil {
+				err = l.Error()
+			}
+			if err != nil {
+				return PartitionResult{Partition: spec.Partition}, nil, fmt.Errorf("list end offset of %s topic %q partition %d: %w", side.name, side.topic, spec.Partition, err)
+			}
+			o, ok := l.Lookup(side.topic, spec.Partition)
+			if !ok {
+				return PartitionResult{Partition: spec.Partition}, nil, fmt.Errorf("%s topic %q has no partition %d", side.name, side.topic, spec.Partition)
+			}
+			*side.to = o.Offset
+		}
+	}
+	if spec.Window <= 0 {
+		spec.Window = DefaultWindow
+	}
+	size := (spec.SourceTo - spec.SourceFrom) + (spec.TargetTo - spec.TargetFrom)
+	spec.Window = int(max(64, min(int64(spec.Window), size)))
+	if spec.History <= 0 {
+		spec.History = DefaultHistory
+	}
+	spec.History = int(max(int64(spec.Window), min(int64(spec.History), size)))
+	job := partJob{spec: spec, logger: slog.New(slog.DiscardHandler)}
+	return job.run(ctx, src, dst)
+}
