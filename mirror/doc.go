@@ -35,7 +35,8 @@
 // and the engine stops. <target-alias>.exactly.once.source.support=disabled selects fencing none: one
 // idempotent producer, no transactions, and no protection against a stale owner.
 //
-// What this means for readers of the target, as with MirrorMaker 2's exactly-once mode:
+// docs/design.md ("kmirror's transactional writes") has the reasoning. What this means for
+// readers of the target, as with MirrorMaker 2's exactly-once mode:
 // consumers should use isolation.level=read_committed (a read_uncommitted consumer also sees
 // the aborted records a crashed or fenced owner left, which are copies of records mirrored
 // again after them); records become visible to them at the commit, up to PersistInterval
