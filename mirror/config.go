@@ -102,8 +102,9 @@ type Config struct {
 
 	// Producer settings (producer.* keys). Compression default: none (compression.type);
 	// Linger default: 5ms (linger.ms); BatchMaxBytes default: 1 MiB (batch.size);
-	// MaxBufferedRecords default: 10000 (bounds memory). In-flight requests per broker are
-	// franz-go's idempotent maximum (5), so max.in.flight.requests.per.connection is ignored.
+	// MaxBufferedRecords default: 10000 (bounds memory: per partition with fencing
+	// transactions, per process without). In-flight requests per broker are franz-go's
+	// idempotent maximum (5), so max.in.flight.requests.per.connection is ignored.
 	Compression        string
 	Linger             time.Duration
 	BatchMaxBytes      int32

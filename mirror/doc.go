@@ -134,7 +134,9 @@
 //     (one a PersistInterval: a transaction marker breaks the run of target offsets), so the
 //     map grows by about 86,400 segments a day per continuously active partition (24 bytes
 //     each in memory). Segments that describe the markers implicitly are the next step.
-//   - One transactional producer (one client and its connections) per owned partition.
+//   - One transactional producer (one client and its connections) per owned partition, each
+//     buffering up to MaxBufferedRecords (with fencing none that bound was for the process),
+//     plus up to 4,096 records held during a commit: memory grows with owned partitions.
 //   - With fencing none, on a multi-broker target, a record the leader has written but not
 //     yet replicated (above the high watermark, not yet acknowledged) when kmirror is killed
 //     is invisible to the tail check on resume; if it becomes committed afterwards, it is a
