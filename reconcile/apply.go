@@ -13,19 +13,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/mm2"
 )
 
-// writable reports whether a target group may be written: only when nobody consumes with it.
+// writable reports whether a target group may be written (mm2.GroupWritable: only when
+// nobody consumes with it), and why not.
 func writable(d kadm.DescribedGroup) (bool, string) {
-	switch d.State {
-	case "Empty", "Dead", "":
-		if len(d.Members) > 0 {
-			return false, fmt.Sprintf("group %q has %d members on the target: stop its consumers there, then run again", d.Group, len(d.Members))
-		}
-		return true, ""
-	default:
-		return false, fmt.Sprintf("group %q is %s with %d members on the target: stop its consumers there, then run again (nothing was written for it)", d.Group, d.State, len(d.Members))
+	if err := mm2.GroupWritable("", d); err != nil {
+		return false, err.Error()
 	}
+	return true, ""
 }
 
 // change is one commit Apply intends.

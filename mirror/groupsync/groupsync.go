@@ -431,13 +431,15 @@ func (s *Syncer) commitOffsets(ctx context.Context, gr *GroupReport, items []ite
 		gr.TargetState = d.State
 	}
 	gr.TargetMembers = len(d.Members)
-	if gr.TargetMembers > 0 || (gr.TargetState != "absent" && gr.TargetState != "Empty") {
-		for _, it := range items {
-			it.rep.Offset = StatusSkippedActive
+	if d.Err == nil { // an absent group (GroupIDNotFound) is writable
+		if err := mm2.GroupWritable(s.tgtName, d); err != nil {
+			for _, it := range items {
+				it.rep.Offset = StatusSkippedActive
+			}
+			s.log.Warn("target group has active members, offsets not synced", "cluster", s.tgtName,
+				"group", group, "state", gr.TargetState, "members", gr.TargetMembers, "err", err)
+			return
 		}
-		s.log.Warn("target group has active members, offsets not synced", "cluster", s.tgtName,
-			"group", group, "state", gr.TargetState, "members", gr.TargetMembers)
-		return
 	}
 	var current kadm.OffsetResponses
 	if gr.TargetState != "absent" {
