@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -144,16 +145,16 @@ var defaultConfigExclude = []string{
 // from false, so FromFlow sets the MM2 defaults of the boolean keys itself.
 func (c *Config) SetDefaults() {
 	if len(c.Topics) == 0 {
-		c.Topics = []string{".*"}
+		c.Topics = slices.Clone(mm2.DefaultTopics)
 	}
 	if c.TopicsExclude == nil {
-		c.TopicsExclude = []string{`.*[\-\.]internal`, `.*\.replica`, `__.*`}
+		c.TopicsExclude = slices.Clone(mm2.DefaultTopicsExclude)
 	}
 	if len(c.Groups) == 0 {
-		c.Groups = []string{".*"}
+		c.Groups = slices.Clone(mm2.DefaultGroups)
 	}
 	if c.GroupsExclude == nil {
-		c.GroupsExclude = []string{"console-consumer-.*", "connect-.*", "__.*"}
+		c.GroupsExclude = slices.Clone(mm2.DefaultGroupsExclude)
 	}
 	if c.Policy == nil {
 		c.Policy = identityPolicy{}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"regexp"
+	"strings"
 
 	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/verify"
@@ -13,7 +14,7 @@ import (
 
 // DefaultGroupsExclude are the groups MM2 never syncs (groups.exclude default), which Plan
 // skips too unless Config.GroupsExclude says otherwise.
-const DefaultGroupsExclude = `console-consumer-.*|connect-.*|__.*`
+var DefaultGroupsExclude = strings.Join(mm2.DefaultGroupsExclude, "|")
 
 // Config says which groups Plan looks at and how it finds E(G).
 type Config struct {
