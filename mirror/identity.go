@@ -73,22 +73,6 @@ func decodeIdentityRecord(key, value []byte) (string, topicIDs, error) {
 	return string(key[5 : 5+n]), ids, nil
 }
 
-// readIdentities reads the identity records of the offset map topic up to end; the last one
-// per topic wins. (readMap skips them; a merged reader would decode both in one pass.)
-func readIdentities(ctx context.Context, opts []kgo.Opt, topic string, end int64, committed bool) (map[string]topicIDs, error) {
-	out := map[string]topicIDs{}
-	err := readRange(ctx, opts, topic, 0, 0, end, committed, func(r *kgo.Record) (bool, error) {
-		if t, ids, err := decodeIdentityRecord(r.Key, r.Value); err == nil {
-			out[t] = ids
-		}
-		return true, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read topic identities from offset map topic %s: %w", topic, err)
-	}
-	return out, nil
-}
-
 func idString(id [16]byte) string {
 	if id == ([16]byte{}) {
 		return "none"
@@ -109,17 +93,12 @@ type resumeChecks struct {
 	stopped  map[string]bool     // source topics with a stopped partition: their identity is not rewritten
 }
 
-// prepareChecks reads the recorded identities and the current topic IDs of the assigned
-// partitions' topics, and the target topics' max.message.bytes (recsize.go).
-func (e *Engine) prepareChecks(ctx context.Context, mapEnd int64, assigned []tp) (*resumeChecks, error) {
+// prepareChecks takes the identities recorded in the offset map (readMap) and reads the current
+// topic IDs of the assigned partitions' topics, and the target topics' max.message.bytes
+// (recsize.go).
+func (e *Engine) prepareChecks(ctx context.Context, recorded map[string]topicIDs, assigned []tp) (*resumeChecks, error) {
 	e.safe.init()
-	rc := &resumeChecks{recorded: map[string]topicIDs{}, current: map[string]topicIDs{}, stopped: map[string]bool{}}
-	if mapEnd > 0 {
-		var err error
-		if rc.recorded, err = readIdentities(ctx, e.dstOpts, e.cfg.MapTopic, mapEnd, e.cfg.Fencing == FenceTransactions); err != nil {
-			return nil, fmt.Errorf("target cluster %s: %w", e.cfg.TargetAlias, err)
-		}
-	}
+	rc := &resumeChecks{recorded: recorded, current: map[string]topicIDs{}, stopped: map[string]bool{}}
 	srcTopics, dstTopics := map[string]bool{}, map[string]bool{}
 	for _, t := range assigned {
 		srcTopics[t.topic] = true

@@ -63,12 +63,13 @@ func decodeMapRecord(key, value []byte) (tp, verify.Segment, error) {
 // offset; origins have Len 0.
 type persistedMap map[tp][]verify.Segment
 
-// readMap reads the whole offset map topic (partition 0) up to its current end. The newest
-// record of each key wins, as compaction would decide.
-// committed reads with read_committed: records of aborted transactions (a fenced owner's)
-// are not trusted.
-func readMap(ctx context.Context, opts []kgo.Opt, topic string, end int64, committed bool) (persistedMap, error) {
+// readMap reads the whole offset map topic (partition 0) up to its current end, in one pass:
+// the segments, and the identity records (identity.go) by source topic. The newest record of
+// each key wins, as compaction would decide. committed reads with read_committed: records of
+// aborted transactions (a fenced owner's) are not trusted.
+func readMap(ctx context.Context, opts []kgo.Opt, topic string, end int64, committed bool) (persistedMap, map[string]topicIDs, error) {
 	latest := map[tp]map[int64]verify.Segment{}
+	ids := map[string]topicIDs{}
 	if end > 0 {
 		err := readRange(ctx, opts, topic, 0, 0, end, committed, func(r *kgo.Record) (bool, error) {
 			if r.Attrs.IsControl() {
@@ -76,6 +77,9 @@ func readMap(ctx context.Context, opts []kgo.Opt, topic string, end int64, commi
 			}
 			t, s, err := decodeMapRecord(r.Key, r.Value)
 			if err != nil {
+				if name, id, err := decodeIdentityRecord(r.Key, r.Value); err == nil {
+					ids[name] = id
+				}
 				return true, nil
 			}
 			if latest[t] == nil {
@@ -85,7 +89,7 @@ func readMap(ctx context.Context, opts []kgo.Opt, topic string, end int64, commi
 			return true, nil
 		})
 		if err != nil {
-			return nil, fmt.Errorf("read offset map topic %s: %w", topic, err)
+			return nil, nil, fmt.Errorf("read offset map topic %s: %w", topic, err)
 		}
 	}
 	out := persistedMap{}
@@ -97,7 +101,7 @@ func readMap(ctx context.Context, opts []kgo.Opt, topic string, end int64, commi
 		sort.Slice(segs, func(i, j int) bool { return segs[i].Source < segs[j].Source })
 		out[t] = segs
 	}
-	return out, nil
+	return out, ids, nil
 }
 
 // readRange calls fn for every record of topic/partition with offset in [from, end), in

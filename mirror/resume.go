@@ -57,11 +57,11 @@ func (e *Engine) resume(ctx context.Context, assigned []tp) (_ []*partState, err
 	if err != nil {
 		return nil, fmt.Errorf("target cluster %s: offset map topic %s: %w", e.cfg.TargetAlias, e.cfg.MapTopic, err)
 	}
-	persisted, err := readMap(ctx, e.dstOpts, e.cfg.MapTopic, end, txn)
+	persisted, recorded, err := readMap(ctx, e.dstOpts, e.cfg.MapTopic, end, txn)
 	if err != nil {
 		return nil, fmt.Errorf("target cluster %s: %w", e.cfg.TargetAlias, err)
 	}
-	checks, err := e.prepareChecks(ctx, end, assigned) // identity.go (issue 9)
+	checks, err := e.prepareChecks(ctx, recorded, assigned) // identity.go
 	if err != nil {
 		return nil, err
 	}
