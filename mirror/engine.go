@@ -1,7 +1,6 @@
 package mirror
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/verify"
@@ -656,30 +656,22 @@ func (e *Engine) mapRecords(ps *partState, segs []verify.Segment, syncs []mm2.Of
 // engine (a failed commit leaves records of unknown fate behind the in-memory map; a restart
 // resumes from what the target committed) and the first is returned.
 func (e *Engine) commitAll(ctx context.Context, states []*partState) error {
-	var (
-		mu    sync.Mutex
-		first error
-		wg    sync.WaitGroup
-	)
-	sem := make(chan struct{}, 8)
+	var eg errgroup.Group
+	eg.SetLimit(8)
 	for _, ps := range states {
 		if ps.w == nil || ps.failure() != nil {
 			continue
 		}
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
+		eg.Go(func() error {
 			err := e.commit(ctx, ps, true)
 			e.commitDone(ps, err)
-			if err != nil && !isFencedErr(err) {
-				mu.Lock()
-				first = cmp.Or(first, err)
-				mu.Unlock()
+			if isFencedErr(err) {
+				return nil
 			}
+			return err
 		})
 	}
-	wg.Wait()
-	return first
+	return eg.Wait()
 }
 
 // commitEach starts a commit of every partition of states that has none under way, without

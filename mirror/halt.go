@@ -256,9 +256,6 @@ func (e *Engine) stopMetrics(w io.Writer) {
 
 // listedOffset returns one partition's listed offset from l.
 func listedOffset(l kadm.ListedOffsets, topic string, partition int32) (int64, bool) {
-	o, ok := l.Lookup(topic, partition)
-	if !ok || o.Err != nil {
-		return 0, false
-	}
-	return o.Offset, true
+	o, err := offsetOf(l, topic, partition)
+	return o, err == nil
 }

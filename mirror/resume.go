@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/kmigrate/kmigrate/verify"
 )
@@ -195,24 +196,23 @@ func (e *Engine) fenceAll(ctx context.Context, assigned []tp) (map[tp]*txnWriter
 		mu   sync.Mutex
 		out  = make(map[tp]*txnWriter, len(assigned))
 		errs []error
-		wg   sync.WaitGroup
+		eg   errgroup.Group
 	)
-	sem := make(chan struct{}, 16)
+	eg.SetLimit(16)
 	for _, t := range assigned {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
+		eg.Go(func() error {
 			w, err := e.newTxnWriter(ctx, t)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				errs = append(errs, err)
-				return
+				errs = append(errs, err) // every partition's reason, not only the first
+				return nil
 			}
 			out[t] = w
+			return nil
 		})
 	}
-	wg.Wait()
+	_ = eg.Wait() // the errors are in errs
 	if err := errors.Join(errs...); err != nil {
 		for _, w := range out {
 			w.close()
