@@ -650,7 +650,7 @@ func splitList(v string) []string {
 }
 
 func redact(k, v string) string {
-	if mm2.IsSecretKey(k) || strings.Contains(strings.ToLower(k), "jaas") {
+	if mm2.IsSecretKey(k) {
 		return mm2.Redacted
 	}
 	return v

@@ -10,8 +10,8 @@ const Redacted = "[redacted]"
 // every kmigrate tool uses. key may carry any prefix ("<alias>.", "A->B.", "producer.");
 // case does not matter. Secret-bearing are keys that
 //
-//   - contain "password", "secret", "token" or "credentials";
-//   - end in "jaas.config", "basic.auth.user.info" or ".key" (key material);
+//   - contain "password", "secret", "token", "credentials" or "jaas" (any JAAS config);
+//   - end in "basic.auth.user.info" or ".key" (key material);
 //   - start, after a prefix, with "ssl.key" (ssl.key.password, ssl.keystore.key,
 //     ssl.keystore.password, ssl.keystore.certificate.chain, ...), except the
 //     ".location" and ".type" keys, which name a file or a format and appear in errors
@@ -21,12 +21,12 @@ const Redacted = "[redacted]"
 // them costs little, showing a credential would cost much.
 func IsSecretKey(key string) bool {
 	k := strings.ToLower(key)
-	for _, s := range []string{"password", "secret", "token", "credentials"} {
+	for _, s := range []string{"password", "secret", "token", "credentials", "jaas"} {
 		if strings.Contains(k, s) {
 			return true
 		}
 	}
-	for _, s := range []string{"jaas.config", "basic.auth.user.info", ".key"} {
+	for _, s := range []string{"basic.auth.user.info", ".key"} {
 		if strings.HasSuffix(k, s) {
 			return true
 		}

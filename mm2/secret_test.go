@@ -141,3 +141,14 @@ func TestJAASUnknownOptionWarns(t *testing.T) {
 		t.Errorf("warnings %+v: want one about option 3 of A.sasl.jaas.config", cfg.Warnings)
 	}
 }
+
+// TestIsSecretKeyAnyJAAS: every key naming JAAS is secret-bearing, not only *.jaas.config
+// (mirror's "not honoured" list redacted these with a rule of its own).
+func TestIsSecretKeyAnyJAAS(t *testing.T) {
+	t.Parallel()
+	for _, k := range []string{"sasl.jaas.config", "A.listener.name.x.plain.sasl.jaas.config.extra", "producer.jaas.login"} {
+		if !IsSecretKey(k) {
+			t.Errorf("IsSecretKey(%q) = false, want true", k)
+		}
+	}
+}
