@@ -27,6 +27,7 @@ import (
 	"github.com/kmigrate/kmigrate/integration/cluster"
 	"github.com/kmigrate/kmigrate/mirror"
 	"github.com/kmigrate/kmigrate/mm2"
+	"github.com/kmigrate/kmigrate/offsetmap"
 	"github.com/kmigrate/kmigrate/reconcile"
 	"github.com/kmigrate/kmigrate/verify"
 )
@@ -517,7 +518,7 @@ func mirNotExact(res *reconcile.Result, want map[string]int, left func(topic str
 // timestamp) with verify.Align.
 func mirAlign(ctx context.Context, t *testing.T, src, dst cluster.Cluster, topic string, p int32) verify.PartitionResult {
 	t.Helper()
-	fields := verify.DefaultFields | verify.FieldTimestamp
+	fields := offsetmap.DefaultFields | offsetmap.FieldTimestamp
 	s := mirStream(ctx, t, src, topic, p, fields)
 	d := mirStream(ctx, t, dst, topic, p, fields)
 	res, _, err := verify.Align(ctx, s, d, verify.AlignOptions{Partition: p, Fields: fields, StrictTargetFrom: true, StrictTargetTo: true})
@@ -544,10 +545,10 @@ type partStream struct {
 	end    int64
 	buf    []*kgo.Record
 	done   bool
-	fields verify.Fields
+	fields offsetmap.Fields
 }
 
-func mirStream(ctx context.Context, t *testing.T, c cluster.Cluster, topic string, p int32, fields verify.Fields) *partStream {
+func mirStream(ctx context.Context, t *testing.T, c cluster.Cluster, topic string, p int32, fields offsetmap.Fields) *partStream {
 	t.Helper()
 	end := bedEndOffsets(ctx, t, c, topic)[p]
 	cl := bedClient(t, c.Bootstrap(),

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/integration/cluster"
+	"github.com/kmigrate/kmigrate/offsetmap"
 	"github.com/kmigrate/kmigrate/verify"
 )
 
@@ -74,7 +75,7 @@ func TestVerify(t *testing.T) {
 			if !res.Identical || res.Summary.Matched == 0 {
 				t.Errorf("%s: got identical=%v summary=%+v, want identical", topic, res.Identical, res.Summary)
 			}
-			om, err := verify.ReadOffsetMap(mapFile)
+			om, err := offsetmap.ReadFile(mapFile)
 			if err != nil {
 				t.Fatalf("read offset map: %v", err)
 			}
@@ -171,9 +172,9 @@ func TestVerify(t *testing.T) {
 		if want := []verify.SourceRange{{From: 50, To: 54}}; !reflect.DeepEqual(got.MissingRanges, want) {
 			t.Errorf("missing_ranges: got %v, want %v", got.MissingRanges, want)
 		}
-		var dups []verify.Copy
+		var dups []offsetmap.Copy
 		for i := int64(0); i < 11; i++ {
-			dups = append(dups, verify.Copy{Target: 116 + i, Source: 110 + i})
+			dups = append(dups, offsetmap.Copy{Target: 116 + i, Source: 110 + i})
 		}
 		if !reflect.DeepEqual(got.Duplicates, dups) {
 			t.Errorf("duplicates: got %v, want %v", got.Duplicates, dups)
@@ -394,7 +395,7 @@ func TestVerifyNothingToCompare(t *testing.T) {
 				if p := res.Partitions[1]; p.Matched != 5 || p.Counts.Differs() || p.SourceStart != 5 {
 					t.Errorf("partition 1: %+v from %d, want 5 matched from offset 5", p.Counts, p.SourceStart)
 				}
-				om, err := verify.ReadOffsetMap(mapFile)
+				om, err := offsetmap.ReadFile(mapFile)
 				if err != nil {
 					t.Fatal(err)
 				}

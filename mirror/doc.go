@@ -17,7 +17,7 @@
 // markers are gaps in the source offsets.
 //
 // The produce result gives the target offset of every record, so the engine keeps an exact
-// verify.PartitionMap per partition (run-length segments) and persists it on the target.
+// offsetmap.PartitionMap per partition (run-length segments) and persists it on the target.
 //
 // Fencing (Config.Fencing, default transactions): each owned partition writes through a
 // transactional producer of its own, whose transactional id names the flow's group, the source

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kmigrate/kmigrate/mm2"
-	"github.com/kmigrate/kmigrate/verify"
+	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
 // Engine mirrors one flow. Build it with New, run it with Run; it implements Translator for
@@ -638,7 +638,7 @@ func (e *Engine) persist(ctx context.Context, states []*partState) error {
 }
 
 // mapRecords are the offset map records of segs and the offset syncs of ps.
-func (e *Engine) mapRecords(ps *partState, segs []verify.Segment, syncs []mm2.OffsetSync) []*kgo.Record {
+func (e *Engine) mapRecords(ps *partState, segs []offsetmap.Segment, syncs []mm2.OffsetSync) []*kgo.Record {
 	recs := make([]*kgo.Record, 0, len(segs)+len(syncs))
 	for _, s := range segs {
 		recs = append(recs, &kgo.Record{Topic: e.cfg.MapTopic, Partition: 0, Key: mapKey(ps.tp, s.Source), Value: mapValue(s)})
@@ -768,10 +768,10 @@ func (e *Engine) refreshTopics(ctx context.Context) {
 }
 
 // Translate implements Translator from the exact in-memory map.
-func (e *Engine) Translate(topic string, partition int32, g int64) (verify.Translation, bool) {
+func (e *Engine) Translate(topic string, partition int32, g int64) (offsetmap.Translation, bool) {
 	ps := e.part(tp{topic, partition})
 	if ps == nil {
-		return verify.Translation{}, false
+		return offsetmap.Translation{}, false
 	}
 	tr := ps.translate(g)
 	return tr, tr.Known
@@ -792,12 +792,12 @@ func (e *Engine) Owned() map[string][]int32 {
 }
 
 // Map returns a copy of the exact offset map of an owned partition, or false.
-func (e *Engine) Map(topic string, partition int32) (verify.PartitionMap, bool) {
+func (e *Engine) Map(topic string, partition int32) (offsetmap.PartitionMap, bool) {
 	ps := e.part(tp{topic, partition})
 	if ps == nil {
-		return verify.PartitionMap{}, false
+		return offsetmap.PartitionMap{}, false
 	}
 	return ps.snapshot(), true
 }
 
-var _ Translator = (*Engine)(nil)
+var _ offsetmap.Translator = (*Engine)(nil)

@@ -20,7 +20,7 @@ import (
 
 	"github.com/kmigrate/kmigrate/mirror"
 	"github.com/kmigrate/kmigrate/mm2"
-	"github.com/kmigrate/kmigrate/verify"
+	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
 // pair is a source and a target kfake cluster.
@@ -235,7 +235,7 @@ func sameRecords(t *testing.T, p pair, topic string, partition int32) {
 	}
 	for i := range src {
 		s, d := src[i], dst[i]
-		if diff := verify.DiffFields(s, d, verify.FieldKey|verify.FieldValue|verify.FieldHeaders|verify.FieldTimestamp); len(diff) > 0 {
+		if diff := offsetmap.DiffFields(s, d, offsetmap.FieldKey|offsetmap.FieldValue|offsetmap.FieldHeaders|offsetmap.FieldTimestamp); len(diff) > 0 {
 			t.Fatalf("%s/%d: source offset %d / target offset %d differ in %v", topic, partition, s.Offset, d.Offset, diff)
 		}
 		if (s.Key == nil) != (d.Key == nil) {
@@ -311,7 +311,7 @@ func checkMap(t *testing.T, p pair, e *mirror.Engine, topic string, partition in
 	byOffset := func(recs []*kgo.Record) map[int64]uint64 {
 		out := make(map[int64]uint64, len(recs))
 		for _, r := range recs {
-			out[r.Offset] = verify.Fingerprint(r, verify.DefaultFields)
+			out[r.Offset] = offsetmap.Fingerprint(r, offsetmap.DefaultFields)
 		}
 		return out
 	}
@@ -412,9 +412,9 @@ func TestMirrorDataPath(t *testing.T) {
 }
 
 // readPersisted reads the map topic: the last record per key, grouped by "topic/partition".
-func readPersisted(t *testing.T, p pair, mapTopic string) map[string][]verify.Segment {
+func readPersisted(t *testing.T, p pair, mapTopic string) map[string][]offsetmap.Segment {
 	t.Helper()
-	latest := map[string]map[int64]verify.Segment{}
+	latest := map[string]map[int64]offsetmap.Segment{}
 	for _, r := range readAll(t, p.dst, mapTopic, 0) {
 		if mirror.IsIdentityRecord(r.Key, r.Value) {
 			continue
@@ -425,11 +425,11 @@ func readPersisted(t *testing.T, p pair, mapTopic string) map[string][]verify.Se
 		}
 		k := fmt.Sprintf("%s/%d", topic, part)
 		if latest[k] == nil {
-			latest[k] = map[int64]verify.Segment{}
+			latest[k] = map[int64]offsetmap.Segment{}
 		}
-		latest[k][src] = verify.Segment{Source: src, Target: dst, Len: n}
+		latest[k][src] = offsetmap.Segment{Source: src, Target: dst, Len: n}
 	}
-	out := map[string][]verify.Segment{}
+	out := map[string][]offsetmap.Segment{}
 	for k, m := range latest {
 		for _, s := range m {
 			out[k] = append(out[k], s)

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kmigrate/kmigrate/verify"
+	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
 // Partition identity (issue 9 item 1): a source or target topic deleted and created again
@@ -23,7 +23,7 @@ import (
 //     topic's ID (identity records, below); a different current ID is a recreated topic;
 //   - log ends: a source log ending below the mapped source end, or a target log ending below
 //     the mapped target end, is a recreated (or truncated) topic;
-//   - without topic IDs (2.3.0) on either side, at resume: the fingerprint (verify.DefaultFields)
+//   - without topic IDs (2.3.0) on either side, at resume: the fingerprint (offsetmap.DefaultFields)
 //     of the last mapped source record against its copy on the target.
 //
 // At resume (assignment) all three; while running every min(refresh.topics.interval, 30s)
@@ -147,7 +147,7 @@ func (e *Engine) currentIDs(ctx context.Context, topics []string) (map[string]to
 // map describes. It returns a stopped partition state when not (the caller adds it to the
 // assigned states without aligning the tail), nil when it is, and an error when it could
 // not tell.
-func (e *Engine) checkPartition(ctx context.Context, rc *resumeChecks, t tp, target string, pm verify.PartitionMap, srcEnd, srcStart, dstEnd int64) (*partState, error) {
+func (e *Engine) checkPartition(ctx context.Context, rc *resumeChecks, t tp, target string, pm offsetmap.PartitionMap, srcEnd, srcStart, dstEnd int64) (*partState, error) {
 	st := e.verdict(t, target, pm.SourceTo, pm.TargetTo, rc.recorded[t.topic], rc.current[t.topic], srcEnd, true, dstEnd, true)
 	if st == nil {
 		var err error
@@ -228,12 +228,12 @@ func (e *Engine) verdict(t tp, target string, sourceTo, targetTo int64, rec, cur
 // a topic ID cannot prove the identity of both sides (a broker without topic IDs, or a map
 // written before identity records). A record gone from either side (retention, compaction)
 // cannot be compared; the log-end checks of verdict are then all there is.
-func (e *Engine) fingerprintCheck(ctx context.Context, t tp, target string, pm verify.PartitionMap, rec, cur topicIDs, srcStart, srcEnd, dstEnd int64) (*stop, error) {
+func (e *Engine) fingerprintCheck(ctx context.Context, t tp, target string, pm offsetmap.PartitionMap, rec, cur topicIDs, srcStart, srcEnd, dstEnd int64) (*stop, error) {
 	var zero [16]byte
 	if rec.src != zero && rec.src == cur.src && rec.dst != zero && rec.dst == cur.dst {
 		return nil, nil // both sides proven by topic ID
 	}
-	var last verify.Segment
+	var last offsetmap.Segment
 	for _, s := range pm.Segments {
 		if s.Len > 0 {
 			last = s
@@ -257,7 +257,7 @@ func (e *Engine) fingerprintCheck(ctx context.Context, t tp, target string, pm v
 			"source_present", srcRec != nil, "target_present", dstRec != nil)
 		return nil, nil
 	}
-	if verify.Fingerprint(srcRec, verify.DefaultFields) == verify.Fingerprint(dstRec, verify.DefaultFields) {
+	if offsetmap.Fingerprint(srcRec, offsetmap.DefaultFields) == offsetmap.Fingerprint(dstRec, offsetmap.DefaultFields) {
 		return nil, nil
 	}
 	reason, cluster, which := reasonEitherRecreated, e.cfg.SourceAlias+","+e.cfg.TargetAlias, "the source topic or the target topic was deleted and created again (the brokers have no topic IDs to tell which)"

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/kmigrate/kmigrate/mm2"
-	"github.com/kmigrate/kmigrate/verify"
+	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
 // tp names one source topic partition.
@@ -30,7 +30,7 @@ type partState struct {
 
 	mu   sync.Mutex
 	cond *sync.Cond
-	pm   verify.PartitionMap
+	pm   offsetmap.PartitionMap
 	// next is the next source offset the poll loop expects; records below it are ignored
 	// (a fetch that overlaps what was already submitted).
 	next int64
@@ -71,7 +71,7 @@ type queued struct {
 	control bool
 }
 
-func newPartState(t tp, target string, pm verify.PartitionMap, next int64) *partState {
+func newPartState(t tp, target string, pm offsetmap.PartitionMap, next int64) *partState {
 	ps := &partState{tp: t, target: target, pm: pm, next: next, progressAt: time.Now()}
 	ps.cond = sync.NewCond(&ps.mu)
 	ps.dirty = len(ps.pm.Segments)
@@ -151,7 +151,7 @@ func (ps *partState) extend(src, dst int64) {
 			ps.syncs = append(ps.syncs, mm2.OffsetSync{Topic: ps.topic, Partition: ps.partition, Upstream: src, Downstream: dst})
 		}
 	} else {
-		ps.pm.Segments = append(segs, verify.Segment{Source: src, Target: dst, Len: 1})
+		ps.pm.Segments = append(segs, offsetmap.Segment{Source: src, Target: dst, Len: 1})
 		ps.dirty = min(ps.dirty, n)
 		ps.synced = true
 		ps.syncs = append(ps.syncs, mm2.OffsetSync{Topic: ps.topic, Partition: ps.partition, Upstream: src, Downstream: dst})
@@ -177,11 +177,11 @@ func (ps *partState) revoke() error {
 
 // takeDirty returns copies of the segments changed since the last persist and the offset
 // syncs queued, and marks them clean. mark restores them when the write failed.
-func (ps *partState) takeDirty() ([]verify.Segment, []mm2.OffsetSync, int) {
+func (ps *partState) takeDirty() ([]offsetmap.Segment, []mm2.OffsetSync, int) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	from := ps.dirty
-	segs := append([]verify.Segment(nil), ps.pm.Segments[from:]...)
+	segs := append([]offsetmap.Segment(nil), ps.pm.Segments[from:]...)
 	syncs := ps.syncs
 	ps.syncs = nil
 	ps.dirty = len(ps.pm.Segments)
@@ -198,7 +198,7 @@ func (ps *partState) undirty(from int, syncs []mm2.OffsetSync) {
 
 // translate answers E(G) from the exact map. With a transactional writer only committed
 // records count: a group must never be moved past a record that may still be aborted.
-func (ps *partState) translate(g int64) verify.Translation {
+func (ps *partState) translate(g int64) offsetmap.Translation {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if ps.w == nil {
@@ -208,7 +208,7 @@ func (ps *partState) translate(g int64) verify.Translation {
 	pm.SourceTo = min(pm.SourceTo, ps.doneSrc)
 	tr := pm.ExactTarget(g)
 	if tr.Known && tr.Target > ps.doneDst {
-		return verify.Translation{}
+		return offsetmap.Translation{}
 	}
 	return tr
 }
@@ -231,7 +231,7 @@ func (ps *partState) failure() error {
 type commitPoint struct{ src, dst int64 }
 
 // takeDirtyCommit is takeDirty with the extent the written segments describe.
-func (ps *partState) takeDirtyCommit() ([]verify.Segment, []mm2.OffsetSync, int, commitPoint) {
+func (ps *partState) takeDirtyCommit() ([]offsetmap.Segment, []mm2.OffsetSync, int, commitPoint) {
 	segs, syncs, from := ps.takeDirty()
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
@@ -260,11 +260,11 @@ func (ps *partState) markFenced() bool {
 }
 
 // snapshot returns a deep copy of the map.
-func (ps *partState) snapshot() verify.PartitionMap {
+func (ps *partState) snapshot() offsetmap.PartitionMap {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	pm := ps.pm
-	pm.Segments = append([]verify.Segment(nil), ps.pm.Segments...)
+	pm.Segments = append([]offsetmap.Segment(nil), ps.pm.Segments...)
 	return pm
 }
 

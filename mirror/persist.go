@@ -9,7 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kmigrate/kmigrate/verify"
+	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
 // The offset map topic's records (documented in doc.go): one record per segment, keyed by
@@ -31,7 +31,7 @@ func mapKey(t tp, sourceStart int64) []byte {
 	return binary.BigEndian.AppendUint64(b, uint64(sourceStart))
 }
 
-func mapValue(s verify.Segment) []byte {
+func mapValue(s offsetmap.Segment) []byte {
 	b := binary.BigEndian.AppendUint16(make([]byte, 0, 18), mapFormatVersion)
 	b = binary.BigEndian.AppendUint64(b, uint64(s.Target))
 	return binary.BigEndian.AppendUint64(b, uint64(s.Len))
@@ -41,17 +41,17 @@ var errMapRecord = errors.New("not a kmirror offset map record")
 
 // decodeMapRecord parses one offset map record. Records of another format version return
 // errMapRecord and are skipped by readers, so a newer writer never breaks an older reader.
-func decodeMapRecord(key, value []byte) (tp, verify.Segment, error) {
+func decodeMapRecord(key, value []byte) (tp, offsetmap.Segment, error) {
 	if len(key) < 2+2+4+8 || binary.BigEndian.Uint16(key) != mapFormatVersion ||
 		len(value) < 18 || binary.BigEndian.Uint16(value) != mapFormatVersion {
-		return tp{}, verify.Segment{}, errMapRecord
+		return tp{}, offsetmap.Segment{}, errMapRecord
 	}
 	n := int(binary.BigEndian.Uint16(key[2:]))
 	if len(key) < 4+n+4+8 {
-		return tp{}, verify.Segment{}, errMapRecord
+		return tp{}, offsetmap.Segment{}, errMapRecord
 	}
 	t := tp{topic: string(key[4 : 4+n]), partition: int32(binary.BigEndian.Uint32(key[4+n:]))}
-	s := verify.Segment{
+	s := offsetmap.Segment{
 		Source: int64(binary.BigEndian.Uint64(key[8+n:])),
 		Target: int64(binary.BigEndian.Uint64(value[2:])),
 		Len:    int64(binary.BigEndian.Uint64(value[10:])),
@@ -61,14 +61,14 @@ func decodeMapRecord(key, value []byte) (tp, verify.Segment, error) {
 
 // persistedMap is the offset map topic's content: per partition, segments sorted by source
 // offset; origins have Len 0.
-type persistedMap map[tp][]verify.Segment
+type persistedMap map[tp][]offsetmap.Segment
 
 // readMap reads the whole offset map topic (partition 0) up to its current end, in one pass:
 // the segments, and the identity records (identity.go) by source topic. The newest record of
 // each key wins, as compaction would decide. committed reads with read_committed: records of
 // aborted transactions (a fenced owner's) are not trusted.
 func readMap(ctx context.Context, opts []kgo.Opt, topic string, end int64, committed bool) (persistedMap, map[string]topicIDs, error) {
-	latest := map[tp]map[int64]verify.Segment{}
+	latest := map[tp]map[int64]offsetmap.Segment{}
 	ids := map[string]topicIDs{}
 	if end > 0 {
 		err := readRange(ctx, opts, topic, 0, 0, end, committed, func(r *kgo.Record) (bool, error) {
@@ -83,7 +83,7 @@ func readMap(ctx context.Context, opts []kgo.Opt, topic string, end int64, commi
 				return true, nil
 			}
 			if latest[t] == nil {
-				latest[t] = map[int64]verify.Segment{}
+				latest[t] = map[int64]offsetmap.Segment{}
 			}
 			latest[t][s.Source] = s
 			return true, nil
@@ -94,7 +94,7 @@ func readMap(ctx context.Context, opts []kgo.Opt, topic string, end int64, commi
 	}
 	out := persistedMap{}
 	for t, bySource := range latest {
-		segs := make([]verify.Segment, 0, len(bySource))
+		segs := make([]offsetmap.Segment, 0, len(bySource))
 		for _, s := range bySource {
 			segs = append(segs, s)
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/kmigrate/kmigrate/verify"
+	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
 // resume rebuilds the state of newly assigned partitions from the target's truth:
@@ -107,8 +107,8 @@ func (e *Engine) resume(ctx context.Context, assigned []tp) (_ []*partState, err
 			if e.cfg.StartAtEnd {
 				start = srcEnd
 			}
-			pm := verify.PartitionMap{Partition: t.partition, SourceFrom: start, SourceTo: start, TargetTo: dstEnd}
-			origin := &kgo.Record{Topic: e.cfg.MapTopic, Partition: 0, Key: mapKey(t, start), Value: mapValue(verify.Segment{Source: start, Target: dstEnd})}
+			pm := offsetmap.PartitionMap{Partition: t.partition, SourceFrom: start, SourceTo: start, TargetTo: dstEnd}
+			origin := &kgo.Record{Topic: e.cfg.MapTopic, Partition: 0, Key: mapKey(t, start), Value: mapValue(offsetmap.Segment{Source: start, Target: dstEnd})}
 			ps := newPartState(t, target, pm, start)
 			ps.hwm = srcEnd
 			if w := writers[t]; w != nil {
@@ -123,7 +123,7 @@ func (e *Engine) resume(ctx context.Context, assigned []tp) (_ []*partState, err
 			out = append(out, ps)
 			continue
 		}
-		pm := verify.PartitionMap{Partition: t.partition, SourceFrom: segs[0].Source}
+		pm := offsetmap.PartitionMap{Partition: t.partition, SourceFrom: segs[0].Source}
 		var persistedSrc, persistedDst int64
 		for _, s := range segs {
 			if s.Len == 0 {
@@ -238,7 +238,7 @@ func (e *Engine) alignTail(ctx context.Context, ps *partState, srcFrom, dstFrom,
 	err := readRange(ctx, e.dstOpts, ps.target, ps.partition, dstFrom, dstEnd, committed, func(r *kgo.Record) (bool, error) {
 		seen++
 		if !r.Attrs.IsControl() {
-			tail = append(tail, rec{r.Offset, verify.Fingerprint(r, verify.DefaultFields)})
+			tail = append(tail, rec{r.Offset, offsetmap.Fingerprint(r, offsetmap.DefaultFields)})
 		}
 		return true, nil
 	})
@@ -257,7 +257,7 @@ func (e *Engine) alignTail(ctx context.Context, ps *partState, srcFrom, dstFrom,
 		if r.Offset < srcFrom {
 			return false, fmt.Errorf("source offset %d below %d: the source log moved", r.Offset, srcFrom)
 		}
-		if verify.Fingerprint(r, verify.DefaultFields) != tail[i].print {
+		if offsetmap.Fingerprint(r, offsetmap.DefaultFields) != tail[i].print {
 			return false, fmt.Errorf("target topic %s partition %d offset %d is not a copy of source topic %s partition %d offset %d: something other than this kmirror flow wrote to the target, or the source changed; run kverify diff, then delete the target partition's extra records or recreate the topic",
 				ps.target, ps.partition, tail[i].offset, ps.topic, ps.partition, r.Offset)
 		}

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kmigrate/kmigrate/offsetmap"
 	"github.com/kmigrate/kmigrate/verify"
 )
 
@@ -251,7 +252,7 @@ func (a *aligner) run(ctx context.Context, star int) (ans answer, retry bool, er
 }
 
 // align runs verify.Align over the source records S and the target window T.
-func (a *aligner) align(ctx context.Context) (verify.PartitionResult, *verify.PartitionMap, error) {
+func (a *aligner) align(ctx context.Context) (verify.PartitionResult, *offsetmap.PartitionMap, error) {
 	items := func(rs []rec) []verify.Item {
 		out := make([]verify.Item, len(rs))
 		for i, r := range rs {
@@ -273,7 +274,7 @@ func (a *aligner) align(ctx context.Context) (verify.PartitionResult, *verify.Pa
 // fromMap turns the alignment into copies per source index and the extras. A lone duplicate
 // found after the last in-order copy is only a content match that nothing confirms (it may be
 // a later record with the same content, beyond the source window): weak.
-func (a *aligner) fromMap(pm *verify.PartitionMap, pr verify.PartitionResult) {
+func (a *aligner) fromMap(pm *offsetmap.PartitionMap, pr verify.PartitionResult) {
 	at := make(map[int64]int, len(a.T)) // target offset -> index in T
 	for i, t := range a.T {
 		at[t.off] = i
@@ -412,7 +413,7 @@ func (a *aligner) answer(star, dups int) answer {
 	last := a.T[a.copies[s][len(a.copies[s])-1]]
 	if last.fp != a.S[s].fp {
 		base.status = StatusUnmappable
-		base.reason = fmt.Sprintf("record altered: target offset %d sits where source offset %d was copied but differs in %v", last.off, a.S[s].off, verify.DiffFields(a.S[s].r, last.r, a.p.cfg.Fields))
+		base.reason = fmt.Sprintf("record altered: target offset %d sits where source offset %d was copied but differs in %v", last.off, a.S[s].off, offsetmap.DiffFields(a.S[s].r, last.r, a.p.cfg.Fields))
 		return base
 	}
 	base.known, base.e = true, last.off+1

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/kmigrate/kmigrate/mm2"
-	"github.com/kmigrate/kmigrate/verify"
+	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
 // DefaultGroupsExclude are the groups MM2 never syncs (groups.exclude default), which Plan
@@ -40,10 +40,10 @@ type Config struct {
 
 	// OffsetMap, when set, is the exact offset map of its source topic (from kverify diff):
 	// E(G) comes from it instead of a local alignment. Other topics are aligned locally.
-	OffsetMap *verify.OffsetMap
+	OffsetMap *offsetmap.TopicMap
 
-	// Fields are what record fingerprints cover. Default: verify.DefaultFields.
-	Fields verify.Fields
+	// Fields are what record fingerprints cover. Default: offsetmap.DefaultFields.
+	Fields offsetmap.Fields
 	// Before is how many source records below G Plan reads (more when gaps hide them).
 	// Default: 16.
 	Before int
@@ -69,7 +69,7 @@ func (c *Config) SetDefaults() {
 		c.Flow = mm2.NewFlow("source", "target", mm2.IdentityPolicy{})
 	}
 	if c.Fields == 0 {
-		c.Fields = verify.DefaultFields
+		c.Fields = offsetmap.DefaultFields
 	}
 	if c.Before <= 0 {
 		c.Before = 16

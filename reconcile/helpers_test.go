@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/mm2"
-	"github.com/kmigrate/kmigrate/verify"
+	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
 // env is a source and a target kfake cluster with clients.
@@ -137,7 +137,7 @@ func readAll(t *testing.T, cl *kgo.Client, topic string, part int32, from int64)
 		t.Fatalf("end offsets of %s: %v", topic, err)
 	}
 	end, _ := ends.Lookup(topic, part)
-	recs, err := newSide("test", cl).read(ctx, topic, part, from, end.Offset, 0, verify.DefaultFields)
+	recs, err := newSide("test", cl).read(ctx, topic, part, from, end.Offset, 0, offsetmap.DefaultFields)
 	if err != nil {
 		t.Fatalf("read %s/%d: %v", topic, part, err)
 	}

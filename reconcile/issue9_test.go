@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kmigrate/kmigrate/verify"
+	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
 // Issue 9, item 3: an offset map answers only where it covers G, is proven by content and is
@@ -36,16 +36,16 @@ func TestPlanOffsetMapCoverage(t *testing.T) {
 	commit(t, e.srcAdm, group, topic, 0, 70, "")
 	commit(t, e.srcAdm, group, topic, 1, 70, "")
 	commit(t, e.dstAdm, group, topic, 0, 51, "")
-	exactP0 := &verify.PartitionMap{Partition: 0, SourceFrom: 0, SourceTo: 100, TargetTo: 105,
-		Segments:   []verify.Segment{{Source: 0, Target: 0, Len: 50}, {Source: 50, Target: 55, Len: 50}},
-		Duplicates: []verify.Copy{{Target: 50, Source: 45}, {Target: 51, Source: 46}, {Target: 52, Source: 47}, {Target: 53, Source: 48}, {Target: 54, Source: 49}},
+	exactP0 := &offsetmap.PartitionMap{Partition: 0, SourceFrom: 0, SourceTo: 100, TargetTo: 105,
+		Segments:   []offsetmap.Segment{{Source: 0, Target: 0, Len: 50}, {Source: 50, Target: 55, Len: 50}},
+		Duplicates: []offsetmap.Copy{{Target: 50, Source: 45}, {Target: 51, Source: 46}, {Target: 52, Source: 47}, {Target: 53, Source: 48}, {Target: 54, Source: 49}},
 	}
-	mapOf := func(pms ...*verify.PartitionMap) *verify.OffsetMap {
-		return &verify.OffsetMap{Version: verify.OffsetMapVersion, SourceTopic: topic, TargetTopic: topic, Partitions: pms}
+	mapOf := func(pms ...*offsetmap.PartitionMap) *offsetmap.TopicMap {
+		return &offsetmap.TopicMap{Version: offsetmap.Version, SourceTopic: topic, TargetTopic: topic, Partitions: pms}
 	}
 	tests := []struct {
 		name string
-		om   *verify.OffsetMap
+		om   *offsetmap.TopicMap
 		part int32
 		// wantFromMap: the proof must come from the map; otherwise from local alignment with a
 		// note saying why the map was not used.
@@ -57,17 +57,17 @@ func TestPlanOffsetMapCoverage(t *testing.T) {
 		{name: "map without the group's partition (kverify --partitions 0)", om: mapOf(exactP0), part: 1,
 			wantStatus: StatusMissingTargetOffset, wantE: 70},
 		{name: "map from kverify --from above G", part: 0, wantStatus: StatusBehind, wantE: 75,
-			om: mapOf(&verify.PartitionMap{Partition: 0, SourceFrom: 80, SourceTo: 100, TargetTo: 105, Segments: []verify.Segment{{Source: 80, Target: 85, Len: 20}}})},
+			om: mapOf(&offsetmap.PartitionMap{Partition: 0, SourceFrom: 80, SourceTo: 100, TargetTo: 105, Segments: []offsetmap.Segment{{Source: 80, Target: 85, Len: 20}}})},
 		{name: "crafted: nothing mirrored below G", part: 0, wantStatus: StatusBehind, wantE: 75,
-			om: mapOf(&verify.PartitionMap{Partition: 0, SourceFrom: 0, SourceTo: 100, TargetTo: 105, Segments: []verify.Segment{{Source: 90, Target: 95, Len: 10}}})},
+			om: mapOf(&offsetmap.PartitionMap{Partition: 0, SourceFrom: 0, SourceTo: 100, TargetTo: 105, Segments: []offsetmap.Segment{{Source: 90, Target: 95, Len: 10}}})},
 		{name: "crafted: no segment, target end far above the real one", part: 0, wantStatus: StatusBehind, wantE: 75,
-			om: mapOf(&verify.PartitionMap{Partition: 0, SourceFrom: 0, SourceTo: 100, TargetTo: 1000})},
+			om: mapOf(&offsetmap.PartitionMap{Partition: 0, SourceFrom: 0, SourceTo: 100, TargetTo: 1000})},
 		{name: "crafted: the copy of s* past the target end", part: 0, wantStatus: StatusBehind, wantE: 75,
-			om: mapOf(&verify.PartitionMap{Partition: 0, SourceFrom: 0, SourceTo: 100, TargetTo: 200, Segments: []verify.Segment{{Source: 0, Target: 0, Len: 50}, {Source: 50, Target: 150, Len: 50}}})},
+			om: mapOf(&offsetmap.PartitionMap{Partition: 0, SourceFrom: 0, SourceTo: 100, TargetTo: 200, Segments: []offsetmap.Segment{{Source: 0, Target: 0, Len: 50}, {Source: 50, Target: 150, Len: 50}}})},
 		{name: "map that disagrees with content", part: 0, wantStatus: StatusBehind, wantE: 75,
-			om: mapOf(&verify.PartitionMap{Partition: 0, SourceTo: 100, TargetTo: 100, Segments: []verify.Segment{{Source: 0, Target: 0, Len: 100}}})},
+			om: mapOf(&offsetmap.PartitionMap{Partition: 0, SourceTo: 100, TargetTo: 100, Segments: []offsetmap.Segment{{Source: 0, Target: 0, Len: 100}}})},
 		{name: "map short of G", part: 0, wantStatus: StatusBehind, wantE: 75,
-			om: mapOf(&verify.PartitionMap{Partition: 0, SourceTo: 40, TargetTo: 40, Segments: []verify.Segment{{Source: 0, Target: 0, Len: 40}}})},
+			om: mapOf(&offsetmap.PartitionMap{Partition: 0, SourceTo: 40, TargetTo: 40, Segments: []offsetmap.Segment{{Source: 0, Target: 0, Len: 40}}})},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -100,8 +100,8 @@ func TestPlanOffsetMapStale(t *testing.T) {
 	createTopic(t, e.dstAdm, topic, 1)
 	produce(t, e.src, topic, 0, values("v", 0, 100)...)
 	mirrorTopic(t, e, topic, topic, 0, step{0, 100})
-	om := &verify.OffsetMap{Version: verify.OffsetMapVersion, SourceTopic: topic, TargetTopic: topic, Partitions: []*verify.PartitionMap{{
-		Partition: 0, SourceFrom: 0, SourceTo: 100, TargetTo: 100, Segments: []verify.Segment{{Source: 0, Target: 0, Len: 100}}}}}
+	om := &offsetmap.TopicMap{Version: offsetmap.Version, SourceTopic: topic, TargetTopic: topic, Partitions: []*offsetmap.PartitionMap{{
+		Partition: 0, SourceFrom: 0, SourceTo: 100, TargetTo: 100, Segments: []offsetmap.Segment{{Source: 0, Target: 0, Len: 100}}}}}
 	// After the map: a restarted mirror replays 65..74 at 100..109, so E(70) = 1 + 104.
 	mirrorTopic(t, e, topic, topic, 0, step{65, 75})
 	commit(t, e.srcAdm, group, topic, 0, 70, "")

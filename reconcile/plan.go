@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kmigrate/kmigrate/mm2"
-	"github.com/kmigrate/kmigrate/verify"
+	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
 // countLimit bounds how many target records Plan reads to count redelivered or skipped
@@ -403,7 +403,7 @@ func (p *planner) fromOffsetMap(ctx context.Context, j job) (ans answer, why str
 	case len(t) == 0 || t[0].off != tr.PrevTarget:
 		return answer{}, fmt.Sprintf("it says target offset %d of %s/%d holds a copy, but the target has no record there now", tr.PrevTarget, j.dstTopic, j.part), nil
 	case s[0].fp != t[0].fp:
-		return answer{}, fmt.Sprintf("it disagrees with content: source offset %d and target offset %d differ in %v", tr.Prev, tr.PrevTarget, verify.DiffFields(s[0].r, t[0].r, p.cfg.Fields)), nil
+		return answer{}, fmt.Sprintf("it disagrees with content: source offset %d and target offset %d differ in %v", tr.Prev, tr.PrevTarget, offsetmap.DiffFields(s[0].r, t[0].r, p.cfg.Fields)), nil
 	}
 	// The map saw the target up to TargetTo: a later copy of s* (a replay after the map was
 	// written) moves E(G). Look for one in the records it never examined, as far as the
@@ -433,7 +433,7 @@ func (p *planner) countTarget(ctx context.Context, j job, from, to int64, extras
 	}
 	var n int64
 	if to-from <= countLimit {
-		recs, err := p.dst.read(ctx, j.dstTopic, j.part, from, to, 0, verify.FieldKey)
+		recs, err := p.dst.read(ctx, j.dstTopic, j.part, from, to, 0, offsetmap.FieldKey)
 		if err != nil {
 			return 0, err
 		}

@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/mm2"
-	"github.com/kmigrate/kmigrate/verify"
+	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
 // scenario is a source topic T with one partition, a test mirror, and one group.
@@ -295,25 +295,25 @@ func TestPlanOffsetMap(t *testing.T) {
 	mirrorTopic(t, e, topic, topic, 0, step{0, 50}, step{45, 100})
 	commit(t, e.srcAdm, group, topic, 0, 70, "")
 	commit(t, e.dstAdm, group, topic, 0, 51, "")
-	om := &verify.OffsetMap{Version: verify.OffsetMapVersion, SourceTopic: topic, TargetTopic: topic, Partitions: []*verify.PartitionMap{{
+	om := &offsetmap.TopicMap{Version: offsetmap.Version, SourceTopic: topic, TargetTopic: topic, Partitions: []*offsetmap.PartitionMap{{
 		Partition: 0, SourceFrom: 0, SourceTo: 100, TargetTo: 105,
-		Segments:   []verify.Segment{{Source: 0, Target: 0, Len: 50}, {Source: 50, Target: 55, Len: 50}},
-		Duplicates: []verify.Copy{{Target: 50, Source: 45}, {Target: 51, Source: 46}, {Target: 52, Source: 47}, {Target: 53, Source: 48}, {Target: 54, Source: 49}},
+		Segments:   []offsetmap.Segment{{Source: 0, Target: 0, Len: 50}, {Source: 50, Target: 55, Len: 50}},
+		Duplicates: []offsetmap.Copy{{Target: 50, Source: 45}, {Target: 51, Source: 46}, {Target: 52, Source: 47}, {Target: 53, Source: 48}, {Target: 54, Source: 49}},
 	}}}
 	tests := []struct {
 		name       string
-		om         *verify.OffsetMap
+		om         *offsetmap.TopicMap
 		wantStatus Status
 		wantE      *int64
 		wantReason string
 	}{
 		{name: "exact map", om: om, wantStatus: StatusBehind, wantE: ptr(75)},
-		{name: "map that lies", om: &verify.OffsetMap{Version: 1, SourceTopic: topic, TargetTopic: topic, Partitions: []*verify.PartitionMap{{
-			Partition: 0, SourceTo: 100, TargetTo: 100, Segments: []verify.Segment{{Source: 0, Target: 0, Len: 100}}}}},
+		{name: "map that lies", om: &offsetmap.TopicMap{Version: 1, SourceTopic: topic, TargetTopic: topic, Partitions: []*offsetmap.PartitionMap{{
+			Partition: 0, SourceTo: 100, TargetTo: 100, Segments: []offsetmap.Segment{{Source: 0, Target: 0, Len: 100}}}}},
 			// Content decides (issue 9): the local alignment's answer, not the map's.
 			wantStatus: StatusBehind, wantE: ptr(75)},
-		{name: "map short of G", om: &verify.OffsetMap{Version: 1, SourceTopic: topic, TargetTopic: topic, Partitions: []*verify.PartitionMap{{
-			Partition: 0, SourceTo: 40, TargetTo: 40, Segments: []verify.Segment{{Source: 0, Target: 0, Len: 40}}}}},
+		{name: "map short of G", om: &offsetmap.TopicMap{Version: 1, SourceTopic: topic, TargetTopic: topic, Partitions: []*offsetmap.PartitionMap{{
+			Partition: 0, SourceTo: 40, TargetTo: 40, Segments: []offsetmap.Segment{{Source: 0, Target: 0, Len: 40}}}}},
 			wantStatus: StatusBehind, wantE: ptr(75)},
 	}
 	for _, tc := range tests {

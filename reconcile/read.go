@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kmigrate/kmigrate/verify"
+	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
 // side is one cluster as Plan reads it: a shared client, its admin view and a cache of topic
@@ -67,7 +67,7 @@ type rec struct {
 // read returns the records of topic/partition with offsets in [from, to), at most max of them
 // (max <= 0: no limit), in offset order. Offsets without a record (transaction markers,
 // compacted records) are simply absent. It stops early at the high watermark.
-func (s *side) read(ctx context.Context, topic string, part int32, from, to int64, max int, fields verify.Fields) ([]rec, error) {
+func (s *side) read(ctx context.Context, topic string, part int32, from, to int64, max int, fields offsetmap.Fields) ([]rec, error) {
 	if from >= to {
 		return nil, nil
 	}
@@ -89,7 +89,7 @@ func (s *side) read(ctx context.Context, topic string, part int32, from, to int6
 	}
 }
 
-func (s *side) readOnce(ctx context.Context, topic string, part int32, from, to int64, max int, fields verify.Fields) ([]rec, error) {
+func (s *side) readOnce(ctx context.Context, topic string, part int32, from, to int64, max int, fields offsetmap.Fields) ([]rec, error) {
 	td, ok, err := s.topic(ctx, topic)
 	if err != nil {
 		return nil, err
@@ -109,7 +109,7 @@ func (s *side) readOnce(ctx context.Context, topic string, part int32, from, to 
 				if r.Offset >= to || max > 0 && len(out) >= max {
 					break
 				}
-				out = append(out, rec{off: r.Offset, fp: verify.Fingerprint(r, fields), r: r})
+				out = append(out, rec{off: r.Offset, fp: offsetmap.Fingerprint(r, fields), r: r})
 			}
 			next = end
 			continue
@@ -165,7 +165,7 @@ func (s *side) readOnce(ctx context.Context, topic string, part int32, from, to 
 			if r.Offset >= to {
 				break
 			}
-			out = append(out, rec{off: r.Offset, fp: verify.Fingerprint(r, fields), r: r})
+			out = append(out, rec{off: r.Offset, fp: offsetmap.Fingerprint(r, fields), r: r})
 			if max > 0 && len(out) >= max {
 				break
 			}

@@ -2,6 +2,7 @@ package report_test
 
 import (
 	"github.com/kmigrate/kmigrate/mm2"
+	"github.com/kmigrate/kmigrate/offsetmap"
 	"github.com/kmigrate/kmigrate/reconcile"
 	"github.com/kmigrate/kmigrate/verify"
 )
@@ -33,7 +34,7 @@ func verifyDiffering() *verify.Result {
 				// 985 matched + 5 duplicated + 2 mismatched + 1 extra.
 				SourceStart: 0, SourceEnd: 990, TargetStart: 0, TargetEnd: 993,
 				MissingRanges: []verify.SourceRange{{From: 120, To: 121}, {From: 500, To: 500}},
-				Duplicates: []verify.Copy{
+				Duplicates: []offsetmap.Copy{
 					{Target: 300, Source: 295}, {Target: 301, Source: 296}, {Target: 302, Source: 297},
 					{Target: 303, Source: 298}, {Target: 304, Source: 299},
 				},

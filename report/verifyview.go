@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kmigrate/kmigrate/offsetmap"
 	"github.com/kmigrate/kmigrate/verify"
 )
 
@@ -292,7 +293,7 @@ type run struct {
 	fields         string
 }
 
-func copyRuns(cs []verify.Copy) []run {
+func copyRuns(cs []offsetmap.Copy) []run {
 	var out []run
 	for _, c := range cs {
 		if n := len(out); n > 0 && out[n-1].s1+1 == c.Source && out[n-1].t1+1 == c.Target {

@@ -3,12 +3,12 @@ package verify
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"sort"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
 // Item is one record of a stream the aligner reads: its offset, its fingerprint over the
@@ -21,49 +21,8 @@ type Item struct {
 }
 
 // NewItem fingerprints r over f.
-func NewItem(r *kgo.Record, f Fields) Item {
-	return Item{Offset: r.Offset, FP: Fingerprint(r, f), Record: r}
-}
-
-// fingerprinter computes Fingerprint with one hash call over a reused buffer of the framed
-// fields (the same bytes Fingerprint hashes, so the same value), which is cheaper for the
-// small fields of typical records than a digest write per field.
-type fingerprinter struct{ buf []byte }
-
-func (p *fingerprinter) item(r *kgo.Record, f Fields) Item {
-	b := p.buf[:0]
-	if f&FieldKey != 0 {
-		b = appendFramed(b, r.Key)
-	}
-	if f&FieldValue != 0 {
-		b = appendFramed(b, r.Value)
-	}
-	if f&FieldHeaders != 0 {
-		b = binary.BigEndian.AppendUint32(b, uint32(len(r.Headers)))
-		for _, h := range r.Headers {
-			b = append(b, 1)
-			b = binary.BigEndian.AppendUint64(b, uint64(len(h.Key)))
-			b = append(b, h.Key...)
-			b = appendFramed(b, h.Value)
-		}
-	}
-	if f&FieldTimestamp != 0 {
-		b = binary.BigEndian.AppendUint64(b, uint64(r.Timestamp.UnixMilli()))
-	}
-	p.buf = b
-	if cap(p.buf) > 1<<20 {
-		p.buf = nil // do not keep a huge record's buffer
-	}
-	return Item{Offset: r.Offset, FP: xxhash.Sum64(b), Record: r}
-}
-
-func appendFramed(b, field []byte) []byte {
-	if field == nil {
-		return append(b, 0)
-	}
-	b = append(b, 1)
-	b = binary.BigEndian.AppendUint64(b, uint64(len(field)))
-	return append(b, field...)
+func NewItem(r *kgo.Record, f offsetmap.Fields) Item {
+	return Item{Offset: r.Offset, FP: offsetmap.Fingerprint(r, f), Record: r}
 }
 
 // Stream yields the records of one side of a partition in offset order.
@@ -89,8 +48,8 @@ func (s *SliceStream) Next(context.Context) (Item, bool, error) {
 type AlignOptions struct {
 	Partition int32
 	// Fields are the compared fields, used to say which ones differ at a mismatch.
-	// Default: DefaultFields.
-	Fields Fields
+	// Default: offsetmap.DefaultFields.
+	Fields offsetmap.Fields
 	// Window is the look-ahead in records on each side: the longest run of missing or extra
 	// records resolved in place. Memory is proportional to it (records). Default: DefaultWindow.
 	Window int
@@ -100,11 +59,11 @@ type AlignOptions struct {
 	// Default: DefaultHistory.
 	History int
 	// MaxListed caps each list of ranges, duplicates and mismatches in the PartitionResult
-	// (the counts and the PartitionMap stay complete). Default: 1000.
+	// (the counts and the offsetmap.PartitionMap stay complete). Default: 1000.
 	MaxListed int
 
 	// SourceFrom and SourceTo bound the source range read ([SourceFrom, SourceTo)); they go
-	// into the PartitionMap. TargetFrom is where the target was read from.
+	// into the offsetmap.PartitionMap. TargetFrom is where the target was read from.
 	SourceFrom, SourceTo int64
 	TargetFrom, TargetTo int64
 
@@ -139,7 +98,7 @@ const smallSearch = 24
 
 func (o *AlignOptions) setDefaults() {
 	if o.Fields == 0 {
-		o.Fields = DefaultFields
+		o.Fields = offsetmap.DefaultFields
 	}
 	if o.Window <= 0 {
 		o.Window = DefaultWindow
@@ -156,7 +115,7 @@ func (o *AlignOptions) setDefaults() {
 // Align merges a source and a target stream of one partition, as docs/design.md "Alignment"
 // defines, with look-ahead bounded by opt.Window. It returns the classes as compact ranges
 // and the exact offset map. The error is the first error of a stream or of ctx.
-func Align(ctx context.Context, src, dst Stream, opt AlignOptions) (PartitionResult, *PartitionMap, error) {
+func Align(ctx context.Context, src, dst Stream, opt AlignOptions) (PartitionResult, *offsetmap.PartitionMap, error) {
 	opt.setDefaults()
 	a := &aligner{
 		opt:  opt,
@@ -167,7 +126,7 @@ func Align(ctx context.Context, src, dst Stream, opt AlignOptions) (PartitionRes
 	a.res.Partition = opt.Partition
 	a.res.SourceStart, a.res.SourceEnd = opt.SourceFrom, opt.SourceTo
 	a.res.TargetStart = opt.TargetFrom
-	a.pm = &PartitionMap{Partition: opt.Partition, SourceFrom: opt.SourceFrom, SourceTo: opt.SourceTo, TargetTo: opt.TargetFrom}
+	a.pm = &offsetmap.PartitionMap{Partition: opt.Partition, SourceFrom: opt.SourceFrom, SourceTo: opt.SourceTo, TargetTo: opt.TargetFrom}
 	err := a.run(ctx)
 	a.finish()
 	return a.res, a.pm, err
@@ -192,7 +151,7 @@ type aligner struct {
 	dstEOF   bool
 	hist     *history
 	res      PartitionResult
-	pm       *PartitionMap
+	pm       *offsetmap.PartitionMap
 
 	srcClass, tgtClass class // class of the last source / target record, for ranges
 	tailFrom           int64 // first source offset of a tail the target never reached
@@ -665,7 +624,7 @@ func (a *aligner) mismatch(s, t Item) {
 	if len(a.res.Mismatches) < a.opt.MaxListed {
 		var fields []string
 		if s.Record != nil && t.Record != nil {
-			fields = DiffFields(s.Record, t.Record, a.opt.Fields)
+			fields = offsetmap.DiffFields(s.Record, t.Record, a.opt.Fields)
 		}
 		if len(fields) == 0 {
 			fields = a.opt.Fields.Names()
@@ -694,9 +653,9 @@ func (a *aligner) missing(s Item) {
 
 func (a *aligner) duplicate(t Item, src int64) {
 	a.res.Duplicated++
-	a.pm.Duplicates = append(a.pm.Duplicates, Copy{Target: t.Offset, Source: src})
+	a.pm.Duplicates = append(a.pm.Duplicates, offsetmap.Copy{Target: t.Offset, Source: src})
 	if len(a.res.Duplicates) < a.opt.MaxListed {
-		a.res.Duplicates = append(a.res.Duplicates, Copy{Target: t.Offset, Source: src})
+		a.res.Duplicates = append(a.res.Duplicates, offsetmap.Copy{Target: t.Offset, Source: src})
 	} else {
 		a.res.Truncated = true
 	}
@@ -728,7 +687,7 @@ func (a *aligner) mapPair(s, t int64) {
 			return
 		}
 	}
-	a.pm.Segments = append(segs, Segment{Source: s, Target: t, Len: 1})
+	a.pm.Segments = append(segs, offsetmap.Segment{Source: s, Target: t, Len: 1})
 }
 
 // sourceRun tracks runs of identical consecutive source records: their matched records are

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
 // r makes record i of a synthetic partition: key "k<i>", value "v<i>", one header, a
@@ -67,7 +69,7 @@ func offsets(recs []*kgo.Record, offs ...int64) []*kgo.Record {
 	return out
 }
 
-func items(recs []*kgo.Record, f Fields) []Item {
+func items(recs []*kgo.Record, f offsetmap.Fields) []Item {
 	out := make([]Item, len(recs))
 	for i, rec := range recs {
 		out[i] = NewItem(rec, f)
@@ -75,10 +77,10 @@ func items(recs []*kgo.Record, f Fields) []Item {
 	return out
 }
 
-func align(t *testing.T, src, dst []*kgo.Record, opt AlignOptions) (PartitionResult, *PartitionMap) {
+func align(t *testing.T, src, dst []*kgo.Record, opt AlignOptions) (PartitionResult, *offsetmap.PartitionMap) {
 	t.Helper()
 	if opt.Fields == 0 {
-		opt.Fields = DefaultFields
+		opt.Fields = offsetmap.DefaultFields
 	}
 	if len(src) > 0 && opt.SourceTo == 0 {
 		opt.SourceFrom, opt.SourceTo = src[0].Offset, src[len(src)-1].Offset+1
@@ -96,7 +98,7 @@ func align(t *testing.T, src, dst []*kgo.Record, opt AlignOptions) (PartitionRes
 
 // checkInvariants asserts the counting invariants of doc.go and that the map pairs records
 // that are equal exactly Matched times.
-func checkInvariants(t *testing.T, src, dst []*kgo.Record, res PartitionResult, pm *PartitionMap, f Fields) {
+func checkInvariants(t *testing.T, src, dst []*kgo.Record, res PartitionResult, pm *offsetmap.PartitionMap, f offsetmap.Fields) {
 	t.Helper()
 	if got, want := res.Matched+res.Mismatched+res.Missing, int64(len(src)); got != want {
 		t.Errorf("matched+mismatched+missing = %d, want source count %d (%+v)", got, want, res.Counts)
@@ -128,7 +130,7 @@ func checkInvariants(t *testing.T, src, dst []*kgo.Record, res PartitionResult, 
 			if a == nil || b == nil {
 				t.Fatalf("segment %+v maps offsets that were not read", s)
 			}
-			if Fingerprint(a, f) == Fingerprint(b, f) {
+			if offsetmap.Fingerprint(a, f) == offsetmap.Fingerprint(b, f) {
 				eq++
 			} else {
 				ne++
@@ -145,7 +147,7 @@ func checkInvariants(t *testing.T, src, dst []*kgo.Record, res PartitionResult, 
 	copyOf := map[int64]uint64{} // source offset -> fingerprint of its aligned target copy
 	for _, s := range pm.Segments {
 		for k := int64(0); k < s.Len; k++ {
-			copyOf[s.Source+k] = Fingerprint(to[s.Target+k], f)
+			copyOf[s.Source+k] = offsetmap.Fingerprint(to[s.Target+k], f)
 		}
 	}
 	for _, d := range pm.Duplicates {
@@ -154,7 +156,7 @@ func checkInvariants(t *testing.T, src, dst []*kgo.Record, res PartitionResult, 
 			t.Fatalf("duplicate %+v maps offsets that were not read", d)
 		}
 		// A duplicate repeats its source record, or the altered copy of it.
-		if fb := Fingerprint(b, f); fb != Fingerprint(a, f) && fb != copyOf[d.Source] {
+		if fb := offsetmap.Fingerprint(b, f); fb != offsetmap.Fingerprint(a, f) && fb != copyOf[d.Source] {
 			t.Errorf("duplicate %+v does not copy its source record", d)
 		}
 	}
@@ -170,52 +172,52 @@ func TestAlign(t *testing.T) {
 		opt      AlignOptions
 		want     Counts
 		missing  []SourceRange
-		dups     []Copy
+		dups     []offsetmap.Copy
 		mism     []Mismatch
 		extra    []TargetRange
-		segments []Segment
+		segments []offsetmap.Segment
 		skipped  int64
 	}{
 		{
 			name: "identical", src: at(0, span(0, 9)), dst: at(0, span(0, 9)),
-			want: Counts{Matched: 10}, segments: []Segment{{0, 0, 10}},
+			want: Counts{Matched: 10}, segments: segs(0, 0, 10),
 		},
 		{
 			name: "different target base", src: at(500, span(0, 9)), dst: at(70, span(0, 9)),
-			want: Counts{Matched: 10}, segments: []Segment{{500, 70, 10}},
+			want: Counts{Matched: 10}, segments: segs(500, 70, 10),
 		},
 		{
 			name: "source gaps from markers and compaction",
 			src:  offsets(span(0, 5), 0, 1, 2, 5, 6, 9), dst: at(0, span(0, 5)),
-			want: Counts{Matched: 6}, segments: []Segment{{0, 0, 3}, {5, 3, 2}, {9, 5, 1}},
+			want: Counts{Matched: 6}, segments: segs(0, 0, 3, 5, 3, 2, 9, 5, 1),
 		},
 		{
 			name: "missing in the middle", src: at(0, span(0, 9)), dst: at(0, cat(span(0, 2), span(5, 9))),
 			want: Counts{Matched: 8, Missing: 2}, missing: []SourceRange{{3, 4}},
-			segments: []Segment{{0, 0, 3}, {5, 3, 5}},
+			segments: segs(0, 0, 3, 5, 3, 5),
 		},
 		{
 			name: "missing across a source gap is one range",
 			src:  offsets(span(0, 5), 0, 1, 2, 4, 5, 6), dst: at(0, cat(span(0, 1), span(4, 5))),
 			want: Counts{Matched: 4, Missing: 2}, missing: []SourceRange{{2, 4}},
-			segments: []Segment{{0, 0, 2}, {5, 2, 2}},
+			segments: segs(0, 0, 2, 5, 2, 2),
 		},
 		{
 			name: "missing at the start", src: at(0, span(0, 9)), dst: at(0, span(3, 9)),
 			opt:  AlignOptions{StrictTargetFrom: true},
 			want: Counts{Matched: 7, Missing: 3}, missing: []SourceRange{{0, 2}},
-			segments: []Segment{{3, 0, 7}},
+			segments: segs(3, 0, 7),
 		},
 		{
 			name: "missing long run", src: at(0, span(0, 499)), dst: at(0, cat(span(0, 99), span(400, 499))),
 			want: Counts{Matched: 200, Missing: 300}, missing: []SourceRange{{100, 399}},
-			segments: []Segment{{0, 0, 100}, {400, 100, 100}},
+			segments: segs(0, 0, 100, 400, 100, 100),
 		},
 		{
 			name: "missing run longer than the window", src: at(0, span(0, 499)), dst: at(0, cat(span(0, 99), span(400, 499))),
 			opt:  AlignOptions{Window: 50},
 			want: Counts{Matched: 200, Missing: 300}, missing: []SourceRange{{100, 399}},
-			segments: []Segment{{0, 0, 100}, {400, 100, 100}},
+			segments: segs(0, 0, 100, 400, 100, 100),
 		},
 		{
 			// The target rewrote every timestamp (LogAppendTime, later than the source's): the
@@ -224,23 +226,23 @@ func TestAlign(t *testing.T) {
 			src:  at(0, span(0, 499)), dst: at(0, appendTime(cat(span(0, 99), span(400, 499)))),
 			opt:  AlignOptions{Window: 50},
 			want: Counts{Matched: 200, Missing: 300}, missing: []SourceRange{{100, 399}},
-			segments: []Segment{{0, 0, 100}, {400, 100, 100}},
+			segments: segs(0, 0, 100, 400, 100, 100),
 		},
 		{
 			name: "replayed run", src: at(0, span(0, 19)), dst: at(0, cat(span(0, 14), span(10, 19))),
 			want:     Counts{Matched: 20, Duplicated: 5},
-			dups:     []Copy{{15, 10}, {16, 11}, {17, 12}, {18, 13}, {19, 14}},
-			segments: []Segment{{0, 0, 15}, {15, 20, 5}},
+			dups:     copies(15, 10, 16, 11, 17, 12, 18, 13, 19, 14),
+			segments: segs(0, 0, 15, 15, 20, 5),
 		},
 		{
 			name: "replay of one record", src: at(0, span(0, 9)), dst: at(0, cat(span(0, 5), span(5, 9))),
-			want: Counts{Matched: 10, Duplicated: 1}, dups: []Copy{{6, 5}},
-			segments: []Segment{{0, 0, 6}, {6, 7, 4}},
+			want: Counts{Matched: 10, Duplicated: 1}, dups: copies(6, 5),
+			segments: segs(0, 0, 6, 6, 7, 4),
 		},
 		{
 			name: "long replay", src: at(0, span(0, 299)), dst: at(0, cat(span(0, 199), span(100, 299))),
 			want:     Counts{Matched: 300, Duplicated: 100},
-			segments: []Segment{{0, 0, 200}, {200, 300, 100}},
+			segments: segs(0, 0, 200, 200, 300, 100),
 		},
 		{
 			// Only the last History matched records are remembered: the older part of a
@@ -249,24 +251,24 @@ func TestAlign(t *testing.T) {
 			name: "replay longer than the history", src: at(0, span(0, 99)), dst: at(0, cat(span(0, 99), span(0, 99))),
 			opt:  AlignOptions{Window: 30, History: 30, StrictTargetTo: true},
 			want: Counts{Matched: 100, Duplicated: 30, Extra: 70}, extra: []TargetRange{{100, 169}},
-			segments: []Segment{{0, 0, 100}},
+			segments: segs(0, 0, 100),
 		},
 		{
 			name: "replay longer than the window, within the history", src: at(0, span(0, 299)),
 			dst:      at(0, cat(span(0, 249), span(20, 249), span(250, 299))),
 			opt:      AlignOptions{Window: 30, StrictTargetTo: true},
 			want:     Counts{Matched: 300, Duplicated: 230},
-			segments: []Segment{{0, 0, 250}, {250, 480, 50}},
+			segments: segs(0, 0, 250, 250, 480, 50),
 		},
 		{
 			name: "altered value", src: at(0, span(0, 9)), dst: at(0, cat(span(0, 4), altered(5), span(6, 9))),
 			want: Counts{Matched: 9, Mismatched: 1}, mism: []Mismatch{{5, 5, []string{"value"}}},
-			segments: []Segment{{0, 0, 10}},
+			segments: segs(0, 0, 10),
 		},
 		{
 			name: "two adjacent altered values", src: at(0, span(0, 9)), dst: at(0, cat(span(0, 4), altered(5), altered(6), span(7, 9))),
 			want: Counts{Matched: 8, Mismatched: 2}, mism: []Mismatch{{5, 5, []string{"value"}}, {6, 6, []string{"value"}}},
-			segments: []Segment{{0, 0, 10}},
+			segments: segs(0, 0, 10),
 		},
 		{
 			name: "every value re-encoded", src: at(0, span(0, 99)),
@@ -277,60 +279,60 @@ func TestAlign(t *testing.T) {
 				}
 				return out
 			}()),
-			want: Counts{Mismatched: 100}, segments: []Segment{{0, 0, 100}},
+			want: Counts{Mismatched: 100}, segments: segs(0, 0, 100),
 		},
 		{
 			name: "dropped header", src: at(0, span(0, 9)),
 			dst:  at(0, cat(span(0, 2), with(r(3), func(c *kgo.Record) { c.Headers = nil }), span(4, 9))),
 			want: Counts{Matched: 9, Mismatched: 1}, mism: []Mismatch{{3, 3, []string{"headers"}}},
-			segments: []Segment{{0, 0, 10}},
+			segments: segs(0, 0, 10),
 		},
 		{
 			name: "changed header value", src: at(0, span(0, 9)),
 			dst:  at(0, cat(span(0, 2), with(r(3), func(c *kgo.Record) { c.Headers[0].Value = []byte("y") }), span(4, 9))),
 			want: Counts{Matched: 9, Mismatched: 1}, mism: []Mismatch{{3, 3, []string{"headers"}}},
-			segments: []Segment{{0, 0, 10}},
+			segments: segs(0, 0, 10),
 		},
 		{
 			name: "timestamp rewritten, not compared", src: at(0, span(0, 9)),
 			dst:  at(0, cat(span(0, 2), with(r(3), func(c *kgo.Record) { c.Timestamp = time.UnixMilli(1) }), span(4, 9))),
-			want: Counts{Matched: 10}, segments: []Segment{{0, 0, 10}},
+			want: Counts{Matched: 10}, segments: segs(0, 0, 10),
 		},
 		{
 			name: "timestamp rewritten, compared", src: at(0, span(0, 9)),
 			dst:  at(0, cat(span(0, 2), with(r(3), func(c *kgo.Record) { c.Timestamp = time.UnixMilli(1) }), span(4, 9))),
-			opt:  AlignOptions{Fields: DefaultFields | FieldTimestamp},
+			opt:  AlignOptions{Fields: offsetmap.DefaultFields | offsetmap.FieldTimestamp},
 			want: Counts{Matched: 9, Mismatched: 1}, mism: []Mismatch{{3, 3, []string{"timestamp"}}},
-			segments: []Segment{{0, 0, 10}},
+			segments: segs(0, 0, 10),
 		},
 		{
 			name: "extra at the end, strict", src: at(0, span(0, 4)), dst: at(0, cat(span(0, 4), span(100, 102))),
 			opt:  AlignOptions{StrictTargetTo: true},
-			want: Counts{Matched: 5, Extra: 3}, extra: []TargetRange{{5, 7}}, segments: []Segment{{0, 0, 5}},
+			want: Counts{Matched: 5, Extra: 3}, extra: []TargetRange{{5, 7}}, segments: segs(0, 0, 5),
 		},
 		{
 			name: "extra at the end, beyond a bounded range", src: at(0, span(0, 4)), dst: at(0, cat(span(0, 4), span(100, 102))),
-			want: Counts{Matched: 5}, segments: []Segment{{0, 0, 5}},
+			want: Counts{Matched: 5}, segments: segs(0, 0, 5),
 		},
 		{
 			name: "extra in the middle", src: at(0, span(0, 9)), dst: at(0, cat(span(0, 4), span(100, 101), span(5, 9))),
-			want: Counts{Matched: 10, Extra: 2}, extra: []TargetRange{{5, 6}}, segments: []Segment{{0, 0, 5}, {5, 7, 5}},
+			want: Counts{Matched: 10, Extra: 2}, extra: []TargetRange{{5, 6}}, segments: segs(0, 0, 5, 5, 7, 5),
 		},
 		{
 			name: "long extra run with null keys", src: at(0, nullKeys(span(0, 99))),
 			dst:  at(0, nullKeys(cat(span(0, 49), span(1000, 1039), span(50, 99)))),
-			want: Counts{Matched: 100, Extra: 40}, extra: []TargetRange{{50, 89}}, segments: []Segment{{0, 0, 50}, {50, 90, 50}},
+			want: Counts{Matched: 100, Extra: 40}, extra: []TargetRange{{50, 89}}, segments: segs(0, 0, 50, 50, 90, 50),
 		},
 		{
 			name: "a missing record and an extra one at the same position",
 			src:  at(0, span(0, 9)), dst: at(0, cat(span(0, 4), span(100, 100), span(6, 9))),
 			want: Counts{Matched: 9, Mismatched: 1}, mism: []Mismatch{{5, 5, []string{"key", "value"}}},
-			segments: []Segment{{0, 0, 10}},
+			segments: segs(0, 0, 10),
 		},
 		{
 			name: "missing and replay at once", src: at(0, span(0, 9)), dst: at(0, cat(span(0, 4), span(4, 4), span(6, 9))),
-			want: Counts{Matched: 9, Missing: 1, Duplicated: 1}, missing: []SourceRange{{5, 5}}, dups: []Copy{{5, 4}},
-			segments: []Segment{{0, 0, 5}, {6, 6, 4}},
+			want: Counts{Matched: 9, Missing: 1, Duplicated: 1}, missing: []SourceRange{{5, 5}}, dups: copies(5, 4),
+			segments: segs(0, 0, 5, 6, 6, 4),
 		},
 		{
 			name: "empty", want: Counts{},
@@ -345,12 +347,12 @@ func TestAlign(t *testing.T) {
 		},
 		{
 			name: "target read from a lower bound", src: at(10, span(10, 19)), dst: at(7, span(7, 19)),
-			want: Counts{Matched: 10}, segments: []Segment{{10, 10, 10}}, skipped: 3,
+			want: Counts{Matched: 10}, segments: segs(10, 10, 10), skipped: 3,
 		},
 		{
 			name: "leading target records are extra when the start is exact", src: at(0, span(10, 19)), dst: at(0, span(7, 19)),
 			opt:  AlignOptions{StrictTargetFrom: true},
-			want: Counts{Matched: 10, Extra: 3}, extra: []TargetRange{{0, 2}}, segments: []Segment{{0, 3, 10}},
+			want: Counts{Matched: 10, Extra: 3}, extra: []TargetRange{{0, 2}}, segments: segs(0, 3, 10),
 		},
 	}
 	for _, tt := range tests {
@@ -593,7 +595,7 @@ func BenchmarkAlign(b *testing.B) {
 		dst  []*kgo.Record
 	}{{"clean", clean}, {"faults", faulty}} {
 		b.Run(bc.name, func(b *testing.B) {
-			si, ti := items(src, DefaultFields), items(bc.dst, DefaultFields)
+			si, ti := items(src, offsetmap.DefaultFields), items(bc.dst, offsetmap.DefaultFields)
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kmigrate/kmigrate/mm2"
+	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
 // PositionKind says how a Position is given.
@@ -112,8 +113,8 @@ type Config struct {
 	// exclusive (like an end offset); a time To ends before the first record at or after it.
 	// Default: earliest and latest (the last stable offset with read_committed).
 	From, To Position
-	// Fields are compared. Default: DefaultFields (key, value, headers).
-	Fields Fields
+	// offsetmap.Fields are compared. Default: offsetmap.DefaultFields (key, value, headers).
+	Fields offsetmap.Fields
 	// Window is the aligner's look-ahead per partition in records. Default: DefaultWindow.
 	Window int
 	// History is how many matched records per partition are remembered to recognise replays.
@@ -150,7 +151,7 @@ func (c *Config) SetDefaults() {
 		c.To.Kind = Latest
 	}
 	if c.Fields == 0 {
-		c.Fields = DefaultFields
+		c.Fields = offsetmap.DefaultFields
 	}
 	if c.Window <= 0 {
 		c.Window = DefaultWindow
@@ -207,14 +208,14 @@ func (c *Config) Validate() error {
 //
 // src and dst are used for metadata, offset lookups and raw fetches; they must not be group
 // consumers.
-func Diff(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, *OffsetMap, error) {
+func Diff(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, *offsetmap.TopicMap, error) {
 	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
 	res := &Result{SourceTopic: cfg.SourceTopic, TargetTopic: cfg.TargetTopic, Compared: cfg.Fields.Names(),
 		Partitions: []PartitionResult{}}
-	om := &OffsetMap{Version: OffsetMapVersion, SourceTopic: cfg.SourceTopic, TargetTopic: cfg.TargetTopic, Partitions: []*PartitionMap{}}
+	om := &offsetmap.TopicMap{Version: offsetmap.Version, SourceTopic: cfg.SourceTopic, TargetTopic: cfg.TargetTopic, Partitions: []*offsetmap.PartitionMap{}}
 	sadm, tadm := kadm.NewClient(src), kadm.NewClient(dst)
 
 	sparts, err := topicPartitions(ctx, sadm, "source", cfg.SourceTopic)
@@ -329,7 +330,7 @@ func Diff(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, *Offs
 	}
 	var mu sync.Mutex
 	results := make(map[int32]PartitionResult, len(common))
-	maps := make(map[int32]*PartitionMap, len(common))
+	maps := make(map[int32]*offsetmap.PartitionMap, len(common))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(cfg.Parallel)
 	why := make(map[int32]string, len(common))
@@ -537,8 +538,8 @@ type PartitionSpec struct {
 	// TargetFrom and TargetTo bound the target range read. A negative TargetTo means the end
 	// offset. TargetFrom is a lower bound unless StrictTargetFrom: see AlignOptions.
 	TargetFrom, TargetTo int64
-	// Fields compared. Default: DefaultFields.
-	Fields Fields
+	// offsetmap.Fields compared. Default: offsetmap.DefaultFields.
+	Fields offsetmap.Fields
 	// Window is the look-ahead. Default: DefaultWindow, or less for a small range.
 	Window int
 	// History: see AlignOptions. Default: DefaultHistory, or less for a small range.
@@ -565,10 +566,10 @@ type partJob struct {
 // hintMargin is how many target records before the estimated start of the copy are read.
 const hintMargin = 100
 
-func (j *partJob) run(ctx context.Context, src, dst *kgo.Client) (PartitionResult, *PartitionMap, error) {
+func (j *partJob) run(ctx context.Context, src, dst *kgo.Client) (PartitionResult, *offsetmap.PartitionMap, error) {
 	sp := j.spec
 	if sp.Fields == 0 {
-		sp.Fields = DefaultFields
+		sp.Fields = offsetmap.DefaultFields
 	}
 	committed := !sp.ReadUncommitted
 	sctx, cancel := context.WithCancel(ctx)

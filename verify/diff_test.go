@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/mm2"
+	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
 var topicSeq atomic.Int64
@@ -70,7 +71,7 @@ func produce(t *testing.T, cl *kgo.Client, topic string, p int32, recs []*kgo.Re
 	}
 }
 
-func diff(t *testing.T, src, dst *kgo.Client, cfg Config) (*Result, *OffsetMap) {
+func diff(t *testing.T, src, dst *kgo.Client, cfg Config) (*Result, *offsetmap.TopicMap) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -108,7 +109,7 @@ func TestDiffIdenticalWithOtherBase(t *testing.T) {
 		t.Fatalf("got %d partitions, want 3", len(res.Partitions))
 	}
 	pm := om.Partition(0)
-	if pm == nil || !reflect.DeepEqual(pm.Segments, []Segment{{0, 5, 100}}) {
+	if pm == nil || !reflect.DeepEqual(pm.Segments, segs(0, 5, 100)) {
 		t.Errorf("partition 0 map: got %+v, want one segment 0->5 of 100", pm)
 	}
 	if got := pm.ExactTarget(40); !got.Known || got.Target != 45 {
@@ -146,7 +147,7 @@ func TestDiffFaults(t *testing.T) {
 	if want := []SourceRange{{10, 12}}; !reflect.DeepEqual(p.MissingRanges, want) {
 		t.Errorf("missing: got %v, want %v", p.MissingRanges, want)
 	}
-	if want := []Copy{{22, 20}, {23, 21}, {24, 22}, {25, 23}, {26, 24}}; !reflect.DeepEqual(p.Duplicates, want) {
+	if want := copies(22, 20, 23, 21, 24, 22, 25, 23, 26, 24); !reflect.DeepEqual(p.Duplicates, want) {
 		t.Errorf("duplicates: got %v, want %v", p.Duplicates, want)
 	}
 	if want := []Mismatch{{30, 32, []string{"value"}}, {40, 42, []string{"headers"}}}; !reflect.DeepEqual(p.Mismatches, want) {
@@ -299,7 +300,7 @@ func TestDiffFromOffsetReadsTargetFromHint(t *testing.T) {
 	if p.TargetSkipped == 0 || p.TargetSkipped > hintMargin {
 		t.Errorf("got %d target records skipped, want 1..%d (the margin before the hint)", p.TargetSkipped, hintMargin)
 	}
-	if want := []Segment{{600, 600, 100}}; !reflect.DeepEqual(om.Partition(0).Segments, want) {
+	if want := segs(600, 600, 100); !reflect.DeepEqual(om.Partition(0).Segments, want) {
 		t.Errorf("segments: got %v, want %v", om.Partition(0).Segments, want)
 	}
 }

@@ -4,13 +4,11 @@
 // # The types to know
 //
 //   - Diff reads a topic on both clusters (partitions in parallel, at most Config.Parallel)
-//     and returns a Result (the JSON of `kverify diff`) and an OffsetMap (the file of
+//     and returns a Result (the JSON of `kverify diff`) and an offsetmap.TopicMap (the file of
 //     `kverify diff --offset-map`, read by kreconcile).
 //   - Align is the pure, in-memory aligner over two Streams of Items (offset, fingerprint,
 //     record); Diff feeds it from raw fetches. It is table- and fuzz-tested on synthetic
 //     sequences (align_test.go).
-//   - PartitionMap.ExactTarget turns the map into E(G), the exact target offset of a group
-//     committed at source offset G (docs/design.md "What exact means: E(G)").
 //
 // # Alignment
 //
@@ -29,7 +27,7 @@
 //     what it read since its last offset flush, offset.flush.interval.ms, 60 s by default);
 //   - mismatched: a target record paired with a skipped source record at the same position
 //     between two matched anchors (when both blocks have the same length), or with the same key;
-//     DiffFields says which fields differ;
+//     offsetmap.DiffFields says which fields differ;
 //   - missing: a skipped source record left unpaired;
 //   - extra: a skipped target record left unpaired.
 //
@@ -43,7 +41,7 @@
 // the middle of the target, longer than the window, is misread as missing source records
 // followed by extra ones (the counts stay consistent and the result differs). Raise --window
 // above the longest run to classify it exactly. Memory is bounded by the
-// windows and the replay history, never by the topic (PartitionMap.Duplicates and the ranges
+// windows and the replay history, never by the topic (offsetmap.PartitionMap.Duplicates and the ranges
 // grow only with the differences found; the ranges are capped by Config.MaxListed, and
 // PartitionResult.Truncated says so; counts are always complete).
 //
@@ -63,7 +61,7 @@
 //
 // The segments of the map cover exactly the matched and mismatched pairs (a mismatched record
 // is still the copy at that position, so a group that consumed its source must skip it), in
-// increasing source and target order; PartitionMap.Duplicates lists every duplicate copy.
+// increasing source and target order; offsetmap.PartitionMap.Duplicates lists every duplicate copy.
 // Result.Identical is true when there is no problem, no partition error, and nothing missing,
 // duplicated, mismatched or extra (ambiguous records are matched).
 //
@@ -115,40 +113,15 @@
 // records are extra; with a bounded To the comparison ends at the first target record after
 // the copy of the last source record that repeats nothing.
 //
-// # Offset map file (version 1)
+// # Offset map file
 //
-// `kverify diff --offset-map FILE` writes WriteOffsetMap's JSON:
-//
-//	{
-//	 "version": 1,
-//	 "source_topic": "orders", "target_topic": "orders",
-//	 "partitions": [ {
-//	   "partition": 0,
-//	   "source_from": 0,      // every source offset in [source_from, source_to) was examined
-//	   "source_to": 1200,
-//	   "target_to": 1215,     // just past the last target record examined
-//	   "segments": [ {"source": 0, "target": 0, "len": 800},
-//	                 {"source": 801, "target": 805, "len": 399} ],
-//	   "duplicates": [ {"target_offset": 800, "source_offset": 796} ]
-//	 } ]
-//	}
-//
-// A segment says source offsets source..source+len-1 were copied to target offsets
-// target..target+len-1; segments and duplicates are sorted by source offset. A source offset
-// in [source_from, source_to) in no segment is not on the target (missing, or a gap of the
-// source log). When the target ends before the source range does (the mirror is behind),
-// source_to is the first source offset the target has not reached, so ExactTarget answers
-// "pending" past it instead of guessing. ReadOffsetMap (ParseOffsetMap) accepts exactly one
-// version-1 object and nothing after it, no unknown field, each partition once, and
-// consistent ranges: offsets non-negative, source_from <= source_to, segments non-empty,
-// inside [source_from, source_to) and below target_to, increasing and non-overlapping on both
-// sides, duplicates copying a mapped source offset at a target offset no segment holds.
-// Anything else is an error naming the file and what is wrong, never a panic or a guess.
+// `kverify diff --offset-map FILE` writes the map with offsetmap.Write; its format (version 1)
+// and the checks offsetmap.Parse makes are in package offsetmap.
 //
 // # Testing
 //
-// `go test ./verify` runs the aligner tables, the fingerprint tests and Diff against two kfake
-// clusters; `go test ./verify -fuzz FuzzAlign` and `-fuzz FuzzFingerprintConcatenation` fuzz
-// the invariants and the framing. Real brokers (2.3.0 -> MM2 3.7.1 -> 3.7.1) are exercised in
+// `go test ./verify` runs the aligner tables, and Diff against two kfake
+// clusters; `go test ./verify -fuzz FuzzAlign` fuzzes the
+// invariants. Real brokers (2.3.0 -> MM2 3.7.1 -> 3.7.1) are exercised in
 // integration/verify_test.go; the throughput benchmark is scripts/bench-verify.sh.
 package verify

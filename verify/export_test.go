@@ -7,12 +7,14 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
 // AlignPartition aligns one partition over explicit ranges, for the tests of partJob.run. It
 // reads the two ranges directly (raw fetches,
 // no consumer group) and is cheap for small ranges: the window is cut to the range size.
-func AlignPartition(ctx context.Context, src, dst *kgo.Client, spec PartitionSpec) (PartitionResult, *PartitionMap, error) {
+func AlignPartition(ctx context.Context, src, dst *kgo.Client, spec PartitionSpec) (PartitionResult, *offsetmap.PartitionMap, error) {
 	if spec.TargetTopic == "" {
 		spec.TargetTopic = spec.SourceTopic
 	}
@@ -58,4 +60,22 @@ func AlignPartition(ctx context.Context, src, dst *kgo.Client, spec PartitionSpe
 	spec.History = int(max(int64(spec.Window), min(int64(spec.History), size)))
 	job := partJob{spec: spec, logger: slog.New(slog.DiscardHandler)}
 	return job.run(ctx, src, dst)
+}
+
+// segs builds segments from (source, target, len) triples.
+func segs(v ...int64) []offsetmap.Segment {
+	var out []offsetmap.Segment
+	for i := 0; i+2 < len(v); i += 3 {
+		out = append(out, offsetmap.Segment{Source: v[i], Target: v[i+1], Len: v[i+2]})
+	}
+	return out
+}
+
+// copies builds duplicate copies from (target, source) pairs.
+func copies(v ...int64) []offsetmap.Copy {
+	var out []offsetmap.Copy
+	for i := 0; i+1 < len(v); i += 2 {
+		out = append(out, offsetmap.Copy{Target: v[i], Source: v[i+1]})
+	}
+	return out
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
 // fetchStream reads one partition over [from, to) with raw Fetch requests to the partition
@@ -39,7 +41,7 @@ type fetchSpec struct {
 	partition int32
 	from, to  int64
 	committed bool
-	fields    Fields
+	fields    offsetmap.Fields
 	// maxPartBytes is the partition fetch size. Default: 1 MiB (as kgo's).
 	maxPartBytes int32
 }
@@ -113,7 +115,7 @@ type fetcher struct {
 	leader  int32
 	topicID [16]byte
 	decomp  kgo.Decompressor
-	fp      fingerprinter
+	fp      offsetmap.Hasher
 }
 
 func (f *fetcher) where() string {
@@ -347,7 +349,7 @@ func (f *fetcher) process(ctx context.Context, part *kmsg.FetchResponseTopicPart
 			if r.Offset >= f.spec.to {
 				break
 			}
-			items = append(items, f.fp.item(r, f.spec.fields))
+			items = append(items, Item{Offset: r.Offset, FP: f.fp.Sum(r, f.spec.fields), Record: r})
 		}
 		if len(items) > 0 {
 			select {

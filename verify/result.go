@@ -1,5 +1,7 @@
 package verify
 
+import "github.com/kmigrate/kmigrate/offsetmap"
+
 // Result is what Diff returns for one topic: the report renders it and its JSON form is part of
 // kverify's interface (field names are stable; fields may be added, never renamed).
 type Result struct {
@@ -59,11 +61,11 @@ type PartitionResult struct {
 	TargetStart int64 `json:"target_start"`
 	TargetEnd   int64 `json:"target_end"`
 
-	MissingRanges   []SourceRange `json:"missing_ranges"`
-	Duplicates      []Copy        `json:"duplicates"`
-	Mismatches      []Mismatch    `json:"mismatches"`
-	ExtraRanges     []TargetRange `json:"extra_ranges"`
-	AmbiguousRanges []TargetRange `json:"ambiguous_ranges,omitempty"`
+	MissingRanges   []SourceRange    `json:"missing_ranges"`
+	Duplicates      []offsetmap.Copy `json:"duplicates"`
+	Mismatches      []Mismatch       `json:"mismatches"`
+	ExtraRanges     []TargetRange    `json:"extra_ranges"`
+	AmbiguousRanges []TargetRange    `json:"ambiguous_ranges,omitempty"`
 	// TargetSkipped counts target records read before the copy of the source range began
 	// (the target was read from a lower bound such as an MM2 offset sync or a timestamp);
 	// they are outside the comparison, in no class.

@@ -10,8 +10,8 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
+	"github.com/kmigrate/kmigrate/offsetmap"
 	"github.com/kmigrate/kmigrate/reconcile"
-	"github.com/kmigrate/kmigrate/verify"
 )
 
 const groupsHelp = `For every consumer group on the source (all of them unless --group, minus MM2's default
@@ -87,7 +87,7 @@ func groupsCommand() *cli.Command {
 		&cli.StringFlag{Name: "checkpoints-topic", Usage: "read MM2's checkpoints from `TOPIC` on the target (default: <source-alias>.checkpoints.internal)"},
 		&cli.StringFlag{Name: "offset-syncs-topic", Usage: "read MM2's offset syncs from `TOPIC` (default: as the flow says)"},
 		&cli.StringFlag{Name: "offset-map", Usage: "take E(G) from the offset map `FILE` written by kverify diff --offset-map where it covers G and content proves it (its topic only)"},
-		&cli.StringFlag{Name: "compare", Value: verify.DefaultFields.String(), Usage: "record `FIELDS` the fingerprints cover: key,value,headers,timestamp"},
+		&cli.StringFlag{Name: "compare", Value: offsetmap.DefaultFields.String(), Usage: "record `FIELDS` the fingerprints cover: key,value,headers,timestamp"},
 		&cli.IntFlag{Name: "window", Value: 500, Usage: "target records read per step and looked ahead for replays after the last copy found"},
 		&cli.IntFlag{Name: "concurrency", Value: 8, Usage: "group partitions planned at once"},
 		&cli.BoolFlag{Name: "apply", Usage: "commit E(G) on the target (Empty or absent groups only, after a backup)"},
@@ -195,13 +195,13 @@ func configFromFlags(c *cli.Context) (reconcile.Config, error) {
 	}
 	cfg.OffsetSyncsTopic = c.String("offset-syncs-topic")
 	if path := c.String("offset-map"); path != "" {
-		m, err := verify.ReadOffsetMap(path)
+		m, err := offsetmap.ReadFile(path)
 		if err != nil {
 			return cfg, usageErr("--offset-map: %v", err)
 		}
 		cfg.OffsetMap = m
 	}
-	if cfg.Fields, err = verify.ParseFields(c.String("compare")); err != nil {
+	if cfg.Fields, err = offsetmap.ParseFields(c.String("compare")); err != nil {
 		return cfg, usageErr("--compare: %v", err)
 	}
 	cfg.Window = c.Int("window")

@@ -11,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmigrate/kmigrate/offsetmap"
 	"github.com/kmigrate/kmigrate/reconcile"
-	"github.com/kmigrate/kmigrate/verify"
 )
 
 // applied runs groups --apply on the seed bed (E = 25) and returns the backup file.
@@ -33,14 +33,14 @@ func applied(t *testing.T, b *bed) string {
 // local alignment decides, and --apply commits E(G), not the copy of the first record it maps.
 func TestGroupsOffsetMapNotCoveringG(t *testing.T) {
 	b := seedBed(t)
-	om := &verify.OffsetMap{SourceTopic: b.topic, TargetTopic: b.topic, Partitions: []*verify.PartitionMap{{
-		Partition: 0, SourceFrom: 22, SourceTo: 30, TargetTo: 35, Segments: []verify.Segment{{Source: 22, Target: 27, Len: 8}}}}}
+	om := &offsetmap.TopicMap{SourceTopic: b.topic, TargetTopic: b.topic, Partitions: []*offsetmap.PartitionMap{{
+		Partition: 0, SourceFrom: 22, SourceTo: 30, TargetTo: 35, Segments: []offsetmap.Segment{{Source: 22, Target: 27, Len: 8}}}}}
 	path := filepath.Join(t.TempDir(), "map.json")
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := verify.WriteOffsetMap(f, om); err != nil {
+	if err := offsetmap.Write(f, om); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()

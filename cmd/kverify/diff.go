@@ -20,6 +20,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
+	"github.com/kmigrate/kmigrate/offsetmap"
 	"github.com/kmigrate/kmigrate/report"
 	"github.com/kmigrate/kmigrate/verify"
 )
@@ -123,7 +124,7 @@ func diffConfig(c *cli.Context) (verify.Config, error) {
 	if cfg.To, err = verify.ParsePosition(c.String("to")); err != nil {
 		return cfg, usage("--to: %w", err)
 	}
-	if cfg.Fields, err = verify.ParseFields(c.String("compare")); err != nil {
+	if cfg.Fields, err = offsetmap.ParseFields(c.String("compare")); err != nil {
 		return cfg, usage("--compare: %w", err)
 	}
 	if cfg.Window = c.Int("window"); cfg.Window < 1 {
@@ -288,7 +289,7 @@ func runDiff(c *cli.Context) error {
 	for _, o := range outs {
 		var b bytes.Buffer
 		if o.flag == "--offset-map" {
-			err = verify.WriteOffsetMap(&b, om)
+			err = offsetmap.Write(&b, om)
 		} else {
 			err = report.Write(&b, format, res, report.Options{Title: title})
 		}

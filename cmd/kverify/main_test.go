@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/cmd/internal/clitest"
+	"github.com/kmigrate/kmigrate/offsetmap"
 	"github.com/kmigrate/kmigrate/verify"
 )
 
@@ -165,7 +166,7 @@ func TestDiffCommand(t *testing.T) {
 		if !r.Identical || r.Summary.Matched != 60 || r.SourceTopic != same || r.TargetTopic != same {
 			t.Errorf("got %+v, want identical with 60 matched", r)
 		}
-		om, err := verify.ReadOffsetMap(mapFile)
+		om, err := offsetmap.ReadFile(mapFile)
 		if err != nil {
 			t.Fatalf("read offset map: %v", err)
 		}

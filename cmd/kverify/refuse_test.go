@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/kmigrate/kmigrate/cmd/internal/clitest"
-	"github.com/kmigrate/kmigrate/verify"
+	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
 // notExist fails the test if path exists.
@@ -105,7 +105,7 @@ func TestDiffNothingToCompare(t *testing.T) {
 		if len(res.NotCompared) != 1 || res.NotCompared[0] != 0 {
 			t.Errorf("not_compared %v, want [0]", res.NotCompared)
 		}
-		om, err := verify.ReadOffsetMap(mapFile)
+		om, err := offsetmap.ReadFile(mapFile)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -308,7 +308,7 @@ func TestDiffOutputsWrittenTogether(t *testing.T) {
 	if r := decode(t, string(b)); !r.Identical || r.Summary.Matched != 10 {
 		t.Errorf("report %+v, want identical with 10 matched", r)
 	}
-	if _, err := verify.ReadOffsetMap(mapFile); err != nil {
+	if _, err := offsetmap.ReadFile(mapFile); err != nil {
 		t.Error(err)
 	}
 	ents, _ := os.ReadDir(dir)

@@ -12,20 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/mm2"
-	"github.com/kmigrate/kmigrate/verify"
+	"github.com/kmigrate/kmigrate/offsetmap"
 )
-
-// Translator answers E(G) for the source partitions this process owns. It has the same method
-// set as mirror.Translator (declared again here because package mirror imports groupsync); the
-// engine's translator satisfies both.
-type Translator interface {
-	// Translate returns E(G) for group offset g of source topic/partition. ok=false means this
-	// process does not own the partition, or (for a partition Owned lists) that the answer is
-	// pending; a Translation with Known=false is pending too.
-	Translate(topic string, partition int32, g int64) (verify.Translation, bool)
-	// Owned lists the source topic partitions this process currently mirrors.
-	Owned() map[string][]int32
-}
 
 // Config configures the group offset sync and the checkpoint emitter of one flow. NewConfig
 // fills it from the flow's mm2.properties keys; the caller then sets the clients and the
@@ -42,7 +30,7 @@ type Config struct {
 	// CheckpointsTopic below default to its methods.
 	Flow *mm2.Flow
 	// Translator answers E(G); required.
-	Translator Translator
+	Translator offsetmap.Translator
 
 	// GroupMatches selects source groups (groups / groups.exclude). Default: Flow.GroupMatches.
 	GroupMatches func(group string) bool

@@ -40,7 +40,7 @@
 // (the safe side). Without checkpoints a fresh process never rewinds a target group.
 //
 // Testing: go test -short ./mirror/groupsync/ runs against two in-process kfake clusters and a
-// Translator built from a verify.PartitionMap (under a second). Without -short,
+// Translator built from an offsetmap.PartitionMap (under a second). Without -short,
 // TestRealBrokers also runs a Kafka 2.3.0 source and a 3.7.1 target as JVM processes
 // (integration/cluster; about 12 s; skipped without Java 17 unless KMIGRATE_REQUIRE_REAL=1).
 // go test -run X -bench IdlePass measures passes over 200 groups.

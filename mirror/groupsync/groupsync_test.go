@@ -20,25 +20,25 @@ import (
 
 	"github.com/kmigrate/kmigrate/mirror/groupsync"
 	"github.com/kmigrate/kmigrate/mm2"
-	"github.com/kmigrate/kmigrate/verify"
+	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
 // fakeTranslator answers E(G) from offset maps the test sets, as the engine does from its
 // produce results.
 type fakeTranslator struct {
 	mu   sync.Mutex
-	maps map[string]map[int32]*verify.PartitionMap
+	maps map[string]map[int32]*offsetmap.PartitionMap
 	// okWhenOwned answers ok=true for every owned partition, pending ones included (Known
 	// false); otherwise ok is false for pending answers too. mirror.Translator allows both.
 	okWhenOwned bool
 }
 
-func (f *fakeTranslator) Translate(topic string, p int32, g int64) (verify.Translation, bool) {
+func (f *fakeTranslator) Translate(topic string, p int32, g int64) (offsetmap.Translation, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	pm := f.maps[topic][p]
 	if pm == nil {
-		return verify.Translation{}, false
+		return offsetmap.Translation{}, false
 	}
 	tr := pm.ExactTarget(g)
 	return tr, tr.Known || f.okWhenOwned
@@ -62,14 +62,14 @@ func (f *fakeTranslator) mirrored(topic string, p int32, n, shift int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.maps == nil {
-		f.maps = make(map[string]map[int32]*verify.PartitionMap)
+		f.maps = make(map[string]map[int32]*offsetmap.PartitionMap)
 	}
 	if f.maps[topic] == nil {
-		f.maps[topic] = make(map[int32]*verify.PartitionMap)
+		f.maps[topic] = make(map[int32]*offsetmap.PartitionMap)
 	}
-	pm := &verify.PartitionMap{Partition: p, SourceTo: n, TargetTo: shift + n}
+	pm := &offsetmap.PartitionMap{Partition: p, SourceTo: n, TargetTo: shift + n}
 	if n > 0 {
-		pm.Segments = []verify.Segment{{Source: 0, Target: shift, Len: n}}
+		pm.Segments = []offsetmap.Segment{{Source: 0, Target: shift, Len: n}}
 	}
 	f.maps[topic][p] = pm
 }

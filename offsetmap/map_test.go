@@ -1,4 +1,4 @@
-package verify
+package offsetmap
 
 import (
 	"bytes"
@@ -31,17 +31,17 @@ func writeMap(t *testing.T, text string) string {
 }
 
 func TestReadOffsetMapRoundTrip(t *testing.T) {
-	m, err := ReadOffsetMap(writeMap(t, goodMap))
+	m, err := ReadFile(writeMap(t, goodMap))
 	if err != nil {
 		t.Fatalf("read a valid map: %v", err)
 	}
 	var b bytes.Buffer
-	if err := WriteOffsetMap(&b, m); err != nil {
+	if err := Write(&b, m); err != nil {
 		t.Fatal(err)
 	}
-	again, err := ReadOffsetMap(writeMap(t, b.String()))
+	again, err := ReadFile(writeMap(t, b.String()))
 	if err != nil {
-		t.Fatalf("read what WriteOffsetMap wrote: %v\n%s", err, b.String())
+		t.Fatalf("read what Write wrote: %v\n%s", err, b.String())
 	}
 	if got := again.Partition(0).ExactTarget(1000); !got.Known || got.Target != 1004 {
 		t.Errorf("ExactTarget(1000) = %+v, want 1004", got)
@@ -94,7 +94,7 @@ func TestReadOffsetMapRejects(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := writeMap(t, tt.text)
-			m, err := ReadOffsetMap(path)
+			m, err := ReadFile(path)
 			if err == nil {
 				t.Fatalf("read %q: got a map %+v, want an error", tt.text, m)
 			}
@@ -105,20 +105,20 @@ func TestReadOffsetMapRejects(t *testing.T) {
 	}
 	t.Run("missing file", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "nope.json")
-		if _, err := ReadOffsetMap(path); err == nil || !strings.Contains(err.Error(), path) {
+		if _, err := ReadFile(path); err == nil || !strings.Contains(err.Error(), path) {
 			t.Errorf("got %v, want an error naming %s", err, path)
 		}
 	})
 }
 
 // FuzzReadOffsetMap: no input panics, and a map that is accepted answers every query without
-// panicking and survives a round trip through WriteOffsetMap.
+// panicking and survives a round trip through Write.
 func FuzzReadOffsetMap(f *testing.F) {
 	f.Add([]byte(goodMap))
 	f.Add([]byte(`{"version":1,"source_topic":"a","target_topic":"a","partitions":[null]}`))
 	f.Add([]byte(`{"version":1,"source_topic":"a","target_topic":"a","partitions":[{"partition":0,"source_from":0,"source_to":3,"target_to":3,"segments":[{"source":0,"target":0,"len":3}]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		m, err := ParseOffsetMap(bytes.NewReader(data), "fuzz.json")
+		m, err := Parse(bytes.NewReader(data), "fuzz.json")
 		if err != nil {
 			if !strings.Contains(err.Error(), "fuzz.json") {
 				t.Fatalf("error %q does not name the file", err)
@@ -131,10 +131,10 @@ func FuzzReadOffsetMap(f *testing.F) {
 			}
 		}
 		var b bytes.Buffer
-		if err := WriteOffsetMap(&b, m); err != nil {
+		if err := Write(&b, m); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := ParseOffsetMap(&b, "again.json"); err != nil {
+		if _, err := Parse(&b, "again.json"); err != nil {
 			t.Fatalf("an accepted map does not read back: %v", err)
 		}
 	})

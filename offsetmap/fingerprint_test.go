@@ -1,4 +1,4 @@
-package verify
+package offsetmap
 
 import (
 	"bytes"
@@ -101,9 +101,9 @@ func FuzzFingerprinter(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, c1, c2, c3, nulls, fields uint8) {
 		r := split(data, c1, c2, c3, nulls)
 		fl := Fields(fields) & (FieldKey | FieldValue | FieldHeaders | FieldTimestamp)
-		var p fingerprinter
+		var p Hasher
 		for i := 0; i < 2; i++ { // twice: the buffer is reused
-			if got, want := p.item(r, fl).FP, Fingerprint(r, fl); got != want {
+			if got, want := p.Sum(r, fl), Fingerprint(r, fl); got != want {
 				t.Fatalf("fingerprinter: got %x, want Fingerprint %x for %+v fields %v", got, want, r, fl)
 			}
 		}

@@ -1,4 +1,4 @@
-package verify
+package offsetmap
 
 import (
 	"encoding/binary"
@@ -136,4 +136,47 @@ func writeString(d *xxhash.Digest, scratch *[9]byte, s string) {
 	binary.BigEndian.PutUint64(scratch[1:9], uint64(len(s)))
 	d.Write(scratch[:9])
 	d.WriteString(s)
+}
+
+// Hasher computes Fingerprint with one hash call over a reused buffer of the framed fields (the
+// same bytes Fingerprint hashes, so the same value), which is cheaper for the small fields of
+// typical records than a digest write per field. The zero value is ready; a Hasher is not safe
+// for concurrent use.
+type Hasher struct{ buf []byte }
+
+// Sum returns Fingerprint(r, f).
+func (p *Hasher) Sum(r *kgo.Record, f Fields) uint64 {
+	b := p.buf[:0]
+	if f&FieldKey != 0 {
+		b = appendFramed(b, r.Key)
+	}
+	if f&FieldValue != 0 {
+		b = appendFramed(b, r.Value)
+	}
+	if f&FieldHeaders != 0 {
+		b = binary.BigEndian.AppendUint32(b, uint32(len(r.Headers)))
+		for _, h := range r.Headers {
+			b = append(b, 1)
+			b = binary.BigEndian.AppendUint64(b, uint64(len(h.Key)))
+			b = append(b, h.Key...)
+			b = appendFramed(b, h.Value)
+		}
+	}
+	if f&FieldTimestamp != 0 {
+		b = binary.BigEndian.AppendUint64(b, uint64(r.Timestamp.UnixMilli()))
+	}
+	p.buf = b
+	if cap(p.buf) > 1<<20 {
+		p.buf = nil // do not keep a huge record's buffer
+	}
+	return xxhash.Sum64(b)
+}
+
+func appendFramed(b, field []byte) []byte {
+	if field == nil {
+		return append(b, 0)
+	}
+	b = append(b, 1)
+	b = binary.BigEndian.AppendUint64(b, uint64(len(field)))
+	return append(b, field...)
 }

@@ -1,4 +1,4 @@
-package verify
+package offsetmap
 
 import (
 	"encoding/json"
@@ -42,21 +42,21 @@ type PartitionMap struct {
 	Duplicates []Copy    `json:"duplicates,omitempty"`
 }
 
-// OffsetMap is the offset map of a topic: the file `kverify diff --offset-map` writes and
+// TopicMap is the offset map of a topic: the file `kverify diff --offset-map` writes and
 // `kreconcile groups --offset-map` reads (JSON, format version 1, documented in
 // verify/doc.go).
-type OffsetMap struct {
+type TopicMap struct {
 	Version     int             `json:"version"`
 	SourceTopic string          `json:"source_topic"`
 	TargetTopic string          `json:"target_topic"`
 	Partitions  []*PartitionMap `json:"partitions"`
 }
 
-// OffsetMapVersion is the format version written to and accepted from offset map files.
-const OffsetMapVersion = 1
+// Version is the format version written to and accepted from offset map files.
+const Version = 1
 
 // Partition returns the map of partition p, or nil.
-func (m *OffsetMap) Partition(p int32) *PartitionMap {
+func (m *TopicMap) Partition(p int32) *PartitionMap {
 	for _, pm := range m.Partitions {
 		if pm.Partition == p {
 			return pm
@@ -124,40 +124,40 @@ func (pm *PartitionMap) lastCopy(s int64) (int64, bool) {
 	return best, best >= 0
 }
 
-// WriteOffsetMap writes m as indented JSON.
-func WriteOffsetMap(w io.Writer, m *OffsetMap) error {
-	m.Version = OffsetMapVersion
+// Write writes m as indented JSON.
+func Write(w io.Writer, m *TopicMap) error {
+	m.Version = Version
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", " ")
 	return enc.Encode(m)
 }
 
-// ReadOffsetMap reads an offset map file written by WriteOffsetMap. A file that is not exactly
+// ReadFile reads an offset map file written by Write. A file that is not exactly
 // one version-1 map, or whose map is not consistent, is an error naming the file and what is
-// wrong (see ParseOffsetMap).
-func ReadOffsetMap(path string) (*OffsetMap, error) {
+// wrong (see Parse).
+func ReadFile(path string) (*TopicMap, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open offset map: %w", err)
 	}
 	defer f.Close()
-	return ParseOffsetMap(f, path)
+	return Parse(f, path)
 }
 
-// ParseOffsetMap reads one offset map from r; name is the file it comes from, for the errors.
-// It accepts only what WriteOffsetMap writes: a single JSON object of version 1 with no unknown
+// Parse reads one offset map from r; name is the file it comes from, for the errors.
+// It accepts only what Write writes: a single JSON object of version 1 with no unknown
 // field and nothing after it, partitions each listed once, and ranges and segments that are
 // consistent (non-negative, within [source_from, source_to) and below target_to, in
 // increasing and non-overlapping source and target order; duplicates are copies of mapped
 // source offsets at target offsets no segment covers). A map that breaks any of these would
 // give wrong answers, so it is refused rather than used.
-func ParseOffsetMap(r io.Reader, name string) (*OffsetMap, error) {
+func Parse(r io.Reader, name string) (*TopicMap, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("offset map %s: %s: write it again with kverify diff --offset-map", name, fmt.Sprintf(format, args...))
 	}
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
-	var m OffsetMap
+	var m TopicMap
 	if err := dec.Decode(&m); err != nil {
 		var syn *json.SyntaxError
 		var typ *json.UnmarshalTypeError
@@ -178,8 +178,8 @@ func ParseOffsetMap(r io.Reader, name string) (*OffsetMap, error) {
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, bad("unexpected data after the offset map (at byte %d)", dec.InputOffset())
 	}
-	if m.Version != OffsetMapVersion {
-		return nil, fmt.Errorf("offset map %s has version %d, this kverify reads version %d: write it again with this kverify", name, m.Version, OffsetMapVersion)
+	if m.Version != Version {
+		return nil, fmt.Errorf("offset map %s has version %d, this kverify reads version %d: write it again with this kverify", name, m.Version, Version)
 	}
 	if m.SourceTopic == "" || m.TargetTopic == "" {
 		return nil, bad("no source_topic or target_topic")
@@ -203,7 +203,7 @@ func ParseOffsetMap(r io.Reader, name string) (*OffsetMap, error) {
 	return &m, nil
 }
 
-// validate checks the invariants ExactTarget relies on (see ParseOffsetMap).
+// validate checks the invariants ExactTarget relies on (see Parse).
 func (pm *PartitionMap) validate() error {
 	switch {
 	case pm.Partition < 0:
