@@ -25,6 +25,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/integration/cluster"
+	"github.com/kmigrate/kmigrate/internal/peakrss"
 	"github.com/kmigrate/kmigrate/mirror"
 	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/offsetmap"
@@ -1008,6 +1009,7 @@ func TestMirrorBench(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
+		watch := peakrss.Start(cmd.Process.Pid)
 		exited := make(chan struct{})
 		go func() { cmd.Wait(); close(exited) }()
 		first, end := waitCopied(target, start, func() bool {
@@ -1022,7 +1024,7 @@ func TestMirrorBench(t *testing.T) {
 		if !cmd.ProcessState.Success() {
 			t.Fatalf("bare loop helper: %v\n%s", cmd.ProcessState, out)
 		}
-		results = append(results, result{"bare franz-go loop", end.Sub(start), end.Sub(first), cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss})
+		results = append(results, result{"bare franz-go loop", end.Sub(start), end.Sub(first), watch.Stop()})
 	}
 
 	// kmirror: the default (a transactional producer per partition, fencing a stale owner)
@@ -1052,9 +1054,11 @@ offset-syncs.topic.location=target
 		target := km.alias + "." + topic
 		start := time.Now()
 		p := mirStart(t, bin, props, km.alias+"->B", "kmirror-bench-"+km.alias)
+		watch := peakrss.Start(p.cmd.Process.Pid)
 		first, end := waitCopied(target, start, func() bool { return p.cmd.ProcessState == nil })
+		rss := watch.Stop() // before the stop signal: the peak of the run, not of shutting down
 		p.term(t)
-		results = append(results, result{km.name, end.Sub(start), end.Sub(first), p.cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss})
+		results = append(results, result{km.name, end.Sub(start), end.Sub(first), rss})
 	}
 
 	// MirrorMaker 2, default and tuned (KMIGRATE_BENCH_SKIP_MM2=1 leaves them out)
@@ -1096,7 +1100,7 @@ emit.heartbeats.enabled=false
 			t.Fatalf("start %s: %v", mm.name, err)
 		}
 		first, end := waitCopied(target, start, func() bool { return m.Pid() != 0 })
-		rss := vmHWM(m.Pid())
+		rss, _ := peakrss.VmHWM(m.Pid())
 		m.Close()
 		results = append(results, result{mm.name, end.Sub(start), end.Sub(first), rss})
 	}
@@ -1122,21 +1126,6 @@ emit.heartbeats.enabled=false
 			t.Errorf("write %s: %v", out, err)
 		}
 	}
-}
-
-// vmHWM is the peak resident set size of process pid in KiB, from /proc (0 if unknown).
-func vmHWM(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return n
-		}
-	}
-	return 0
 }
 
 // TestMirrorBareHelper is the bare consume-to-produce loop of TestMirrorBench, run as its own

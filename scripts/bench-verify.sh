@@ -2,7 +2,7 @@
 # bench-verify.sh: kverify diff against two plain franz-go consumers reading the same two
 # partitions in the same run, on one real Kafka 3.7.1 broker (two topics, "source" and
 # "target", 1M records each by default). Prints the throughput ratio and peak memory
-# (ru_maxrss of each contender's process) as a Markdown section for BENCHMARKS.md.
+# (each contender's own VmHWM, sampled by internal/peakrss) as a Markdown section for BENCHMARKS.md.
 #
 #   scripts/bench-verify.sh                 # starts a 3.7.1 broker, runs, stops it
 #   KMIGRATE_BENCH_BROKERS=host:9092 scripts/bench-verify.sh   # use a running broker

@@ -12,12 +12,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/internal/peakrss"
 )
 
 // The verify benchmark (scripts/bench-verify.sh starts a Kafka 3.7.1 broker and runs it):
@@ -95,7 +96,13 @@ func TestBenchVerify(t *testing.T) {
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
 			start := time.Now()
-			err := cmd.Run()
+			err := cmd.Start()
+			var rss int64
+			if err == nil {
+				watch := peakrss.Start(cmd.Process.Pid)
+				err = cmd.Wait()
+				rss = watch.Stop()
+			}
 			secs := time.Since(start).Seconds()
 			code := 0
 			if ee, ok := err.(*exec.ExitError); ok {
@@ -106,7 +113,6 @@ func TestBenchVerify(t *testing.T) {
 			if code != c.exit {
 				t.Fatalf("%s: exit %d, want %d: %s", c.name, code, c.exit, stderr.String())
 			}
-			rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss
 			results[c.name] = append(results[c.name], run{secs, rss})
 			t.Logf("round %d %-8s %.2fs  %.0f records/s  peak RSS %.1f MiB", r+1, c.name, secs, float64(2*n)/secs, float64(rss)/1024)
 		}
@@ -214,12 +220,16 @@ func benchFaults(ctx context.Context, t *testing.T, cl *kgo.Client, bin, brokers
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	start := time.Now()
-	err = cmd.Run()
+	var rss int64
+	if err = cmd.Start(); err == nil {
+		watch := peakrss.Start(cmd.Process.Pid)
+		err = cmd.Wait()
+		rss = watch.Stop()
+	}
 	secs := time.Since(start).Seconds()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
 		t.Fatalf("kverify on the faulty copy: %v (want exit 1): %s", err, stderr.String())
 	}
-	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss
 	var res Result
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		t.Fatal(err)
