@@ -92,20 +92,11 @@ func diffCommand() *cli.Command {
 		&cli.StringFlag{Name: "offset-map", Usage: "write the exact offset map to `FILE` (JSON, read by kreconcile)"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress on stderr"},
 	}
-	flags = append(flags, clikit.OutputFlags()...)
 	flags = append(flags, clikit.ConnectionFlags()...)
-	return &cli.Command{
-		Name:        "diff",
-		Usage:       "align a source topic with its copy and report every missing, duplicated, altered or extra record",
-		UsageText:   "kverify diff --topic TOPIC [--target-topic T] [--partitions 0,3,5-9] [--from ..] [--to ..] [--compare ..] [--format ..] [--out FILE] [--offset-map FILE] [connection flags]",
-		Description: diffHelp,
-		Flags:       flags,
-		Action:      runDiff,
-	}
-}
-
-func usage(format string, args ...any) error {
-	return &clikit.ExitCoder{Code: clikit.ExitError, Err: fmt.Errorf(format, args...)}
+	return clikit.ReportCommand("diff", runDiff, flags,
+		"align a source topic with its copy and report every missing, duplicated, altered or extra record",
+		"kverify diff --topic TOPIC [--target-topic T] [--partitions 0,3,5-9] [--from ..] [--to ..] [--compare ..] [--format ..] [--out FILE] [--offset-map FILE] [connection flags]",
+		diffHelp)
 }
 
 // diffConfig reads the flags into a verify.Config (without the target topic and hints).
@@ -115,32 +106,32 @@ func diffConfig(c *cli.Context) (verify.Config, error) {
 	if c.IsSet("partitions") {
 		s := c.String("partitions")
 		if cfg.PartitionRanges, err = parsePartitions(s); err != nil {
-			return cfg, usage("--partitions %q of topic %q: %w", s, cfg.SourceTopic, err)
+			return cfg, clikit.Failf("--partitions %q of topic %q: %w", s, cfg.SourceTopic, err)
 		}
 	}
 	if cfg.From, err = verify.ParsePosition(c.String("from")); err != nil {
-		return cfg, usage("--from: %w", err)
+		return cfg, clikit.Failf("--from: %w", err)
 	}
 	if cfg.To, err = verify.ParsePosition(c.String("to")); err != nil {
-		return cfg, usage("--to: %w", err)
+		return cfg, clikit.Failf("--to: %w", err)
 	}
 	if cfg.Fields, err = offsetmap.ParseFields(c.String("compare")); err != nil {
-		return cfg, usage("--compare: %w", err)
+		return cfg, clikit.Failf("--compare: %w", err)
 	}
 	if cfg.Window = c.Int("window"); cfg.Window < 1 {
-		return cfg, usage("--window %d: give at least 1 (default %d)", cfg.Window, verify.DefaultWindow)
+		return cfg, clikit.Failf("--window %d: give at least 1 (default %d)", cfg.Window, verify.DefaultWindow)
 	}
 	if cfg.History = c.Int("history"); cfg.History < 1 {
-		return cfg, usage("--history %d: give at least 1 (default %d)", cfg.History, verify.DefaultHistory)
+		return cfg, clikit.Failf("--history %d: give at least 1 (default %d)", cfg.History, verify.DefaultHistory)
 	}
 	if cfg.Parallel = c.Int("parallel"); cfg.Parallel < 1 {
-		return cfg, usage("--parallel %d: give at least 1", cfg.Parallel)
+		return cfg, clikit.Failf("--parallel %d: give at least 1", cfg.Parallel)
 	}
 	cfg.MaxListed = c.Int("max-listed")
 	cfg.ReadUncommitted = c.Bool("read-uncommitted")
 	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {
-		return cfg, usage("%w", err)
+		return cfg, clikit.Failf("%w", err)
 	}
 	return cfg, nil
 }
@@ -217,7 +208,7 @@ func runDiff(c *cli.Context) error {
 	// Every output is checked before a cluster is read or a file written.
 	format, err := report.ParseFormat(c.String("format"))
 	if err != nil {
-		return usage("--format: %w", err)
+		return clikit.Failf("--format: %w", err)
 	}
 	outs, err := checkOutputs(c, "offset-map", "out")
 	if err != nil {
@@ -232,12 +223,12 @@ func runDiff(c *cli.Context) error {
 	}
 	src, err := clikit.Client(conn.Source)
 	if err != nil {
-		return usage("%w", err)
+		return clikit.Failf("%w", err)
 	}
 	defer src.Close()
 	dst, err := clikit.Client(conn.Target)
 	if err != nil {
-		return usage("%w", err)
+		return clikit.Failf("%w", err)
 	}
 	defer dst.Close()
 	ctx := c.Context
@@ -250,7 +241,7 @@ func runDiff(c *cli.Context) error {
 		err := side.cl.Ping(pctx)
 		cancel()
 		if err != nil {
-			return usage("cannot reach the %s cluster at %s: %w (check --%s-brokers and the security flags)", side.name, strings.Join(side.seed, ","), err, side.name)
+			return clikit.Failf("cannot reach the %s cluster at %s: %w (check --%s-brokers and the security flags)", side.name, strings.Join(side.seed, ","), err, side.name)
 		}
 	}
 	if cfg.From.Kind != verify.Earliest && conn.Config != nil {
@@ -272,7 +263,7 @@ func runDiff(c *cli.Context) error {
 		prog.stop()
 	}
 	if err != nil {
-		return usage("diff %s (cluster %s) -> %s (cluster %s): %w", cfg.SourceTopic, conn.Source.Alias, cfg.TargetTopic, conn.Target.Alias, err)
+		return clikit.Failf("diff %s (cluster %s) -> %s (cluster %s): %w", cfg.SourceTopic, conn.Source.Alias, cfg.TargetTopic, conn.Target.Alias, err)
 	}
 	var failed []string
 	for _, p := range res.Partitions {
@@ -282,7 +273,7 @@ func runDiff(c *cli.Context) error {
 	}
 	if len(res.Problems) == 0 && len(failed) > 0 {
 		// Nothing is written: the result is not an answer.
-		return usage("could not compare topic %q (cluster %s) with %q (cluster %s): %s; nothing written", cfg.SourceTopic, conn.Source.Alias, cfg.TargetTopic, conn.Target.Alias, strings.Join(failed, "; "))
+		return clikit.Failf("could not compare topic %q (cluster %s) with %q (cluster %s): %s; nothing written", cfg.SourceTopic, conn.Source.Alias, cfg.TargetTopic, conn.Target.Alias, strings.Join(failed, "; "))
 	}
 	title := fmt.Sprintf("kverify %s → %s", res.SourceTopic, res.TargetTopic)
 	var data [][]byte
@@ -294,7 +285,7 @@ func runDiff(c *cli.Context) error {
 			err = report.Write(&b, format, res, report.Options{Title: title})
 		}
 		if err != nil {
-			return usage("%s: %w (nothing written)", o.flag, err)
+			return clikit.Failf("%s: %w (nothing written)", o.flag, err)
 		}
 		data = append(data, b.Bytes())
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
 )
 
 // output is a file the run writes (--out, --offset-map). Every output is checked before a
@@ -37,17 +39,17 @@ func checkOutputs(c *cli.Context, flags ...string) ([]output, error) {
 		}
 		real, err := checkOutput(path)
 		if err != nil {
-			return nil, usage("--%s %s: %v", flag, path, err)
+			return nil, clikit.Failf("--%s %s: %v", flag, path, err)
 		}
 		o := output{flag: "--" + flag, path: path, real: real}
 		for _, prev := range outs {
 			if sameFile(prev.real, o.real) {
-				return nil, usage("%s %s and %s %s are the same file: give each output its own file", prev.flag, prev.path, o.flag, o.path)
+				return nil, clikit.Failf("%s %s and %s %s are the same file: give each output its own file", prev.flag, prev.path, o.flag, o.path)
 			}
 		}
 		for _, in := range inputFlags {
 			if p := c.String(in); p != "" && sameFile(resolve(p), o.real) {
-				return nil, usage("%s %s is the file given to --%s: writing it would destroy an input; give another file", o.flag, o.path, in)
+				return nil, clikit.Failf("%s %s is the file given to --%s: writing it would destroy an input; give another file", o.flag, o.path, in)
 			}
 		}
 		outs = append(outs, o)
@@ -130,7 +132,7 @@ func writeOutputs(outs []output, data [][]byte) error {
 	for i, o := range outs {
 		f, err := os.CreateTemp(filepath.Dir(o.real), "."+filepath.Base(o.real)+".kverify-*")
 		if err != nil {
-			return usage("%s %s: %v (nothing written)", o.flag, o.path, err)
+			return clikit.Failf("%s %s: %v (nothing written)", o.flag, o.path, err)
 		}
 		tmps[i] = f.Name()
 		mode := fs.FileMode(0o644)
@@ -148,12 +150,12 @@ func writeOutputs(outs []output, data [][]byte) error {
 			err = cerr
 		}
 		if err != nil {
-			return usage("%s %s: write: %v (nothing written)", o.flag, o.path, err)
+			return clikit.Failf("%s %s: write: %v (nothing written)", o.flag, o.path, err)
 		}
 	}
 	for i, o := range outs {
 		if err := os.Rename(tmps[i], o.real); err != nil {
-			return usage("%s %s: %v", o.flag, o.path, err)
+			return clikit.Failf("%s %s: %v", o.flag, o.path, err)
 		}
 		tmps[i] = ""
 	}
