@@ -11,6 +11,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
+	"github.com/kmigrate/kmigrate/internal/atomicfile"
 )
 
 // output is a file the run writes (--out, --offset-map). Every output is checked before a
@@ -119,45 +120,36 @@ func sameFile(a, b string) bool {
 }
 
 // writeOutputs writes data[i] to outs[i]: all to temporary files first, then renamed, so an
-// error leaves every output as it was.
+// error leaves every output as it was. An output keeps the permissions of the file it replaces
+// (0644 for a new one).
 func writeOutputs(outs []output, data [][]byte) error {
-	tmps := make([]string, len(outs))
+	files := make([]*atomicfile.File, 0, len(outs))
 	defer func() {
-		for _, t := range tmps {
-			if t != "" {
-				os.Remove(t)
-			}
+		for _, f := range files {
+			f.Discard()
 		}
 	}()
 	for i, o := range outs {
-		f, err := os.CreateTemp(filepath.Dir(o.real), "."+filepath.Base(o.real)+".kverify-*")
-		if err != nil {
-			return clikit.Failf("%s %s: %v (nothing written)", o.flag, o.path, err)
-		}
-		tmps[i] = f.Name()
 		mode := fs.FileMode(0o644)
 		if st, err := os.Stat(o.real); err == nil {
 			mode = st.Mode().Perm()
 		}
-		_, err = f.Write(data[i])
-		if err == nil {
-			err = f.Chmod(mode)
+		f, err := atomicfile.Create(o.real, mode)
+		if err != nil {
+			return clikit.Failf("%s %s: %v (nothing written)", o.flag, o.path, err)
 		}
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
+		files = append(files, f)
+		if _, err = f.Write(data[i]); err == nil {
+			err = f.Finish()
 		}
 		if err != nil {
 			return clikit.Failf("%s %s: write: %v (nothing written)", o.flag, o.path, err)
 		}
 	}
 	for i, o := range outs {
-		if err := os.Rename(tmps[i], o.real); err != nil {
+		if err := files[i].Replace(); err != nil {
 			return clikit.Failf("%s %s: %v", o.flag, o.path, err)
 		}
-		tmps[i] = ""
 	}
 	return nil
 }
