@@ -38,17 +38,20 @@ type Backup struct {
 	Entries       []BackupEntry `json:"entries"`
 }
 
-// BackupEntry is one group partition's previous target commit. Offset is nil ("none" in the
-// file) when the group had no commit there; Rollback deletes the commit Apply made. Committed
-// is the offset Apply committed (nil only in version 1 files): Rollback restores a partition
-// only while the target commit is still that one.
+// BackupEntry is one group partition's previous target commit. MarshalJSON and UnmarshalJSON
+// give its form in the file (backupEntryJSON), hence no tags here.
 type BackupEntry struct {
-	Group     string `json:"group"`
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	Offset    *int64 `json:"-"`
-	Committed *int64 `json:"-"`
-	Metadata  string `json:"metadata"`
+	Group     string
+	Topic     string
+	Partition int32
+	// Offset is the commit before Apply, nil ("none" in the file) when the group had none
+	// there: Rollback then deletes the commit Apply made.
+	Offset *int64
+	// Committed is the offset Apply committed (nil only in version 1 files): Rollback restores
+	// a partition only while the target commit is still that one.
+	Committed *int64
+	// Metadata is the previous commit's metadata, committed again by Rollback.
+	Metadata string
 }
 
 type backupEntryJSON struct {
