@@ -19,8 +19,8 @@ import (
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
-// Engine mirrors one flow. Build it with New, run it with Run; it implements Translator for
-// the partitions it currently owns.
+// Engine mirrors one flow. Build it with New, run it with Run; it implements
+// offsetmap.Translator for the partitions it currently owns.
 type Engine struct {
 	cfg Config
 	log *slog.Logger
@@ -49,7 +49,7 @@ type Engine struct {
 	// no persist on revoke or at the end (tests set it through export_test.go).
 	crashed atomic.Bool
 
-	safe safety // issue 9: stopped partitions, topic identities, record size limits (halt.go, identity.go, recsize.go)
+	safe safety // stopped partitions, topic identities, record size limits (halt.go, identity.go, recsize.go)
 }
 
 // New checks cfg and prepares an engine. srcOpts and dstOpts connect to the source and the
@@ -827,7 +827,7 @@ func (e *Engine) refreshTopics(ctx context.Context) {
 	}
 }
 
-// Translate implements Translator from the exact in-memory map.
+// Translate implements offsetmap.Translator from the exact in-memory map.
 func (e *Engine) Translate(topic string, partition int32, g int64) (offsetmap.Translation, bool) {
 	ps := e.part(tp{topic, partition})
 	if ps == nil {
@@ -837,7 +837,7 @@ func (e *Engine) Translate(topic string, partition int32, g int64) (offsetmap.Tr
 	return tr, tr.Known
 }
 
-// Owned implements Translator.
+// Owned implements offsetmap.Translator.
 func (e *Engine) Owned() map[string][]int32 {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -20,8 +20,8 @@ import (
 
 // BackupVersion is the format version of the backup files Apply writes. Version 2 records the
 // clusters (alias and cluster ID) and, per partition, the offset Apply committed. Version 1
-// files (kreconcile before issue 9) record neither: Rollback reads them only when told the
-// cluster ID (RollbackConfig.LegacyClusterID).
+// files (written by an earlier kreconcile) record neither: Rollback reads them only when told
+// the cluster ID (RollbackConfig.LegacyClusterID).
 const BackupVersion = 2
 
 const legacyBackupVersion = 1
