@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
@@ -469,12 +468,6 @@ func copyRecord(r *kgo.Record, topic string) *kgo.Record {
 		}
 	}
 	return out
-}
-
-func isFatal(err error) bool {
-	return errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.GroupAuthorizationFailed) ||
-		errors.Is(err, kerr.ClusterAuthorizationFailed) || errors.Is(err, kerr.SaslAuthenticationFailed) ||
-		errors.Is(err, kerr.IllegalSaslState)
 }
 
 func (e *Engine) part(t tp) *partState {
