@@ -221,29 +221,12 @@ func runDiff(c *cli.Context) error {
 	if !c.IsSet("target-topic") {
 		cfg.TargetTopic = conn.Flow.TargetTopic(cfg.SourceTopic)
 	}
-	src, err := clikit.Client(conn.Source)
+	src, dst, err := clients(c.Context, conn)
 	if err != nil {
-		return clikit.Failf("%w", err)
+		return err
 	}
 	defer src.Close()
-	dst, err := clikit.Client(conn.Target)
-	if err != nil {
-		return clikit.Failf("%w", err)
-	}
 	defer dst.Close()
-	ctx := c.Context
-	for _, side := range []struct {
-		name string
-		cl   *kgo.Client
-		seed []string
-	}{{"source", src, conn.Source.Bootstrap}, {"target", dst, conn.Target.Bootstrap}} {
-		pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		err := side.cl.Ping(pctx)
-		cancel()
-		if err != nil {
-			return clikit.Failf("cannot reach the %s cluster at %s: %w (check --%s-brokers and the security flags)", side.name, strings.Join(side.seed, ","), err, side.name)
-		}
-	}
 	if cfg.From.Kind != verify.Earliest && conn.Config != nil {
 		// MM2's offset syncs say where each source offset landed: a lower bound for the target start.
 		cfg.OffsetSyncsTopic = conn.Flow.OffsetSyncsTopic()
@@ -252,44 +235,15 @@ func runDiff(c *cli.Context) error {
 			cfg.OffsetSyncsClient = dst
 		}
 	}
-	var prog *progress
-	if !c.Bool("quiet") && clikit.IsTerminal(os.Stderr) {
-		prog = newProgress(c.App.ErrWriter)
-		cfg.Progress = prog.update
-		defer prog.stop()
-	}
-	res, om, err := verify.Diff(ctx, src, dst, cfg)
-	if prog != nil {
-		prog.stop()
-	}
+	res, om, err := diff(c, src, dst, cfg)
 	if err != nil {
 		return clikit.Failf("diff %s (cluster %s) -> %s (cluster %s): %w", cfg.SourceTopic, conn.Source.Alias, cfg.TargetTopic, conn.Target.Alias, err)
 	}
-	var failed []string
-	for _, p := range res.Partitions {
-		if p.Err != "" {
-			failed = append(failed, fmt.Sprintf("partition %d: %s", p.Partition, p.Err))
-		}
-	}
-	if len(res.Problems) == 0 && len(failed) > 0 {
-		// Nothing is written: the result is not an answer.
-		return clikit.Failf("could not compare topic %q (cluster %s) with %q (cluster %s): %s; nothing written", cfg.SourceTopic, conn.Source.Alias, cfg.TargetTopic, conn.Target.Alias, strings.Join(failed, "; "))
+	if err := answered(res, cfg, conn); err != nil {
+		return err
 	}
 	title := fmt.Sprintf("kverify %s → %s", res.SourceTopic, res.TargetTopic)
-	var data [][]byte
-	for _, o := range outs {
-		var b bytes.Buffer
-		if o.flag == "--offset-map" {
-			err = offsetmap.Write(&b, om)
-		} else {
-			err = report.Write(&b, format, res, report.Options{Title: title})
-		}
-		if err != nil {
-			return clikit.Failf("%s: %w (nothing written)", o.flag, err)
-		}
-		data = append(data, b.Bytes())
-	}
-	if err := writeOutputs(outs, data); err != nil {
+	if err := writeResults(outs, format, res, om, title); err != nil {
 		return err
 	}
 	if c.String("out") == "" {
@@ -301,6 +255,83 @@ func runDiff(c *cli.Context) error {
 		return clikit.Differs("differences found")
 	}
 	return nil
+}
+
+// clients connects to both clusters of conn and checks that each answers; the error names the
+// side, its seeds and the flags to check.
+func clients(ctx context.Context, conn *clikit.Conn) (src, dst *kgo.Client, err error) {
+	if src, err = clikit.Client(conn.Source); err != nil {
+		return nil, nil, clikit.Fail(err)
+	}
+	if dst, err = clikit.Client(conn.Target); err != nil {
+		src.Close()
+		return nil, nil, clikit.Fail(err)
+	}
+	for _, side := range []struct {
+		name string
+		cl   *kgo.Client
+		seed []string
+	}{{"source", src, conn.Source.Bootstrap}, {"target", dst, conn.Target.Bootstrap}} {
+		pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		err := side.cl.Ping(pctx)
+		cancel()
+		if err != nil {
+			src.Close()
+			dst.Close()
+			return nil, nil, clikit.Failf("cannot reach the %s cluster at %s: %w (check --%s-brokers and the security flags)", side.name, strings.Join(side.seed, ","), err, side.name)
+		}
+	}
+	return src, dst, nil
+}
+
+// diff runs verify.Diff, with progress on standard error when it is a terminal (unless --quiet).
+func diff(c *cli.Context, src, dst *kgo.Client, cfg verify.Config) (*verify.Result, *offsetmap.TopicMap, error) {
+	var prog *progress
+	if !c.Bool("quiet") && clikit.IsTerminal(os.Stderr) {
+		prog = newProgress(c.App.ErrWriter)
+		cfg.Progress = prog.update
+		defer prog.stop()
+	}
+	res, om, err := verify.Diff(c.Context, src, dst, cfg)
+	if prog != nil {
+		prog.stop()
+	}
+	return res, om, err
+}
+
+// answered refuses a result that is no answer: no topic problem, and some partition could not
+// be compared. Nothing is written then.
+func answered(res *verify.Result, cfg verify.Config, conn *clikit.Conn) error {
+	var failed []string
+	for _, p := range res.Partitions {
+		if p.Err != "" {
+			failed = append(failed, fmt.Sprintf("partition %d: %s", p.Partition, p.Err))
+		}
+	}
+	if len(res.Problems) == 0 && len(failed) > 0 {
+		return clikit.Failf("could not compare topic %q (cluster %s) with %q (cluster %s): %s; nothing written", cfg.SourceTopic, conn.Source.Alias, cfg.TargetTopic, conn.Target.Alias, strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+// writeResults renders the offset map and the report for the outputs checked before (outs)
+// and writes them together (writeOutputs), or nothing when one cannot be rendered.
+func writeResults(outs []output, format report.Format, res *verify.Result, om *offsetmap.TopicMap, title string) error {
+	var data [][]byte
+	for _, o := range outs {
+		var b bytes.Buffer
+		var err error
+		if o.flag == "--offset-map" {
+			err = offsetmap.Write(&b, om)
+		} else {
+			err = report.Write(&b, format, res, report.Options{Title: title})
+		}
+		if err != nil {
+			return clikit.Failf("%s: %w (nothing written)", o.flag, err)
+		}
+		data = append(data, b.Bytes())
+	}
+	return writeOutputs(outs, data)
 }
 
 // progress prints records/s and per-partition positions on one stderr line, once a second.
