@@ -5,8 +5,8 @@
 //
 //   - Config: what the engine needs; FromFlow builds it from an mm2.Flow and lists every MM2
 //     key it does not honour (Ignored). SetDefaults/Validate as usual.
-//   - Engine: New, then Run(ctx). It implements Translator, which answers E(G) for the
-//     partitions this process owns (the groupsync loop uses it).
+//   - Engine: New, then Run(ctx). It implements offsetmap.Translator, which answers E(G) for
+//     the partitions this process owns (group offset sync, mirror/groupsync, uses it).
 //
 // # Guarantees
 //
@@ -46,7 +46,7 @@
 //
 // After a crash (kill -9) or when a partition moves to another process, the new owner loads the
 // persisted map and reconciles the target's tail: committed records after the last map segment
-// (written by an older non-transactional kmirror, or committed in a transaction whose map
+// (written with fencing none after the last persist, or committed in a transaction whose map
 // records are not yet readable) are the next source records in order, so they are aligned one
 // by one with the source (each pair checked by fingerprint), the map is extended and mirroring
 // resumes at the next source offset. Never a gap, never a duplicate. If the tail is not a copy
@@ -133,7 +133,7 @@
 //   - With transactions the map gets a new segment at every commit of an active partition
 //     (one a PersistInterval: a transaction marker breaks the run of target offsets), so the
 //     map grows by about 86,400 segments a day per continuously active partition (24 bytes
-//     each in memory). Segments that describe the markers implicitly are the next step.
+//     each in memory).
 //   - One transactional producer (one client and its connections) per owned partition, each
 //     buffering up to MaxBufferedRecords (with fencing none that bound was for the process),
 //     plus up to 4,096 records held during a commit: memory grows with owned partitions.
@@ -150,5 +150,5 @@
 //
 // Unit tests run two kfake clusters in process (engine_test.go): data path, map, resume after a
 // simulated crash (records produced but not persisted), scale-out with two engines. Real-broker
-// tests are in integration/mirror_test.go.
+// tests are in integration/mirror_test.go and integration/mirror_safety_test.go.
 package mirror

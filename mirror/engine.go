@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
@@ -19,8 +18,8 @@ import (
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
-// Engine mirrors one flow. Build it with New, run it with Run; it implements Translator for
-// the partitions it currently owns.
+// Engine mirrors one flow. Build it with New, run it with Run; it implements
+// offsetmap.Translator for the partitions it currently owns.
 type Engine struct {
 	cfg Config
 	log *slog.Logger
@@ -49,7 +48,7 @@ type Engine struct {
 	// no persist on revoke or at the end (tests set it through export_test.go).
 	crashed atomic.Bool
 
-	safe safety // issue 9: stopped partitions, topic identities, record size limits (halt.go, identity.go, recsize.go)
+	safe safety // stopped partitions, topic identities, record size limits (halt.go, identity.go, recsize.go)
 }
 
 // New checks cfg and prepares an engine. srcOpts and dstOpts connect to the source and the
@@ -89,27 +88,66 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	defer e.closeDst()
 	defer e.srcAdm.Close()
-
-	if err := e.ensureInternal(ctx, e.cfg.MapTopic); err != nil {
+	topics, err := e.prepareTopics(ctx)
+	if err != nil {
 		return err
+	}
+	if e.src, err = e.newConsumer(topics); err != nil {
+		return err
+	}
+	bg, err := e.startLoops(ctx)
+	if err != nil {
+		e.src.Close()
+		return err
+	}
+	defer bg.closeGroupSync()
+
+	e.log.Info("kmirror started", "group", e.cfg.GroupID, "fencing", e.cfg.Fencing, "topics", len(topics),
+		"map_topic", e.cfg.MapTopic, "offset_syncs_topic", e.offsetSyncsTopic())
+	runErr := e.poll(ctx)
+	e.drain(ctx, bg)
+	if runErr != nil {
+		return runErr
+	}
+	select {
+	case err := <-e.fatal:
+		return err
+	default:
+	}
+	e.log.Info("kmirror stopped")
+	return nil
+}
+
+// prepareTopics creates the internal topics on the target, finds the source topics to mirror,
+// creates or grows their targets and records them. It returns the topics and their partition
+// counts.
+func (e *Engine) prepareTopics(ctx context.Context) (map[string]int, error) {
+	if err := e.ensureInternal(ctx, e.cfg.MapTopic); err != nil {
+		return nil, err
 	}
 	if e.cfg.OffsetSyncsOnTarget {
 		if err := e.ensureInternal(ctx, e.cfg.OffsetSyncsTopic); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	topics, err := e.sourceTopics(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := e.ensureTargets(ctx, topics); err != nil {
-		return err
+		return nil, err
 	}
 	logTopics(e.log, topics)
 	e.mu.Lock()
 	e.topics = topics
 	e.mu.Unlock()
+	return topics, nil
+}
 
+// newConsumer is the source client of Run: a member of the engine's consumer group, for
+// assignment only (nothing is committed on the source), reading committed records and the
+// transaction markers, never resetting an out-of-range offset by itself.
+func (e *Engine) newConsumer(topics map[string]int) (*kgo.Client, error) {
 	names := make([]string, 0, len(topics))
 	for t := range topics {
 		names = append(names, t)
@@ -140,33 +178,55 @@ func (e *Engine) Run(ctx context.Context) error {
 		kgo.MetadataMinAge(min(metaAge, 5*time.Second)),
 	)...)
 	if err != nil {
-		return fmt.Errorf("source cluster %s: create consumer: %w", e.cfg.SourceAlias, err)
+		return nil, fmt.Errorf("source cluster %s: create consumer: %w", e.cfg.SourceAlias, err)
 	}
-	e.src = src
+	return src, nil
+}
 
-	loops, cancelLoops := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() { e.persistLoop(loops) })
-	wg.Go(func() { e.refreshLoop(loops) })
-	wg.Go(func() { e.safetyLoop(loops) }) // halt.go
+// background are the loops Run starts beside the data path: persist, refresh, safety and,
+// when configured, group offset sync.
+type background struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	gs     *groupSyncer // nil without group offset sync or checkpoints
+}
+
+// startLoops starts the background loops. On error none is left running.
+func (e *Engine) startLoops(ctx context.Context) (*background, error) {
+	loops, cancel := context.WithCancel(ctx)
+	bg := &background{cancel: cancel}
+	bg.wg.Go(func() { e.persistLoop(loops) })
+	bg.wg.Go(func() { e.refreshLoop(loops) })
+	bg.wg.Go(func() { e.safetyLoop(loops) }) // halt.go
 	if e.cfg.SyncGroupOffsets || e.cfg.EmitCheckpoints {
 		gs, err := e.groupSync()
 		if err != nil {
-			cancelLoops()
-			wg.Wait()
-			src.Close()
-			return err
+			bg.stop()
+			return nil, err
 		}
-		defer gs.close()
-		wg.Go(func() { e.groupSyncLoop(loops, gs) })
+		bg.gs = gs
+		bg.wg.Go(func() { e.groupSyncLoop(loops, gs) })
 	}
+	return bg, nil
+}
 
-	e.log.Info("kmirror started", "group", e.cfg.GroupID, "fencing", e.cfg.Fencing, "topics", len(topics),
-		"map_topic", e.cfg.MapTopic, "offset_syncs_topic", e.offsetSyncsTopic())
-	runErr := e.poll(ctx)
+// stop ends the loops and waits for them.
+func (bg *background) stop() {
+	bg.cancel()
+	bg.wg.Wait()
+}
 
-	// Drain: leaving the group revokes every partition, which waits for in-flight records and
-	// persists the map (onRevoked). The producer stays open until then.
+func (bg *background) closeGroupSync() {
+	if bg.gs != nil {
+		bg.gs.close()
+	}
+}
+
+// drain stops the engine after poll returned. Leaving the group revokes every partition, which
+// waits for in-flight records and persists the map (onRevoked); the producer stays open until
+// then. Then the loops stop, background commits end, the map is persisted a last time and the
+// transactional writers close.
+func (e *Engine) drain(ctx context.Context, bg *background) {
 	drain, cancelDrain := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancelDrain()
 	// If the target does not take the in-flight records within the drain time, closing the
@@ -182,13 +242,12 @@ func (e *Engine) Run(ctx context.Context) error {
 			e.closeDst()
 		}
 	}()
-	if err := src.LeaveGroupContext(drain); err != nil {
+	if err := e.src.LeaveGroupContext(drain); err != nil {
 		e.log.Warn("leave group", "group", e.cfg.GroupID, "err", err)
 	}
-	src.Close()
+	e.src.Close()
 	close(drained)
-	cancelLoops()
-	wg.Wait()
+	bg.stop()
 	e.commits.Wait()
 	if !e.crashed.Load() {
 		if err := e.persist(drain, e.owned()); err != nil {
@@ -196,16 +255,6 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 	}
 	e.closeWriters()
-	if runErr != nil {
-		return runErr
-	}
-	select {
-	case err := <-e.fatal:
-		return err
-	default:
-	}
-	e.log.Info("kmirror stopped")
-	return nil
 }
 
 func (e *Engine) closeDst() { e.dstOnce.Do(e.dst.Close) }
@@ -314,58 +363,68 @@ func (e *Engine) poll(ctx context.Context) error {
 		if fs.IsClientClosed() {
 			return nil
 		}
-		fs.EachError(func(t string, p int32, err error) {
-			if errors.Is(err, context.Canceled) {
-				return
-			}
-			if e.onFetchError(t, p, err) { // identity.go: out of range
-				return
-			}
-			if isFatal(err) {
-				e.fail(fmt.Errorf("source cluster %s: fetch topic %s partition %d: %w%s", e.cfg.SourceAlias, t, p, err, hint(err)))
-				return
-			}
-			e.log.Warn("fetch error", "cluster", e.cfg.SourceAlias, "topic", t, "partition", p, "err", err)
-		})
+		fs.EachError(e.fetchFailed)
 		now := time.Now()
-		fs.EachPartition(func(fp kgo.FetchTopicPartition) {
-			ps := e.part(tp{fp.Topic, fp.Partition})
-			if ps == nil {
+		fs.EachPartition(func(fp kgo.FetchTopicPartition) { e.copyFetched(pctx, fp, now) })
+	}
+}
+
+// fetchFailed handles a fetch error of one source partition: an out-of-range offset goes to
+// identity.go, an authorization or authentication failure stops the engine, anything else is
+// logged (franz-go retries it).
+func (e *Engine) fetchFailed(t string, p int32, err error) {
+	if errors.Is(err, context.Canceled) {
+		return
+	}
+	if e.onFetchError(t, p, err) { // identity.go: out of range
+		return
+	}
+	if isFatal(err) {
+		e.fail(fmt.Errorf("source cluster %s: fetch topic %s partition %d: %w%s", e.cfg.SourceAlias, t, p, err, hint(err)))
+		return
+	}
+	e.log.Warn("fetch error", "cluster", e.cfg.SourceAlias, "topic", t, "partition", p, "err", err)
+}
+
+// copyFetched produces the records fetched from one owned source partition to the same
+// partition of its target topic, in order, through the partition's transactional writer when
+// it has one. pctx is never cancelled half-way (poll).
+func (e *Engine) copyFetched(pctx context.Context, fp kgo.FetchTopicPartition, now time.Time) {
+	ps := e.part(tp{fp.Topic, fp.Partition})
+	if ps == nil {
+		return
+	}
+	ps.mu.Lock()
+	ps.hwm = fp.HighWatermark
+	ps.mu.Unlock()
+	if e.isStopped(ps.tp) { // halt.go
+		return
+	}
+	lim := e.recordLimit(ps.target) // recsize.go
+	for _, r := range fp.Records {
+		control := r.Attrs.IsControl()
+		if !control && e.tooLarge(ps, r, lim) { // recsize.go: stops the partition at r
+			break
+		}
+		if !ps.begin(r.Offset, control, now) {
+			continue
+		}
+		out := copyRecord(r, ps.target)
+		src := r.Offset
+		size := int64(len(r.Key) + len(r.Value))
+		promise := func(o *kgo.Record, err error) {
+			ps.acked(src, o.Offset, err)
+			if err != nil {
+				e.produceFailed(ps, src, err)
 				return
 			}
-			ps.mu.Lock()
-			ps.hwm = fp.HighWatermark
-			ps.mu.Unlock()
-			if e.isStopped(ps.tp) { // halt.go
-				return
-			}
-			lim := e.recordLimit(ps.target) // recsize.go
-			for _, r := range fp.Records {
-				control := r.Attrs.IsControl()
-				if !control && e.tooLarge(ps, r, lim) { // recsize.go: stops the partition at r
-					break
-				}
-				if !ps.begin(r.Offset, control, now) {
-					continue
-				}
-				out := copyRecord(r, ps.target)
-				src := r.Offset
-				size := int64(len(r.Key) + len(r.Value))
-				promise := func(o *kgo.Record, err error) {
-					ps.acked(src, o.Offset, err)
-					if err != nil {
-						e.produceFailed(ps, src, err)
-						return
-					}
-					e.metrics.add(1, size)
-				}
-				if ps.w != nil {
-					ps.w.produce(pctx, out, promise)
-				} else {
-					e.dst.Produce(pctx, out, promise)
-				}
-			}
-		})
+			e.metrics.add(1, size)
+		}
+		if ps.w != nil {
+			ps.w.produce(pctx, out, promise)
+		} else {
+			e.dst.Produce(pctx, out, promise)
+		}
 	}
 }
 
@@ -409,12 +468,6 @@ func copyRecord(r *kgo.Record, topic string) *kgo.Record {
 		}
 	}
 	return out
-}
-
-func isFatal(err error) bool {
-	return errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.GroupAuthorizationFailed) ||
-		errors.Is(err, kerr.ClusterAuthorizationFailed) || errors.Is(err, kerr.SaslAuthenticationFailed) ||
-		errors.Is(err, kerr.IllegalSaslState)
 }
 
 func (e *Engine) part(t tp) *partState {
@@ -767,7 +820,7 @@ func (e *Engine) refreshTopics(ctx context.Context) {
 	}
 }
 
-// Translate implements Translator from the exact in-memory map.
+// Translate implements offsetmap.Translator from the exact in-memory map.
 func (e *Engine) Translate(topic string, partition int32, g int64) (offsetmap.Translation, bool) {
 	ps := e.part(tp{topic, partition})
 	if ps == nil {
@@ -777,7 +830,7 @@ func (e *Engine) Translate(topic string, partition int32, g int64) (offsetmap.Tr
 	return tr, tr.Known
 }
 
-// Owned implements Translator.
+// Owned implements offsetmap.Translator.
 func (e *Engine) Owned() map[string][]int32 {
 	e.mu.Lock()
 	defer e.mu.Unlock()

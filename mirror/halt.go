@@ -13,9 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// A stopped partition is one kmirror refuses to mirror until a condition clears (issue 9):
-// its source topic or target topic is no longer the one the offset map describes
-// (identity.go), or its next record is larger than the target takes (recsize.go). The
+// A stopped partition is one kmirror refuses to mirror until a condition clears: its
+// source topic or target topic is no longer the one the offset map describes (identity.go),
+// or its next record is larger than the target takes (recsize.go). The
 // partition stops fetching and producing; the process and the other partitions go on. The
 // error is logged at ERROR ("partition stopped", with topic, partition, reason, offsets and
 // what to do) at once and again at every re-check, with exponential backoff (stopBackoffMin

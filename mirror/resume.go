@@ -136,7 +136,7 @@ func (e *Engine) resume(ctx context.Context, assigned []tp) (_ []*partState, err
 			persistedSrc, persistedDst = s.Source+s.Len, s.Target+s.Len
 		}
 		pm.SourceTo, pm.TargetTo = persistedSrc, persistedDst
-		// Is this still the partition the map describes? (identity.go, issue 9)
+		// Is this still the partition the map describes? (identity.go)
 		if stopped, err := e.checkPartition(ctx, checks, t, target, pm, srcEnd, srcStart, dstEnd); err != nil {
 			return nil, err
 		} else if stopped != nil {

@@ -206,6 +206,14 @@ func hint(err error) string {
 	return ""
 }
 
+// isFatal reports whether a fetch error stops the engine: a permission or authentication
+// failure, which no retry cures.
+func isFatal(err error) bool {
+	return errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.GroupAuthorizationFailed) ||
+		errors.Is(err, kerr.ClusterAuthorizationFailed) || errors.Is(err, kerr.SaslAuthenticationFailed) ||
+		errors.Is(err, kerr.IllegalSaslState)
+}
+
 // logTopics logs the mirrored topics at start.
 func logTopics(log *slog.Logger, src map[string]int) {
 	for t, n := range src {

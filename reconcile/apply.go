@@ -53,8 +53,30 @@ func Apply(ctx context.Context, dst *kgo.Client, res *Result, cfg ApplyConfig) e
 	if len(names) == 0 {
 		return nil
 	}
-	// The backup must say which clusters it belongs to, and the client must be the plan's
-	// target.
+	if err := checkPlanTarget(ctx, dst, res); err != nil {
+		return err
+	}
+	// Live state and offsets: the plan may be minutes old.
+	desc, err := adm.DescribeGroups(ctx, names...)
+	if err != nil && len(desc) == 0 {
+		return fmt.Errorf("target cluster: describe groups: %w", err)
+	}
+	live := adm.FetchManyOffsets(ctx, names...)
+	changes := planChanges(res, desc, live, cfg.AllowRewind, log)
+	if len(changes) == 0 {
+		return nil
+	}
+	path, err := saveBackup(res, changes, live, cfg.Backup)
+	if err != nil {
+		return err
+	}
+	res.Backup = path
+	return commitChanges(ctx, adm, res, changes, path, cfg, log)
+}
+
+// checkPlanTarget refuses a plan that names no clusters (the backup must say which clusters
+// it belongs to) or whose target is not the cluster dst is connected to.
+func checkPlanTarget(ctx context.Context, dst *kgo.Client, res *Result) error {
 	if res.SourceCluster == nil || res.TargetCluster == nil {
 		return errors.New("the plan names no clusters: make it with reconcile.Plan")
 	}
@@ -66,13 +88,14 @@ func Apply(ctx context.Context, dst *kgo.Client, res *Result, cfg ApplyConfig) e
 		return fmt.Errorf("refusing to write: the plan was made on target cluster %q (cluster ID %s), but this client is connected to cluster ID %s: plan again against the cluster to write to (nothing was written)",
 			res.TargetCluster.Alias, res.TargetCluster.ID, id)
 	}
-	// Live state and offsets: the plan may be minutes old.
-	desc, err := adm.DescribeGroups(ctx, names...)
-	if err != nil && len(desc) == 0 {
-		return fmt.Errorf("target cluster: describe groups: %w", err)
-	}
-	live := adm.FetchManyOffsets(ctx, names...)
+	return nil
+}
 
+// planChanges decides, from the live state of the target groups, the commits Apply makes: for
+// each group that could be described and read, the partitions whose E(G) is known and not
+// already committed (not those ahead unless allowRewind), and only for a writable group (one
+// that is not is Refused). Partitions already exact or left alone are updated in res.
+func planChanges(res *Result, desc kadm.DescribedGroups, live kadm.FetchOffsetsResponses, allowRewind bool, log *slog.Logger) []change {
 	var changes []change
 	for gi := range res.Groups {
 		g := &res.Groups[gi]
@@ -91,32 +114,7 @@ func Apply(ctx context.Context, dst *kgo.Client, res *Result, cfg ApplyConfig) e
 			g.Err = fmt.Sprintf("target cluster: fetch offsets of group %q: %v", g.Group, lo.Err)
 			continue
 		}
-		var mine []change
-		for pi := range g.Partitions {
-			p := &g.Partitions[pi]
-			if p.ExactTarget == nil {
-				p.Action = "left alone: E(G) is not known (" + string(p.Status) + ")"
-				continue
-			}
-			e := *p.ExactTarget
-			var prev *int64
-			if o, ok := live[g.Group].Fetched.Lookup(p.TargetTopic, p.Partition); ok && o.Err == nil && o.At >= 0 {
-				at := o.At
-				prev = &at
-			}
-			p.TargetCommitted = prev
-			switch {
-			case prev != nil && *prev == e:
-				p.Status, p.Action = StatusExact, ""
-				p.RedeliveredIfUnchanged, p.SkippedIfUnchanged = 0, 0
-				continue
-			case prev != nil && *prev > e && !cfg.AllowRewind:
-				p.Status = StatusAhead
-				p.Action = fmt.Sprintf("left alone: moving %d back to %d needs --allow-rewind", *prev, e)
-				continue
-			}
-			mine = append(mine, change{gi: gi, pi: pi, to: e, prev: prev, meta: p.SourceMetadata})
-		}
+		mine := groupChanges(gi, g, live[g.Group].Fetched, allowRewind)
 		if len(mine) == 0 {
 			continue
 		}
@@ -128,11 +126,46 @@ func Apply(ctx context.Context, dst *kgo.Client, res *Result, cfg ApplyConfig) e
 		}
 		changes = append(changes, mine...)
 	}
-	if len(changes) == 0 {
-		return nil
-	}
+	return changes
+}
 
-	// Back up every previous offset we are about to change, before the first write.
+// groupChanges are the commits one group (index gi of the result) needs, given its live
+// target offsets: none where E(G) is unknown or already committed, none backwards unless
+// allowRewind.
+func groupChanges(gi int, g *Group, live kadm.OffsetResponses, allowRewind bool) []change {
+	var mine []change
+	for pi := range g.Partitions {
+		p := &g.Partitions[pi]
+		if p.ExactTarget == nil {
+			p.Action = "left alone: E(G) is not known (" + string(p.Status) + ")"
+			continue
+		}
+		e := *p.ExactTarget
+		var prev *int64
+		if o, ok := live.Lookup(p.TargetTopic, p.Partition); ok && o.Err == nil && o.At >= 0 {
+			at := o.At
+			prev = &at
+		}
+		p.TargetCommitted = prev
+		switch {
+		case prev != nil && *prev == e:
+			p.Status, p.Action = StatusExact, ""
+			p.RedeliveredIfUnchanged, p.SkippedIfUnchanged = 0, 0
+			continue
+		case prev != nil && *prev > e && !allowRewind:
+			p.Status = StatusAhead
+			p.Action = fmt.Sprintf("left alone: moving %d back to %d needs --allow-rewind", *prev, e)
+			continue
+		}
+		mine = append(mine, change{gi: gi, pi: pi, to: e, prev: prev, meta: p.SourceMetadata})
+	}
+	return mine
+}
+
+// saveBackup writes every previous offset about to change, with its metadata and what Apply
+// will commit, to path (DefaultBackupName when empty), before the first write. It returns the
+// path written.
+func saveBackup(res *Result, changes []change, live kadm.FetchOffsetsResponses, path string) (string, error) {
 	backup := &Backup{Version: BackupVersion, Created: time.Now().UTC(), SourceCluster: *res.SourceCluster, TargetCluster: *res.TargetCluster}
 	for _, c := range changes {
 		g, p := &res.Groups[c.gi], &res.Groups[c.gi].Partitions[c.pi]
@@ -147,16 +180,19 @@ func Apply(ctx context.Context, dst *kgo.Client, res *Result, cfg ApplyConfig) e
 		a, b := backup.Entries[i], backup.Entries[j]
 		return a.Group < b.Group || a.Group == b.Group && (a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition)
 	})
-	path := cfg.Backup
 	if path == "" {
 		path = DefaultBackupName(backup.Created)
 	}
 	if err := writeBackup(path, backup); err != nil {
-		return err
+		return "", err
 	}
-	res.Backup = path
+	return path, nil
+}
 
-	// Commit per group, then re-read and confirm.
+// commitChanges commits the changes group by group, in the order of their groups in res,
+// re-reading and confirming each (commitGroup); res.Applied is set when any group took. The
+// error joins every group's.
+func commitChanges(ctx context.Context, adm *kadm.Client, res *Result, changes []change, backup string, cfg ApplyConfig, log *slog.Logger) error {
 	byGroup := map[int][]change{}
 	var order []int
 	for _, c := range changes {
@@ -167,7 +203,7 @@ func Apply(ctx context.Context, dst *kgo.Client, res *Result, cfg ApplyConfig) e
 	}
 	var errs []error
 	for _, gi := range order {
-		if err := commitGroup(ctx, adm, &res.Groups[gi], byGroup[gi], path, cfg, log); err != nil {
+		if err := commitGroup(ctx, adm, &res.Groups[gi], byGroup[gi], backup, cfg, log); err != nil {
 			errs = append(errs, err)
 		}
 		if res.Groups[gi].Applied {
@@ -218,39 +254,10 @@ func commitGroup(ctx context.Context, adm *kadm.Client, g *Group, cs []change, b
 				now = &at
 			}
 		}
-		was := "none"
-		if c.prev != nil {
-			was = fmt.Sprint(*c.prev)
-		}
-		switch {
-		case now != nil && *now == c.to && (perr == nil || readErr == nil):
-			p.Action = fmt.Sprintf("committed %d (was %s)", c.to, was)
-			p.Applied, p.ApplyError = true, ""
-			p.TargetCommitted = now
-			p.Status = StatusExact
-			p.RedeliveredIfUnchanged, p.SkippedIfUnchanged = 0, 0
+		if why, ok := confirm(p, c, perr, now, readErr); ok {
 			done = append(done, name)
-			log.Info("committed", "group", g.Group, "topic", p.TargetTopic, "partition", p.Partition, "offset", c.to, "previous", was)
-		case readErr != nil:
-			why := "the target accepted it, but re-reading the group's offsets failed: " + readErr.Error()
-			if perr != nil {
-				why = perr.Error() + "; re-reading the group's offsets failed too: " + readErr.Error()
-			}
-			p.ApplyError = fmt.Sprintf("commit of %d not confirmed: %s", c.to, why)
-			p.Action = p.ApplyError + " (run kreconcile groups again to see the target's offset)"
-			failed = append(failed, name+": "+why)
-		default:
-			reads := "none"
-			if now != nil {
-				reads = fmt.Sprint(*now)
-			}
-			why := fmt.Sprintf("the target reads %s", reads)
-			if perr != nil {
-				why = fmt.Sprintf("%v (the target reads %s)", perr, reads)
-			}
-			p.ApplyError = fmt.Sprintf("commit of %d failed: %s", c.to, why)
-			p.Action = "not committed: " + p.ApplyError
-			p.TargetCommitted = now
+			log.Info("committed", "group", g.Group, "topic", p.TargetTopic, "partition", p.Partition, "offset", c.to, "previous", offStr(c.prev))
+		} else {
 			failed = append(failed, name+": "+why)
 		}
 	}
@@ -258,12 +265,50 @@ func commitGroup(ctx context.Context, adm *kadm.Client, g *Group, cs []change, b
 	if len(failed) == 0 {
 		return nil
 	}
+	g.Err = commitError(ctx, adm, g.Group, joined, done, failed, backup)
+	return errors.New(g.Err)
+}
+
+// confirm records in p the outcome of the commit c: committed when the target now reads c.to
+// (and either the commit was answered without error or the offsets could be re-read), else
+// not committed or not confirmed, with why (returned when not ok).
+func confirm(p *Partition, c change, perr error, now *int64, readErr error) (why string, ok bool) {
+	switch {
+	case now != nil && *now == c.to && (perr == nil || readErr == nil):
+		p.Action = fmt.Sprintf("committed %d (was %s)", c.to, offStr(c.prev))
+		p.Applied, p.ApplyError = true, ""
+		p.TargetCommitted = now
+		p.Status = StatusExact
+		p.RedeliveredIfUnchanged, p.SkippedIfUnchanged = 0, 0
+		return "", true
+	case readErr != nil:
+		why = "the target accepted it, but re-reading the group's offsets failed: " + readErr.Error()
+		if perr != nil {
+			why = perr.Error() + "; re-reading the group's offsets failed too: " + readErr.Error()
+		}
+		p.ApplyError = fmt.Sprintf("commit of %d not confirmed: %s", c.to, why)
+		p.Action = p.ApplyError + " (run kreconcile groups again to see the target's offset)"
+		return why, false
+	}
+	why = fmt.Sprintf("the target reads %s", offStr(now))
+	if perr != nil {
+		why = fmt.Sprintf("%v (the target reads %s)", perr, offStr(now))
+	}
+	p.ApplyError = fmt.Sprintf("commit of %d failed: %s", c.to, why)
+	p.Action = "not committed: " + p.ApplyError
+	p.TargetCommitted = now
+	return why, false
+}
+
+// commitError is the error of a group whose commit did not take everywhere: why when a consumer
+// joined (what the group is now), what was not committed and what was, and how to go on.
+func commitError(ctx context.Context, adm *kadm.Client, group string, joined bool, done, failed []string, backup string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "target cluster: group %q: ", g.Group)
+	fmt.Fprintf(&b, "target cluster: group %q: ", group)
 	if joined {
 		state := "now has members"
-		if d, err := adm.DescribeGroups(ctx, g.Group); err == nil {
-			if dg, ok := d[g.Group]; ok {
+		if d, err := adm.DescribeGroups(ctx, group); err == nil {
+			if dg, ok := d[group]; ok {
 				state = fmt.Sprintf("is now %s with %s", dg.State, plural(len(dg.Members), "member", "members"))
 			}
 		}
@@ -274,8 +319,7 @@ func commitGroup(ctx context.Context, adm *kadm.Client, g *Group, cs []change, b
 		fmt.Fprintf(&b, "; committed: %s", strings.Join(done, ", "))
 	}
 	fmt.Fprintf(&b, " (the backup %s holds the previous offsets; kreconcile groups --apply again retries, rollback restores only partitions still at what apply wrote)", backup)
-	g.Err = b.String()
-	return errors.New(g.Err)
+	return b.String()
 }
 
 // isMemberErr reports whether err is how a broker refuses an admin (generation -1) commit to a

@@ -14,12 +14,14 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/internal/atomicfile"
 )
 
 // BackupVersion is the format version of the backup files Apply writes. Version 2 records the
 // clusters (alias and cluster ID) and, per partition, the offset Apply committed. Version 1
-// files (kreconcile before issue 9) record neither: Rollback reads them only when told the
-// cluster ID (RollbackConfig.LegacyClusterID).
+// files (written by an earlier kreconcile) record neither: Rollback reads them only when told
+// the cluster ID (RollbackConfig.LegacyClusterID).
 const BackupVersion = 2
 
 const legacyBackupVersion = 1
@@ -36,17 +38,20 @@ type Backup struct {
 	Entries       []BackupEntry `json:"entries"`
 }
 
-// BackupEntry is one group partition's previous target commit. Offset is nil ("none" in the
-// file) when the group had no commit there; Rollback deletes the commit Apply made. Committed
-// is the offset Apply committed (nil only in version 1 files): Rollback restores a partition
-// only while the target commit is still that one.
+// BackupEntry is one group partition's previous target commit. MarshalJSON and UnmarshalJSON
+// give its form in the file (backupEntryJSON), hence no tags here.
 type BackupEntry struct {
-	Group     string `json:"group"`
-	Topic     string `json:"topic"`
-	Partition int32  `json:"partition"`
-	Offset    *int64 `json:"-"`
-	Committed *int64 `json:"-"`
-	Metadata  string `json:"metadata"`
+	Group     string
+	Topic     string
+	Partition int32
+	// Offset is the commit before Apply, nil ("none" in the file) when the group had none
+	// there: Rollback then deletes the commit Apply made.
+	Offset *int64
+	// Committed is the offset Apply committed (nil only in version 1 files): Rollback restores
+	// a partition only while the target commit is still that one.
+	Committed *int64
+	// Metadata is the previous commit's metadata, committed again by Rollback.
+	Metadata string
 }
 
 type backupEntryJSON struct {
@@ -165,53 +170,28 @@ func (b *Backup) validate() error {
 // writeBackup writes b to path, which must not exist: to a temporary file in the same
 // directory (mode 0600), fsynced, then linked to path (never replacing a file there) and the
 // directory fsynced, so that path holds either nothing or the whole backup, durably.
-func writeBackup(path string, b *Backup) (err error) {
+func writeBackup(path string, b *Backup) error {
+	exists := fmt.Errorf("backup file %s exists: choose another with --backup", path)
 	if _, err := os.Lstat(path); err == nil {
-		return fmt.Errorf("backup file %s exists: choose another with --backup", path)
+		return exists
 	}
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	f, err := atomicfile.Create(path, 0o600)
 	if err != nil {
-		return fmt.Errorf("create backup file in %s (choose another with --backup): %w", dir, err)
+		return fmt.Errorf("create backup file in %s (choose another with --backup): %w", filepath.Dir(path), err)
 	}
-	tmp := f.Name()
-	defer func() {
-		if f != nil {
-			f.Close()
-		}
-		os.Remove(tmp)
-	}()
-	if err := f.Chmod(0o600); err != nil {
-		return fmt.Errorf("write backup %s: %w", path, err)
-	}
+	defer f.Discard()
 	enc := json.NewEncoder(f)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(b); err != nil {
 		return fmt.Errorf("write backup %s: %w", path, err)
 	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("write backup %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write backup %s: %w", path, err)
-	}
-	f = nil
-	// A hard link fails when path exists (a rename would replace it); where the file system
-	// has no hard links, rename after the check above.
-	if err := os.Link(tmp, path); err != nil {
+	if err := f.Link(); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("backup file %s exists: choose another with --backup", path)
+			return exists
 		}
-		if err := os.Rename(tmp, path); err != nil {
-			return fmt.Errorf("write backup %s: %w", path, err)
-		}
+		return fmt.Errorf("write backup %s: %w", path, err)
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("write backup %s: sync directory: %w", path, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
+	if err := atomicfile.SyncDir(path); err != nil {
 		return fmt.Errorf("write backup %s: sync directory: %w", path, err)
 	}
 	return nil

@@ -14,13 +14,15 @@
 //     fingerprint of s* equals the target record before E(G), E(G) is not above the target end,
 //     and no copy of s* sits in the target records the map never examined (a stale map). A map
 //     from kverify diff --from or --partitions, a stale or a crafted map fails one of these:
-//     Plan aligns locally instead and the proof says "offset map not used: <why>".
-//     Without a map Plan aligns content locally: it reads the few source records just below G (walking back over transaction markers, compacted or deleted
-//     records) and a few after it, and a bounded target window that MM2's offset syncs or the
-//     records' timestamps place; hints bound where to read, the answer always comes from
-//     matching fingerprints, aligned by verify.Align. After finding the copy of s* it keeps reading Config.Window target
-//     records to catch a later copy (a replay). Each answer carries its Proof: the fingerprint
-//     of the source record before G equals that of the target record before E(G).
+//     Plan aligns locally instead and the proof says "offset map not used: <why>". Without a
+//     map Plan aligns content locally: it reads the few source records just below G (walking
+//     back over transaction markers, compacted or deleted records) and a few after it, and a
+//     bounded target window that MM2's offset syncs or the records' timestamps place; hints
+//     bound where to read, the answer always comes from matching fingerprints
+//     (offsetmap.Fingerprint), aligned by verify.Align. After finding the copy of s* it keeps
+//     reading Config.Window target records to catch a later copy (a replay). Each answer
+//     carries its Proof: the fingerprint of the source record before G equals that of the
+//     target record before E(G).
 //   - Result (result.go) is the plan, its JSON form part of kreconcile's interface. Statuses:
 //     exact, behind, ahead, pending, missing-target-offset, unmappable (with a Reason).
 //     Whenever content cannot tell (a run of identical records with a replay or a loss in it,
@@ -31,8 +33,9 @@
 //     offsets to a Backup first, re-reads to confirm, and is idempotent. It refuses a client
 //     that is not the plan's target cluster. The backup (version 2, backup.go) records both
 //     cluster IDs and, per partition, the previous offset and the one Apply commits; it is
-//     written to a temporary file in the same directory (mode 0600), fsynced, linked into
-//     place (never over an existing file) and the directory fsynced, before any commit. After
+//     written whole or not at all (internal/atomicfile: a temporary file in the same
+//     directory, mode 0600, fsynced, linked into place, never over an existing file, and the
+//     directory fsynced), before any commit. After
 //     the commit Apply re-reads: each partition says whether it was committed (Applied) or not
 //     (ApplyError); a group with any failure gets an Err naming the partitions committed and
 //     not, and the returned error (kreconcile exits 2). A broker refusing the admin commit
@@ -43,7 +46,7 @@
 //     (unknown version, bytes after the JSON, empty group or topic, negative partition or
 //     offset other than "none", a partition twice, no cluster IDs or committed offsets in
 //     version 2); a cluster whose ID is not the backup's target (the source or any other; no
-//     result, kreconcile exits 2); a version 1 backup of the previous kreconcile, which
+//     result, kreconcile exits 2); a version 1 backup of an earlier kreconcile, which
 //     records no cluster, unless RollbackConfig.LegacyClusterID is the connected cluster's ID
 //     (kreconcile rollback --legacy-cluster-id; the error prints the ID); groups with members;
 //     and partitions whose target commit is no longer the one Apply wrote (the group consumed

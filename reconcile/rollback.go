@@ -78,19 +78,8 @@ func Rollback(ctx context.Context, dst *kgo.Client, backupFile string, cfg Rollb
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case b.Version == legacyBackupVersion && cfg.LegacyClusterID == "":
-		return nil, fmt.Errorf("backup %s was written by an earlier kreconcile (version 1) and does not record which cluster it was taken on. The cluster you connected to as %q has cluster ID %s: if the backup was taken there, run again with --legacy-cluster-id %s (partitions whose commit changed since are then refused unless --force). Nothing was written",
-			backupFile, alias, id, id)
-	case b.Version == legacyBackupVersion && cfg.LegacyClusterID != id:
-		return nil, fmt.Errorf("refusing backup %s: --legacy-cluster-id is %s, but the cluster you connected to as %q has cluster ID %s. Nothing was written", backupFile, cfg.LegacyClusterID, alias, id)
-	case b.Version != legacyBackupVersion && id == b.TargetCluster.ID:
-	case b.Version != legacyBackupVersion && id == b.SourceCluster.ID:
-		return nil, fmt.Errorf("refusing backup %s: the cluster you connected to as %q (cluster ID %s) is the source cluster %q of that apply; the backup belongs to the target cluster %q (cluster ID %s): connect to it (--target-brokers, or --mm2-config with --flow). Nothing was written",
-			backupFile, alias, id, b.SourceCluster.Alias, b.TargetCluster.Alias, b.TargetCluster.ID)
-	case b.Version != legacyBackupVersion:
-		return nil, fmt.Errorf("refusing backup %s: the cluster you connected to as %q has cluster ID %s, but the backup was taken on the target cluster %q (cluster ID %s; its source was %q, cluster ID %s): connect to that cluster. Nothing was written",
-			backupFile, alias, id, b.TargetCluster.Alias, b.TargetCluster.ID, b.SourceCluster.Alias, b.SourceCluster.ID)
+	if err := checkBackupCluster(b, backupFile, alias, id, cfg.LegacyClusterID); err != nil {
+		return nil, err
 	}
 
 	adm := kadm.NewClient(dst)
@@ -114,118 +103,178 @@ func Rollback(ctx context.Context, dst *kgo.Client, backupFile string, cfg Rollb
 	live := adm.FetchManyOffsets(ctx, names...)
 	var errs []error
 	for _, name := range names {
-		r := RolledBackGrp{Group: name}
 		d, ok := desc[name]
 		if !ok {
 			d = kadm.DescribedGroup{Group: name, State: "Dead"}
 		}
-		if d.Err != nil {
-			r.Err = fmt.Sprintf("%s cluster: describe group %q: %v", alias, name, d.Err)
-		} else if lo := live[name]; lo.Err != nil {
-			r.Err = fmt.Sprintf("%s cluster: fetch offsets of group %q: %v", alias, name, lo.Err)
-		}
-		if r.Err != "" {
-			errs = append(errs, errors.New(r.Err))
-			out.Groups = append(out.Groups, r)
-			continue
-		}
-		if ok, why := writable(d); !ok {
-			r.Refused = why
-			errs = append(errs, errors.New(why))
-			out.Groups = append(out.Groups, r)
-			continue
-		}
-		commit := kadm.Offsets{}
-		del := kadm.TopicsSet{}
-		forced := map[string]bool{}
-		for _, e := range byGroup[name] {
-			var now *int64
-			if o, ok := live[name].Fetched.Lookup(e.Topic, e.Partition); ok && o.Err == nil && o.At >= 0 {
-				at := o.At
-				now = &at
-			}
-			switch {
-			case sameOff(now, e.Offset):
-				r.Unchanged++
-				continue
-			case e.Committed != nil && sameOff(now, e.Committed):
-			case cfg.Force:
-				forced[fmt.Sprintf("%s/%d", e.Topic, e.Partition)] = true
-			default:
-				r.Conflicts = append(r.Conflicts, RollbackConflict{Topic: e.Topic, Partition: e.Partition, Backup: e.Offset, Applied: e.Committed, Now: now})
-				continue
-			}
-			if e.Offset != nil {
-				commit.Add(kadm.Offset{Topic: e.Topic, Partition: e.Partition, At: *e.Offset, LeaderEpoch: -1, Metadata: e.Metadata})
-			} else {
-				del.Add(e.Topic, e.Partition)
-			}
-		}
-		var failed []string
-		if len(commit) > 0 {
-			resp, err := adm.CommitOffsets(ctx, name, commit)
-			commit.Each(func(o kadm.Offset) {
-				perr := err
-				if perr == nil {
-					if pr, ok := resp.Lookup(o.Topic, o.Partition); !ok {
-						perr = errors.New("no answer for this partition")
-					} else {
-						perr = pr.Err
-					}
-				}
-				if perr != nil {
-					failed = append(failed, fmt.Sprintf("restore %s/%d to %d: %v", o.Topic, o.Partition, o.At, perr))
-					return
-				}
-				r.Restored++
-				if forced[fmt.Sprintf("%s/%d", o.Topic, o.Partition)] {
-					r.Forced++
-				}
-			})
-		}
-		if len(del) > 0 {
-			resp, err := adm.DeleteOffsets(ctx, name, del)
-			for t, ps := range del {
-				for p := range ps {
-					perr := err
-					if perr == nil {
-						if tr, ok := resp[t]; !ok {
-							perr = errors.New("no answer for this partition")
-						} else if e, ok := tr[p]; ok {
-							perr = e
-						} else {
-							perr = errors.New("no answer for this partition")
-						}
-					}
-					if perr != nil {
-						failed = append(failed, fmt.Sprintf("delete %s/%d (no commit before apply): %v", t, p, perr))
-						continue
-					}
-					r.Deleted++
-					if forced[fmt.Sprintf("%s/%d", t, p)] {
-						r.Forced++
-					}
-				}
-			}
-		}
-		if len(failed) > 0 {
-			sort.Strings(failed)
-			r.Err = fmt.Sprintf("%s cluster: group %q: %s", alias, name, strings.Join(failed, "; "))
-			errs = append(errs, errors.New(r.Err))
-		}
-		if len(r.Conflicts) > 0 {
-			var cs []string
-			for _, c := range r.Conflicts {
-				applied := "the backup (version 1) does not say what apply wrote"
-				if c.Applied != nil {
-					applied = "apply wrote " + offStr(c.Applied)
-				}
-				cs = append(cs, fmt.Sprintf("%s/%d is at %s, %s", c.Topic, c.Partition, offStr(c.Now), applied))
-			}
-			errs = append(errs, fmt.Errorf("group %q moved since the apply: %s; left alone, since restoring %s would undo what the group did since (re-deliver what it consumed, or skip); run with --force to restore anyway",
-				name, strings.Join(cs, "; "), map[bool]string{true: "it", false: "them"}[len(cs) == 1]))
+		r, err := rollbackGroup(ctx, adm, alias, d, live[name], byGroup[name], cfg.Force)
+		if err != nil {
+			errs = append(errs, err)
 		}
 		out.Groups = append(out.Groups, r)
 	}
 	return out, errors.Join(errs...)
+}
+
+// checkBackupCluster refuses a backup that does not belong to the cluster connected to as
+// alias, whose cluster ID is id: a version 2 backup of another target (or of the apply's
+// source), a version 1 backup without legacyID or with one that is not id.
+func checkBackupCluster(b *Backup, backupFile, alias, id, legacyID string) error {
+	switch {
+	case b.Version == legacyBackupVersion && legacyID == "":
+		return fmt.Errorf("backup %s was written by an earlier kreconcile (version 1) and does not record which cluster it was taken on. The cluster you connected to as %q has cluster ID %s: if the backup was taken there, run again with --legacy-cluster-id %s (partitions whose commit changed since are then refused unless --force). Nothing was written",
+			backupFile, alias, id, id)
+	case b.Version == legacyBackupVersion && legacyID != id:
+		return fmt.Errorf("refusing backup %s: --legacy-cluster-id is %s, but the cluster you connected to as %q has cluster ID %s. Nothing was written", backupFile, legacyID, alias, id)
+	case b.Version != legacyBackupVersion && id == b.TargetCluster.ID:
+	case b.Version != legacyBackupVersion && id == b.SourceCluster.ID:
+		return fmt.Errorf("refusing backup %s: the cluster you connected to as %q (cluster ID %s) is the source cluster %q of that apply; the backup belongs to the target cluster %q (cluster ID %s): connect to it (--target-brokers, or --mm2-config with --flow). Nothing was written",
+			backupFile, alias, id, b.SourceCluster.Alias, b.TargetCluster.Alias, b.TargetCluster.ID)
+	case b.Version != legacyBackupVersion:
+		return fmt.Errorf("refusing backup %s: the cluster you connected to as %q has cluster ID %s, but the backup was taken on the target cluster %q (cluster ID %s; its source was %q, cluster ID %s): connect to that cluster. Nothing was written",
+			backupFile, alias, id, b.TargetCluster.Alias, b.TargetCluster.ID, b.SourceCluster.Alias, b.SourceCluster.ID)
+	}
+	return nil
+}
+
+// rollbackGroup restores the entries of one group, described as d, whose live target offsets
+// are lo, on the cluster connected to as alias. The error says what was refused, failed or is
+// in conflict; the result counts what was done.
+func rollbackGroup(ctx context.Context, adm *kadm.Client, alias string, d kadm.DescribedGroup, lo kadm.FetchOffsetsResponse, entries []BackupEntry, force bool) (RolledBackGrp, error) {
+	name := d.Group
+	r := RolledBackGrp{Group: name}
+	if d.Err != nil {
+		r.Err = fmt.Sprintf("%s cluster: describe group %q: %v", alias, name, d.Err)
+	} else if lo.Err != nil {
+		r.Err = fmt.Sprintf("%s cluster: fetch offsets of group %q: %v", alias, name, lo.Err)
+	}
+	if r.Err != "" {
+		return r, errors.New(r.Err)
+	}
+	if ok, why := writable(d); !ok {
+		r.Refused = why
+		return r, errors.New(why)
+	}
+	commit, del, forced := planRestore(&r, entries, lo.Fetched, force)
+	failed := restoreOffsets(ctx, adm, &r, commit, forced)
+	failed = append(failed, deleteOffsets(ctx, adm, &r, del, forced)...)
+	var errs []error
+	if len(failed) > 0 {
+		sort.Strings(failed)
+		r.Err = fmt.Sprintf("%s cluster: group %q: %s", alias, name, strings.Join(failed, "; "))
+		errs = append(errs, errors.New(r.Err))
+	}
+	if len(r.Conflicts) > 0 {
+		errs = append(errs, conflictError(name, r.Conflicts))
+	}
+	return r, errors.Join(errs...)
+}
+
+// planRestore sorts a group's entries by the target's commit now: already at the backup's
+// offset (Unchanged), still what Apply wrote or forced (to restore: commit, or del where there
+// was no commit before Apply), or moved since (Conflicts). forced names, as "topic/partition",
+// the entries restored only because of force.
+func planRestore(r *RolledBackGrp, entries []BackupEntry, live kadm.OffsetResponses, force bool) (commit kadm.Offsets, del kadm.TopicsSet, forced map[string]bool) {
+	commit, del, forced = kadm.Offsets{}, kadm.TopicsSet{}, map[string]bool{}
+	for _, e := range entries {
+		var now *int64
+		if o, ok := live.Lookup(e.Topic, e.Partition); ok && o.Err == nil && o.At >= 0 {
+			at := o.At
+			now = &at
+		}
+		switch {
+		case sameOff(now, e.Offset):
+			r.Unchanged++
+			continue
+		case e.Committed != nil && sameOff(now, e.Committed):
+		case force:
+			forced[fmt.Sprintf("%s/%d", e.Topic, e.Partition)] = true
+		default:
+			r.Conflicts = append(r.Conflicts, RollbackConflict{Topic: e.Topic, Partition: e.Partition, Backup: e.Offset, Applied: e.Committed, Now: now})
+			continue
+		}
+		if e.Offset != nil {
+			commit.Add(kadm.Offset{Topic: e.Topic, Partition: e.Partition, At: *e.Offset, LeaderEpoch: -1, Metadata: e.Metadata})
+		} else {
+			del.Add(e.Topic, e.Partition)
+		}
+	}
+	return commit, del, forced
+}
+
+// restoreOffsets commits the offsets of commit to group r.Group and counts them in r; it
+// returns what failed, one line a partition.
+func restoreOffsets(ctx context.Context, adm *kadm.Client, r *RolledBackGrp, commit kadm.Offsets, forced map[string]bool) []string {
+	if len(commit) == 0 {
+		return nil
+	}
+	var failed []string
+	resp, err := adm.CommitOffsets(ctx, r.Group, commit)
+	commit.Each(func(o kadm.Offset) {
+		perr := err
+		if perr == nil {
+			if pr, ok := resp.Lookup(o.Topic, o.Partition); !ok {
+				perr = errors.New("no answer for this partition")
+			} else {
+				perr = pr.Err
+			}
+		}
+		if perr != nil {
+			failed = append(failed, fmt.Sprintf("restore %s/%d to %d: %v", o.Topic, o.Partition, o.At, perr))
+			return
+		}
+		r.Restored++
+		if forced[fmt.Sprintf("%s/%d", o.Topic, o.Partition)] {
+			r.Forced++
+		}
+	})
+	return failed
+}
+
+// deleteOffsets deletes the commits of del (partitions that had none before Apply) from group
+// r.Group and counts them in r; it returns what failed, one line a partition.
+func deleteOffsets(ctx context.Context, adm *kadm.Client, r *RolledBackGrp, del kadm.TopicsSet, forced map[string]bool) []string {
+	if len(del) == 0 {
+		return nil
+	}
+	var failed []string
+	resp, err := adm.DeleteOffsets(ctx, r.Group, del)
+	for t, ps := range del {
+		for p := range ps {
+			perr := err
+			if perr == nil {
+				if tr, ok := resp[t]; !ok {
+					perr = errors.New("no answer for this partition")
+				} else if e, ok := tr[p]; ok {
+					perr = e
+				} else {
+					perr = errors.New("no answer for this partition")
+				}
+			}
+			if perr != nil {
+				failed = append(failed, fmt.Sprintf("delete %s/%d (no commit before apply): %v", t, p, perr))
+				continue
+			}
+			r.Deleted++
+			if forced[fmt.Sprintf("%s/%d", t, p)] {
+				r.Forced++
+			}
+		}
+	}
+	return failed
+}
+
+// conflictError says which partitions of group moved since the apply and why they were left
+// alone.
+func conflictError(group string, conflicts []RollbackConflict) error {
+	var cs []string
+	for _, c := range conflicts {
+		applied := "the backup (version 1) does not say what apply wrote"
+		if c.Applied != nil {
+			applied = "apply wrote " + offStr(c.Applied)
+		}
+		cs = append(cs, fmt.Sprintf("%s/%d is at %s, %s", c.Topic, c.Partition, offStr(c.Now), applied))
+	}
+	return fmt.Errorf("group %q moved since the apply: %s; left alone, since restoring %s would undo what the group did since (re-deliver what it consumed, or skip); run with --force to restore anyway",
+		group, strings.Join(cs, "; "), map[bool]string{true: "it", false: "them"}[len(cs) == 1])
 }

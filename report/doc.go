@@ -1,11 +1,12 @@
-// Package report renders the results of kverify and kreconcile for the people and the
-// machines that act on them. It is a set of pure functions of result values: it imports the
+// Package report renders the results of kverify, kreconcile and kmirror lint for the people
+// and the machines that act on them. It is a set of pure functions of result values: it imports the
 // result types only, never a Kafka client, and the same value always gives the same bytes.
 //
 // The two things to know:
 //
 //   - Write(w, format, v, Options) renders a *verify.Result, a []*verify.Result (one section
-//     per topic) or a *reconcile.Result as a terminal table (go-pretty; ANSI colours only
+//     per topic), a *reconcile.Result, a *reconcile.RollbackResult or the findings of
+//     `kmirror lint` ([]mm2.Finding) as a terminal table (go-pretty; ANSI colours only
 //     when Options.Color, which the commands set on a TTY), JSON (the value as is, indented:
 //     its field names are the tools' interface, and any value can be written), Markdown, a
 //     self-contained HTML page, or JUnit XML. Other types give an error naming the types

@@ -13,12 +13,7 @@ import (
 	"github.com/kmigrate/kmigrate/mm2"
 )
 
-func lintCommand() *cli.Command {
-	return &cli.Command{
-		Name:      "lint",
-		Usage:     "report what MirrorMaker 2 would silently ignore or misread in an mm2.properties file",
-		UsageText: "kmirror lint [--format table|json|markdown|html|junit] [--out FILE] FILE",
-		Description: `lint reads FILE as MirrorMaker 2 3.7.1 would and prints every finding with its line: unknown
+const lintHelp = `lint reads FILE as MirrorMaker 2 3.7.1 would and prints every finding with its line: unknown
 or misspelled keys with a suggestion (offset.max.lag -> offset.lag.max), flow keys naming an
 undeclared alias, an alias in the wrong case, inline "# comments" that become part of a
 value, trailing blanks that turn "true" false, invalid regexes, replication factors a
@@ -35,20 +30,23 @@ it. Findings never show the value of a key that may hold a credential (passwords
 configs, *secret*, *token*, *credentials*, basic.auth.user.info, ssl.key*, *.key).
 
 Exit status: 0 no findings; 1 findings printed; 2 the file cannot be read, is too large,
-or reading it was interrupted.`,
-		Flags:  clikit.OutputFlags(),
-		Action: lint,
-	}
+or reading it was interrupted.`
+
+func lintCommand() *cli.Command {
+	return clikit.ReportCommand("lint", lint, nil,
+		"report what MirrorMaker 2 would silently ignore or misread in an mm2.properties file",
+		"kmirror lint [--format table|json|markdown|html|junit] [--out FILE] FILE",
+		lintHelp)
 }
 
 func lint(c *cli.Context) error {
 	if c.NArg() != 1 {
-		return &clikit.ExitCoder{Code: clikit.ExitError, Err: fmt.Errorf("lint needs exactly one FILE, e.g. kmirror lint mm2.properties")}
+		return clikit.Failf("lint needs exactly one FILE, e.g. kmirror lint mm2.properties")
 	}
 	path := c.Args().First()
 	findings, err := lintFile(c.Context, path)
 	if err != nil {
-		return &clikit.ExitCoder{Code: clikit.ExitError, Err: err}
+		return clikit.Fail(err)
 	}
 	if findings == nil {
 		findings = []mm2.Finding{}

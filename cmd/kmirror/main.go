@@ -11,15 +11,7 @@ import (
 	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
 )
 
-func main() {
-	os.Exit(clikit.Main(newApp(), os.Args))
-}
-
-func newApp() *cli.App {
-	return &cli.App{
-		Name:  "kmirror",
-		Usage: "mirror Kafka topics exactly, from the same mm2.properties as MirrorMaker 2",
-		Description: `kmirror copies the topics of one MirrorMaker 2 flow from a source cluster to a target
+const description = `kmirror copies the topics of one MirrorMaker 2 flow from a source cluster to a target
 cluster: each partition in order to the same partition number, records unchanged (key, value,
 headers, timestamp), with an idempotent producer and acks=all. It knows the target offset of
 every record it writes and persists that exact offset map on the target, so consumer group
@@ -30,10 +22,11 @@ or duplicates, and several kmirror processes share the partitions through a cons
   kmirror run --config mm2.properties --flow A->B   mirror until SIGTERM (drains, then exits)
 
 Exit status: 0 success; 1 lint found problems; 2 usage, configuration or connection error,
-or mirroring stopped on an error.`,
-		Commands:        []*cli.Command{runCommand(), lintCommand()},
-		Writer:          os.Stdout,
-		ErrWriter:       os.Stderr,
-		HideHelpCommand: true,
-	}
+or mirroring stopped on an error.`
+
+func main() { os.Exit(clikit.Main(newApp(), os.Args)) }
+
+func newApp() *cli.App {
+	return clikit.NewApp("kmirror", "mirror Kafka topics exactly, from the same mm2.properties as MirrorMaker 2",
+		description, runCommand(), lintCommand())
 }

@@ -76,10 +76,10 @@ mirroring stopped on an error (the message names the cluster, topic and partitio
 func run(c *cli.Context) error {
 	log, err := newLogger(c.App.ErrWriter, c.String("log-format"), c.String("log-level"))
 	if err != nil {
-		return &clikit.ExitCoder{Code: clikit.ExitError, Err: err}
+		return clikit.Fail(err)
 	}
 	if err := setMemoryLimit(c.String("memory-limit")); err != nil {
-		return &clikit.ExitCoder{Code: clikit.ExitError, Err: err}
+		return clikit.Fail(err)
 	}
 	conn, err := clikit.Connect(c)
 	if err != nil {
@@ -92,7 +92,7 @@ func run(c *cli.Context) error {
 	}
 	cfg, ignored, err := mirror.FromFlow(conn.Flow, conn.Source, conn.Target)
 	if err != nil {
-		return &clikit.ExitCoder{Code: clikit.ExitError, Err: fmt.Errorf("flow %s: %w", conn.Flow.Name(), err)}
+		return clikit.Failf("flow %s: %w", conn.Flow.Name(), err)
 	}
 	if len(ignored) > 0 {
 		fmt.Fprintf(c.App.ErrWriter, "kmirror does not honour these keys of flow %s:\n", conn.Flow.Name())
@@ -103,20 +103,20 @@ func run(c *cli.Context) error {
 	}
 	srcOpts, err := conn.Source.Opts()
 	if err != nil {
-		return &clikit.ExitCoder{Code: clikit.ExitError, Err: fmt.Errorf("source cluster %s: %w", conn.Source.Alias, err)}
+		return clikit.Failf("source cluster %s: %w", conn.Source.Alias, err)
 	}
 	dstOpts, err := conn.Target.Opts()
 	if err != nil {
-		return &clikit.ExitCoder{Code: clikit.ExitError, Err: fmt.Errorf("target cluster %s: %w", conn.Target.Alias, err)}
+		return clikit.Failf("target cluster %s: %w", conn.Target.Alias, err)
 	}
 	e, err := mirror.New(cfg, srcOpts, dstOpts, log)
 	if err != nil {
-		return &clikit.ExitCoder{Code: clikit.ExitError, Err: err}
+		return clikit.Fail(err)
 	}
 	if addr := c.String("metrics-addr"); addr != "" {
 		stop, err := serveMetrics(addr, e, log)
 		if err != nil {
-			return &clikit.ExitCoder{Code: clikit.ExitError, Err: err}
+			return clikit.Fail(err)
 		}
 		defer stop()
 	}
@@ -124,7 +124,7 @@ func run(c *cli.Context) error {
 		if errors.Is(err, context.Canceled) && c.Context.Err() != nil {
 			return nil
 		}
-		return &clikit.ExitCoder{Code: clikit.ExitError, Err: err}
+		return clikit.Fail(err)
 	}
 	return nil
 }

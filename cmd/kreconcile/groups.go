@@ -95,19 +95,10 @@ func groupsCommand() *cli.Command {
 		&cli.StringFlag{Name: "backup", Usage: "with --apply, save the previous target offsets to `FILE` (default: kreconcile-backup-<time>.json)"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log progress to standard error"},
 	)
-	flags = append(flags, clikit.OutputFlags()...)
-	return &cli.Command{
-		Name:        "groups",
-		Usage:       "plan (and with --apply, fix) the target offsets of consumer groups",
-		UsageText:   "kreconcile groups [connection flags] [--group REGEX] [--topic REGEX] [--apply [--allow-rewind] [--backup FILE]] [--format table|json|markdown|html|junit] [--out FILE]",
-		Description: groupsHelp,
-		Flags:       flags,
-		Action:      runGroups,
-	}
-}
-
-func usageErr(format string, args ...any) error {
-	return &clikit.ExitCoder{Code: clikit.ExitError, Err: fmt.Errorf(format, args...)}
+	return clikit.ReportCommand("groups", runGroups, flags,
+		"plan (and with --apply, fix) the target offsets of consumer groups",
+		"kreconcile groups [connection flags] [--group REGEX] [--topic REGEX] [--apply [--allow-rewind] [--backup FILE]] [--format table|json|markdown|html|junit] [--out FILE]",
+		groupsHelp)
 }
 
 func compileFlag(c *cli.Context, name string) (*regexp.Regexp, error) {
@@ -117,7 +108,7 @@ func compileFlag(c *cli.Context, name string) (*regexp.Regexp, error) {
 	}
 	re, err := regexp.Compile(s)
 	if err != nil {
-		return nil, usageErr("--%s %q: %v", name, s, err)
+		return nil, clikit.Failf("--%s %q: %v", name, s, err)
 	}
 	return re, nil
 }
@@ -126,7 +117,7 @@ func runGroups(c *cli.Context) error {
 	if !c.Bool("apply") {
 		for _, f := range []string{"allow-rewind", "backup"} {
 			if c.IsSet(f) {
-				return usageErr("--%s only applies with --apply: nothing is written without it", f)
+				return clikit.Failf("--%s only applies with --apply: nothing is written without it", f)
 			}
 		}
 	}
@@ -145,18 +136,18 @@ func runGroups(c *cli.Context) error {
 	cfg.Flow = &flow
 	src, err := clikit.Client(conn.Source)
 	if err != nil {
-		return &clikit.ExitCoder{Code: clikit.ExitError, Err: err}
+		return clikit.Fail(err)
 	}
 	defer src.Close()
 	dst, err := clikit.Client(conn.Target)
 	if err != nil {
-		return &clikit.ExitCoder{Code: clikit.ExitError, Err: err}
+		return clikit.Fail(err)
 	}
 	defer dst.Close()
 
 	res, err := reconcile.Plan(c.Context, src, dst, cfg)
 	if err != nil {
-		return &clikit.ExitCoder{Code: clikit.ExitError, Err: err}
+		return clikit.Fail(err)
 	}
 	var applyErr error
 	if c.Bool("apply") {
@@ -170,7 +161,7 @@ func runGroups(c *cli.Context) error {
 		return err
 	}
 	if applyErr != nil {
-		return &clikit.ExitCoder{Code: clikit.ExitError, Err: fmt.Errorf("apply: %w", applyErr)}
+		return clikit.Failf("apply: %w", applyErr)
 	}
 	return verdict(res)
 }
@@ -197,12 +188,12 @@ func configFromFlags(c *cli.Context) (reconcile.Config, error) {
 	if path := c.String("offset-map"); path != "" {
 		m, err := offsetmap.ReadFile(path)
 		if err != nil {
-			return cfg, usageErr("--offset-map: %v", err)
+			return cfg, clikit.Failf("--offset-map: %v", err)
 		}
 		cfg.OffsetMap = m
 	}
 	if cfg.Fields, err = offsetmap.ParseFields(c.String("compare")); err != nil {
-		return cfg, usageErr("--compare: %v", err)
+		return cfg, clikit.Failf("--compare: %v", err)
 	}
 	cfg.Window = c.Int("window")
 	cfg.Concurrency = c.Int("concurrency")
@@ -234,7 +225,7 @@ func verdict(res *reconcile.Result) error {
 	}
 	switch {
 	case failed > 0:
-		return &clikit.ExitCoder{Code: clikit.ExitError, Err: fmt.Errorf("%d groups could not be planned or applied: see their error", failed)}
+		return clikit.Failf("%d groups could not be planned or applied: see their error", failed)
 	case differs > 0:
 		return clikit.Differs(fmt.Sprintf("%d group partitions are not exact", differs))
 	}

@@ -10,24 +10,17 @@ import (
 	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
 )
 
-func main() {
-	os.Exit(clikit.Main(newApp(), os.Args))
-}
-
-func newApp() *cli.App {
-	return &cli.App{
-		Name:  "kreconcile",
-		Usage: "exact consumer group offsets on a migrated Kafka cluster",
-		Description: `kreconcile compares every consumer group's committed offsets on the source, on the target
+const description = `kreconcile compares every consumer group's committed offsets on the source, on the target
 and in MirrorMaker 2's checkpoints, computes the exact target offset E(G) of each partition
 from the records' content, and with --apply commits it safely (empty groups only, with a backup,
 never above E(G), never backwards unless --allow-rewind). "rollback" restores a backup.
 
 Exit status: 0 every partition is exact; 1 something differs (behind, ahead, pending,
-missing, unmappable, refused); 2 usage, configuration or connection error.`,
-		Commands:        []*cli.Command{groupsCommand(), rollbackCommand()},
-		Writer:          os.Stdout,
-		ErrWriter:       os.Stderr,
-		HideHelpCommand: true,
-	}
+missing, unmappable, refused); 2 usage, configuration or connection error.`
+
+func main() { os.Exit(clikit.Main(newApp(), os.Args)) }
+
+func newApp() *cli.App {
+	return clikit.NewApp("kreconcile", "exact consumer group offsets on a migrated Kafka cluster",
+		description, groupsCommand(), rollbackCommand())
 }

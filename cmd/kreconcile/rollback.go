@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/urfave/cli/v2"
 
 	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
@@ -46,15 +44,10 @@ func rollbackCommand() *cli.Command {
 		&cli.BoolFlag{Name: "force", Usage: "also restore partitions whose target commit moved since the apply (undoes what the group consumed since)"},
 		&cli.StringFlag{Name: "legacy-cluster-id", Usage: "read a version 1 backup (no cluster recorded) on the connected cluster, whose cluster `ID` this must be"},
 	)
-	flags = append(flags, clikit.OutputFlags()...)
-	return &cli.Command{
-		Name:        "rollback",
-		Usage:       "restore the target offsets saved by groups --apply",
-		UsageText:   "kreconcile rollback [connection flags] --backup FILE [--force] [--legacy-cluster-id ID]",
-		Description: rollbackHelp,
-		Flags:       flags,
-		Action:      runRollback,
-	}
+	return clikit.ReportCommand("rollback", runRollback, flags,
+		"restore the target offsets saved by groups --apply",
+		"kreconcile rollback [connection flags] --backup FILE [--force] [--legacy-cluster-id ID]",
+		rollbackHelp)
 }
 
 func runRollback(c *cli.Context) error {
@@ -64,7 +57,7 @@ func runRollback(c *cli.Context) error {
 	}
 	dst, err := clikit.Client(conn.Target)
 	if err != nil {
-		return &clikit.ExitCoder{Code: clikit.ExitError, Err: err}
+		return clikit.Fail(err)
 	}
 	defer dst.Close()
 	alias := "target"
@@ -74,7 +67,7 @@ func runRollback(c *cli.Context) error {
 	res, rbErr := reconcile.Rollback(c.Context, dst, c.String("backup"), reconcile.RollbackConfig{
 		Force: c.Bool("force"), TargetAlias: alias, LegacyClusterID: c.String("legacy-cluster-id")})
 	if res == nil {
-		return &clikit.ExitCoder{Code: clikit.ExitError, Err: rbErr}
+		return clikit.Fail(rbErr)
 	}
 	if err := clikit.Render(c, res, "kreconcile rollback"); err != nil {
 		return err
@@ -90,10 +83,9 @@ func runRollback(c *cli.Context) error {
 	}
 	switch {
 	case failed > 0:
-		return &clikit.ExitCoder{Code: clikit.ExitError, Err: fmt.Errorf("rollback of %s: %w", c.String("backup"), rbErr)}
+		return clikit.Failf("rollback of %s: %w", c.String("backup"), rbErr)
 	case differs > 0:
-		fmt.Fprintf(c.App.ErrWriter, "kreconcile: %v\n", rbErr)
-		return clikit.Differs(fmt.Sprintf("rollback of %s incomplete: %v", c.String("backup"), rbErr))
+		return clikit.DiffersErr(rbErr)
 	}
 	return nil
 }

@@ -56,7 +56,7 @@ partitions are compared. When no partition has anything to compare, kverify exit
 the source topic does not have is an error (exit 2), checked before anything is read.
 
 --offset-map FILE writes the exact source->target offset map (segments plus duplicate copies,
-format in verify/doc.go) that "kreconcile groups --offset-map" reads. --out and --offset-map
+format in offsetmap/doc.go) that "kreconcile groups --offset-map" reads. --out and --offset-map
 are checked before any cluster is contacted (directory exists and is writable, not a
 directory, not the same file twice, not an input file such as --mm2-config), and written
 together at the end, only when the run has an answer (exit 0 or 1): on exit 2 nothing is
@@ -92,20 +92,11 @@ func diffCommand() *cli.Command {
 		&cli.StringFlag{Name: "offset-map", Usage: "write the exact offset map to `FILE` (JSON, read by kreconcile)"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress on stderr"},
 	}
-	flags = append(flags, clikit.OutputFlags()...)
 	flags = append(flags, clikit.ConnectionFlags()...)
-	return &cli.Command{
-		Name:        "diff",
-		Usage:       "align a source topic with its copy and report every missing, duplicated, altered or extra record",
-		UsageText:   "kverify diff --topic TOPIC [--target-topic T] [--partitions 0,3,5-9] [--from ..] [--to ..] [--compare ..] [--format ..] [--out FILE] [--offset-map FILE] [connection flags]",
-		Description: diffHelp,
-		Flags:       flags,
-		Action:      runDiff,
-	}
-}
-
-func usage(format string, args ...any) error {
-	return &clikit.ExitCoder{Code: clikit.ExitError, Err: fmt.Errorf(format, args...)}
+	return clikit.ReportCommand("diff", runDiff, flags,
+		"align a source topic with its copy and report every missing, duplicated, altered or extra record",
+		"kverify diff --topic TOPIC [--target-topic T] [--partitions 0,3,5-9] [--from ..] [--to ..] [--compare ..] [--format ..] [--out FILE] [--offset-map FILE] [connection flags]",
+		diffHelp)
 }
 
 // diffConfig reads the flags into a verify.Config (without the target topic and hints).
@@ -115,32 +106,32 @@ func diffConfig(c *cli.Context) (verify.Config, error) {
 	if c.IsSet("partitions") {
 		s := c.String("partitions")
 		if cfg.PartitionRanges, err = parsePartitions(s); err != nil {
-			return cfg, usage("--partitions %q of topic %q: %w", s, cfg.SourceTopic, err)
+			return cfg, clikit.Failf("--partitions %q of topic %q: %w", s, cfg.SourceTopic, err)
 		}
 	}
 	if cfg.From, err = verify.ParsePosition(c.String("from")); err != nil {
-		return cfg, usage("--from: %w", err)
+		return cfg, clikit.Failf("--from: %w", err)
 	}
 	if cfg.To, err = verify.ParsePosition(c.String("to")); err != nil {
-		return cfg, usage("--to: %w", err)
+		return cfg, clikit.Failf("--to: %w", err)
 	}
 	if cfg.Fields, err = offsetmap.ParseFields(c.String("compare")); err != nil {
-		return cfg, usage("--compare: %w", err)
+		return cfg, clikit.Failf("--compare: %w", err)
 	}
 	if cfg.Window = c.Int("window"); cfg.Window < 1 {
-		return cfg, usage("--window %d: give at least 1 (default %d)", cfg.Window, verify.DefaultWindow)
+		return cfg, clikit.Failf("--window %d: give at least 1 (default %d)", cfg.Window, verify.DefaultWindow)
 	}
 	if cfg.History = c.Int("history"); cfg.History < 1 {
-		return cfg, usage("--history %d: give at least 1 (default %d)", cfg.History, verify.DefaultHistory)
+		return cfg, clikit.Failf("--history %d: give at least 1 (default %d)", cfg.History, verify.DefaultHistory)
 	}
 	if cfg.Parallel = c.Int("parallel"); cfg.Parallel < 1 {
-		return cfg, usage("--parallel %d: give at least 1", cfg.Parallel)
+		return cfg, clikit.Failf("--parallel %d: give at least 1", cfg.Parallel)
 	}
 	cfg.MaxListed = c.Int("max-listed")
 	cfg.ReadUncommitted = c.Bool("read-uncommitted")
 	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {
-		return cfg, usage("%w", err)
+		return cfg, clikit.Failf("%w", err)
 	}
 	return cfg, nil
 }
@@ -217,7 +208,7 @@ func runDiff(c *cli.Context) error {
 	// Every output is checked before a cluster is read or a file written.
 	format, err := report.ParseFormat(c.String("format"))
 	if err != nil {
-		return usage("--format: %w", err)
+		return clikit.Failf("--format: %w", err)
 	}
 	outs, err := checkOutputs(c, "offset-map", "out")
 	if err != nil {
@@ -230,29 +221,12 @@ func runDiff(c *cli.Context) error {
 	if !c.IsSet("target-topic") {
 		cfg.TargetTopic = conn.Flow.TargetTopic(cfg.SourceTopic)
 	}
-	src, err := clikit.Client(conn.Source)
+	src, dst, err := clients(c.Context, conn)
 	if err != nil {
-		return usage("%w", err)
+		return err
 	}
 	defer src.Close()
-	dst, err := clikit.Client(conn.Target)
-	if err != nil {
-		return usage("%w", err)
-	}
 	defer dst.Close()
-	ctx := c.Context
-	for _, side := range []struct {
-		name string
-		cl   *kgo.Client
-		seed []string
-	}{{"source", src, conn.Source.Bootstrap}, {"target", dst, conn.Target.Bootstrap}} {
-		pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		err := side.cl.Ping(pctx)
-		cancel()
-		if err != nil {
-			return usage("cannot reach the %s cluster at %s: %w (check --%s-brokers and the security flags)", side.name, strings.Join(side.seed, ","), err, side.name)
-		}
-	}
 	if cfg.From.Kind != verify.Earliest && conn.Config != nil {
 		// MM2's offset syncs say where each source offset landed: a lower bound for the target start.
 		cfg.OffsetSyncsTopic = conn.Flow.OffsetSyncsTopic()
@@ -261,44 +235,15 @@ func runDiff(c *cli.Context) error {
 			cfg.OffsetSyncsClient = dst
 		}
 	}
-	var prog *progress
-	if !c.Bool("quiet") && clikit.IsTerminal(os.Stderr) {
-		prog = newProgress(c.App.ErrWriter)
-		cfg.Progress = prog.update
-		defer prog.stop()
-	}
-	res, om, err := verify.Diff(ctx, src, dst, cfg)
-	if prog != nil {
-		prog.stop()
-	}
+	res, om, err := diff(c, src, dst, cfg)
 	if err != nil {
-		return usage("diff %s (cluster %s) -> %s (cluster %s): %w", cfg.SourceTopic, conn.Source.Alias, cfg.TargetTopic, conn.Target.Alias, err)
+		return clikit.Failf("diff %s (cluster %s) -> %s (cluster %s): %w", cfg.SourceTopic, conn.Source.Alias, cfg.TargetTopic, conn.Target.Alias, err)
 	}
-	var failed []string
-	for _, p := range res.Partitions {
-		if p.Err != "" {
-			failed = append(failed, fmt.Sprintf("partition %d: %s", p.Partition, p.Err))
-		}
-	}
-	if len(res.Problems) == 0 && len(failed) > 0 {
-		// Nothing is written: the result is not an answer.
-		return usage("could not compare topic %q (cluster %s) with %q (cluster %s): %s; nothing written", cfg.SourceTopic, conn.Source.Alias, cfg.TargetTopic, conn.Target.Alias, strings.Join(failed, "; "))
+	if err := answered(res, cfg, conn); err != nil {
+		return err
 	}
 	title := fmt.Sprintf("kverify %s → %s", res.SourceTopic, res.TargetTopic)
-	var data [][]byte
-	for _, o := range outs {
-		var b bytes.Buffer
-		if o.flag == "--offset-map" {
-			err = offsetmap.Write(&b, om)
-		} else {
-			err = report.Write(&b, format, res, report.Options{Title: title})
-		}
-		if err != nil {
-			return usage("%s: %w (nothing written)", o.flag, err)
-		}
-		data = append(data, b.Bytes())
-	}
-	if err := writeOutputs(outs, data); err != nil {
+	if err := writeResults(outs, format, res, om, title); err != nil {
 		return err
 	}
 	if c.String("out") == "" {
@@ -310,6 +255,83 @@ func runDiff(c *cli.Context) error {
 		return clikit.Differs("differences found")
 	}
 	return nil
+}
+
+// clients connects to both clusters of conn and checks that each answers; the error names the
+// side, its seeds and the flags to check.
+func clients(ctx context.Context, conn *clikit.Conn) (src, dst *kgo.Client, err error) {
+	if src, err = clikit.Client(conn.Source); err != nil {
+		return nil, nil, clikit.Fail(err)
+	}
+	if dst, err = clikit.Client(conn.Target); err != nil {
+		src.Close()
+		return nil, nil, clikit.Fail(err)
+	}
+	for _, side := range []struct {
+		name string
+		cl   *kgo.Client
+		seed []string
+	}{{"source", src, conn.Source.Bootstrap}, {"target", dst, conn.Target.Bootstrap}} {
+		pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		err := side.cl.Ping(pctx)
+		cancel()
+		if err != nil {
+			src.Close()
+			dst.Close()
+			return nil, nil, clikit.Failf("cannot reach the %s cluster at %s: %w (check --%s-brokers and the security flags)", side.name, strings.Join(side.seed, ","), err, side.name)
+		}
+	}
+	return src, dst, nil
+}
+
+// diff runs verify.Diff, with progress on standard error when it is a terminal (unless --quiet).
+func diff(c *cli.Context, src, dst *kgo.Client, cfg verify.Config) (*verify.Result, *offsetmap.TopicMap, error) {
+	var prog *progress
+	if !c.Bool("quiet") && clikit.IsTerminal(os.Stderr) {
+		prog = newProgress(c.App.ErrWriter)
+		cfg.Progress = prog.update
+		defer prog.stop()
+	}
+	res, om, err := verify.Diff(c.Context, src, dst, cfg)
+	if prog != nil {
+		prog.stop()
+	}
+	return res, om, err
+}
+
+// answered refuses a result that is no answer: no topic problem, and some partition could not
+// be compared. Nothing is written then.
+func answered(res *verify.Result, cfg verify.Config, conn *clikit.Conn) error {
+	var failed []string
+	for _, p := range res.Partitions {
+		if p.Err != "" {
+			failed = append(failed, fmt.Sprintf("partition %d: %s", p.Partition, p.Err))
+		}
+	}
+	if len(res.Problems) == 0 && len(failed) > 0 {
+		return clikit.Failf("could not compare topic %q (cluster %s) with %q (cluster %s): %s; nothing written", cfg.SourceTopic, conn.Source.Alias, cfg.TargetTopic, conn.Target.Alias, strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+// writeResults renders the offset map and the report for the outputs checked before (outs)
+// and writes them together (writeOutputs), or nothing when one cannot be rendered.
+func writeResults(outs []output, format report.Format, res *verify.Result, om *offsetmap.TopicMap, title string) error {
+	var data [][]byte
+	for _, o := range outs {
+		var b bytes.Buffer
+		var err error
+		if o.flag == "--offset-map" {
+			err = offsetmap.Write(&b, om)
+		} else {
+			err = report.Write(&b, format, res, report.Options{Title: title})
+		}
+		if err != nil {
+			return clikit.Failf("%s: %w (nothing written)", o.flag, err)
+		}
+		data = append(data, b.Bytes())
+	}
+	return writeOutputs(outs, data)
 }
 
 // progress prints records/s and per-partition positions on one stderr line, once a second.

@@ -9,6 +9,9 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
+	"github.com/kmigrate/kmigrate/internal/atomicfile"
 )
 
 // output is a file the run writes (--out, --offset-map). Every output is checked before a
@@ -37,17 +40,17 @@ func checkOutputs(c *cli.Context, flags ...string) ([]output, error) {
 		}
 		real, err := checkOutput(path)
 		if err != nil {
-			return nil, usage("--%s %s: %v", flag, path, err)
+			return nil, clikit.Failf("--%s %s: %v", flag, path, err)
 		}
 		o := output{flag: "--" + flag, path: path, real: real}
 		for _, prev := range outs {
 			if sameFile(prev.real, o.real) {
-				return nil, usage("%s %s and %s %s are the same file: give each output its own file", prev.flag, prev.path, o.flag, o.path)
+				return nil, clikit.Failf("%s %s and %s %s are the same file: give each output its own file", prev.flag, prev.path, o.flag, o.path)
 			}
 		}
 		for _, in := range inputFlags {
 			if p := c.String(in); p != "" && sameFile(resolve(p), o.real) {
-				return nil, usage("%s %s is the file given to --%s: writing it would destroy an input; give another file", o.flag, o.path, in)
+				return nil, clikit.Failf("%s %s is the file given to --%s: writing it would destroy an input; give another file", o.flag, o.path, in)
 			}
 		}
 		outs = append(outs, o)
@@ -117,45 +120,36 @@ func sameFile(a, b string) bool {
 }
 
 // writeOutputs writes data[i] to outs[i]: all to temporary files first, then renamed, so an
-// error leaves every output as it was.
+// error leaves every output as it was. An output keeps the permissions of the file it replaces
+// (0644 for a new one).
 func writeOutputs(outs []output, data [][]byte) error {
-	tmps := make([]string, len(outs))
+	files := make([]*atomicfile.File, 0, len(outs))
 	defer func() {
-		for _, t := range tmps {
-			if t != "" {
-				os.Remove(t)
-			}
+		for _, f := range files {
+			f.Discard()
 		}
 	}()
 	for i, o := range outs {
-		f, err := os.CreateTemp(filepath.Dir(o.real), "."+filepath.Base(o.real)+".kverify-*")
-		if err != nil {
-			return usage("%s %s: %v (nothing written)", o.flag, o.path, err)
-		}
-		tmps[i] = f.Name()
 		mode := fs.FileMode(0o644)
 		if st, err := os.Stat(o.real); err == nil {
 			mode = st.Mode().Perm()
 		}
-		_, err = f.Write(data[i])
-		if err == nil {
-			err = f.Chmod(mode)
+		f, err := atomicfile.Create(o.real, mode)
+		if err != nil {
+			return clikit.Failf("%s %s: %v (nothing written)", o.flag, o.path, err)
 		}
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
+		files = append(files, f)
+		if _, err = f.Write(data[i]); err == nil {
+			err = f.Finish()
 		}
 		if err != nil {
-			return usage("%s %s: write: %v (nothing written)", o.flag, o.path, err)
+			return clikit.Failf("%s %s: write: %v (nothing written)", o.flag, o.path, err)
 		}
 	}
 	for i, o := range outs {
-		if err := os.Rename(tmps[i], o.real); err != nil {
-			return usage("%s %s: %v", o.flag, o.path, err)
+		if err := files[i].Replace(); err != nil {
+			return clikit.Failf("%s %s: %v", o.flag, o.path, err)
 		}
-		tmps[i] = ""
 	}
 	return nil
 }

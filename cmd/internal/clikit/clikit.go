@@ -1,19 +1,16 @@
-// Package clikit holds what the three commands share: the cluster connection flags (or an MM2
-// properties file), the output flags, and running an app with signals and documented exit codes.
+// Package clikit holds what the three commands share: building an app and its report commands,
+// the cluster connection flags (or an MM2 properties file), the output flags, and running an app
+// with signals and documented exit codes (exit.go).
 // Kafka logic does not live here. The MM2 file is read within mm2's limits and stops at the
 // first SIGTERM/SIGINT; TLS or SASL flags with a --*-security-protocol that does not use them
 // are refused (exit 2); errors never show a secret.
 package clikit
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
@@ -21,59 +18,6 @@ import (
 	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/report"
 )
-
-// Exit codes shared by every command (documented in each command's --help).
-const (
-	ExitOK      = 0 // success: identical, exact, nothing to do
-	ExitDiffers = 1 // the command worked and found differences
-	ExitError   = 2 // usage, configuration or connection error
-)
-
-// ExitCoder is an error that carries the process exit code.
-type ExitCoder struct {
-	Code int
-	Err  error
-}
-
-func (e *ExitCoder) Error() string {
-	if e.Err == nil {
-		return fmt.Sprintf("exit status %d", e.Code)
-	}
-	return e.Err.Error()
-}
-func (e *ExitCoder) Unwrap() error { return e.Err }
-
-// Differs returns an error that makes main exit 1 without printing anything more than msg.
-func Differs(msg string) error { return &ExitCoder{Code: ExitDiffers, Err: errors.New(msg)} }
-
-// Main runs app with a context cancelled on the first SIGINT/SIGTERM (so work drains); a
-// second signal exits at once. It returns the process exit code; only main calls os.Exit.
-func Main(app *cli.App, args []string) int { return MainContext(context.Background(), app, args) }
-
-// MainContext is Main with a parent context: the app also stops when parent ends (tests bound
-// a command with a deadline this way).
-func MainContext(parent context.Context, app *cli.App, args []string) int {
-	ctx, stop := signal.NotifyContext(parent, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	go func() {
-		<-ctx.Done()
-		stop() // restore default handling: the second signal kills the process
-	}()
-	app.ExitErrHandler = func(*cli.Context, error) {} // we map errors to codes below
-	err := app.RunContext(ctx, args)
-	if err == nil {
-		return ExitOK
-	}
-	var ec *ExitCoder
-	if errors.As(err, &ec) {
-		if ec.Code != ExitDiffers && ec.Err != nil {
-			fmt.Fprintf(app.ErrWriter, "%s: %v\n", app.Name, ec.Err)
-		}
-		return ec.Code
-	}
-	fmt.Fprintf(app.ErrWriter, "%s: %v\n", app.Name, err)
-	return ExitError
-}
 
 // Conn is the resolved pair of clusters a command works on.
 type Conn struct {
@@ -115,14 +59,14 @@ func OutputFlags() []cli.Flag {
 func Render(c *cli.Context, v any, title string) error {
 	f, err := report.ParseFormat(c.String("format"))
 	if err != nil {
-		return &ExitCoder{Code: ExitError, Err: fmt.Errorf("--format: %w", err)}
+		return Failf("--format: %w", err)
 	}
 	var w io.Writer = c.App.Writer
 	color := false
 	if path := c.String("out"); path != "" {
 		file, err := os.Create(path)
 		if err != nil {
-			return &ExitCoder{Code: ExitError, Err: fmt.Errorf("--out: %w", err)}
+			return Failf("--out: %w", err)
 		}
 		defer file.Close()
 		w = file
@@ -130,7 +74,7 @@ func Render(c *cli.Context, v any, title string) error {
 		color = isTerminal(fi) && !noColor()
 	}
 	if err := report.Write(w, f, v, report.Options{Color: color, Title: title}); err != nil {
-		return &ExitCoder{Code: ExitError, Err: fmt.Errorf("render %s report: %w", f, err)}
+		return Failf("render %s report: %w", f, err)
 	}
 	return nil
 }

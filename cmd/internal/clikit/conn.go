@@ -78,7 +78,7 @@ func ConnectTarget(c *cli.Context) (*Conn, error) {
 func connectSides(c *cli.Context, needSource bool) (*Conn, error) {
 	conn, err := connect(c, needSource)
 	if err != nil {
-		return nil, &ExitCoder{Code: ExitError, Err: err}
+		return nil, Fail(err)
 	}
 	// MM2 drops unknown keys silently; we say so once, at start, on stderr.
 	if conn.Config != nil {
