@@ -2,7 +2,10 @@ package logread
 
 import (
 	"encoding/binary"
+	"strings"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func TestSplitBatches(t *testing.T) {
@@ -70,5 +73,21 @@ func TestLastOffset(t *testing.T) {
 				t.Errorf("got %d, %v; want %d, %v", got, ok, tt.want, tt.ok)
 			}
 		})
+	}
+}
+
+// A batch that stays partial at the largest fetch size is an error, not an endless loop.
+func TestJudgeNoProgressAtLargestFetch(t *testing.T) {
+	r := newReader(nil, Options{Cluster: "target", Topic: "t", Partition: 3, From: 0, To: 10})
+	part := &kmsg.FetchResponseTopicPartition{HighWatermark: 10, LastStableOffset: 10, RecordBatches: make([]byte, 40)}
+	binary.BigEndian.PutUint32(part.RecordBatches[8:], 1000) // longer than what came back
+	_, _, again, err := r.judge(part, 0)
+	if err != nil || !again || r.partBytes != 2<<20 {
+		t.Fatalf("below the largest size: got again=%v err=%v size %d; want a retry with 2 MiB", again, err, r.partBytes)
+	}
+	r.partBytes = maxPartitionBytes
+	_, _, again, err = r.judge(part, 0)
+	if err == nil || again || !strings.Contains(err.Error(), `target topic "t" partition 3 at offset 0 made no progress`) {
+		t.Fatalf("at the largest size: got again=%v err=%v; want an error naming the partition", again, err)
 	}
 }
