@@ -153,6 +153,9 @@ func (r *reader) request(next int64) *kmsg.FetchRequest {
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = -1
 	req.MaxWaitMillis = 100 // the end was listed up front: the data is there, a wait is rare
+	if r.o.Short == ShortStop {
+		req.MaxWaitMillis = 0 // the read ends at the end of the log: nothing to wait for
+	}
 	req.MinBytes = 1
 	req.MaxBytes = 2 * r.partBytes
 	if r.o.Committed {

@@ -18,7 +18,8 @@ const (
 	ShortError Short = iota
 	// ShortStop ends the read at the end of the log, as if To were there: for a caller whose
 	// To is only a bound. The end is the last stable offset under read_committed, the high
-	// watermark otherwise; a From past the high watermark reads nothing.
+	// watermark otherwise; a From past the high watermark reads nothing. The broker is not
+	// asked to wait for data at the end.
 	ShortStop
 )
 
