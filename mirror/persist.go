@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmigrate/kmigrate/logread"
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
@@ -106,63 +107,18 @@ func readMap(ctx context.Context, opts []kgo.Opt, topic string, end int64, commi
 
 // readRange calls fn for every record of topic/partition with offset in [from, end), in
 // order, control records included, until fn returns false. committed reads with
-// read_committed (aborted records are skipped). It returns when the record at end-1 was
-// delivered or fn stopped.
+// read_committed (aborted records are skipped). It returns when the position reaches end
+// (offsets past the last record, markers or compacted gaps, need no record) or fn stopped;
+// a log that ends before end, listed by the caller, is an error. It reads with logread over a
+// client of its own built from opts.
 func readRange(ctx context.Context, opts []kgo.Opt, topic string, partition int32, from, end int64, committed bool, fn func(*kgo.Record) (bool, error)) error {
 	if from >= end {
 		return nil
 	}
-	iso := kgo.ReadUncommitted()
-	if committed {
-		iso = kgo.ReadCommitted()
-	}
-	cl, err := kgo.NewClient(append(append([]kgo.Opt(nil), opts...),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().At(from)}}),
-		kgo.FetchIsolationLevel(iso),
-		kgo.KeepControlRecords(),
-	)...)
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	for {
-		fs := cl.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		var ferr error
-		fs.EachError(func(t string, p int32, err error) {
-			if ferr == nil {
-				ferr = fmt.Errorf("topic %s partition %d: %w", t, p, err)
-			}
-		})
-		if ferr != nil {
-			return ferr
-		}
-		done := false
-		var fnErr error
-		fs.EachRecord(func(r *kgo.Record) {
-			if done || fnErr != nil {
-				return
-			}
-			if r.Offset >= end {
-				done = true
-				return
-			}
-			more, err := fn(r)
-			if err != nil {
-				fnErr = err
-				return
-			}
-			if !more || r.Offset >= end-1 {
-				done = true
-			}
-		})
-		if fnErr != nil {
-			return fnErr
-		}
-		if done {
-			return nil
-		}
-	}
+	return logread.Each(ctx, cl, logread.Options{Topic: topic, Partition: partition, From: from, To: end, Committed: committed, Controls: true}, fn)
 }

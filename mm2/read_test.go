@@ -105,3 +105,75 @@ func TestReadCheckpoints(t *testing.T) {
 		}
 	}
 }
+
+// ReadPartition0 sends Fetch requests of its own: a client that is a group consumer reads
+// too (a reader built from its options would be one as well, and could not be built).
+func TestReadPartition0WithGroupConsumer(t *testing.T) {
+	t.Parallel()
+	topic := "mm2-offset-syncs.group-client.internal"
+	fake, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topic, "other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Close)
+	prod, err := kgo.NewClient(kgo.SeedBrokers(fake.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(prod.Close)
+	s := OffsetSync{Topic: "orders", Partition: 0, Upstream: 3, Downstream: 4}
+	produce(t, prod, topic, [2][]byte{s.Key(), s.Value()})
+	grp, err := kgo.NewClient(kgo.SeedBrokers(fake.ListenAddrs()...), kgo.ConsumerGroup("g"), kgo.ConsumeTopics("other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(grp.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	got, err := ReadOffsetSyncs(ctx, grp, topic)
+	if err != nil || len(got) != 1 || got[0] != s {
+		t.Fatalf("got %v, %v; want [%+v]", got, err, s)
+	}
+}
+
+// Records of an aborted transaction do not count, and a partition ending in a marker is read
+// to its end.
+func TestReadPartition0SkipsAborted(t *testing.T) {
+	t.Parallel()
+	topic := "read-aborted.checkpoints.internal"
+	fake, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	txn, err := kgo.NewClient(kgo.SeedBrokers(fake.ListenAddrs()...), kgo.TransactionalID("read-aborted"), kgo.DefaultProduceTopic(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(txn.Close)
+	kept := Checkpoint{Group: "g1", Topic: "orders", Partition: 0, Upstream: 10, Downstream: 9}
+	lost := Checkpoint{Group: "g2", Topic: "orders", Partition: 0, Upstream: 20, Downstream: 19}
+	for _, step := range []struct {
+		cp     Checkpoint
+		commit kgo.TransactionEndTry
+	}{{kept, kgo.TryCommit}, {lost, kgo.TryAbort}} {
+		if err := txn.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := txn.ProduceSync(ctx, &kgo.Record{Key: step.cp.Key(), Value: step.cp.Value()}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if err := txn.EndTransaction(ctx, step.commit); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := ReadCheckpoints(ctx, txn, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[kept.ID()] != kept {
+		t.Fatalf("got %v, want only %+v", got, kept)
+	}
+}

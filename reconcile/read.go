@@ -5,31 +5,33 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmigrate/kmigrate/logread"
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
 // side is one cluster as Plan reads it: a shared client, its admin view and a cache of topic
-// metadata. Reading a few records goes through raw Fetch requests to the partition leader, so
-// thousands of small reads share one client instead of building a consumer each.
+// metadata. Reading a few records goes through logread (raw Fetch requests to the partition
+// leader), so thousands of small reads share one client and its known leaders instead of
+// building a consumer each.
 type side struct {
 	name string // "source" or "target", for errors
 	cl   *kgo.Client
 	adm  *kadm.Client
 
-	mu     sync.Mutex
-	topics map[string]kadm.TopicDetail
-	cache  *recordCache
+	mu      sync.Mutex
+	topics  map[string]kadm.TopicDetail
+	cache   *recordCache
+	leaders *logread.Leaders
 }
 
 func newSide(name string, cl *kgo.Client) *side {
-	return &side{name: name, cl: cl, adm: kadm.NewClient(cl), topics: make(map[string]kadm.TopicDetail), cache: newRecordCache()}
+	return &side{name: name, cl: cl, adm: kadm.NewClient(cl), topics: make(map[string]kadm.TopicDetail), cache: newRecordCache(), leaders: &logread.Leaders{}}
 }
 
 // topic returns the metadata of t, loading it once. ok is false when t does not exist.
@@ -66,30 +68,13 @@ type rec struct {
 
 // read returns the records of topic/partition with offsets in [from, to), at most max of them
 // (max <= 0: no limit), in offset order. Offsets without a record (transaction markers,
-// compacted records) are simply absent. It stops early at the high watermark.
+// compacted records) are simply absent. It stops early at the high watermark. What the
+// fetches return is kept in the side's cache (whole responses, also past to) and read from
+// it when it covers the next offset.
 func (s *side) read(ctx context.Context, topic string, part int32, from, to int64, max int, fields offsetmap.Fields) ([]rec, error) {
 	if from >= to {
 		return nil, nil
 	}
-	for try := 0; ; try++ {
-		out, err := s.readOnce(ctx, topic, part, from, to, max, fields)
-		if err == nil || try >= 3 || !(errors.Is(err, kerr.NotLeaderForPartition) || errors.Is(err, kerr.FencedLeaderEpoch) ||
-			errors.Is(err, kerr.UnknownLeaderEpoch) || errors.Is(err, kerr.LeaderNotAvailable)) {
-			return out, err
-		}
-		// The leader moved: forget the metadata and ask again.
-		s.mu.Lock()
-		delete(s.topics, topic)
-		s.mu.Unlock()
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(time.Duration(try+1) * 200 * time.Millisecond):
-		}
-	}
-}
-
-func (s *side) readOnce(ctx context.Context, topic string, part int32, from, to int64, max int, fields offsetmap.Fields) ([]rec, error) {
 	td, ok, err := s.topic(ctx, topic)
 	if err != nil {
 		return nil, err
@@ -97,95 +82,43 @@ func (s *side) readOnce(ctx context.Context, topic string, part int32, from, to 
 	if !ok {
 		return nil, fmt.Errorf("%s cluster: topic %q does not exist", s.name, topic)
 	}
-	pd, ok := td.Partitions[part]
-	if !ok {
+	if _, ok := td.Partitions[part]; !ok {
 		return nil, fmt.Errorf("%s cluster: topic %q has no partition %d", s.name, topic, part)
 	}
 	var out []rec
+	take := func(recs []*kgo.Record) {
+		for _, r := range recs {
+			if r.Offset >= to || max > 0 && len(out) >= max {
+				return
+			}
+			out = append(out, rec{off: r.Offset, fp: offsetmap.Fingerprint(r, fields), r: r})
+		}
+	}
 	next := from
 	for next < to && (max <= 0 || len(out) < max) {
 		if recs, end, ok := s.cache.get(topic, part, next); ok {
-			for _, r := range recs {
-				if r.Offset >= to || max > 0 && len(out) >= max {
-					break
-				}
-				out = append(out, rec{off: r.Offset, fp: offsetmap.Fingerprint(r, fields), r: r})
-			}
+			take(recs)
 			next = end
 			continue
 		}
-		req := kmsg.NewPtrFetchRequest()
-		req.MaxWaitMillis = 0
-		req.MinBytes = 1
-		req.MaxBytes = 4 << 20
-		req.SessionEpoch = -1
-		rt := kmsg.NewFetchRequestTopic()
-		rt.Topic = topic
-		rt.TopicID = td.ID
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition = part
-		rp.FetchOffset = next
-		rp.CurrentLeaderEpoch = -1
-		rp.LastFetchedEpoch = -1
-		rp.LogStartOffset = -1
-		rp.PartitionMaxBytes = 1 << 20
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-
-		resp, err := req.RequestWith(ctx, s.cl.Broker(int(pd.Leader)))
+		cached := false // the fetches reached what the cache holds: go on from it
+		o := logread.Options{Cluster: s.name, Topic: topic, Partition: part, From: next, To: to, Short: logread.ShortStop, Leaders: s.leaders}
+		if max > 0 {
+			o.MaxRecords = max - len(out)
+		}
+		err := logread.Read(ctx, s.cl, o, func(c logread.Chunk) (bool, error) {
+			s.cache.put(topic, part, c.From, c.To, c.Records)
+			take(c.Records)
+			next = c.To
+			_, _, cached = s.cache.get(topic, part, next)
+			return !cached, nil
+		})
 		if err != nil {
-			return nil, fmt.Errorf("%s cluster: fetch %s/%d at offset %d: %w", s.name, topic, part, next, err)
+			return nil, err
 		}
-		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-			if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-				return nil, fmt.Errorf("%s cluster: fetch %s/%d at offset %d: %w", s.name, topic, part, next, err)
-			}
-			return nil, fmt.Errorf("%s cluster: fetch %s/%d at offset %d: broker answered for %d topics", s.name, topic, part, next, len(resp.Topics))
+		if !cached {
+			break // read to to, to max, or to the end of the log
 		}
-		rpr := &resp.Topics[0].Partitions[0]
-		fp, last := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
-			Offset:         next,
-			IsolationLevel: kgo.ReadUncommitted(),
-			Topic:          topic,
-			Partition:      part,
-		}, rpr, kgo.DefaultDecompressor(), nil)
-		if fp.Err != nil {
-			if errors.Is(fp.Err, kerr.OffsetOutOfRange) && next >= rpr.HighWatermark {
-				break
-			}
-			return nil, fmt.Errorf("%s cluster: fetch %s/%d at offset %d: %w", s.name, topic, part, next, fp.Err)
-		}
-		var kept []*kgo.Record
-		for _, r := range fp.Records {
-			if r.Offset >= next {
-				kept = append(kept, r)
-			}
-		}
-		for _, r := range kept {
-			if r.Offset >= to {
-				break
-			}
-			out = append(out, rec{off: r.Offset, fp: offsetmap.Fingerprint(r, fields), r: r})
-			if max > 0 && len(out) >= max {
-				break
-			}
-		}
-		advanced := next
-		if n := len(fp.Records); n > 0 && fp.Records[n-1].Offset+1 > advanced {
-			advanced = fp.Records[n-1].Offset + 1
-		}
-		if last > advanced {
-			advanced = last
-		}
-		if advanced <= next {
-			// Nothing decodable past next: at the high watermark, or an empty answer.
-			if next >= fp.HighWatermark || len(rpr.RecordBatches) == 0 {
-				break
-			}
-			return nil, fmt.Errorf("%s cluster: fetch %s/%d at offset %d made no progress (high watermark %d)", s.name, topic, part, next, fp.HighWatermark)
-		}
-		s.cache.put(topic, part, next, advanced, kept)
-		next = advanced
 	}
 	return out, nil
 }

@@ -83,16 +83,12 @@
 //
 // # Reading
 //
-// Both sides are read with raw Fetch requests to the partition leader, decoded by
-// kgo.ProcessFetchPartition, so the reader knows its exact position after every response and
-// stops when the position reaches the end offset resolved at the start, even when the range
-// ends in transaction markers or a compacted gap (which no consumer returns as records); it
-// never stops by counting records. Source offsets need not be contiguous. Each side fetches
-// on one goroutine (the position after a response comes from its batch headers, so the next
-// request goes out at once) and decodes and fingerprints one record batch at a time on
-// another, a few batches ahead of the aligner: memory per partition is a few MiB plus the
-// windows. Why not a kgo consumer (ConsumePartitions): it returns no position for control
-// batches and compacted empty batches, so it cannot tell that a range ending in them is done.
+// Both sides are read with package logread (raw fetches to the partition leader, exact
+// positions, so a range ending in transaction markers or a compacted gap is known to be done;
+// its doc.go says why not a consumer). Each side fetches on one goroutine and decodes and
+// fingerprints one record batch at a time on another, a few batches ahead of the aligner:
+// memory per partition is a few MiB plus the windows. Source offsets need not be contiguous.
+// The end offsets are resolved at the start; a log that ends before them is an error.
 //
 // Isolation: both sides are read with read_committed by default and the end offset is the
 // last stable offset. Records of aborted transactions are skipped on both sides, so a source

@@ -1,74 +1,70 @@
 package verify
 
 import (
-	"encoding/binary"
+	"bytes"
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
-func TestSplitBatches(t *testing.T) {
-	batch := func(offset int64, body int) []byte {
-		b := make([]byte, 12+body)
-		binary.BigEndian.PutUint64(b, uint64(offset))
-		binary.BigEndian.PutUint32(b[8:], uint32(body))
-		return b
+// BenchmarkFetchStream reads one kfake partition of small records through startFetch, as Diff
+// reads each side: fetch, decode and fingerprint, drained by one consumer (the aligner's place).
+func BenchmarkFetchStream(b *testing.B) {
+	const n = 200_000
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "bench-fetch"))
+	if err != nil {
+		b.Fatal(err)
 	}
-	a, b, c := batch(0, 50), batch(10, 7), batch(20, 30)
-	all := append(append(append([]byte{}, a...), b...), c[:20]...) // c truncated
-	tests := []struct {
-		name string
-		in   []byte
-		want []int
-	}{
-		{name: "two whole batches and a truncated one", in: all, want: []int{len(a), len(b)}},
-		{name: "empty", in: nil, want: nil},
-		{name: "only a truncated batch is passed on for the decoder to report", in: c[:20], want: []int{20}},
+	defer c.Close()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic("bench-fetch"),
+		kgo.ProducerLinger(5*time.Millisecond), kgo.ProducerBatchMaxBytes(1<<20))
+	if err != nil {
+		b.Fatal(err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := splitBatches(tt.in)
-			if len(got) != len(tt.want) {
-				t.Fatalf("got %d pieces, want %d", len(got), len(tt.want))
+	defer cl.Close()
+	ctx := context.Background()
+	val := bytes.Repeat([]byte("v"), 100)
+	var wg sync.WaitGroup
+	var perr atomic.Value
+	for i := range n {
+		wg.Add(1)
+		cl.Produce(ctx, &kgo.Record{Key: []byte(strconv.Itoa(i)), Value: val}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				perr.Store(err)
 			}
-			for i := range got {
-				if len(got[i]) != tt.want[i] {
-					t.Errorf("piece %d: got %d bytes, want %d", i, len(got[i]), tt.want[i])
-				}
-			}
+			wg.Done()
 		})
 	}
-}
-
-func TestLastOffset(t *testing.T) {
-	v2 := func(base int64, lastDelta int32) []byte {
-		b := make([]byte, 61) // a record batch header
-		binary.BigEndian.PutUint64(b, uint64(base))
-		binary.BigEndian.PutUint32(b[8:], uint32(len(b)-12))
-		b[16] = 2
-		binary.BigEndian.PutUint32(b[23:], uint32(lastDelta))
-		return b
+	wg.Wait()
+	if err, _ := perr.Load().(error); err != nil {
+		b.Fatal(err)
 	}
-	v1 := make([]byte, 30)
-	binary.BigEndian.PutUint64(v1, 41)
-	binary.BigEndian.PutUint32(v1[8:], 18)
-	v1[16] = 1
-	tests := []struct {
-		name string
-		in   []byte
-		want int64
-		ok   bool
-	}{
-		{name: "last batch of two", in: append(v2(0, 9), v2(10, 4)...), want: 14, ok: true},
-		{name: "empty (compacted) or control batch still covers its offsets", in: v2(100, 0), want: 100, ok: true},
-		{name: "v1 message set", in: v1, want: 41, ok: true},
-		{name: "truncated", in: v2(0, 9)[:40], ok: false},
-		{name: "nothing", in: nil, ok: false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, ok := lastOffset(tt.in)
-			if ok != tt.ok || (ok && got != tt.want) {
-				t.Errorf("got %d, %v; want %d, %v", got, ok, tt.want, tt.ok)
+	b.ResetTimer()
+	for b.Loop() {
+		s := startFetch(ctx, cl, fetchSpec{cluster: "source", topic: "bench-fetch", partition: 0, from: 0, to: n, committed: true, fields: offsetmap.DefaultFields})
+		got := 0
+		for {
+			_, ok, err := s.Next(ctx)
+			if err != nil {
+				b.Fatal(err)
 			}
-		})
+			if !ok {
+				break
+			}
+			got++
+		}
+		s.close()
+		if got != n {
+			b.Fatalf("read %d records, want %d", got, n)
+		}
 	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "records/s")
 }
