@@ -37,14 +37,14 @@ func (r *reader) decode(resp response, split bool, emit func(Chunk) error) error
 			if errors.Is(fp.Err, kerr.OffsetOutOfRange) {
 				return r.outOfRange(resp.part, pos)
 			}
-			if len(fp.Records) == 0 {
-				return fmt.Errorf("decode %s at offset %d: %w", r.o.where(), pos, fp.Err)
-			}
+			// Never pass on the records decoded before the error as if the piece ended there:
+			// the offsets after them would be skipped unread.
+			return fmt.Errorf("decode %s at offset %d: %w", r.o.where(), pos, fp.Err)
 		}
 		// The batch headers say what the piece covers, also for control batches and
 		// batches compaction emptied; the decoder's position is the fallback.
 		end := max(after, pos)
-		if last, ok := lastOffset(piece); ok && fp.Err == nil {
+		if last, ok := lastOffset(piece); ok {
 			end = max(end, min(last+1, resp.to))
 		}
 		if end == pos && len(fp.Records) == 0 {
