@@ -32,10 +32,14 @@ type Config struct {
 	Groups        []string
 	GroupsExclude []string
 
-	// TargetTopic names a source topic on the target (the replication policy).
-	// Default: the identity policy when Policy is nil.
+	// Policy names a source topic on the target (the replication policy).
+	// Default: mm2.IdentityPolicy, MM2's IdentityReplicationPolicy.
 	Policy mm2.ReplicationPolicy
 
+	// The periodic tasks below are read by FromFlow with mm2.Flow.Schedule, the rule groupsync
+	// shares: an interval of -1 (a negative value in the file) leaves its task off; zero is
+	// refused there.
+	//
 	// RefreshTopics turns on finding new source topics and partitions every
 	// RefreshTopicsInterval. Default: 600s; FromFlow turns it on as MM2 does (refresh.topics.*).
 	// (Booleans keep their zero value in SetDefaults; FromFlow applies MM2's boolean defaults.)
