@@ -293,6 +293,32 @@ func (s *Syncer) syncGroup(ctx context.Context, group string, owned map[tp]bool,
 		s.log.Warn("fetch source group offsets failed", "cluster", s.srcName, "group", group, "err", err)
 		return gr
 	}
+	gr.Partitions = s.translate(group, offs, owned, emit, commit)
+	var items []item
+	for i := range gr.Partitions {
+		pr := &gr.Partitions[i]
+		if pr.Downstream < 0 {
+			continue
+		}
+		o, _ := offs.Lookup(pr.Topic, pr.Partition)
+		items = append(items, item{rep: pr, key: mm2.CheckpointKey{Group: group, Topic: pr.TargetTopic, Partition: pr.Partition}, meta: o.Metadata})
+	}
+	if len(items) == 0 {
+		return gr
+	}
+	if emit {
+		s.emitCheckpoints(ctx, group, items)
+	}
+	if commit {
+		s.commitOffsets(ctx, &gr, items)
+	}
+	return gr
+}
+
+// translate reports the group's committed partitions of mirrored topics, sorted, with E(G)
+// for those this process owns and the mirror has passed.
+func (s *Syncer) translate(group string, offs kadm.OffsetResponses, owned map[tp]bool, emit, commit bool) []PartitionReport {
+	var out []PartitionReport
 	initial := func(on bool) Status {
 		if on {
 			return StatusPending
@@ -327,31 +353,13 @@ func (s *Syncer) syncGroup(ctx context.Context, group string, owned map[tp]bool,
 						"topic", topic, "partition", p, "offset", o.At)
 				}
 			}
-			gr.Partitions = append(gr.Partitions, pr)
+			out = append(out, pr)
 		}
 	}
-	slices.SortFunc(gr.Partitions, func(a, b PartitionReport) int {
+	slices.SortFunc(out, func(a, b PartitionReport) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
-	var items []item
-	for i := range gr.Partitions {
-		pr := &gr.Partitions[i]
-		if pr.Downstream < 0 {
-			continue
-		}
-		o, _ := offs.Lookup(pr.Topic, pr.Partition)
-		items = append(items, item{rep: pr, key: mm2.CheckpointKey{Group: group, Topic: pr.TargetTopic, Partition: pr.Partition}, meta: o.Metadata})
-	}
-	if len(items) == 0 {
-		return gr
-	}
-	if emit {
-		s.emitCheckpoints(ctx, group, items)
-	}
-	if commit {
-		s.commitOffsets(ctx, &gr, items)
-	}
-	return gr
+	return out
 }
 
 // emitCheckpoints produces the checkpoints of one group that changed. A checkpoint is never
