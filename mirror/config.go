@@ -3,8 +3,7 @@ package mirror
 import (
 	"errors"
 	"fmt"
-	"math"
-	"regexp"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -33,10 +32,14 @@ type Config struct {
 	Groups        []string
 	GroupsExclude []string
 
-	// TargetTopic names a source topic on the target (the replication policy).
-	// Default: the identity policy when Policy is nil.
+	// Policy names a source topic on the target (the replication policy).
+	// Default: mm2.IdentityPolicy, MM2's IdentityReplicationPolicy.
 	Policy mm2.ReplicationPolicy
 
+	// The periodic tasks below are read by FromFlow with mm2.Flow.Schedule, the rule groupsync
+	// shares: an interval of -1 (a negative value in the file) leaves its task off; zero is
+	// refused there.
+	//
 	// RefreshTopics turns on finding new source topics and partitions every
 	// RefreshTopicsInterval. Default: 600s; FromFlow turns it on as MM2 does (refresh.topics.*).
 	// (Booleans keep their zero value in SetDefaults; FromFlow applies MM2's boolean defaults.)
@@ -128,17 +131,8 @@ type Config struct {
 	// cycles), and the groupsync loop reads its group filters.
 	Flow *mm2.Flow
 
-	topics, topicsExclude, configExclude []*regexp.Regexp
-}
-
-// MM2 3.7.1 DefaultConfigPropertyFilter's config.properties.exclude default.
-var defaultConfigExclude = []string{
-	`follower\.replication\.throttled\.replicas`,
-	`leader\.replication\.throttled\.replicas`,
-	`message\.timestamp\.difference\.max\.ms`,
-	`message\.timestamp\.type`,
-	`unclean\.leader\.election\.enable`,
-	`min\.insync\.replicas`,
+	topics, topicsExclude, configExclude mm2.Pattern
+	compiled                             bool // the Patterns hold the lists (Validate ran)
 }
 
 // SetDefaults fills zero fields with their documented defaults. Booleans cannot tell unset
@@ -157,7 +151,7 @@ func (c *Config) SetDefaults() {
 		c.GroupsExclude = slices.Clone(mm2.DefaultGroupsExclude)
 	}
 	if c.Policy == nil {
-		c.Policy = identityPolicy{}
+		c.Policy = mm2.IdentityPolicy{}
 	}
 	setDur(&c.RefreshTopicsInterval, 600*time.Second)
 	setDur(&c.RefreshGroupsInterval, 600*time.Second)
@@ -173,13 +167,13 @@ func (c *Config) SetDefaults() {
 	setDur(&c.SessionTimeout, 45*time.Second)
 	setDur(&c.ConnectTimeout, 20*time.Second)
 	if c.ConfigExclude == nil {
-		c.ConfigExclude = defaultConfigExclude
+		c.ConfigExclude = slices.Clone(mm2.DefaultConfigExclude)
 	}
 	if c.OffsetSyncsTopic == "" {
-		c.OffsetSyncsTopic = "mm2-offset-syncs." + c.SourceAlias + ".internal"
+		c.OffsetSyncsTopic = mm2.OffsetSyncsTopicName(c.SourceAlias, ".")
 	}
 	if c.CheckpointsTopic == "" {
-		c.CheckpointsTopic = c.SourceAlias + ".checkpoints.internal"
+		c.CheckpointsTopic = mm2.CheckpointsTopicName(c.SourceAlias, ".")
 	}
 	if c.MapTopic == "" {
 		c.MapTopic = "kmirror-offsets." + c.SourceAlias + ".internal"
@@ -219,20 +213,7 @@ func (c *Config) Validate() error {
 	if c.SourceAlias == "" || c.TargetAlias == "" {
 		errs = append(errs, errors.New("the flow needs a source and a target alias"))
 	}
-	var err error
-	if c.topics, err = compileAll("topics", c.Topics); err != nil {
-		errs = append(errs, err)
-	}
-	if c.topicsExclude, err = compileAll("topics.exclude", c.TopicsExclude); err != nil {
-		errs = append(errs, err)
-	}
-	if c.configExclude, err = compileAll("config.properties.exclude", c.ConfigExclude); err != nil {
-		errs = append(errs, err)
-	}
-	if _, err := compileAll("groups", c.Groups); err != nil {
-		errs = append(errs, err)
-	}
-	if _, err := compileAll("groups.exclude", c.GroupsExclude); err != nil {
+	if err := c.compile(); err != nil {
 		errs = append(errs, err)
 	}
 	if _, err := compression(c.Compression); err != nil {
@@ -255,20 +236,29 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-func compileAll(key string, exprs []string) ([]*regexp.Regexp, error) {
-	out := make([]*regexp.Regexp, 0, len(exprs))
-	for _, e := range exprs {
-		e = strings.TrimSpace(e)
-		if e == "" {
-			continue
-		}
-		re, err := regexp.Compile("^(?:" + e + ")$")
+// compile compiles the filter lists as MM2 does (mm2.Pattern); it reports every list that
+// does not compile.
+func (c *Config) compile() error {
+	var errs []error
+	for _, l := range []struct {
+		key  string
+		list []string
+		dst  *mm2.Pattern
+	}{
+		{"topics", c.Topics, &c.topics},
+		{"topics.exclude", c.TopicsExclude, &c.topicsExclude},
+		{"config.properties.exclude", c.ConfigExclude, &c.configExclude},
+		{"groups", c.Groups, new(mm2.Pattern)},
+		{"groups.exclude", c.GroupsExclude, new(mm2.Pattern)},
+	} {
+		p, err := mm2.CompilePattern(l.key, l.list)
 		if err != nil {
-			return nil, fmt.Errorf("%s: invalid regex %q: %w", key, e, err)
+			errs = append(errs, err)
 		}
-		out = append(out, re)
+		*l.dst = p
 	}
-	return out, nil
+	c.compiled = true
+	return errors.Join(errs...)
 }
 
 // matches reports whether source topic t is mirrored (Validate must have run).
@@ -276,33 +266,16 @@ func (c *Config) matches(t string) bool {
 	if c.Flow != nil {
 		return c.Flow.TopicMatches(t)
 	}
-	if c.topics == nil {
-		c.topics, _ = compileAll("topics", c.Topics)
-		c.topicsExclude, _ = compileAll("topics.exclude", c.TopicsExclude)
+	if !c.compiled {
+		_ = c.compile() // a list that does not compile matches nothing
 	}
-	return anyMatch(c.topics, t) && !anyMatch(c.topicsExclude, t)
+	return c.topics.Matches(t) && !c.topicsExclude.Matches(t)
 }
 
-func (c *Config) excludedConfig(name string) bool { return anyMatch(c.configExclude, name) }
-
-func anyMatch(res []*regexp.Regexp, s string) bool {
-	for _, re := range res {
-		if re.MatchString(s) {
-			return true
-		}
-	}
-	return false
-}
+func (c *Config) excludedConfig(name string) bool { return c.configExclude.Matches(name) }
 
 // targetTopic is the name of source topic t on the target.
 func (c *Config) targetTopic(t string) string { return c.Policy.TargetTopic(c.SourceAlias, t) }
-
-type identityPolicy struct{}
-
-func (identityPolicy) TargetTopic(_, t string) string { return t }
-func (identityPolicy) Name() string {
-	return "org.apache.kafka.connect.mirror.IdentityReplicationPolicy"
-}
 
 func compression(s string) (kgo.CompressionCodec, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
@@ -379,7 +352,9 @@ var knownIgnored = map[string]string{
 }
 
 // FromFlow builds the engine configuration of flow f and lists every key of the flow that it
-// does not honour. Unparsable values are errors naming the key.
+// does not honour. Every MM2 key is read by mm2's one reader of flow keys (Flow.Schedule,
+// Flow.ReplicationFactor, ...), so kmirror and groupsync give a key the same meaning.
+// Unparsable values are errors naming the key; all of them are reported at once.
 func FromFlow(f *mm2.Flow, source, target *mm2.Cluster) (Config, []Ignored, error) {
 	c := Config{
 		SourceAlias:      f.Source,
@@ -390,108 +365,124 @@ func FromFlow(f *mm2.Flow, source, target *mm2.Cluster) (Config, []Ignored, erro
 		GroupsExclude:    f.GroupsExclude,
 		Policy:           f.Policy,
 		Flow:             f,
-		RefreshTopics:    true,
-		RefreshGroups:    true,
-		SyncTopicConfigs: true,
-		EmitCheckpoints:  true,
+		ConfigExclude:    f.ConfigExclude(),
+		CheckpointsTopic: f.CheckpointsTopic(),
 	}
-	s := f.Settings
-	var errs []error
-	var ignored []Ignored
-	getBool := func(key string, dst *bool) {
-		if v, ok := s[key]; ok {
-			b, err := strconv.ParseBool(strings.TrimSpace(v))
-			if err != nil {
-				errs = append(errs, fmt.Errorf("flow %s->%s: %s=%q is not true or false", f.Source, f.Target, key, v))
-				return
-			}
-			*dst = b
-		}
-	}
-	getSeconds := func(key string, dst *time.Duration) {
-		if v, ok := s[key]; ok {
-			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			if err != nil && !errors.Is(err, strconv.ErrRange) {
-				errs = append(errs, fmt.Errorf("flow %s->%s: %s=%q is not a whole number of seconds", f.Source, f.Target, key, v))
-				return
-			}
-			if err != nil || n > maxSeconds {
-				errs = append(errs, fmt.Errorf("flow %s->%s: %s=%q is too large: at most %d seconds (292 years); use a negative value to switch the task off", f.Source, f.Target, key, v, maxSeconds))
-				return
-			}
-			if n <= 0 { // MM2: a negative interval disables the task; kmirror treats it as off
-				*dst = -1
-				return
-			}
-			*dst = time.Duration(n) * time.Second
-		}
-	}
-	getRF := func(key string, dst *int16) {
-		if v, ok := s[key]; ok {
-			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 16)
-			if err != nil || n == 0 || n < -1 {
-				errs = append(errs, fmt.Errorf("flow %s->%s: %s=%q is not a replication factor (-1 or a positive number)", f.Source, f.Target, key, v))
-				return
-			}
-			*dst = int16(n)
-		}
-	}
-	getBool("refresh.topics.enabled", &c.RefreshTopics)
-	getSeconds("refresh.topics.interval.seconds", &c.RefreshTopicsInterval)
-	getBool("refresh.groups.enabled", &c.RefreshGroups)
-	getSeconds("refresh.groups.interval.seconds", &c.RefreshGroupsInterval)
-	getBool("sync.topic.configs.enabled", &c.SyncTopicConfigs)
-	getSeconds("sync.topic.configs.interval.seconds", &c.SyncTopicConfigsInterval)
-	getBool("sync.group.offsets.enabled", &c.SyncGroupOffsets)
-	getSeconds("sync.group.offsets.interval.seconds", &c.SyncGroupOffsetsInterval)
-	getBool("emit.checkpoints.enabled", &c.EmitCheckpoints)
-	getSeconds("emit.checkpoints.interval.seconds", &c.EmitCheckpointsInterval)
-	getRF("replication.factor", &c.ReplicationFactor)
-	getRF("offset-syncs.topic.replication.factor", &c.InternalReplicationFactor)
-	var cpRF int16
-	getRF("checkpoints.topic.replication.factor", &cpRF)
-	if cpRF != 0 && c.InternalReplicationFactor == 0 {
-		c.InternalReplicationFactor = cpRF
-	}
-	for _, key := range []string{"config.properties.exclude", "config.properties.blacklist"} {
-		if v, ok := s[key]; ok {
-			c.ConfigExclude = splitList(v)
-		}
-	}
-	if target != nil && target.ExactlyOnceSourceSupport != "" {
-		switch v := target.ExactlyOnceSourceSupport; strings.ToLower(v) {
-		case "enabled", "preparing":
-			c.Fencing = FenceTransactions
-		case "disabled":
-			c.Fencing = FenceNone
-		default:
-			errs = append(errs, fmt.Errorf("flow %s->%s: %s.exactly.once.source.support=%q: use enabled or disabled", f.Source, f.Target, f.Target, v))
-		}
-	}
-	loc := strings.ToLower(strings.TrimSpace(f.OffsetSyncsLocation))
-	switch loc {
-	case "target":
-		c.OffsetSyncsOnTarget = true
-		c.OffsetSyncsTopic = f.OffsetSyncsTopic()
-	case "", "source":
-		ignored = append(ignored, Ignored{Key: "offset-syncs.topic.location", Value: "source",
-			Reason: "kmirror never writes to the source cluster, so it writes no MM2 offset syncs; its exact offset map on the target replaces them (set offset-syncs.topic.location=target to get MM2-format syncs on the target)"})
-	default:
-		errs = append(errs, fmt.Errorf("flow %s->%s: offset-syncs.topic.location=%q: use source or target", f.Source, f.Target, f.OffsetSyncsLocation))
-	}
-	c.CheckpointsTopic = f.CheckpointsTopic()
 	if c.Policy == nil {
 		c.Policy = mm2.DefaultPolicy{Separator: f.Separator}
 	}
-	if f.Policy != nil && !strings.Contains(f.Policy.Name(), "IdentityReplicationPolicy") && !strings.Contains(f.Policy.Name(), "DefaultReplicationPolicy") {
-		errs = append(errs, fmt.Errorf("flow %s->%s: replication.policy.class=%s is not supported: use DefaultReplicationPolicy or IdentityReplicationPolicy", f.Source, f.Target, f.Policy.Name()))
+	errs := []error{c.readSchedules(f), c.readReplicationFactors(f), c.readFencing(f, target), checkPolicy(f)}
+	ignored, err := c.readOffsetSyncs(f)
+	errs = append(errs, err)
+	prodIgnored, err := c.readClientOverrides(f, source, target)
+	ignored = append(ignored, prodIgnored...)
+	errs = append(errs, err)
+	ignored = append(ignored, unhonoured(f.Settings)...)
+	sort.Slice(ignored, func(i, j int) bool { return ignored[i].Key < ignored[j].Key })
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, ignored, err
 	}
+	return c, ignored, nil
+}
 
-	// producer./consumer. overrides: the flow's settings first, then the cluster's own
-	// "<alias>.producer." maps (the more specific ones win).
+// readSchedules reads the periodic tasks with MM2's defaults (mm2.Flow.Schedule): a negative
+// interval is -1 (off), zero is refused.
+func (c *Config) readSchedules(f *mm2.Flow) error {
+	var errs []error
+	for _, t := range []struct {
+		task     mm2.Task
+		enabled  *bool
+		interval *time.Duration
+	}{
+		{mm2.TaskRefreshTopics, &c.RefreshTopics, &c.RefreshTopicsInterval},
+		{mm2.TaskRefreshGroups, &c.RefreshGroups, &c.RefreshGroupsInterval},
+		{mm2.TaskSyncTopicConfigs, &c.SyncTopicConfigs, &c.SyncTopicConfigsInterval},
+		{mm2.TaskSyncGroupOffsets, &c.SyncGroupOffsets, &c.SyncGroupOffsetsInterval},
+		{mm2.TaskEmitCheckpoints, &c.EmitCheckpoints, &c.EmitCheckpointsInterval},
+	} {
+		s, err := f.Schedule(t.task)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		*t.enabled, *t.interval = s.Enabled, s.Interval
+	}
+	return errors.Join(errs...)
+}
+
+// readReplicationFactors reads replication.factor for the mirrored topics and the internal
+// topics' factor: offset-syncs.topic.replication.factor, else checkpoints.topic.replication.factor.
+func (c *Config) readReplicationFactors(f *mm2.Flow) error {
+	var errs []error
+	rf := func(key string) (int16, bool) {
+		n, set, err := f.ReplicationFactor(key)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		return n, set && err == nil
+	}
+	if n, ok := rf("replication.factor"); ok {
+		c.ReplicationFactor = n
+	}
+	syncs, syncsSet := rf("offset-syncs.topic.replication.factor")
+	checkpoints, checkpointsSet := rf("checkpoints.topic.replication.factor")
+	switch {
+	case syncsSet:
+		c.InternalReplicationFactor = syncs
+	case checkpointsSet:
+		c.InternalReplicationFactor = checkpoints
+	}
+	return errors.Join(errs...)
+}
+
+// readFencing reads <target-alias>.exactly.once.source.support (mm2.Cluster).
+func (c *Config) readFencing(f *mm2.Flow, target *mm2.Cluster) error {
+	if target == nil || target.ExactlyOnceSourceSupport == "" {
+		return nil
+	}
+	switch v := target.ExactlyOnceSourceSupport; strings.ToLower(v) {
+	case "enabled", "preparing":
+		c.Fencing = FenceTransactions
+	case "disabled":
+		c.Fencing = FenceNone
+	default:
+		return mm2.NewSettingError(f.Name(), f.Target+".exactly.once.source.support", v, "use enabled or disabled")
+	}
+	return nil
+}
+
+// readOffsetSyncs reads offset-syncs.topic.location: kmirror writes MM2 offset syncs only to
+// the target.
+func (c *Config) readOffsetSyncs(f *mm2.Flow) ([]Ignored, error) {
+	switch loc := strings.ToLower(strings.TrimSpace(f.OffsetSyncsLocation)); loc {
+	case "target":
+		c.OffsetSyncsOnTarget = true
+		c.OffsetSyncsTopic = f.OffsetSyncsTopic()
+		return nil, nil
+	case "", "source":
+		return []Ignored{{Key: "offset-syncs.topic.location", Value: "source",
+			Reason: "kmirror never writes to the source cluster, so it writes no MM2 offset syncs; its exact offset map on the target replaces them (set offset-syncs.topic.location=target to get MM2-format syncs on the target)"}}, nil
+	}
+	return nil, mm2.NewSettingError(f.Name(), "offset-syncs.topic.location", f.OffsetSyncsLocation, "use source or target")
+}
+
+func checkPolicy(f *mm2.Flow) error {
+	if f.Policy == nil {
+		return nil
+	}
+	if n := f.Policy.Name(); strings.Contains(n, "IdentityReplicationPolicy") || strings.Contains(n, "DefaultReplicationPolicy") {
+		return nil
+	}
+	return mm2.NewSettingError(f.Name(), "replication.policy.class", f.Policy.Name(), "not supported: use DefaultReplicationPolicy or IdentityReplicationPolicy")
+}
+
+// readClientOverrides applies the producer./consumer. overrides: the flow's settings first,
+// then the clusters' own "<alias>.producer." and "<alias>.consumer." maps (the more specific
+// ones win). Keys with no franz-go equivalent are listed as ignored.
+func (c *Config) readClientOverrides(f *mm2.Flow, source, target *mm2.Cluster) ([]Ignored, error) {
 	prod := map[string]string{}
 	cons := map[string]string{}
-	for k, v := range s {
+	for k, v := range f.Settings {
 		if rest, ok := strings.CutPrefix(k, "producer."); ok {
 			prod[rest] = v
 		}
@@ -500,31 +491,37 @@ func FromFlow(f *mm2.Flow, source, target *mm2.Cluster) (Config, []Ignored, erro
 		}
 	}
 	if target != nil {
-		for k, v := range target.Producer {
-			prod[k] = v
-		}
+		maps.Copy(prod, target.Producer)
 	}
 	if source != nil {
-		for k, v := range source.Consumer {
-			cons[k] = v
+		maps.Copy(cons, source.Consumer)
+	}
+	var errs []error
+	var ignored []Ignored
+	for _, side := range []struct {
+		prefix string
+		keys   map[string]string
+		known  map[string]bool
+		apply  func(k, v string) error
+	}{
+		{"producer.", prod, producerKeys, c.applyProducer},
+		{"consumer.", cons, consumerKeys, c.applyConsumer},
+	} {
+		for k, v := range side.keys {
+			if err := side.apply(k, v); err != nil {
+				errs = append(errs, err)
+			} else if !side.known[k] {
+				ignored = append(ignored, Ignored{Key: side.prefix + k, Value: redact(k, v), Reason: "no franz-go equivalent kmirror maps"})
+			}
 		}
 	}
-	for k, v := range prod {
-		if err := c.applyProducer(k, v); err != nil {
-			errs = append(errs, err)
-		} else if !producerKeys[k] {
-			ignored = append(ignored, Ignored{Key: "producer." + k, Value: redact(k, v), Reason: "no franz-go equivalent kmirror maps"})
-		}
-	}
-	for k, v := range cons {
-		if err := c.applyConsumer(k, v); err != nil {
-			errs = append(errs, err)
-		} else if !consumerKeys[k] {
-			ignored = append(ignored, Ignored{Key: "consumer." + k, Value: redact(k, v), Reason: "no franz-go equivalent kmirror maps"})
-		}
-	}
+	return ignored, errors.Join(errs...)
+}
 
-	for k, v := range s {
+// unhonoured lists the flow keys FromFlow does not read, with the reason where one is known.
+func unhonoured(settings map[string]string) []Ignored {
+	var ignored []Ignored
+	for k, v := range settings {
 		if honoured[k] || strings.HasPrefix(k, "producer.") || strings.HasPrefix(k, "consumer.") ||
 			strings.HasPrefix(k, "sasl.") || strings.HasPrefix(k, "ssl.") {
 			continue
@@ -535,18 +532,12 @@ func FromFlow(f *mm2.Flow, source, target *mm2.Cluster) (Config, []Ignored, erro
 		}
 		ignored = append(ignored, Ignored{Key: k, Value: redact(k, v), Reason: reason})
 	}
-	sort.Slice(ignored, func(i, j int) bool { return ignored[i].Key < ignored[j].Key })
-	if err := errors.Join(errs...); err != nil {
-		return Config{}, ignored, err
-	}
-	return c, ignored, nil
+	return ignored
 }
 
 func (c *Config) applyProducer(k, v string) error {
 	v = strings.TrimSpace(v)
-	bad := func(what string) error {
-		return fmt.Errorf("producer.%s=%q: %s", k, v, what)
-	}
+	bad := func(what string) error { return mm2.NewSettingError("", "producer."+k, v, what) }
 	switch k {
 	case "compression.type":
 		if _, err := compression(v); err != nil {
@@ -554,23 +545,20 @@ func (c *Config) applyProducer(k, v string) error {
 		}
 		c.Compression = v
 	case "linger.ms":
-		n, err := strconv.ParseInt(v, 10, 64)
-		if tooLargeMs(n, err) {
-			return bad(fmt.Sprintf("too large: at most %d milliseconds", maxMillis))
+		d, err := millis(v, 0)
+		if err != nil {
+			return bad(err.Error())
 		}
-		if err != nil || n < 0 {
-			return bad("want milliseconds")
-		}
-		c.Linger = time.Duration(n) * time.Millisecond
-		if n == 0 {
+		c.Linger = d
+		if d == 0 {
 			c.Linger = -1 // explicit zero: no linger
 		}
 	case "batch.size":
-		n, err := strconv.ParseInt(v, 10, 32)
-		if err != nil || n <= 0 {
-			return bad("want a positive number of bytes")
+		n, err := bytesValue(v)
+		if err != nil {
+			return bad(err.Error())
 		}
-		c.BatchMaxBytes = int32(n)
+		c.BatchMaxBytes = n
 	case "acks":
 		if v != "all" && v != "-1" {
 			return bad("kmirror always produces with acks=all so that a mirrored record is never lost; remove the key")
@@ -585,32 +573,27 @@ func (c *Config) applyProducer(k, v string) error {
 
 func (c *Config) applyConsumer(k, v string) error {
 	v = strings.TrimSpace(v)
-	bad := func(what string) error {
-		return fmt.Errorf("consumer.%s=%q: %s", k, v, what)
-	}
+	bad := func(what string) error { return mm2.NewSettingError("", "consumer."+k, v, what) }
 	switch k {
 	case "fetch.max.bytes", "max.partition.fetch.bytes":
-		n, err := strconv.ParseInt(v, 10, 32)
-		if err != nil || n <= 0 {
-			return bad("want a positive number of bytes")
+		n, err := bytesValue(v)
+		if err != nil {
+			return bad(err.Error())
 		}
 		if k == "fetch.max.bytes" {
-			c.FetchMaxBytes = int32(n)
+			c.FetchMaxBytes = n
 		} else {
-			c.FetchMaxPartitionBytes = int32(n)
+			c.FetchMaxPartitionBytes = n
 		}
 	case "fetch.max.wait.ms", "session.timeout.ms":
-		n, err := strconv.ParseInt(v, 10, 64)
-		if tooLargeMs(n, err) {
-			return bad(fmt.Sprintf("too large: at most %d milliseconds", maxMillis))
-		}
-		if err != nil || n <= 0 {
-			return bad("want a positive number of milliseconds")
+		d, err := millis(v, 1)
+		if err != nil {
+			return bad(err.Error())
 		}
 		if k == "fetch.max.wait.ms" {
-			c.FetchMaxWait = time.Duration(n) * time.Millisecond
+			c.FetchMaxWait = d
 		} else {
-			c.SessionTimeout = time.Duration(n) * time.Millisecond
+			c.SessionTimeout = d
 		}
 	case "auto.offset.reset":
 		switch v {
@@ -628,25 +611,28 @@ func (c *Config) applyConsumer(k, v string) error {
 	return nil
 }
 
-// The largest durations time.Duration holds (int64 nanoseconds), in the units of the keys.
-const (
-	maxSeconds = int64(math.MaxInt64 / time.Second)
-	maxMillis  = int64(math.MaxInt64 / time.Millisecond)
-)
-
-// tooLargeMs reports whether a parsed millisecond value overflows a time.Duration.
-func tooLargeMs(n int64, err error) bool {
-	return errors.Is(err, strconv.ErrRange) && n > 0 || err == nil && n > maxMillis
+// millis reads a client's milliseconds key (mm2.ParseDuration) of at least least ms.
+func millis(v string, least int64) (time.Duration, error) {
+	n, d, err := mm2.ParseDuration(v, time.Millisecond)
+	switch {
+	case errors.Is(err, mm2.ErrTooLarge):
+		return 0, fmt.Errorf("too large: at most %d milliseconds", mm2.MaxDurationIn(time.Millisecond))
+	case err != nil || n < least:
+		if least > 0 {
+			return 0, errors.New("want a positive number of milliseconds")
+		}
+		return 0, errors.New("want milliseconds")
+	}
+	return d, nil
 }
 
-func splitList(v string) []string {
-	var out []string
-	for _, p := range strings.Split(v, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
+// bytesValue reads a client's size key: a positive int32.
+func bytesValue(v string) (int32, error) {
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || n <= 0 {
+		return 0, errors.New("want a positive number of bytes")
 	}
-	return out
+	return int32(n), nil
 }
 
 func redact(k, v string) string {

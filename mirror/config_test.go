@@ -1,11 +1,14 @@
 package mirror_test
 
 import (
+	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kmigrate/kmigrate/mirror"
+	"github.com/kmigrate/kmigrate/mirror/groupsync"
 	"github.com/kmigrate/kmigrate/mm2"
 )
 
@@ -212,6 +215,107 @@ func TestFromFlowFencing(t *testing.T) {
 					t.Errorf("%s reported as not honoured", ig.Key)
 				}
 			}
+		})
+	}
+}
+
+// TestFromFlowAgreesWithGroupSync: kmirror's engine config and groupsync read the group sync
+// and checkpoint keys with one rule, so a value that one accepts the other accepts, with the
+// same meaning. (sync.group.offsets.interval.seconds=0 used to be read as off by FromFlow and
+// refused by groupsync.NewConfig, so kmirror failed only once its group sync started.)
+func TestFromFlowAgreesWithGroupSync(t *testing.T) {
+	t.Parallel()
+	for _, extra := range []string{
+		"sync.group.offsets.enabled=true\nsync.group.offsets.interval.seconds=0\n",
+		"sync.group.offsets.interval.seconds=0\n",
+		"sync.group.offsets.enabled=true\nsync.group.offsets.interval.seconds=-1\n",
+		"sync.group.offsets.enabled=true\nsync.group.offsets.interval.seconds=15\n",
+		"sync.group.offsets.enabled=1\n",
+		"emit.checkpoints.interval.seconds=0\n",
+		"emit.checkpoints.interval.seconds=-5\n",
+		"emit.checkpoints.enabled=FALSE\n",
+		"refresh.groups.interval.seconds=0\n",
+		"refresh.groups.interval.seconds=30\n",
+		"refresh.groups.enabled=false\n",
+		"checkpoints.topic.replication.factor=0\n",
+	} {
+		t.Run(strings.ReplaceAll(strings.TrimSpace(extra), "\n", " "), func(t *testing.T) {
+			t.Parallel()
+			f, cfg := flowOf(t, baseProps+extra)
+			c, _, mirrorErr := mirror.FromFlow(f, cfg.Cluster[f.Source], cfg.Cluster[f.Target])
+			g, groupErr := groupsync.NewConfig(f)
+			if (mirrorErr == nil) != (groupErr == nil) {
+				t.Fatalf("FromFlow: %v; groupsync.NewConfig: %v; want both to accept or both to refuse", mirrorErr, groupErr)
+			}
+			if mirrorErr != nil {
+				for _, err := range []error{mirrorErr, groupErr} {
+					var se *mm2.SettingError
+					if !errors.As(err, &se) || se.Flow != "A->B" {
+						t.Errorf("got %v, want a *mm2.SettingError of flow A->B", err)
+					}
+				}
+				return
+			}
+			c.SetDefaults()
+			if on := c.SyncGroupOffsets && c.SyncGroupOffsetsInterval > 0; on != g.SyncGroupOffsets {
+				t.Errorf("group sync: FromFlow says %v (%v), NewConfig %v", on, c.SyncGroupOffsetsInterval, g.SyncGroupOffsets)
+			}
+			if on := c.EmitCheckpoints && c.EmitCheckpointsInterval > 0; on != g.EmitCheckpoints {
+				t.Errorf("checkpoints: FromFlow says %v (%v), NewConfig %v", on, c.EmitCheckpointsInterval, g.EmitCheckpoints)
+			}
+			if g.SyncGroupOffsets && c.SyncGroupOffsetsInterval != g.Interval {
+				t.Errorf("group sync interval: FromFlow %v, NewConfig %v", c.SyncGroupOffsetsInterval, g.Interval)
+			}
+			refresh := c.RefreshGroups && c.RefreshGroupsInterval > 0
+			if refresh != (g.RefreshGroupsInterval != math.MaxInt64) || refresh && c.RefreshGroupsInterval != g.RefreshGroupsInterval {
+				t.Errorf("refresh groups: FromFlow %v every %v, NewConfig every %v", c.RefreshGroups, c.RefreshGroupsInterval, g.RefreshGroupsInterval)
+			}
+		})
+	}
+}
+
+// TestFromFlowKeyRules: the rules FromFlow now shares with mm2's reader of flow keys.
+func TestFromFlowKeyRules(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, extra, wantErr string
+		check                func(t *testing.T, c mirror.Config)
+	}{
+		{name: "MM2 refuses 1 as a boolean", extra: "refresh.topics.enabled=1\n", wantErr: `flow A->B: refresh.topics.enabled="1": use true or false`},
+		{name: "zero interval refused", extra: "refresh.topics.interval.seconds=0\n", wantErr: "refresh.topics.interval.seconds"},
+		{name: "negative interval off", extra: "sync.topic.configs.interval.seconds=-1\n", check: func(t *testing.T, c mirror.Config) {
+			if !c.SyncTopicConfigs || c.SyncTopicConfigsInterval != -1 {
+				t.Errorf("got %v every %v, want enabled with interval -1 (no periodic sync)", c.SyncTopicConfigs, c.SyncTopicConfigsInterval)
+			}
+		}},
+		{name: "config.properties.exclude wins over its deprecated alias", extra: "config.properties.exclude=retention\\\\..*\nconfig.properties.blacklist=cleanup\\\\.policy\n",
+			check: func(t *testing.T, c mirror.Config) {
+				if strings.Join(c.ConfigExclude, ",") != `retention\..*` {
+					t.Errorf("got %q, want the config.properties.exclude list", c.ConfigExclude)
+				}
+			}},
+		{name: "an empty exclude list excludes nothing, as in MM2", extra: "config.properties.exclude=\n", check: func(t *testing.T, c mirror.Config) {
+			c.SetDefaults()
+			if len(c.ConfigExclude) != 0 {
+				t.Errorf("got %q, want no exclusion", c.ConfigExclude)
+			}
+		}},
+		{name: "a bad linger names the key", extra: "B.producer.linger.ms=-5\n", wantErr: `producer.linger.ms="-5": want milliseconds`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f, cfg := flowOf(t, baseProps+tc.extra)
+			c, _, err := mirror.FromFlow(f, cfg.Cluster[f.Source], cfg.Cluster[f.Target])
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("got error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, c)
 		})
 	}
 }

@@ -598,7 +598,7 @@ func (p *parser) flow(src, tgt string) (*Flow, error) {
 				continue
 			}
 			list := parseList(pr.Value)
-			if _, err := compileList(list); err != nil {
+			if _, err := compilePattern(list); err != nil {
 				return nil, keyErr(pr, "%v; kmigrate compiles these regexes with Go's RE2, which has no lookaround, backreferences or possessive quantifiers", err)
 			}
 			*l.dst = list
@@ -612,13 +612,11 @@ func (p *parser) flow(src, tgt string) (*Flow, error) {
 }
 
 func parseBool(pr Property) (bool, error) {
-	switch strings.ToLower(strings.TrimSpace(pr.Value)) {
-	case "true":
-		return true, nil
-	case "false":
-		return false, nil
+	b, ok := ParseBool(pr.Value)
+	if !ok {
+		return false, keyErr(pr, "%q must be true or false", pr.Value)
 	}
-	return false, keyErr(pr, "%q must be true or false", pr.Value)
+	return b, nil
 }
 
 // KeyError is a configuration error about one key: it names the key and its line (0 when the

@@ -11,7 +11,10 @@
 //     misses (offset.max.lag -> offset.lag.max, by edit distance or word order).
 //   - Flow: the topic and group filters (TopicMatches, GroupMatches), the replication policy
 //     (TargetTopic) and the internal topic names (OffsetSyncsTopic, CheckpointsTopic,
-//     HeartbeatsTopic). NewFlow gives MM2's defaults without a file.
+//     HeartbeatsTopic). NewFlow gives MM2's defaults without a file. Its connector keys are
+//     read only through Flow.Schedule, Bool, ReplicationFactor, List and ConfigExclude, each
+//     with MM2 3.7.1's rule beside it and one error, *SettingError, naming flow and key; Pattern
+//     compiles every filter list as MM2 does.
 //   - OffsetSync, Checkpoint: the records of MM2's offset-syncs and checkpoints topics,
 //     byte-compatible both ways; ReadOffsetSyncs and ReadCheckpoints read partition 0 of
 //     those topics. Heartbeats are neither read nor written.

@@ -1,10 +1,6 @@
 package mm2
 
-import (
-	"fmt"
-	"regexp"
-	"strings"
-)
+import "strings"
 
 // Java class names of the replication policies kmigrate implements.
 const (
@@ -97,20 +93,10 @@ func clone(s []string) []string { return append([]string(nil), s...) }
 // Name is "Source->Target".
 func (f *Flow) Name() string { return f.Source + "->" + f.Target }
 
-// compileList compiles a filter list the way MM2 does: the regexes joined with "|" into one
-// pattern that must match the whole name (Java's Matcher.matches). An empty list matches
-// nothing. It returns nil for an empty list.
-func compileList(list []string) (*regexp.Regexp, error) {
-	if len(list) == 0 {
-		return nil, nil
-	}
-	return regexp.Compile(`\A(?:` + strings.Join(list, "|") + `)\z`)
-}
-
 func (f *Flow) compile() error {
 	for _, l := range []struct {
 		list []string
-		dst  *[]*regexp.Regexp
+		dst  *Pattern
 		name string
 	}{
 		{f.Topics, &f.topics, "topics"},
@@ -118,32 +104,21 @@ func (f *Flow) compile() error {
 		{f.Groups, &f.groups, "groups"},
 		{f.GroupsExclude, &f.groupsExclude, "groups.exclude"},
 	} {
-		re, err := compileList(l.list)
+		p, err := CompilePattern(l.name, l.list)
 		if err != nil {
-			return fmt.Errorf("%s: %w", l.name, err)
+			return err
 		}
-		*l.dst = nil
-		if re != nil {
-			*l.dst = []*regexp.Regexp{re}
-		}
+		*l.dst = p
 	}
+	f.compiled = true
 	return nil
 }
 
 // ensureCompiled compiles the lists of a Flow built by hand (not by NewFlow or Parse).
 func (f *Flow) ensureCompiled() {
-	if f.topics == nil && f.topicsExclude == nil && f.groups == nil && f.groupsExclude == nil {
+	if !f.compiled {
 		_ = f.compile() // a list that does not compile matches nothing
 	}
-}
-
-func matchesAny(res []*regexp.Regexp, s string) bool {
-	for _, re := range res {
-		if re.MatchString(s) {
-			return true
-		}
-	}
-	return false
 }
 
 // TopicMatches reports whether MM2 would mirror sourceTopic in this flow
@@ -152,7 +127,7 @@ func matchesAny(res []*regexp.Regexp, s string) bool {
 // "-internal"), and it is not a cycle (a topic that came from the target).
 func (f *Flow) TopicMatches(sourceTopic string) bool {
 	f.ensureCompiled()
-	filtered := matchesAny(f.topics, sourceTopic) && !matchesAny(f.topicsExclude, sourceTopic)
+	filtered := f.topics.Matches(sourceTopic) && !f.topicsExclude.Matches(sourceTopic)
 	if !filtered && !f.isHeartbeatsTopic(sourceTopic) {
 		return false
 	}
@@ -162,7 +137,7 @@ func (f *Flow) TopicMatches(sourceTopic string) bool {
 // GroupMatches reports whether MM2 would checkpoint group in this flow (DefaultGroupFilter).
 func (f *Flow) GroupMatches(group string) bool {
 	f.ensureCompiled()
-	return matchesAny(f.groups, group) && !matchesAny(f.groupsExclude, group)
+	return f.groups.Matches(group) && !f.groupsExclude.Matches(group)
 }
 
 // TargetTopic is the name of sourceTopic on the target.
@@ -189,8 +164,7 @@ func (f *Flow) OffsetSyncsTopic() string {
 	if f.OffsetSyncsOnTarget() {
 		alias = f.Source
 	}
-	sep := f.internalSeparator()
-	return "mm2-offset-syncs" + sep + alias + sep + "internal"
+	return OffsetSyncsTopicName(alias, f.internalSeparator())
 }
 
 // OffsetSyncsOnTarget reports whether offset-syncs.topic.location=target.
@@ -198,8 +172,7 @@ func (f *Flow) OffsetSyncsOnTarget() bool { return strings.EqualFold(f.OffsetSyn
 
 // CheckpointsTopic is <source>.checkpoints.internal, on the target.
 func (f *Flow) CheckpointsTopic() string {
-	sep := f.internalSeparator()
-	return f.Source + sep + "checkpoints" + sep + "internal"
+	return CheckpointsTopicName(f.Source, f.internalSeparator())
 }
 
 // HeartbeatsTopic is "heartbeats", on the target (and on the source, for the reverse herder).

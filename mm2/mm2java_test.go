@@ -20,14 +20,35 @@ import (
 const oracleJava = `package org.apache.kafka.connect.mirror;
 
 import java.nio.file.*;
+import java.time.Duration;
 import java.util.*;
+import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.utils.Utils;
 
 public class KmigrateOracle {
     public static void main(String[] args) throws Exception {
         List<String> topics = Files.readAllLines(Paths.get(args[0]));
         List<String> groups = Files.readAllLines(Paths.get(args[1]));
-        for (int i = 2; i < args.length; i++) {
+        List<String> configProps = Files.readAllLines(Paths.get(args[2]));
+        for (int i = 3; i < args.length; i++) {
+            if (args[i].startsWith("probe:")) { // one periodic task per line: task|key=value|...
+                // The connector configs of flow a->b, to which each probe adds its keys as
+                // MirrorMakerConfig passes top-level keys on to the connectors.
+                MirrorMakerConfig mm = new MirrorMakerConfig(Collections.singletonMap("clusters", "a,b"));
+                SourceAndTarget sat = new SourceAndTarget("a", "b");
+                Map<String, String> source = mm.connectorBaseConfig(sat, MirrorSourceConnector.class);
+                Map<String, String> checkpoint = mm.connectorBaseConfig(sat, MirrorCheckpointConnector.class);
+                for (String line : Files.readAllLines(Paths.get(args[i].substring(6)))) {
+                    String[] parts = line.split("\\|");
+                    Map<String, String> keys = new HashMap<>();
+                    for (int j = 1; j < parts.length; j++) {
+                        String[] kv = parts[j].split("=", 2);
+                        keys.put(kv[0], kv[1]);
+                    }
+                    System.out.println("probe\t" + line + "\t" + probe(parts[0], source, checkpoint, keys));
+                }
+                continue;
+            }
             if (args[i].startsWith("props:")) { // a plain properties file: dump what Properties.load reads
                 String path = args[i].substring(6);
                 String file = Paths.get(path).getFileName().toString();
@@ -71,12 +92,50 @@ public class KmigrateOracle {
                 for (String t : topics) {
                     System.out.println(file + "\ttopic\t" + f + "\t" + t + "\t" + conn.shouldReplicateTopic(t) + "\t" + p.formatRemoteTopic(sat.source(), t));
                 }
+                ConfigPropertyFilter cf = sc.configPropertyFilter();
+                for (String c : configProps) {
+                    System.out.println(file + "\tconfig\t" + f + "\t" + c + "\t" + cf.shouldReplicateConfigProperty(c));
+                }
                 GroupFilter gf = cc.groupFilter();
                 for (String g : groups) {
                     System.out.println(file + "\tgroup\t" + f + "\t" + g + "\t" + gf.shouldReplicateGroup(g));
                 }
             }
         }
+    }
+
+    // probe says what MM2 makes of a periodic task's two keys: "refused" when its config class
+    // or its Scheduler rejects them, "off", or the period.
+    static String probe(String task, Map<String, String> sourceBase, Map<String, String> checkpointBase, Map<String, String> keys) throws Exception {
+        Map<String, String> source = new HashMap<>(sourceBase);
+        source.putAll(keys);
+        Map<String, String> checkpoint = new HashMap<>(checkpointBase);
+        checkpoint.putAll(keys);
+        Duration d;
+        try {
+            switch (task) {
+                case "refresh.topics": d = new MirrorSourceConfig(source).refreshTopicsInterval(); break;
+                case "sync.topic.configs": d = new MirrorSourceConfig(source).syncTopicConfigsInterval(); break;
+                case "refresh.groups": d = new MirrorCheckpointConfig(checkpoint).refreshGroupsInterval(); break;
+                case "sync.group.offsets": d = new MirrorCheckpointConfig(checkpoint).syncGroupOffsetsInterval(); break;
+                case "emit.checkpoints": d = new MirrorCheckpointConfig(checkpoint).emitCheckpointsInterval(); break;
+                default: return "unknown task " + task;
+            }
+        } catch (ConfigException e) {
+            return "refused";
+        }
+        if (d.isNegative()) return "off";
+        if (!task.equals("emit.checkpoints")) { // the checkpoint task's poll loop waits instead
+            Scheduler s = new Scheduler(KmigrateOracle.class, "probe", Duration.ofMillis(100));
+            try {
+                s.scheduleRepeating(() -> { }, d, "probe");
+            } catch (RuntimeException e) {
+                return "refused";
+            } finally {
+                s.close();
+            }
+        }
+        return "every " + d.toMillis() + "ms";
     }
 
     static String esc(String s) {
@@ -132,6 +191,14 @@ b->a.enabled=true
 a->c.enabled=false
 a->c.emit.heartbeats.enabled=true
 c->b.emit.heartbeats.enabled=TRUE
+`,
+	"configs.properties": `clusters=a,b
+a.bootstrap.servers=a:9092
+b.bootstrap.servers=b:9092
+a->b.enabled=true
+a->b.config.properties.exclude=retention\\..*, min\\.insync\\.replicas
+config.properties.blacklist=cleanup\\.policy
+b->a.enabled=true
 `,
 	"mixed.properties": `clusters=a,b,c
 a.bootstrap.servers=a:9092
@@ -205,6 +272,74 @@ var oracleTopics = []string{
 	"123", "d", "dd", "orders|payments",
 }
 
+var oracleConfigProps = []string{"retention.ms", "cleanup.policy", "min.insync.replicas", "message.timestamp.type",
+	"follower.replication.throttled.replicas", "segment.bytes", "retentionXms"}
+
+// oracleProbes are a periodic task's keys, "task|key=value|...": what MM2 3.7.1's config
+// classes and Scheduler make of them against Flow.Schedule. Left out on purpose, where kmigrate
+// is stricter than MM2 (mm2.Flow.Schedule says why): a zero interval of a disabled task (MM2
+// never reads it), emit.checkpoints.interval.seconds=0 (MM2 emits without pause), and
+// intervals beyond 292 years (MM2 fails only a thousandfold later).
+var oracleProbes = []string{
+	"refresh.topics",
+	"refresh.topics|refresh.topics.enabled=false",
+	"refresh.topics|refresh.topics.interval.seconds=0",
+	"refresh.topics|refresh.topics.interval.seconds=-1",
+	"refresh.topics|refresh.topics.enabled= TRUE |refresh.topics.interval.seconds= 30 ",
+	"refresh.topics|refresh.topics.enabled=1",
+	"refresh.topics|refresh.topics.interval.seconds=10s",
+	"refresh.topics|refresh.topics.interval.seconds=99999999999999999999",
+	"sync.topic.configs|sync.topic.configs.interval.seconds=0",
+	"sync.topic.configs|sync.topic.configs.enabled=yes",
+	"sync.topic.configs|sync.topic.configs.interval.seconds=-600",
+	"refresh.groups|refresh.groups.interval.seconds=0",
+	"refresh.groups|refresh.groups.interval.seconds=-5",
+	"refresh.groups|refresh.groups.enabled=false",
+	"refresh.groups|refresh.groups.interval.seconds=45",
+	"sync.group.offsets",
+	"sync.group.offsets|sync.group.offsets.enabled=true",
+	"sync.group.offsets|sync.group.offsets.enabled=true|sync.group.offsets.interval.seconds=0",
+	"sync.group.offsets|sync.group.offsets.enabled=true|sync.group.offsets.interval.seconds=-1",
+	"sync.group.offsets|sync.group.offsets.enabled=TRUE|sync.group.offsets.interval.seconds=+10",
+	"sync.group.offsets|sync.group.offsets.enabled=on",
+	"emit.checkpoints",
+	"emit.checkpoints|emit.checkpoints.interval.seconds=-1",
+	"emit.checkpoints|emit.checkpoints.enabled=false",
+	"emit.checkpoints|emit.checkpoints.interval.seconds=x",
+	"emit.checkpoints|emit.checkpoints.interval.seconds=5",
+}
+
+// goProbes renders what Flow.Schedule makes of oracleProbes, as the oracle prints them.
+func goProbes(t *testing.T) []string {
+	t.Helper()
+	tasks := map[string]Task{}
+	for _, task := range []Task{TaskRefreshTopics, TaskSyncTopicConfigs, TaskRefreshGroups, TaskEmitCheckpoints, TaskSyncGroupOffsets} {
+		tasks[task.Name] = task
+	}
+	var out []string
+	for _, line := range oracleProbes {
+		parts := strings.Split(line, "|")
+		task, ok := tasks[parts[0]]
+		if !ok {
+			t.Fatalf("probe %q: no task %q", line, parts[0])
+		}
+		f := NewFlow("a", "b", nil)
+		for _, kv := range parts[1:] {
+			k, v, _ := strings.Cut(kv, "=")
+			f.Settings[k] = v
+		}
+		result := "off"
+		switch s, err := f.Schedule(task); {
+		case err != nil:
+			result = "refused"
+		case s.On():
+			result = fmt.Sprintf("every %dms", s.Interval.Milliseconds())
+		}
+		out = append(out, "probe\t"+line+"\t"+result)
+	}
+	return out
+}
+
 var oracleGroups = []string{"g1", "g-old1", "app", "apps", "console-consumer-1", "console-x", "connect-mm2", "__x", "h1", "other"}
 
 // goFacts renders what Parse makes of a file in the oracle's line format.
@@ -268,6 +403,13 @@ func goFacts(t *testing.T, file, text string) []string {
 			add("flow", name, "heartbeats", f.HeartbeatsTopic())
 			for _, topic := range oracleTopics {
 				add("topic", name, topic, fmt.Sprint(f.TopicMatches(topic)), f.TargetTopic(topic))
+			}
+			exclude, err := CompilePattern("config.properties.exclude", f.ConfigExclude())
+			if err != nil {
+				t.Fatalf("%s: flow %s: %v", file, name, err)
+			}
+			for _, c := range oracleConfigProps {
+				add("config", name, c, fmt.Sprint(!exclude.Matches(c)))
 			}
 			for _, g := range oracleGroups {
 				add("group", name, g, fmt.Sprint(f.GroupMatches(g)))
@@ -345,10 +487,12 @@ func TestAgainstMM2(t *testing.T) {
 	for k, v := range oracleConfigs {
 		configs[k] = v
 	}
+	var want []string
 	args := []string{"-Xmx128m", "-Xshare:auto", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData", "-cp", classes + string(os.PathListSeparator) + cp,
 		"org.apache.kafka.connect.mirror.KmigrateOracle",
-		write("topics.txt", strings.Join(oracleTopics, "\n")), write("groups.txt", strings.Join(oracleGroups, "\n"))}
-	var want []string
+		write("topics.txt", strings.Join(oracleTopics, "\n")), write("groups.txt", strings.Join(oracleGroups, "\n")),
+		write("configs.txt", strings.Join(oracleConfigProps, "\n")), "probe:" + write("probes.txt", strings.Join(oracleProbes, "\n"))}
+	want = append(want, goProbes(t)...)
 	names := make([]string, 0, len(configs))
 	for name := range configs {
 		names = append(names, name)

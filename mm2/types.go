@@ -1,7 +1,5 @@
 package mm2
 
-import "regexp"
-
 // Secret is a password or JAAS configuration. It prints as "[redacted]" so it can never reach a
 // log or a report by accident; use Reveal to read it.
 type Secret string
@@ -111,7 +109,8 @@ type Flow struct {
 	// ones), so the engine can read the keys it honours.
 	Settings map[string]string
 
-	topics, topicsExclude, groups, groupsExclude []*regexp.Regexp
+	topics, topicsExclude, groups, groupsExclude Pattern
+	compiled                                     bool // the four Patterns hold the lists
 	herder                                       bool // MM2 would start a herder for the pair
 }
 

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -152,79 +150,54 @@ func (c *Config) Validate() error {
 }
 
 // NewConfig reads the group sync and checkpoint keys of flow.Settings (flow-prefixed keys
-// already resolved by the mm2 parser), with MM2 3.7.1's defaults for absent keys:
+// already resolved by the mm2 parser) with mm2's one reader of flow keys, so that they mean
+// here what they mean to mirror.FromFlow. Absent keys take MM2 3.7.1's defaults:
 //
 //	sync.group.offsets.enabled             false
 //	sync.group.offsets.interval.seconds    60
 //	emit.checkpoints.enabled               true
 //	emit.checkpoints.interval.seconds      60
+//	refresh.groups.enabled                 true
 //	refresh.groups.interval.seconds        600
-//
-// A negative interval switches its task off, as in MM2.
-//
 //	checkpoints.topic.replication.factor   replication.factor, else -1 (see Config)
 //
-// A value that does not parse is an error naming the key. The caller sets Source, Target,
+// A negative interval, or false, switches its task off (refresh.groups off: the groups are
+// listed once, at the first pass); zero is refused (mm2.Flow.Schedule says why). A value that
+// does not parse is an error naming the key and the flow. The caller sets Source, Target,
 // Translator and Logger.
 func NewConfig(flow *mm2.Flow) (Config, error) {
 	c := Config{Flow: flow, EmitCheckpoints: true}
 	if flow == nil {
 		return c, errors.New("groupsync: no flow given")
 	}
-	set := flow.Settings
 	var errs []error
-	boolKey := func(key string, dst *bool) {
-		v, ok := set[key]
-		if !ok {
-			return
-		}
-		b, err := strconv.ParseBool(strings.TrimSpace(v))
+	schedule := func(t mm2.Task, on *bool, interval *time.Duration) {
+		s, err := flow.Schedule(t)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("flow %s->%s: %s=%q is not true or false", flow.Source, flow.Target, key, v))
+			errs = append(errs, err)
 			return
 		}
-		*dst = b
+		*on = s.On()
+		if s.Interval > 0 {
+			*interval = s.Interval
+		}
 	}
-	// A negative interval switches its task off, as MM2's scheduler does (mirror.FromFlow reads
-	// it the same way); zero is an error, as it is for MM2's executor.
-	secondsKey := func(key string, dst *time.Duration, off func()) {
-		v, ok := set[key]
-		if !ok {
-			return
-		}
-		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-		if errors.Is(err, strconv.ErrRange) && n > 0 || err == nil && n > int64(math.MaxInt64/time.Second) {
-			errs = append(errs, fmt.Errorf("flow %s->%s: %s=%q is too large: at most %d seconds (292 years); negative: off", flow.Source, flow.Target, key, v, int64(math.MaxInt64/time.Second)))
-			return
-		}
-		if err != nil || n == 0 {
-			errs = append(errs, fmt.Errorf("flow %s->%s: %s=%q must be a positive number of seconds (negative: off)", flow.Source, flow.Target, key, v))
-			return
-		}
-		if n < 0 {
-			off()
-			return
-		}
-		*dst = time.Duration(n) * time.Second
+	schedule(mm2.TaskSyncGroupOffsets, &c.SyncGroupOffsets, &c.Interval)
+	schedule(mm2.TaskEmitCheckpoints, &c.EmitCheckpoints, &c.CheckpointInterval)
+	var refresh bool
+	schedule(mm2.TaskRefreshGroups, &refresh, &c.RefreshGroupsInterval)
+	if !refresh {
+		c.RefreshGroupsInterval = math.MaxInt64
 	}
-	boolKey("sync.group.offsets.enabled", &c.SyncGroupOffsets)
-	secondsKey("sync.group.offsets.interval.seconds", &c.Interval, func() { c.SyncGroupOffsets = false })
-	boolKey("emit.checkpoints.enabled", &c.EmitCheckpoints)
-	secondsKey("emit.checkpoints.interval.seconds", &c.CheckpointInterval, func() { c.EmitCheckpoints = false })
-	// Off: the groups are listed once, at the first pass.
-	secondsKey("refresh.groups.interval.seconds", &c.RefreshGroupsInterval, func() { c.RefreshGroupsInterval = math.MaxInt64 })
 	for _, key := range []string{"checkpoints.topic.replication.factor", "replication.factor"} {
-		v, ok := set[key]
-		if !ok {
-			continue
+		rf, set, err := flow.ReplicationFactor(key)
+		if err != nil {
+			errs = append(errs, err)
 		}
-		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 16)
-		if err != nil || n == 0 || n < -1 {
-			errs = append(errs, fmt.Errorf("flow %s->%s: %s=%q must be -1 (broker default) or a positive replication factor", flow.Source, flow.Target, key, v))
+		if set {
+			c.CheckpointsReplicationFactor = rf
 			break
 		}
-		c.CheckpointsReplicationFactor = int16(n)
-		break
 	}
 	c.SetDefaults()
 	return c, errors.Join(errs...)

@@ -2,7 +2,8 @@
 // carries them to the target: as MM2-format checkpoints (emit.checkpoints.*) and, when
 // sync.group.offsets.enabled, as commits of the target groups.
 //
-// The types to know: Config (NewConfig reads the MM2 keys of a flow; SetDefaults, Validate),
+// The types to know: Config (NewConfig reads the MM2 keys of a flow with mm2's reader of flow
+// keys, the one mirror.FromFlow uses, so both give a key one meaning; SetDefaults, Validate),
 // Run (the loop kmirror runs) and SyncOnce (one pass, returning a Report: per group partition
 // what was written and why).
 //
@@ -25,9 +26,11 @@
 //     checkpoints topic, created compacted with one partition when absent.
 //   - Idempotent: a pass that finds nothing new writes nothing, also after a restart, because
 //     the state starts from the checkpoints topic.
-//   - Per-group failures are data (GroupReport.Error, PartitionReport.Error); groups are synced
-//     concurrently, at most Config.Concurrency at a time. A checkpoints topic that cannot be
-//     read or created stops that pass's checkpoints (Report.Error), not its offset sync.
+//   - Per-group failures are data (GroupReport.Error, PartitionReport.Error, with the same as
+//     an error value in Err: a *SyncError for errors.Is and errors.As, as kadm's results carry
+//     theirs); groups are synced concurrently, at most Config.Concurrency at a time. A
+//     checkpoints topic that cannot be read or created stops that pass's checkpoints
+//     (Report.Error, Report.Err), not its offset sync.
 //
 // Clients: Source is used only for ListGroups and OffsetFetch. Target produces checkpoints
 // outside any transaction and commits with generation -1, so it must be neither a group

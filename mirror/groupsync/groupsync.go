@@ -172,12 +172,14 @@ func (s *Syncer) pass(ctx context.Context, emit, commit, relist bool) (Report, e
 	// not the offset sync: without the last checkpoints a lower one could replace a higher
 	// one, while commits still only go forwards (rewinds need that state and wait for it).
 	if err := s.loadState(ctx, owned); err != nil {
-		rep.Error, emit = err.Error(), false
+		rep.Err, emit = &SyncError{Step: ErrCheckpointsTopic, Cluster: s.tgtName, Err: err, msg: err.Error()}, false
+		rep.Error = err.Error()
 		s.log.Warn("checkpoints topic not read, no checkpoint this pass", "cluster", s.tgtName, "topic", s.cfg.CheckpointsTopic, "err", err)
 	}
 	if emit && !s.topicReady.Load() {
 		if err := ensureCheckpointsTopic(ctx, s.tgt, s.cfg.CheckpointsTopic, s.cfg.CheckpointsReplicationFactor, s.tgtName, s.log); err != nil {
-			rep.Error, emit = err.Error(), false
+			rep.Err, emit = &SyncError{Step: ErrCheckpointsTopic, Cluster: s.tgtName, Err: err, msg: err.Error()}, false
+			rep.Error = err.Error()
 			s.log.Warn("checkpoints topic not ready, no checkpoint this pass", "cluster", s.tgtName, "topic", s.cfg.CheckpointsTopic, "err", err)
 		} else {
 			s.topicReady.Store(true)
@@ -201,10 +203,10 @@ func (s *Syncer) pass(ctx context.Context, emit, commit, relist bool) (Report, e
 	_ = eg.Wait() // per-group errors are in the report
 	for _, g := range rep.Groups {
 		for _, p := range g.Partitions {
-			if p.Offset == StatusSynced || p.Offset == StatusRewound {
+			if p.Offset.Wrote() {
 				rep.Committed++
 			}
-			if p.Checkpoint == StatusSynced || p.Checkpoint == StatusRewound {
+			if p.Checkpoint.Wrote() {
 				rep.Emitted++
 			}
 		}
@@ -286,10 +288,37 @@ func (s *Syncer) syncGroup(ctx context.Context, group string, owned map[tp]bool,
 		return gr // deleted since it was listed
 	}
 	if err != nil {
-		gr.Error = fmt.Sprintf("fetch committed offsets of group %q on source %s: %v", group, s.srcName, err)
+		setGroupError(&gr, &SyncError{Step: ErrFetchSource, Cluster: s.srcName, Group: group, Err: err,
+			msg: fmt.Sprintf("fetch committed offsets of group %q on source %s: %v", group, s.srcName, err)})
 		s.log.Warn("fetch source group offsets failed", "cluster", s.srcName, "group", group, "err", err)
 		return gr
 	}
+	gr.Partitions = s.translate(group, offs, owned, emit, commit)
+	var items []item
+	for i := range gr.Partitions {
+		pr := &gr.Partitions[i]
+		if pr.Downstream < 0 {
+			continue
+		}
+		o, _ := offs.Lookup(pr.Topic, pr.Partition)
+		items = append(items, item{rep: pr, key: mm2.CheckpointKey{Group: group, Topic: pr.TargetTopic, Partition: pr.Partition}, meta: o.Metadata})
+	}
+	if len(items) == 0 {
+		return gr
+	}
+	if emit {
+		s.emitCheckpoints(ctx, group, items)
+	}
+	if commit {
+		s.commitOffsets(ctx, &gr, items)
+	}
+	return gr
+}
+
+// translate reports the group's committed partitions of mirrored topics, sorted, with E(G)
+// for those this process owns and the mirror has passed.
+func (s *Syncer) translate(group string, offs kadm.OffsetResponses, owned map[tp]bool, emit, commit bool) []PartitionReport {
+	var out []PartitionReport
 	initial := func(on bool) Status {
 		if on {
 			return StatusPending
@@ -310,7 +339,8 @@ func (s *Syncer) syncGroup(ctx context.Context, group string, owned map[tp]bool,
 			switch {
 			case o.Err != nil:
 				pr.Offset, pr.Checkpoint = StatusError, StatusError
-				pr.Error = fmt.Sprintf("fetch committed offset of group %q on source %s %s/%d: %v", group, s.srcName, topic, p, o.Err)
+				addError(&pr, &SyncError{Step: ErrFetchSource, Cluster: s.srcName, Group: group, Topic: topic, Partition: p, Err: o.Err,
+					msg: fmt.Sprintf("fetch committed offset of group %q on source %s %s/%d: %v", group, s.srcName, topic, p, o.Err)})
 			case !owned[tp{topic, p}]:
 				pr.Offset, pr.Checkpoint = StatusNotOwned, StatusNotOwned
 			default:
@@ -323,31 +353,13 @@ func (s *Syncer) syncGroup(ctx context.Context, group string, owned map[tp]bool,
 						"topic", topic, "partition", p, "offset", o.At)
 				}
 			}
-			gr.Partitions = append(gr.Partitions, pr)
+			out = append(out, pr)
 		}
 	}
-	slices.SortFunc(gr.Partitions, func(a, b PartitionReport) int {
+	slices.SortFunc(out, func(a, b PartitionReport) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
-	var items []item
-	for i := range gr.Partitions {
-		pr := &gr.Partitions[i]
-		if pr.Downstream < 0 {
-			continue
-		}
-		o, _ := offs.Lookup(pr.Topic, pr.Partition)
-		items = append(items, item{rep: pr, key: mm2.CheckpointKey{Group: group, Topic: pr.TargetTopic, Partition: pr.Partition}, meta: o.Metadata})
-	}
-	if len(items) == 0 {
-		return gr
-	}
-	if emit {
-		s.emitCheckpoints(ctx, group, items)
-	}
-	if commit {
-		s.commitOffsets(ctx, &gr, items)
-	}
-	return gr
+	return out
 }
 
 // emitCheckpoints produces the checkpoints of one group that changed. A checkpoint is never
@@ -392,7 +404,8 @@ func (s *Syncer) emitCheckpoints(ctx context.Context, group string, items []item
 				s.topicReady.Store(false) // deleted meanwhile: created again next pass
 			}
 			it.rep.Checkpoint = StatusError
-			appendError(it.rep, fmt.Sprintf("produce checkpoint to %q on target %s: %v", s.cfg.CheckpointsTopic, s.tgtName, err))
+			addError(it.rep, &SyncError{Step: ErrProduce, Cluster: s.tgtName, Group: group, Topic: it.key.Topic, Partition: it.key.Partition, Err: err,
+				msg: fmt.Sprintf("produce checkpoint to %q on target %s: %v", s.cfg.CheckpointsTopic, s.tgtName, err)})
 			s.log.Warn("checkpoint produce failed", "cluster", s.tgtName, "group", group,
 				"topic", it.key.Topic, "partition", it.key.Partition, "err", err)
 			continue
@@ -406,27 +419,46 @@ func (s *Syncer) emitCheckpoints(ctx context.Context, group string, items []item
 // commitOffsets commits E(G) for one group on the target, only when the target group has no
 // active member, per partition only forwards unless the source group rewound.
 func (s *Syncer) commitOffsets(ctx context.Context, gr *GroupReport, items []item) {
+	current, ok := s.writableTarget(ctx, gr, items)
+	if !ok {
+		return
+	}
+	toCommit, committing := s.planCommits(items, current)
+	if len(committing) == 0 {
+		return
+	}
+	resp, err := s.tgt.CommitOffsets(ctx, gr.Group, toCommit)
+	if err != nil {
+		s.failGroup(gr, committing, &SyncError{Step: ErrCommit, Cluster: s.tgtName, Group: gr.Group, Err: err,
+			msg: fmt.Sprintf("commit offsets of group %q on target %s: %v", gr.Group, s.tgtName, err)})
+		s.log.Warn("commit target group offsets failed", "cluster", s.tgtName, "group", gr.Group, "err", err)
+		return
+	}
+	s.recordCommits(gr.Group, committing, resp)
+}
+
+// writableTarget describes the target group and, if it may be written (mm2.GroupWritable),
+// returns its committed offsets; ok is false when nothing is to be committed, with the
+// reason in gr and the items.
+func (s *Syncer) writableTarget(ctx context.Context, gr *GroupReport, items []item) (kadm.OffsetResponses, bool) {
 	group := gr.Group
-	fail := func(msg string) {
-		gr.Error = msg
-		for _, it := range items {
-			it.rep.Offset = StatusError
-		}
+	describeFailed := func(err error) {
+		s.failGroup(gr, items, &SyncError{Step: ErrDescribeTarget, Cluster: s.tgtName, Group: group, Err: err,
+			msg: fmt.Sprintf("describe group %q on target %s before committing: %v", group, s.tgtName, err)})
+		s.log.Warn("describe target group failed", "cluster", s.tgtName, "group", group, "err", err)
 	}
 	described, err := s.tgt.DescribeGroups(ctx, group)
 	if err != nil {
-		fail(fmt.Sprintf("describe group %q on target %s before committing: %v", group, s.tgtName, err))
-		s.log.Warn("describe target group failed", "cluster", s.tgtName, "group", group, "err", err)
-		return
+		describeFailed(err)
+		return nil, false
 	}
 	d := described[group]
 	switch {
 	case errors.Is(d.Err, kerr.GroupIDNotFound) || d.Err == nil && (d.State == "Dead" || d.State == ""):
 		gr.TargetState = "absent"
 	case d.Err != nil:
-		fail(fmt.Sprintf("describe group %q on target %s before committing: %v", group, s.tgtName, d.Err))
-		s.log.Warn("describe target group failed", "cluster", s.tgtName, "group", group, "err", d.Err)
-		return
+		describeFailed(d.Err)
+		return nil, false
 	default:
 		gr.TargetState = d.State
 	}
@@ -438,20 +470,29 @@ func (s *Syncer) commitOffsets(ctx context.Context, gr *GroupReport, items []ite
 			}
 			s.log.Warn("target group has active members, offsets not synced", "cluster", s.tgtName,
 				"group", group, "state", gr.TargetState, "members", gr.TargetMembers, "err", err)
-			return
+			return nil, false
 		}
 	}
-	var current kadm.OffsetResponses
-	if gr.TargetState != "absent" {
-		current, err = s.tgt.FetchOffsets(ctx, group)
-		if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
-			fail(fmt.Sprintf("fetch committed offsets of group %q on target %s: %v", group, s.tgtName, err))
-			return
-		}
+	if gr.TargetState == "absent" {
+		return nil, true
 	}
+	current, err := s.tgt.FetchOffsets(ctx, group)
+	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+		s.failGroup(gr, items, &SyncError{Step: ErrFetchTarget, Cluster: s.tgtName, Group: group, Err: err,
+			msg: fmt.Sprintf("fetch committed offsets of group %q on target %s: %v", group, s.tgtName, err)})
+		return nil, false
+	}
+	return current, true
+}
+
+// planCommits decides per partition what to commit: E(G) when it is above the target's offset
+// (or the target has none), E(G) below it only when the source group rewound since kmirror
+// last wrote it; the rest is unchanged or held.
+func (s *Syncer) planCommits(items []item, current kadm.OffsetResponses) (kadm.Offsets, []item) {
 	toCommit := make(kadm.Offsets)
 	var committing []item
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, it := range items {
 		g, e := it.rep.Upstream, it.rep.Downstream
 		t := int64(-1)
@@ -477,44 +518,61 @@ func (s *Syncer) commitOffsets(ctx context.Context, gr *GroupReport, items []ite
 			LeaderEpoch: -1, Metadata: it.meta})
 		committing = append(committing, it)
 	}
-	s.mu.Unlock()
-	if len(committing) == 0 {
-		return
-	}
-	resp, err := s.tgt.CommitOffsets(ctx, group, toCommit)
-	if err != nil {
-		for _, it := range committing {
-			it.rep.Offset = StatusError
-		}
-		gr.Error = fmt.Sprintf("commit offsets of group %q on target %s: %v", group, s.tgtName, err)
-		s.log.Warn("commit target group offsets failed", "cluster", s.tgtName, "group", group, "err", err)
-		return
-	}
+	return toCommit, committing
+}
+
+// recordCommits reads the commit's answer per partition: a committed partition is remembered
+// as written, a refused one reported with a hint.
+func (s *Syncer) recordCommits(group string, committing []item, resp kadm.OffsetResponses) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, it := range committing {
 		r, ok := resp.Lookup(it.key.Topic, it.key.Partition)
-		if !ok || r.Err != nil {
-			err := r.Err
-			if !ok {
-				err = errors.New("no answer for this partition")
-			}
-			it.rep.Offset = StatusError
-			hint := ""
-			if errors.Is(err, kerr.UnknownTopicOrPartition) {
-				hint = " (the target topic or partition does not exist yet; retried next pass)"
-			} else if errors.Is(err, kerr.UnknownMemberID) || errors.Is(err, kerr.IllegalGeneration) {
-				hint = " (a member joined the target group meanwhile; it is left alone)"
-			}
-			appendError(it.rep, fmt.Sprintf("commit offset of group %q on target %s %s/%d: %v%s", group, s.tgtName, it.key.Topic, it.key.Partition, err, hint))
-			s.log.Warn("commit target group offset failed", "cluster", s.tgtName, "group", group,
-				"topic", it.key.Topic, "partition", it.key.Partition, "offset", it.rep.Downstream, "err", err)
+		if ok && r.Err == nil {
+			s.written[it.key] = mark{it.rep.Upstream, it.rep.Downstream, it.meta}
+			s.log.Info("group offset synced", "cluster", s.tgtName, "group", group, "topic", it.key.Topic,
+				"partition", it.key.Partition, "offset", it.rep.Downstream, "upstream", it.rep.Upstream,
+				"rewound", it.rep.Offset == StatusRewound)
 			continue
 		}
-		s.written[it.key] = mark{it.rep.Upstream, it.rep.Downstream, it.meta}
-		s.log.Info("group offset synced", "cluster", s.tgtName, "group", group, "topic", it.key.Topic,
-			"partition", it.key.Partition, "offset", it.rep.Downstream, "upstream", it.rep.Upstream,
-			"rewound", it.rep.Offset == StatusRewound)
+		err := r.Err
+		if !ok {
+			err = errors.New("no answer for this partition")
+		}
+		it.rep.Offset = StatusError
+		hint := ""
+		if errors.Is(err, kerr.UnknownTopicOrPartition) {
+			hint = " (the target topic or partition does not exist yet; retried next pass)"
+		} else if errors.Is(err, kerr.UnknownMemberID) || errors.Is(err, kerr.IllegalGeneration) {
+			hint = " (a member joined the target group meanwhile; it is left alone)"
+		}
+		addError(it.rep, &SyncError{Step: ErrCommit, Cluster: s.tgtName, Group: group, Topic: it.key.Topic, Partition: it.key.Partition, Err: err,
+			msg: fmt.Sprintf("commit offset of group %q on target %s %s/%d: %v%s", group, s.tgtName, it.key.Topic, it.key.Partition, err, hint)})
+		s.log.Warn("commit target group offset failed", "cluster", s.tgtName, "group", group,
+			"topic", it.key.Topic, "partition", it.key.Partition, "offset", it.rep.Downstream, "err", err)
+	}
+}
+
+// failGroup records e as the group's error and marks the offsets of items as failed.
+func (s *Syncer) failGroup(gr *GroupReport, items []item, e *SyncError) {
+	setGroupError(gr, e)
+	for _, it := range items {
+		it.rep.Offset = StatusError
+	}
+}
+
+func setGroupError(gr *GroupReport, e *SyncError) { gr.Error, gr.Err = e.Error(), e }
+
+// addError adds e to the partition's errors (text and value).
+func addError(pr *PartitionReport, e *SyncError) {
+	if pr.Error != "" {
+		pr.Error += "; "
+	}
+	pr.Error += e.Error()
+	if pr.Err == nil {
+		pr.Err = e
+	} else {
+		pr.Err = errors.Join(pr.Err, e)
 	}
 }
 
@@ -523,11 +581,4 @@ func appendReason(pr *PartitionReport, s string) {
 		pr.Reason += "; "
 	}
 	pr.Reason += s
-}
-
-func appendError(pr *PartitionReport, s string) {
-	if pr.Error != "" {
-		pr.Error += "; "
-	}
-	pr.Error += s
 }

@@ -1,5 +1,7 @@
 package groupsync
 
+import "errors"
+
 // Status says what a pass did with one group partition, for the target group offset and for
 // the checkpoint separately.
 type Status string
@@ -27,9 +29,42 @@ const (
 	// StatusDisabled: the action is switched off (sync.group.offsets.enabled or
 	// emit.checkpoints.enabled), or was not due in this pass.
 	StatusDisabled Status = "disabled"
-	// StatusError: the write or a read it needed failed; Error says why. Retried next pass.
+	// StatusError: the write or a read it needed failed; Error and Err say why. Retried next
+	// pass.
 	StatusError Status = "error"
 )
+
+// Wrote reports whether the status stands for a value written in this pass.
+func (s Status) Wrote() bool { return s == StatusSynced || s == StatusRewound }
+
+// The steps of a pass that can fail. A *SyncError wraps one of them and its cause, so that
+// errors.Is finds both: errors.Is(p.Err, ErrCommit), errors.Is(p.Err, kerr.UnknownTopicOrPartition).
+var (
+	ErrFetchSource      = errors.New("fetch the source group's committed offsets")
+	ErrDescribeTarget   = errors.New("describe the target group")
+	ErrFetchTarget      = errors.New("fetch the target group's committed offsets")
+	ErrCommit           = errors.New("commit offsets on the target")
+	ErrProduce          = errors.New("produce checkpoints on the target")
+	ErrCheckpointsTopic = errors.New("read or create the checkpoints topic")
+)
+
+// SyncError is one failure of a pass, as Report.Err, GroupReport.Err and PartitionReport.Err
+// hold it beside their Error text (which is its Error()).
+type SyncError struct {
+	Step      error  // one of ErrFetchSource, ErrDescribeTarget, ... (errors.Is)
+	Cluster   string // alias of the cluster that answered with the error
+	Group     string // "" for a failure of the whole pass
+	Topic     string // "" for a failure of the whole group
+	Partition int32
+	Err       error // the cause, e.g. a kerr error or a *kadm.ShardErrors
+
+	msg string
+}
+
+func (e *SyncError) Error() string { return e.msg }
+
+// Unwrap returns the step and the cause.
+func (e *SyncError) Unwrap() []error { return []error{e.Step, e.Err} }
 
 // Report is what one pass did, as data: per group and partition what was written and why.
 // Its JSON form is stable (fields may be added, never renamed).
@@ -44,8 +79,10 @@ type Report struct {
 	Committed int `json:"committed"`
 	Emitted   int `json:"emitted"`
 	// Error is set when no checkpoint could be emitted in this pass (the checkpoints topic
-	// could not be read or created); the offset sync still ran.
+	// could not be read or created); the offset sync still ran. Err is the same as an error
+	// value (a *SyncError, ErrCheckpointsTopic), for errors.Is and errors.As.
 	Error string `json:"error,omitempty"`
+	Err   error  `json:"-"`
 }
 
 // GroupReport is one source consumer group.
@@ -57,8 +94,10 @@ type GroupReport struct {
 	TargetMembers int    `json:"target_members,omitempty"`
 	// Partitions are sorted by topic, then partition.
 	Partitions []PartitionReport `json:"partitions"`
-	// Error is set when the group as a whole could not be synced (the other groups were).
+	// Error is set when the group as a whole could not be synced (the other groups were); Err
+	// is the same as a *SyncError.
 	Error string `json:"error,omitempty"`
+	Err   error  `json:"-"`
 }
 
 // PartitionReport is one group partition.
@@ -78,7 +117,10 @@ type PartitionReport struct {
 	Checkpoint Status `json:"checkpoint"`
 	// Reason explains a status that is not self-evident.
 	Reason string `json:"reason,omitempty"`
-	Error  string `json:"error,omitempty"`
+	// Error says why a status is StatusError; Err is the same as an error value: a
+	// *SyncError, or several joined (errors.Join) when both actions failed.
+	Error string `json:"error,omitempty"`
+	Err   error  `json:"-"`
 }
 
 // Errors returns how many errors the report carries (pass, groups and partitions).
