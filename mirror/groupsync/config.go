@@ -21,8 +21,7 @@ type Config struct {
 	// groups, fetch committed offsets); it never writes to the source.
 	Source *kgo.Client
 	// Target is a client of the flow's target cluster: checkpoints are produced and group
-	// offsets committed with it. It must not be a group consumer (the checkpoint reader is
-	// built from its options).
+	// offsets committed with it, and the checkpoints topic is read through it.
 	Target *kgo.Client
 	// Flow is the replication flow. GroupMatches, TopicMatches, TargetTopic and
 	// CheckpointsTopic below default to its methods.
