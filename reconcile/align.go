@@ -108,12 +108,7 @@ func (p *planner) locate(ctx context.Context, j job) (answer, error) {
 // targetLowerBound returns a target offset at or below the copy of source record r, from
 // MM2's offset syncs or from r's timestamp, else the target log start.
 func (p *planner) targetLowerBound(ctx context.Context, j job, r rec) int64 {
-	lb, found := int64(-1), false
-	if p.syncs != nil {
-		if d, ok := p.syncs.lowerBound(j.srcTopic, j.part, r.off); ok {
-			lb, found = d, true
-		}
-	}
+	lb, found := p.syncs.LowerBound(j.srcTopic, j.part, r.off)
 	// What earlier alignments of this partition found: the first copy of a source record at or
 	// below r lies at or below the copy of r.
 	if d, ok := p.anchorBelow(j, r.off); ok {
@@ -237,10 +232,8 @@ func (a *aligner) run(ctx context.Context, star int) (ans answer, retry bool, er
 		if j.dstEnd == j.dstStart {
 			return pending("the target partition %s/%d is empty: the mirror has not copied it yet", j.dstTopic, j.part), false, nil
 		}
-		if p := a.p.syncs; p != nil {
-			if up := p.maxUpstream(j.srcTopic, j.part); up >= 0 && up < a.S[0].off {
-				return pending("the mirror's newest offset sync is for source offset %d, below %d", up, a.S[0].off), false, nil
-			}
+		if up := a.p.syncs.MaxUpstream(j.srcTopic, j.part); up >= 0 && up < a.S[0].off {
+			return pending("the mirror's newest offset sync is for source offset %d, below %d", up, a.S[0].off), false, nil
 		}
 		return unmappable("record not found: no copy of source %s/%d offsets %d..%d in target %s/%d offsets %d..%d",
 			j.srcTopic, j.part, a.S[0].off, a.S[len(a.S)-1].off, j.dstTopic, j.part, a.tFrom, a.tNext-1), false, nil

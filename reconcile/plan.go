@@ -21,7 +21,7 @@ const countLimit = 10000
 type planner struct {
 	cfg         Config
 	src, dst    *side
-	syncs       syncIndex // nil when there is no offset-syncs topic
+	syncs       *mm2.SyncIndex // nil when there is no offset-syncs topic
 	checkpoints map[mm2.CheckpointKey]mm2.Checkpoint
 
 	mu      sync.Mutex
@@ -148,7 +148,7 @@ func Plan(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, error
 	if syncs, err := mm2.ReadOffsetSyncs(ctx, syncSide.cl, syncTopic); err != nil {
 		log.Warn("cannot read offset syncs", "cluster", syncSide.name, "topic", syncTopic, "err", err)
 	} else if len(syncs) > 0 {
-		p.syncs = indexSyncs(syncs)
+		p.syncs = mm2.IndexSyncs(syncs)
 	}
 
 	// One result slot per group partition, filled in parallel.

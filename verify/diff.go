@@ -311,17 +311,13 @@ func Diff(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, *offs
 			return nil, nil, err
 		}
 	}
-	syncs := map[int32][]mm2.OffsetSync{}
+	var syncs *mm2.SyncIndex
 	if cfg.OffsetSyncsTopic != "" && cfg.From.Kind != Earliest {
 		all, err := mm2.ReadOffsetSyncs(ctx, cfg.OffsetSyncsClient, cfg.OffsetSyncsTopic)
 		if err != nil {
 			cfg.Logger.Warn("offset syncs unreadable, finding the target start by timestamp", "topic", cfg.OffsetSyncsTopic, "err", err)
 		}
-		for _, s := range all {
-			if s.Topic == cfg.SourceTopic {
-				syncs[s.Partition] = append(syncs[s.Partition], s)
-			}
-		}
+		syncs = mm2.IndexSyncs(all)
 	}
 
 	look := func(l kadm.ListedOffsets, topic string, p int32) int64 {
@@ -376,7 +372,7 @@ func Diff(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, *offs
 				StrictTargetTo:   cfg.To.Kind == Latest,
 			},
 			hint:     cfg.From.Kind != Earliest || ss > 0,
-			syncs:    syncs[p],
+			syncs:    syncs,
 			progress: cfg.Progress,
 			logger:   cfg.Logger,
 		}
@@ -558,7 +554,7 @@ type partJob struct {
 	spec PartitionSpec
 	// hint: spec.TargetFrom is only the log start; refine it from syncs and timestamps.
 	hint     bool
-	syncs    []mm2.OffsetSync
+	syncs    *mm2.SyncIndex // nil without an offset-syncs topic
 	progress func(Progress)
 	logger   *slog.Logger
 }
@@ -611,17 +607,16 @@ func (j *partJob) run(ctx context.Context, src, dst *kgo.Client) (PartitionResul
 }
 
 // targetStart estimates a lower bound of where the copy of the source range starts on the
-// target: the newest MM2 offset sync at or below the source start (its downstream offset is
-// where that earlier record landed), and the first target offset with a timestamp at or after
-// the first source record's (copies keep CreateTime; LogAppendTime only makes them later). The
-// larger of the two, less a margin, is where the target is read from.
+// target: the one the MM2 offset syncs give for the source start (mm2.SyncIndex.LowerBound, at
+// or below the first copy of that record, also after a rewind), and the first target offset
+// with a timestamp at or after the first source record's (copies keep CreateTime;
+// LogAppendTime only makes them later). The larger of the two, less a margin, is where the
+// target is read from.
 func (j *partJob) targetStart(ctx context.Context, ss *fetchStream, dst *kgo.Client) (int64, error) {
 	sp := j.spec
-	var best int64 = sp.TargetFrom
-	for _, s := range j.syncs {
-		if s.Upstream <= sp.SourceFrom && s.Downstream > best {
-			best = s.Downstream
-		}
+	best := sp.TargetFrom
+	if d, ok := j.syncs.LowerBound(sp.SourceTopic, sp.Partition, sp.SourceFrom); ok {
+		best = max(best, d)
 	}
 	first, ok, err := ss.peek(ctx)
 	if err != nil {
