@@ -104,3 +104,14 @@ func TestExtendAnswers(t *testing.T) {
 		}
 	}
 }
+
+// TestCopies: every copy of a source offset, in target order; none for an unmapped one.
+func TestCopies(t *testing.T) {
+	pm := PartitionMap{SourceTo: 10, TargetTo: 20, Segments: []Segment{{0, 0, 3}, {5, 8, 2}},
+		Duplicates: []Copy{{Target: 4, Source: 1}, {Target: 12, Source: 1}, {Target: 13, Source: 6}}}
+	for s, want := range map[int64][]int64{0: {0}, 1: {1, 4, 12}, 2: {2}, 3: nil, 6: {9, 13}, 9: nil} {
+		if got := pm.Copies(s); !reflect.DeepEqual(got, want) {
+			t.Errorf("Copies(%d) = %v, want %v", s, got, want)
+		}
+	}
+}

@@ -115,6 +115,22 @@ func (pm *PartitionMap) ExactTarget(g int64) Translation {
 	return Translation{Known: true, Target: pm.TargetTo}
 }
 
+// Copies returns the target offsets of every copy of source offset s the map holds (its
+// segment copy, then its duplicates), in target order; none when s is not mapped.
+func (pm *PartitionMap) Copies(s int64) []int64 {
+	i, ok := pm.segmentOf(s, func(sg Segment) int64 { return sg.Source })
+	if !ok {
+		return nil
+	}
+	out := []int64{pm.Segments[i].Target + (s - pm.Segments[i].Source)}
+	j := sort.Search(len(pm.Duplicates), func(j int) bool { return pm.Duplicates[j].Source >= s })
+	for ; j < len(pm.Duplicates) && pm.Duplicates[j].Source == s; j++ {
+		out = append(out, pm.Duplicates[j].Target)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // lastCopy returns the highest target offset among the duplicate copies of source offset s.
 func (pm *PartitionMap) lastCopy(s int64) (int64, bool) {
 	j := sort.Search(len(pm.Duplicates), func(j int) bool { return pm.Duplicates[j].Source >= s })
