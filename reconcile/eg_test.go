@@ -15,7 +15,7 @@ func TestPlanGroupAtSourceEndAfterMarker(t *testing.T) {
 	createTopic(t, e.srcAdm, topic, 1)
 	createTopic(t, e.dstAdm, topic, 1)
 	produceTxn(t, e.src, topic, 0, values("v", 0, 10)...) // offsets 0..9, commit marker at 10
-	mirrorTopic(t, e, topic, topic, 0, step{0, 11})      // target offsets 0..9
+	mirrorTopic(t, e, topic, topic, 0, step{0, 11})       // target offsets 0..9
 	commit(t, e.srcAdm, group, topic, 0, 11, "")
 	commit(t, e.dstAdm, group, topic, 0, 10, "")
 	res, err := Plan(testCtx(t), e.src, e.dst, Config{Groups: regexp.MustCompile(regexp.QuoteMeta(group))})
