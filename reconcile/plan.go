@@ -70,16 +70,13 @@ func Plan(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, error
 	if err != nil {
 		return nil, fmt.Errorf("source cluster: list groups: %w", err)
 	}
-	groupsRe, excludeRe, topicsRe := anchored(cfg.Groups), anchored(cfg.GroupsExclude), anchored(cfg.Topics)
+	topicsRe := anchored(cfg.Topics)
 	var names []string
+	selected := cfg.groupFilter()
 	for _, g := range sortedKeys(listed) {
-		if groupsRe != nil && !groupsRe.MatchString(g) {
-			continue
+		if selected(g) {
+			names = append(names, g)
 		}
-		if excludeRe != nil && excludeRe.MatchString(g) {
-			continue
-		}
-		names = append(names, g)
 	}
 	if len(names) == 0 {
 		return res, nil
@@ -186,7 +183,7 @@ func Plan(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, error
 			part := Partition{Topic: o.Topic, TargetTopic: tt, Partition: o.Partition,
 				SourceCommitted: o.At, SourceMetadata: o.Metadata}
 			if o.Err != nil {
-				part.Status, part.Reason = StatusUnmappable, fmt.Sprintf("source cluster: committed offset of %s/%d: %v", o.Topic, o.Partition, o.Err)
+				part.refuse(name, StatusUnmappable, fmt.Sprintf("source cluster: committed offset of %s/%d: %v", o.Topic, o.Partition, o.Err), o.Err)
 			}
 			if l, ok := srcStarts.Lookup(o.Topic, o.Partition); ok {
 				part.SourceStart = l.Offset
@@ -237,7 +234,7 @@ func Plan(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, error
 					g.Err = err.Error()
 				}
 				errMu.Unlock()
-				part.Status, part.Reason = StatusUnmappable, "error: "+err.Error()
+				part.refuse(g.Group, StatusUnmappable, "error: "+err.Error(), err)
 			}
 			log.Debug("planned", "group", g.Group, "topic", part.Topic, "partition", part.Partition, "status", part.Status)
 			return nil
@@ -267,13 +264,13 @@ func (s *side) bounds(ctx context.Context, topics []string) (kadm.ListedOffsets,
 // judge fills E(G), the status and the counts of one group partition.
 func (p *planner) judge(ctx context.Context, group string, part *Partition, dstStarts kadm.ListedOffsets) error {
 	if ok, why := topicMirrored(p.cfg.Flow, part.Topic); !ok && !p.fromMap(part.Topic) {
-		part.Status, part.Reason = StatusUnmappable, why
+		part.refuse(group, StatusUnmappable, why, nil)
 		return nil
 	}
 	if _, ok, err := p.dst.topic(ctx, part.TargetTopic); err != nil {
 		return err
 	} else if !ok {
-		part.Status, part.Reason = StatusUnmappable, fmt.Sprintf("topic not mirrored: target topic %q does not exist on the target cluster", part.TargetTopic)
+		part.refuse(group, StatusUnmappable, fmt.Sprintf("topic not mirrored: target topic %q does not exist on the target cluster", part.TargetTopic), nil)
 		return nil
 	}
 	dstStart := int64(0)
@@ -287,7 +284,7 @@ func (p *planner) judge(ctx context.Context, group string, part *Partition, dstS
 		return err
 	}
 	if !ans.known {
-		part.Status, part.Reason = ans.status, ans.reason
+		part.refuse(group, ans.status, ans.reason, nil)
 		return nil
 	}
 	e := ans.e
