@@ -137,30 +137,27 @@ func (ps *partState) settleControl(off int64) {
 	}
 }
 
-// extend adds the mapping src -> dst: it extends the last segment when both offsets advance
-// by one, and otherwise starts a segment and queues an MM2 offset sync (the discontinuity).
-// The first record of this process's ownership queues a sync too, as MM2 does at task start.
+// extend adds the mapping src -> dst to the map (offsetmap.PartitionMap.Extend): it extends
+// the last segment when both offsets advance by one, and otherwise starts a segment and queues
+// an MM2 offset sync (the discontinuity). The first record of this process's ownership queues
+// a sync too, as MM2 does at task start. A copy the map cannot place (a replay, or one out of
+// order) fails the partition: the mirror writes each source record once, in order.
 func (ps *partState) extend(src, dst int64) {
-	segs := ps.pm.Segments
-	n := len(segs)
-	if n > 0 && segs[n-1].Source+segs[n-1].Len == src && segs[n-1].Target+segs[n-1].Len == dst {
-		segs[n-1].Len++
-		ps.dirty = min(ps.dirty, n-1)
-		if !ps.synced {
-			ps.synced = true
-			ps.syncs = append(ps.syncs, mm2.OffsetSync{Topic: ps.topic, Partition: ps.partition, Upstream: src, Downstream: dst})
+	g, err := ps.pm.Extend(src, dst)
+	if err == nil && g == offsetmap.Replayed {
+		err = fmt.Errorf("source offset %d was produced again, at target offset %d", src, dst)
+	}
+	if err != nil {
+		if ps.failed == nil {
+			ps.failed = fmt.Errorf("partition %s, target topic %s: %w: stop kmirror and run kverify diff on the topic before resuming", ps.tp, ps.target, err)
 		}
-	} else {
-		ps.pm.Segments = append(segs, offsetmap.Segment{Source: src, Target: dst, Len: 1})
-		ps.dirty = min(ps.dirty, n)
+		return
+	}
+	ps.dirty = min(ps.dirty, len(ps.pm.Segments)-1)
+	if g == offsetmap.NewSegment || !ps.synced {
 		ps.synced = true
 		ps.syncs = append(ps.syncs, mm2.OffsetSync{Topic: ps.topic, Partition: ps.partition, Upstream: src, Downstream: dst})
 	}
-	if n == 0 && ps.pm.SourceFrom > src {
-		ps.pm.SourceFrom = src
-	}
-	ps.pm.SourceTo = max(ps.pm.SourceTo, src+1)
-	ps.pm.TargetTo = max(ps.pm.TargetTo, dst+1)
 }
 
 // revoke stops submitting and waits until every submitted record is settled. It returns the

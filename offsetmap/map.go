@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 )
 
@@ -114,6 +115,22 @@ func (pm *PartitionMap) ExactTarget(g int64) Translation {
 	return Translation{Known: true, Target: pm.TargetTo}
 }
 
+// Copies returns the target offsets of every copy of source offset s the map holds (its
+// segment copy, then its duplicates), in target order; none when s is not mapped.
+func (pm *PartitionMap) Copies(s int64) []int64 {
+	i, ok := pm.segmentOf(s, func(sg Segment) int64 { return sg.Source })
+	if !ok {
+		return nil
+	}
+	out := []int64{pm.Segments[i].Target + (s - pm.Segments[i].Source)}
+	j := sort.Search(len(pm.Duplicates), func(j int) bool { return pm.Duplicates[j].Source >= s })
+	for ; j < len(pm.Duplicates) && pm.Duplicates[j].Source == s; j++ {
+		out = append(out, pm.Duplicates[j].Target)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // lastCopy returns the highest target offset among the duplicate copies of source offset s.
 func (pm *PartitionMap) lastCopy(s int64) (int64, bool) {
 	j := sort.Search(len(pm.Duplicates), func(j int) bool { return pm.Duplicates[j].Source >= s })
@@ -122,6 +139,72 @@ func (pm *PartitionMap) lastCopy(s int64) (int64, bool) {
 		best = max(best, pm.Duplicates[j].Target)
 	}
 	return best, best >= 0
+}
+
+// Growth says how Extend placed a copy.
+type Growth uint8
+
+const (
+	// Extended: the copy continues the last segment (both offsets advanced by one).
+	Extended Growth = iota + 1
+	// NewSegment: the copy starts a segment of one record (a gap on either side, or the first
+	// copy of the map).
+	NewSegment
+	// Replayed: the source record was already mapped; the copy is a Copy in Duplicates.
+	Replayed
+)
+
+// Extend is the one way a map grows: source offset s was copied at target offset t. Copies
+// arrive in target order, so t must be at or above TargetTo (it was not examined yet). A
+// source offset past the last mapped one extends the last segment when both offsets advance
+// by one from its end, else it starts a new segment. A source offset that a segment already
+// maps is a replay: the copy joins Duplicates, which stay sorted by source, then target. Extend
+// keeps the extents covering the copy (SourceFrom at most s, SourceTo past s, TargetTo past t).
+//
+// A copy that breaks the order (t below TargetTo, or s below the last mapped source offset
+// without being mapped) is an error naming both offsets and leaves the map unchanged: the map
+// never claims a copy it cannot place.
+func (pm *PartitionMap) Extend(s, t int64) (Growth, error) {
+	if s < 0 || t < 0 {
+		return 0, fmt.Errorf("partition %d: copy of source offset %d at target offset %d: offsets are never negative", pm.Partition, s, t)
+	}
+	if t < pm.TargetTo {
+		return 0, fmt.Errorf("partition %d: copy of source offset %d at target offset %d, below target offset %d already examined: copies are mapped in target order", pm.Partition, s, t, pm.TargetTo)
+	}
+	var g Growth
+	n := len(pm.Segments)
+	switch end := pm.sourceEnd(); {
+	case s >= end && n > 0 && s == end && t == pm.Segments[n-1].Target+pm.Segments[n-1].Len:
+		pm.Segments[n-1].Len++
+		g = Extended
+	case s >= end:
+		pm.Segments = append(pm.Segments, Segment{Source: s, Target: t, Len: 1})
+		g = NewSegment
+	default:
+		if _, ok := pm.segmentOf(s, func(sg Segment) int64 { return sg.Source }); !ok {
+			return 0, fmt.Errorf("partition %d: copy of source offset %d at target offset %d: the source offset was never copied before and is below the last mapped source offset %d: new records are mapped in source order", pm.Partition, s, t, end-1)
+		}
+		c := Copy{Target: t, Source: s}
+		i := len(pm.Duplicates)
+		if i > 0 && (pm.Duplicates[i-1].Source > s) {
+			// t is above every target so far, so among copies of s it sorts last.
+			i = sort.Search(len(pm.Duplicates), func(j int) bool { return pm.Duplicates[j].Source > s })
+		}
+		pm.Duplicates = slices.Insert(pm.Duplicates, i, c)
+		g = Replayed
+	}
+	pm.SourceFrom = min(pm.SourceFrom, s)
+	pm.SourceTo = max(pm.SourceTo, s+1)
+	pm.TargetTo = t + 1
+	return g, nil
+}
+
+// sourceEnd is the source offset just past the last segment, or 0 without segments.
+func (pm *PartitionMap) sourceEnd() int64 {
+	if n := len(pm.Segments); n > 0 {
+		return pm.Segments[n-1].Source + pm.Segments[n-1].Len
+	}
+	return 0
 }
 
 // Write writes m as indented JSON.

@@ -108,12 +108,7 @@ func (p *planner) locate(ctx context.Context, j job) (answer, error) {
 // targetLowerBound returns a target offset at or below the copy of source record r, from
 // MM2's offset syncs or from r's timestamp, else the target log start.
 func (p *planner) targetLowerBound(ctx context.Context, j job, r rec) int64 {
-	lb, found := int64(-1), false
-	if p.syncs != nil {
-		if d, ok := p.syncs.lowerBound(j.srcTopic, j.part, r.off); ok {
-			lb, found = d, true
-		}
-	}
+	lb, found := p.syncs.LowerBound(j.srcTopic, j.part, r.off)
 	// What earlier alignments of this partition found: the first copy of a source record at or
 	// below r lies at or below the copy of r.
 	if d, ok := p.anchorBelow(j, r.off); ok {
@@ -139,15 +134,14 @@ type aligner struct {
 
 	tFrom, tNext int64 // the target window [tFrom, tNext) read so far
 	read         int
-	copies       [][]int // per source index, indices into T of its copies
-	weak         []bool  // per source index: a copy was placed without confirming context
-	extras       []int64
+
+	// The last alignment of S against T: its result and its offset map.
+	pr verify.PartitionResult
+	pm *offsetmap.PartitionMap
 }
 
 func (a *aligner) reset(ctx context.Context, from int64) error {
-	a.T, a.tFrom, a.tNext, a.read, a.extras = nil, from, from, 0, nil
-	a.copies = make([][]int, len(a.S))
-	a.weak = make([]bool, len(a.S))
+	a.T, a.tFrom, a.tNext, a.read, a.pm = nil, from, from, 0, nil
 	_, err := a.more(ctx)
 	return err
 }
@@ -176,39 +170,43 @@ func (a *aligner) more(ctx context.Context) (bool, error) {
 // atEnd reports whether the window reaches the target log end.
 func (a *aligner) atEnd() bool { return a.tNext >= a.j.dstEnd }
 
+// lastMapped is the highest source offset the map places, or -1.
+func (a *aligner) lastMapped() int64 {
+	if n := len(a.pm.Segments); n > 0 {
+		return a.pm.Segments[n-1].Source + a.pm.Segments[n-1].Len - 1
+	}
+	return -1
+}
+
+// lastCopyUpTo is the highest target offset holding a copy of a source record at or below
+// off, or -1.
+func (a *aligner) lastCopyUpTo(off int64) int64 {
+	last := int64(-1)
+	for _, sg := range a.pm.Segments {
+		if sg.Source <= off {
+			last = max(last, sg.Target+min(sg.Len-1, off-sg.Source))
+		}
+	}
+	for _, c := range a.pm.Duplicates {
+		if c.Source <= off {
+			last = max(last, c.Target)
+		}
+	}
+	return last
+}
+
 // run aligns the windows read so far with verify.Align (the aligner kverify uses), reading
 // more target records while s* has not been passed or the look-ahead after its last copy is
 // not covered. retry asks for an earlier window start: the first records of S were not found.
 func (a *aligner) run(ctx context.Context, star int) (ans answer, retry bool, err error) {
-	j := a.j
-	var dups int64
 	for {
-		pr, pm, err := a.align(ctx)
-		if err != nil {
+		if err := a.align(ctx); err != nil {
 			return answer{}, false, err
 		}
-		dups = pr.Duplicated
-		a.fromMap(pm, pr)
-		for k := range a.S {
-			if len(a.copies[k]) > 0 {
-				a.p.addAnchor(j, a.S[k].off, a.T[a.copies[k][0]].off)
-				break
-			}
+		if len(a.pm.Segments) > 0 {
+			a.p.addAnchor(a.j, a.pm.Segments[0].Source, a.pm.Segments[0].Target)
 		}
-		matched, lastStar := -1, int64(-1)
-		for k := range a.S {
-			if n := len(a.copies[k]); n > 0 {
-				matched = k
-				if k <= star {
-					lastStar = max(lastStar, a.T[a.copies[k][n-1]].off)
-				}
-			}
-		}
-		need := matched < 0 || star >= 0 && matched <= star
-		if lastStar >= 0 && lastStar+int64(a.p.cfg.Window) >= a.tNext {
-			need = true
-		}
-		if !need {
+		if !a.needMore(star) {
 			break
 		}
 		ok, err := a.more(ctx)
@@ -219,40 +217,54 @@ func (a *aligner) run(ctx context.Context, star int) (ans answer, retry bool, er
 			break
 		}
 	}
-	first := -1
-	for k := range a.S {
-		if len(a.copies[k]) > 0 {
-			first = k
-			break
-		}
+	if len(a.pm.Segments) == 0 {
+		return a.notFound()
 	}
-	if first < 0 {
-		if !a.atEnd() {
-			return unmappable("record not found: no copy of source %s/%d offsets %d..%d in target %s/%d offsets %d..%d (read budget %d records)",
-				j.srcTopic, j.part, a.S[0].off, a.S[len(a.S)-1].off, j.dstTopic, j.part, a.tFrom, a.tNext-1, a.p.cfg.MaxTargetRead), false, nil
-		}
-		if a.tFrom > j.dstStart {
-			return answer{}, true, nil
-		}
-		if j.dstEnd == j.dstStart {
-			return pending("the target partition %s/%d is empty: the mirror has not copied it yet", j.dstTopic, j.part), false, nil
-		}
-		if p := a.p.syncs; p != nil {
-			if up := p.maxUpstream(j.srcTopic, j.part); up >= 0 && up < a.S[0].off {
-				return pending("the mirror's newest offset sync is for source offset %d, below %d", up, a.S[0].off), false, nil
-			}
-		}
-		return unmappable("record not found: no copy of source %s/%d offsets %d..%d in target %s/%d offsets %d..%d",
-			j.srcTopic, j.part, a.S[0].off, a.S[len(a.S)-1].off, j.dstTopic, j.part, a.tFrom, a.tNext-1), false, nil
-	}
-	if star >= 0 && first > star && a.tFrom > j.dstStart {
+	if star >= 0 && a.pm.Segments[0].Source > a.S[star].off && a.tFrom > a.j.dstStart {
 		return answer{}, true, nil // the copies of the records below G start before the window
 	}
-	return a.answer(star, int(dups)), false, nil
+	return a.answer(star), false, nil
 }
 
-// align runs verify.Align over the source records S and the target window T.
-func (a *aligner) align(ctx context.Context) (verify.PartitionResult, *offsetmap.PartitionMap, error) {
+// needMore reports whether the window must grow: nothing is mapped yet, s* is not passed, or
+// the look-ahead after the last copy of a record up to s* (where a replay of it would be) is
+// not read yet.
+func (a *aligner) needMore(star int) bool {
+	last := a.lastMapped()
+	if last < 0 || star >= 0 && last <= a.S[star].off {
+		return true
+	}
+	if star < 0 {
+		return false
+	}
+	t := a.lastCopyUpTo(a.S[star].off)
+	return t >= 0 && t+int64(a.p.cfg.Window) >= a.tNext
+}
+
+// notFound explains an alignment that mapped no record of S: an earlier window, pending, or
+// unmappable.
+func (a *aligner) notFound() (answer, bool, error) {
+	j := a.j
+	if !a.atEnd() {
+		return unmappable("record not found: no copy of source %s/%d offsets %d..%d in target %s/%d offsets %d..%d (read budget %d records)",
+			j.srcTopic, j.part, a.S[0].off, a.S[len(a.S)-1].off, j.dstTopic, j.part, a.tFrom, a.tNext-1, a.p.cfg.MaxTargetRead), false, nil
+	}
+	if a.tFrom > j.dstStart {
+		return answer{}, true, nil
+	}
+	if j.dstEnd == j.dstStart {
+		return pending("the target partition %s/%d is empty: the mirror has not copied it yet", j.dstTopic, j.part), false, nil
+	}
+	if up := a.p.syncs.MaxUpstream(j.srcTopic, j.part); up >= 0 && up < a.S[0].off {
+		return pending("the mirror's newest offset sync is for source offset %d, below %d", up, a.S[0].off), false, nil
+	}
+	return unmappable("record not found: no copy of source %s/%d offsets %d..%d in target %s/%d offsets %d..%d",
+		j.srcTopic, j.part, a.S[0].off, a.S[len(a.S)-1].off, j.dstTopic, j.part, a.tFrom, a.tNext-1), false, nil
+}
+
+// align runs verify.Align over the source records S and the target window T. The source
+// range it covers reaches G: reconcile read every source record below G.
+func (a *aligner) align(ctx context.Context) error {
 	items := func(rs []rec) []verify.Item {
 		out := make([]verify.Item, len(rs))
 		for i, r := range rs {
@@ -261,134 +273,146 @@ func (a *aligner) align(ctx context.Context) (verify.PartitionResult, *offsetmap
 		return out
 	}
 	n := len(a.S) + len(a.T)
-	return verify.Align(ctx, &verify.SliceStream{Items: items(a.S)}, &verify.SliceStream{Items: items(a.T)}, verify.AlignOptions{
+	pr, pm, err := verify.Align(ctx, &verify.SliceStream{Items: items(a.S)}, &verify.SliceStream{Items: items(a.T)}, verify.AlignOptions{
 		Partition: a.j.part, Fields: a.p.cfg.Fields, Window: n + 8, MaxListed: n + 1,
-		SourceFrom: a.S[0].off, SourceTo: a.S[len(a.S)-1].off + 1,
+		SourceFrom: a.S[0].off, SourceTo: max(a.S[len(a.S)-1].off+1, a.j.g),
 		TargetFrom: a.tFrom, TargetTo: a.tNext,
 		// Every target record of the window is classified: a replay of s* after the copies of
 		// the records read is what the look-ahead is for.
 		StrictTargetTo: true,
 	})
+	a.pr, a.pm = pr, pm
+	return err
 }
 
-// fromMap turns the alignment into copies per source index and the extras. A lone duplicate
-// found after the last in-order copy is only a content match that nothing confirms (it may be
-// a later record with the same content, beyond the source window): weak.
-func (a *aligner) fromMap(pm *offsetmap.PartitionMap, pr verify.PartitionResult) {
-	at := make(map[int64]int, len(a.T)) // target offset -> index in T
-	for i, t := range a.T {
-		at[t.off] = i
+// index returns the index in S of source offset off, or -1.
+func (a *aligner) index(off int64) int {
+	k := sort.Search(len(a.S), func(k int) bool { return a.S[k].off >= off })
+	if k < len(a.S) && a.S[k].off == off {
+		return k
 	}
-	src := make(map[int64]int, len(a.S)) // source offset -> index in S
-	for i, s := range a.S {
-		src[s.off] = i
+	return -1
+}
+
+// target returns the record of the window at target offset off.
+func (a *aligner) target(off int64) (rec, bool) {
+	k := sort.Search(len(a.T), func(k int) bool { return a.T[k].off >= off })
+	if k < len(a.T) && a.T[k].off == off {
+		return a.T[k], true
 	}
-	a.copies = make([][]int, len(a.S))
-	a.weak = make([]bool, len(a.S))
-	a.extras = nil
-	var seqEnd int64 = -1 // target offset of the last in-order copy
-	for _, sg := range pm.Segments {
-		for d := range sg.Len {
-			k, ok1 := src[sg.Source+d]
-			ti, ok2 := at[sg.Target+d]
-			if ok1 && ok2 {
-				a.copies[k] = append(a.copies[k], ti)
-				seqEnd = max(seqEnd, sg.Target+d)
-			}
-		}
+	return rec{}, false
+}
+
+// seqEnd is the target offset of the last in-order copy (the end of the last segment), or -1.
+func (a *aligner) seqEnd() int64 {
+	end := int64(-1)
+	for _, sg := range a.pm.Segments {
+		end = max(end, sg.Target+sg.Len-1)
 	}
-	// Duplicates past seqEnd: a run of two or more consecutive target records copying
-	// consecutive source records is a replay; a lone one is weak.
-	type dup struct{ k, ti int }
-	var late []dup
-	for _, c := range pm.Duplicates {
-		k, ok1 := src[c.Source]
-		ti, ok2 := at[c.Target]
-		if !ok1 || !ok2 {
-			continue
-		}
-		a.copies[k] = append(a.copies[k], ti)
-		if c.Target > seqEnd {
-			late = append(late, dup{k, ti})
-		}
-	}
-	sort.Slice(late, func(x, y int) bool { return late[x].ti < late[y].ti })
-	for x, d := range late {
-		prev := x > 0 && late[x-1].ti == d.ti-1 && late[x-1].k == d.k-1
-		next := x+1 < len(late) && late[x+1].ti == d.ti+1 && late[x+1].k == d.k+1
-		if !prev && !next {
-			a.weak[d.k] = true
-		}
-	}
-	for k := range a.copies {
-		sort.Ints(a.copies[k])
-	}
-	// Extras count only below the last in-order copy: past it, target records may copy
-	// source records beyond the window.
-	for _, r := range pr.ExtraRanges {
+	return end
+}
+
+// extras are the target offsets of the window that copy no source record read, below the last
+// in-order copy: past it, target records may copy source records beyond S.
+func (a *aligner) extras() []int64 {
+	var out []int64
+	end := a.seqEnd()
+	for _, r := range a.pr.ExtraRanges {
 		for _, t := range a.T {
-			if t.off >= r.From && t.off <= r.To && t.off < seqEnd {
-				a.extras = append(a.extras, t.off)
+			if t.off >= r.From && t.off <= r.To && t.off < end {
+				out = append(out, t.off)
 			}
 		}
 	}
+	return out
 }
 
-// answer turns the alignment into E(G), refusing whenever content cannot tell.
-func (a *aligner) answer(star, dups int) answer {
-	j := a.j
-	base := answer{extras: a.extras, winFrom: a.tFrom, winTo: a.tNext}
-	matchedUpTo := -1
-	for k := range a.S {
-		if len(a.copies[k]) > 0 {
-			matchedUpTo = k
+// weak reports whether source offset off has a lone copy after the last in-order copy: a
+// content match that nothing confirms (it may be a later record with the same content, beyond
+// the source window). Two or more consecutive target records copying consecutive source
+// records past it are a replay, confirmed.
+func (a *aligner) weak(off int64) bool {
+	end := a.seqEnd()
+	type dup struct {
+		k int
+		t int64
+	}
+	var late []dup
+	for _, c := range a.pm.Duplicates {
+		if k := a.index(c.Source); k >= 0 && c.Target > end {
+			late = append(late, dup{k, c.Target})
 		}
 	}
+	sort.Slice(late, func(x, y int) bool { return late[x].t < late[y].t })
+	for x, d := range late {
+		prev := x > 0 && late[x-1].t == d.t-1 && late[x-1].k == d.k-1
+		next := x+1 < len(late) && late[x+1].t == d.t+1 && late[x+1].k == d.k+1
+		if !prev && !next && a.S[d.k].off == off {
+			return true
+		}
+	}
+	return false
+}
+
+// answer takes E(G) from the alignment's offset map (offsetmap.PartitionMap.ExactTarget) and
+// keeps it only when content can tell: it refuses when the mirror has not passed s*, when s*
+// has no copy, when its last copy is a lone late match, when a run of identical records around
+// G has a loss or a replay in it, and when the copy differs.
+func (a *aligner) answer(star int) answer {
+	j := a.j
+	base := answer{extras: a.extras(), winFrom: a.tFrom, winTo: a.tNext}
+	tr := a.pm.ExactTarget(j.g)
 	if star < 0 {
 		// No source record below G: E is the first copy of the first mirrored record >= G.
-		for k := range a.S {
-			if len(a.copies[k]) > 0 {
-				t := a.T[a.copies[k][0]]
-				base.known, base.e = true, t.off
-				base.proof = fmt.Sprintf("no source record below %d (log start %d); fingerprint %016x of source offset %d = target offset %d", j.g, j.srcStart, a.S[k].fp, a.S[k].off, t.off)
-				return base
-			}
-		}
-		base.status, base.reason = StatusPending, fmt.Sprintf("the mirror has not copied source %s/%d offset %d yet", j.srcTopic, j.part, a.S[0].off)
+		k := a.index(a.pm.Segments[0].Source)
+		base.known, base.e = true, tr.Target
+		base.proof = fmt.Sprintf("no source record below %d (log start %d); fingerprint %016x of source offset %d = target offset %d", j.g, j.srcStart, a.S[k].fp, a.S[k].off, tr.Target)
 		return base
 	}
-	s := -1 // the largest mirrored source index below G
-	for k := star; k >= 0; k-- {
-		if len(a.copies[k]) > 0 {
-			s = k
-			break
-		}
+	if last := a.lastMapped(); last < a.S[star].off || !tr.Known {
+		return a.behind(base, last, star)
 	}
-	if s < star && matchedUpTo <= star {
-		// Nothing at or after s* has arrived: the mirror is behind G.
-		if a.atEnd() {
-			base.status = StatusPending
-			last := "nothing"
-			if matchedUpTo >= 0 {
-				last = fmt.Sprintf("source offset %d", a.S[matchedUpTo].off)
-			}
-			base.reason = fmt.Sprintf("the mirror has copied %s/%d up to %s, not yet offset %d below the committed %d", j.srcTopic, j.part, last, a.S[star].off, j.g)
-			return base
-		}
-		base.status = StatusUnmappable
-		base.reason = fmt.Sprintf("record not found: source %s/%d offset %d has no copy in target offsets %d..%d (read budget reached)", j.srcTopic, j.part, a.S[star].off, a.tFrom, a.tNext-1)
-		return base
-	}
-	if s < 0 {
+	if !tr.HasPrev {
 		base.status = StatusUnmappable
 		base.reason = fmt.Sprintf("record not found: none of source %s/%d offsets %d..%d is on the target near offset %d", j.srcTopic, j.part, a.S[0].off, a.S[star].off, a.tFrom)
 		return base
 	}
-	if a.weak[s] {
-		base.status = StatusUnmappable
-		last := a.T[a.copies[s][len(a.copies[s])-1]]
-		base.reason = fmt.Sprintf("ambiguous: target offset %d repeats source offset %d but nothing after it confirms a replay (it may be a new identical record)", last.off, a.S[s].off)
+	s := a.index(tr.Prev) // s*, the largest mirrored source record below G
+	copies := a.pm.Copies(tr.Prev)
+	last, _ := a.target(tr.PrevTarget)
+	if why := a.refuse(s, last); why != "" {
+		base.status, base.reason = StatusUnmappable, why
 		return base
+	}
+	base.known, base.e = true, tr.Target
+	base.proof = fmt.Sprintf("fingerprint %016x of source offset %d = target offset %d (%s)", a.S[s].fp, a.S[s].off, last.off, strings.Join(a.notes(star, s, len(copies), base), "; "))
+	return base
+}
+
+// behind is the answer when nothing at or after s* (index star) has been mapped: the mirror
+// has not passed G (pending) when the window reaches the target end, else the read budget ran
+// out. last is the highest source offset mapped, or -1.
+func (a *aligner) behind(base answer, last int64, star int) answer {
+	j := a.j
+	if a.atEnd() {
+		base.status = StatusPending
+		upTo := "nothing"
+		if last >= 0 {
+			upTo = fmt.Sprintf("source offset %d", last)
+		}
+		base.reason = fmt.Sprintf("the mirror has copied %s/%d up to %s, not yet offset %d below the committed %d", j.srcTopic, j.part, upTo, a.S[star].off, j.g)
+		return base
+	}
+	base.status = StatusUnmappable
+	base.reason = fmt.Sprintf("record not found: source %s/%d offset %d has no copy in target offsets %d..%d (read budget reached)", j.srcTopic, j.part, a.S[star].off, a.tFrom, a.tNext-1)
+	return base
+}
+
+// refuse says why the answer from s* (index s, its last copy at last) cannot be proven by
+// content, or "".
+func (a *aligner) refuse(s int, last rec) string {
+	if a.weak(a.S[s].off) {
+		return fmt.Sprintf("ambiguous: target offset %d repeats source offset %d but nothing after it confirms a replay (it may be a new identical record)", last.off, a.S[s].off)
 	}
 	// A run of identical records that straddles G: only exact when the target holds exactly
 	// one copy of each (no duplicate or loss inside the run).
@@ -402,40 +426,42 @@ func (a *aligner) answer(star, dups int) answer {
 	if hi > s {
 		n := 0
 		for k := lo; k <= hi; k++ {
-			n += len(a.copies[k])
+			n += len(a.pm.Copies(a.S[k].off))
 		}
 		if n != hi-lo+1 {
-			base.status = StatusUnmappable
-			base.reason = fmt.Sprintf("ambiguous run of identical records: source offsets %d..%d are identical and the target holds %d copies of them", a.S[lo].off, a.S[hi].off, n)
-			return base
+			return fmt.Sprintf("ambiguous run of identical records: source offsets %d..%d are identical and the target holds %d copies of them", a.S[lo].off, a.S[hi].off, n)
 		}
 	}
-	last := a.T[a.copies[s][len(a.copies[s])-1]]
 	if last.fp != a.S[s].fp {
-		base.status = StatusUnmappable
-		base.reason = fmt.Sprintf("record altered: target offset %d sits where source offset %d was copied but differs in %v", last.off, a.S[s].off, offsetmap.DiffFields(a.S[s].r, last.r, a.p.cfg.Fields))
-		return base
+		return fmt.Sprintf("record altered: target offset %d sits where source offset %d was copied but differs in %v", last.off, a.S[s].off, offsetmap.DiffFields(a.S[s].r, last.r, a.p.cfg.Fields))
 	}
-	base.known, base.e = true, last.off+1
+	return ""
+}
+
+// notes are what the proof says besides the fingerprints: records missing below G, replays,
+// extras right after E, and how far the window reached.
+func (a *aligner) notes(star, s, copies int, ans answer) []string {
+	j := a.j
 	var notes []string
 	if s < star {
 		notes = append(notes, fmt.Sprintf("source offsets %d..%d are missing on the target", a.S[s+1].off, a.S[star].off))
 	}
-	if n := len(a.copies[s]); n > 1 {
-		notes = append(notes, fmt.Sprintf("%d copies of it, the last one counts", n))
-	} else if dups > 0 {
+	if copies > 1 {
+		notes = append(notes, fmt.Sprintf("%d copies of it, the last one counts", copies))
+	} else if dups := a.pr.Duplicated; dups > 0 {
 		notes = append(notes, fmt.Sprintf("%d replayed records in the window", dups))
 	}
 	// Target records between E and the copy of the next source record copy nothing that is on
 	// the source now: compacted there after mirroring, or written to the target directly. E
 	// stays below them: never above the truth, at the price of re-reading them.
 	for k := star + 1; k < len(a.S); k++ {
-		if len(a.copies[k]) == 0 {
+		c := a.pm.Copies(a.S[k].off)
+		if len(c) == 0 {
 			continue
 		}
-		next, n := a.T[a.copies[k][0]].off, 0
-		for _, x := range a.extras {
-			if x >= base.e && x < next {
+		n := 0
+		for _, x := range ans.extras {
+			if x >= ans.e && x < c[0] {
 				n++
 			}
 		}
@@ -449,8 +475,7 @@ func (a *aligner) answer(star, dups int) answer {
 	} else {
 		notes = append(notes, fmt.Sprintf("no later copy up to target offset %d", a.tNext-1))
 	}
-	base.proof = fmt.Sprintf("fingerprint %016x of source offset %d = target offset %d (%s)", a.S[s].fp, a.S[s].off, last.off, strings.Join(notes, "; "))
-	return base
+	return notes
 }
 
 // anchor is a source record and the target offset of its first copy, found by an alignment.

@@ -12,16 +12,20 @@ import (
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
-// DefaultGroupsExclude are the groups MM2 never syncs (groups.exclude default), which Plan
-// skips too unless Config.GroupsExclude says otherwise.
+// DefaultGroupsExclude are the groups MM2 never syncs by default (groups.exclude), which a
+// flow without an MM2 file excludes.
 var DefaultGroupsExclude = strings.Join(mm2.DefaultGroupsExclude, "|")
 
 // Config says which groups Plan looks at and how it finds E(G).
 type Config struct {
-	// Groups selects source groups by name (full match). Default: every group.
+	// Groups narrows the groups planned to those whose whole name matches. Default: nil, no
+	// narrowing.
 	Groups *regexp.Regexp
-	// GroupsExclude drops groups by name (full match). Default: DefaultGroupsExclude, MM2's
-	// own exclusions. Set it to regexp.MustCompile(`$^`) to exclude nothing.
+	// GroupsExclude, when set, replaces the flow's group selection: every group (that Groups
+	// matches) except those whose whole name matches; regexp.MustCompile(`$^`) excludes
+	// nothing. Default: nil, the flow selects the groups as MM2 and kmirror's group sync do
+	// (Flow.GroupMatches: its groups and groups.exclude lists; a Flow that sets neither list
+	// selects as MM2's defaults do, every group but DefaultGroupsExclude).
 	GroupsExclude *regexp.Regexp
 	// Topics selects source topics by name (full match). Default: every topic.
 	Topics *regexp.Regexp
@@ -62,9 +66,6 @@ type Config struct {
 
 // SetDefaults fills the zero fields with their defaults.
 func (c *Config) SetDefaults() {
-	if c.GroupsExclude == nil {
-		c.GroupsExclude = regexp.MustCompile(`^(?:` + DefaultGroupsExclude + `)$`)
-	}
 	if c.Flow == nil {
 		c.Flow = mm2.NewFlow("source", "target", mm2.IdentityPolicy{})
 	}
@@ -85,6 +86,25 @@ func (c *Config) SetDefaults() {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+}
+
+// groupFilter reports whether Plan looks at a group: Groups narrows, and GroupsExclude, when
+// set, replaces the flow's selection (see the fields). Call it after SetDefaults.
+func (c *Config) groupFilter() func(group string) bool {
+	only, exclude, flow := anchored(c.Groups), anchored(c.GroupsExclude), c.Flow
+	if len(flow.Groups) == 0 && len(flow.GroupsExclude) == 0 {
+		// A Flow literal that names no group list: MM2's defaults.
+		flow = mm2.NewFlow(flow.Source, flow.Target, flow.Policy)
+	}
+	return func(g string) bool {
+		switch {
+		case only != nil && !only.MatchString(g):
+			return false
+		case exclude != nil:
+			return !exclude.MatchString(g)
+		}
+		return flow.GroupMatches(g)
 	}
 }
 

@@ -21,7 +21,7 @@ const countLimit = 10000
 type planner struct {
 	cfg         Config
 	src, dst    *side
-	syncs       syncIndex // nil when there is no offset-syncs topic
+	syncs       *mm2.SyncIndex // nil when there is no offset-syncs topic
 	checkpoints map[mm2.CheckpointKey]mm2.Checkpoint
 
 	mu      sync.Mutex
@@ -52,89 +52,124 @@ func Plan(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, error
 		return nil, fmt.Errorf("reconcile config: %w", err)
 	}
 	p := &planner{cfg: cfg, src: newSide("source", src), dst: newSide("target", dst), cache: make(map[cacheKey]*cacheEntry)}
-	log := cfg.Logger
-
-	// Which clusters these are: Apply records them in the backup, Rollback checks them.
-	srcID, err := clusterID(ctx, src, "source")
+	res, err := p.clusters(ctx)
 	if err != nil {
 		return nil, err
 	}
-	dstID, err := clusterID(ctx, dst, "target")
+	names, err := p.groups(ctx)
+	if err != nil || len(names) == 0 {
+		return res, err
+	}
+	st, err := p.state(ctx, names)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Groups: []Group{}, SourceCluster: &ClusterRef{Alias: cfg.Flow.Source, ID: srcID}, TargetCluster: &ClusterRef{Alias: cfg.Flow.Target, ID: dstID}}
+	p.mm2State(ctx)
+	res.Groups = make([]Group, len(names))
+	for gi, name := range names {
+		res.Groups[gi] = p.group(name, st)
+	}
+	if err := p.judgeAll(ctx, res, st.dstStarts); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
 
-	// Groups on the source.
+// clusters names the two clusters in an empty result: Apply records them in the backup,
+// Rollback checks them.
+func (p *planner) clusters(ctx context.Context) (*Result, error) {
+	srcID, err := clusterID(ctx, p.src.cl, "source")
+	if err != nil {
+		return nil, err
+	}
+	dstID, err := clusterID(ctx, p.dst.cl, "target")
+	if err != nil {
+		return nil, err
+	}
+	return &Result{Groups: []Group{}, SourceCluster: &ClusterRef{Alias: p.cfg.Flow.Source, ID: srcID}, TargetCluster: &ClusterRef{Alias: p.cfg.Flow.Target, ID: dstID}}, nil
+}
+
+// groups lists the source groups Config selects, sorted.
+func (p *planner) groups(ctx context.Context) ([]string, error) {
 	listed, err := p.src.adm.ListGroups(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("source cluster: list groups: %w", err)
 	}
-	groupsRe, excludeRe, topicsRe := anchored(cfg.Groups), anchored(cfg.GroupsExclude), anchored(cfg.Topics)
 	var names []string
+	selected := p.cfg.groupFilter()
 	for _, g := range sortedKeys(listed) {
-		if groupsRe != nil && !groupsRe.MatchString(g) {
-			continue
+		if selected(g) {
+			names = append(names, g)
 		}
-		if excludeRe != nil && excludeRe.MatchString(g) {
-			continue
-		}
-		names = append(names, g)
 	}
-	if len(names) == 0 {
-		return res, nil
-	}
-	srcDesc, err := p.src.adm.DescribeGroups(ctx, names...)
-	if err != nil && len(srcDesc) == 0 {
+	return names, nil
+}
+
+// planState is what Plan read of the groups and their topics on both clusters.
+type planState struct {
+	srcDesc, dstDesc   kadm.DescribedGroups
+	srcOffs, dstOffs   kadm.FetchOffsetsResponses
+	topicSet           map[string]bool   // source topics the groups committed on, selected
+	dstTopicOf         map[string]string // source topic -> target topic
+	srcStarts, srcEnds kadm.ListedOffsets
+	dstStarts, dstEnds kadm.ListedOffsets
+}
+
+// state describes the groups and fetches their offsets on both clusters, and lists the logs of
+// the topics they committed on (the target topics when mirrored and present).
+func (p *planner) state(ctx context.Context, names []string) (*planState, error) {
+	cfg := p.cfg
+	st := &planState{topicSet: map[string]bool{}, dstTopicOf: map[string]string{}}
+	var err error
+	if st.srcDesc, err = p.src.adm.DescribeGroups(ctx, names...); err != nil && len(st.srcDesc) == 0 {
 		return nil, fmt.Errorf("source cluster: describe groups: %w", err)
 	}
-	srcOffs := p.src.adm.FetchManyOffsets(ctx, names...)
-	dstDesc, err := p.dst.adm.DescribeGroups(ctx, names...)
-	if err != nil && len(dstDesc) == 0 {
+	st.srcOffs = p.src.adm.FetchManyOffsets(ctx, names...)
+	if st.dstDesc, err = p.dst.adm.DescribeGroups(ctx, names...); err != nil && len(st.dstDesc) == 0 {
 		return nil, fmt.Errorf("target cluster: describe groups: %w", err)
 	}
-	dstOffs := p.dst.adm.FetchManyOffsets(ctx, names...)
-
-	// Source topics the groups committed on, and their logs.
-	topicSet := map[string]bool{}
-	for _, r := range srcOffs {
+	st.dstOffs = p.dst.adm.FetchManyOffsets(ctx, names...)
+	topicsRe := anchored(cfg.Topics)
+	for _, r := range st.srcOffs {
 		for t := range r.Fetched {
 			if topicsRe == nil || topicsRe.MatchString(t) {
-				topicSet[t] = true
+				st.topicSet[t] = true
 			}
 		}
 	}
-	topics := sortedKeys(topicSet)
-	srcStarts, srcEnds, err := p.src.bounds(ctx, topics)
-	if err != nil {
+	topics := sortedKeys(st.topicSet)
+	if st.srcStarts, st.srcEnds, err = p.src.bounds(ctx, topics); err != nil {
 		return nil, err
 	}
-	// Target topics, when mirrored and present.
-	dstTopicOf := map[string]string{}
 	var dstTopics []string
 	for _, t := range topics {
 		tt := cfg.Flow.TargetTopic(t)
 		if cfg.OffsetMap != nil && cfg.OffsetMap.SourceTopic == t && cfg.OffsetMap.TargetTopic != "" {
 			tt = cfg.OffsetMap.TargetTopic
 		}
-		dstTopicOf[t] = tt
+		st.dstTopicOf[t] = tt
 		if _, ok, err := p.dst.topic(ctx, tt); err != nil {
 			return nil, err
 		} else if ok {
 			dstTopics = append(dstTopics, tt)
 		}
 	}
-	dstStarts, dstEnds, err := p.dst.bounds(ctx, dstTopics)
-	if err != nil {
+	if st.dstStarts, st.dstEnds, err = p.dst.bounds(ctx, dstTopics); err != nil {
 		return nil, err
 	}
+	return st, nil
+}
 
-	// MM2's checkpoints and offset syncs: hints and the thing to judge, never the answer.
+// mm2State reads MM2's checkpoints and offset syncs: hints and the thing to judge, never the
+// answer. A topic that cannot be read is a warning.
+func (p *planner) mm2State(ctx context.Context) {
+	cfg, log := p.cfg, p.cfg.Logger
 	cpTopic := cfg.CheckpointsTopic
 	if cpTopic == "" {
 		cpTopic = cfg.Flow.CheckpointsTopic()
 	}
-	if p.checkpoints, err = mm2.ReadCheckpoints(ctx, dst, cpTopic); err != nil {
+	var err error
+	if p.checkpoints, err = mm2.ReadCheckpoints(ctx, p.dst.cl, cpTopic); err != nil {
 		log.Warn("cannot read checkpoints", "cluster", "target", "topic", cpTopic, "err", err)
 	}
 	syncTopic, onTarget := cfg.Flow.OffsetSyncsTopic(), cfg.Flow.OffsetSyncsOnTarget()
@@ -148,105 +183,108 @@ func Plan(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, error
 	if syncs, err := mm2.ReadOffsetSyncs(ctx, syncSide.cl, syncTopic); err != nil {
 		log.Warn("cannot read offset syncs", "cluster", syncSide.name, "topic", syncTopic, "err", err)
 	} else if len(syncs) > 0 {
-		p.syncs = indexSyncs(syncs)
+		p.syncs = mm2.IndexSyncs(syncs)
 	}
+}
 
-	// One result slot per group partition, filled in parallel.
-	res.Groups = make([]Group, len(names))
-	type slot struct{ g, p int }
-	var slots []slot
-	for gi, name := range names {
-		g := Group{Group: name, Partitions: []Partition{}}
-		if d, ok := srcDesc[name]; ok {
-			g.SourceState = d.State
-			if d.Err != nil {
-				g.Err = fmt.Sprintf("source cluster: describe group %q: %v", name, d.Err)
-			}
+// group is one group's result before judging: its states, errors and partitions with what both
+// clusters and MM2's checkpoint say.
+func (p *planner) group(name string, st *planState) Group {
+	g := Group{Group: name, Partitions: []Partition{}}
+	if d, ok := st.srcDesc[name]; ok {
+		g.SourceState = d.State
+		if d.Err != nil {
+			g.Err = fmt.Sprintf("source cluster: describe group %q: %v", name, d.Err)
 		}
-		g.TargetState = "Dead"
-		if d, ok := dstDesc[name]; ok && d.State != "" {
-			g.TargetState = d.State
-		}
-		if d, ok := dstDesc[name]; ok && d.Err != nil {
-			g.Err = fmt.Sprintf("target cluster: describe group %q: %v", name, d.Err)
-		}
-		so := srcOffs[name]
-		if so.Err != nil {
-			g.Err = fmt.Sprintf("source cluster: fetch offsets of group %q: %v", name, so.Err)
-		}
-		do := dstOffs[name]
-		if do.Err != nil {
-			g.Err = fmt.Sprintf("target cluster: fetch offsets of group %q: %v", name, do.Err)
-		}
-		so.Fetched.Each(func(o kadm.OffsetResponse) {
-			if !topicSet[o.Topic] || o.At < 0 {
-				return
-			}
-			tt := dstTopicOf[o.Topic]
-			part := Partition{Topic: o.Topic, TargetTopic: tt, Partition: o.Partition,
-				SourceCommitted: o.At, SourceMetadata: o.Metadata}
-			if o.Err != nil {
-				part.Status, part.Reason = StatusUnmappable, fmt.Sprintf("source cluster: committed offset of %s/%d: %v", o.Topic, o.Partition, o.Err)
-			}
-			if l, ok := srcStarts.Lookup(o.Topic, o.Partition); ok {
-				part.SourceStart = l.Offset
-			}
-			if l, ok := srcEnds.Lookup(o.Topic, o.Partition); ok {
-				part.SourceEnd = l.Offset
-			}
-			if l, ok := dstEnds.Lookup(tt, o.Partition); ok {
-				part.TargetEnd = l.Offset
-			}
-			if t, ok := do.Fetched.Lookup(tt, o.Partition); ok && t.Err == nil && t.At >= 0 {
-				at := t.At
-				part.TargetCommitted = &at
-			}
-			if cp, ok := p.checkpoints[mm2.CheckpointKey{Group: name, Topic: tt, Partition: o.Partition}]; ok {
-				d, u := cp.Downstream, cp.Upstream
-				part.Checkpoint, part.CheckpointUpstream = &d, &u
-			}
-			g.Partitions = append(g.Partitions, part)
-		})
-		sort.Slice(g.Partitions, func(i, j int) bool {
-			a, b := g.Partitions[i], g.Partitions[j]
-			return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
-		})
-		for pi := range g.Partitions {
-			slots = append(slots, slot{gi, pi})
-		}
-		res.Groups[gi] = g
 	}
+	g.TargetState = "Dead"
+	if d, ok := st.dstDesc[name]; ok && d.State != "" {
+		g.TargetState = d.State
+	}
+	if d, ok := st.dstDesc[name]; ok && d.Err != nil {
+		g.Err = fmt.Sprintf("target cluster: describe group %q: %v", name, d.Err)
+	}
+	so := st.srcOffs[name]
+	if so.Err != nil {
+		g.Err = fmt.Sprintf("source cluster: fetch offsets of group %q: %v", name, so.Err)
+	}
+	do := st.dstOffs[name]
+	if do.Err != nil {
+		g.Err = fmt.Sprintf("target cluster: fetch offsets of group %q: %v", name, do.Err)
+	}
+	so.Fetched.Each(func(o kadm.OffsetResponse) {
+		if st.topicSet[o.Topic] && o.At >= 0 {
+			g.Partitions = append(g.Partitions, p.partition(name, o, do, st))
+		}
+	})
+	sort.Slice(g.Partitions, func(i, j int) bool {
+		a, b := g.Partitions[i], g.Partitions[j]
+		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
+	})
+	return g
+}
 
+// partition is one group partition committed at o on the source, with the logs, the target
+// commit (from do) and MM2's checkpoint.
+func (p *planner) partition(group string, o kadm.OffsetResponse, do kadm.FetchOffsetsResponse, st *planState) Partition {
+	tt := st.dstTopicOf[o.Topic]
+	part := Partition{Topic: o.Topic, TargetTopic: tt, Partition: o.Partition,
+		SourceCommitted: o.At, SourceMetadata: o.Metadata}
+	if o.Err != nil {
+		part.refuse(group, StatusUnmappable, fmt.Sprintf("source cluster: committed offset of %s/%d: %v", o.Topic, o.Partition, o.Err), o.Err)
+	}
+	if l, ok := st.srcStarts.Lookup(o.Topic, o.Partition); ok {
+		part.SourceStart = l.Offset
+	}
+	if l, ok := st.srcEnds.Lookup(o.Topic, o.Partition); ok {
+		part.SourceEnd = l.Offset
+	}
+	if l, ok := st.dstEnds.Lookup(tt, o.Partition); ok {
+		part.TargetEnd = l.Offset
+	}
+	if t, ok := do.Fetched.Lookup(tt, o.Partition); ok && t.Err == nil && t.At >= 0 {
+		at := t.At
+		part.TargetCommitted = &at
+	}
+	if cp, ok := p.checkpoints[mm2.CheckpointKey{Group: group, Topic: tt, Partition: o.Partition}]; ok {
+		d, u := cp.Downstream, cp.Upstream
+		part.Checkpoint, part.CheckpointUpstream = &d, &u
+	}
+	return part
+}
+
+// judgeAll judges every group partition not refused yet, Concurrency at once. A failure is
+// the partition's and its group's; the error is the context's.
+func (p *planner) judgeAll(ctx context.Context, res *Result, dstStarts kadm.ListedOffsets) error {
 	var errMu sync.Mutex
 	eg, ectx := errgroup.WithContext(ctx)
-	eg.SetLimit(cfg.Concurrency)
-	for _, s := range slots {
-		g := &res.Groups[s.g]
-		part := &g.Partitions[s.p]
-		if part.Status != "" {
-			continue
-		}
-		eg.Go(func() error {
-			err := p.judge(ectx, g.Group, part, dstStarts)
-			if err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				errMu.Lock()
-				if g.Err == "" {
-					g.Err = err.Error()
-				}
-				errMu.Unlock()
-				part.Status, part.Reason = StatusUnmappable, "error: "+err.Error()
+	eg.SetLimit(p.cfg.Concurrency)
+	for gi := range res.Groups {
+		g := &res.Groups[gi]
+		for pi := range g.Partitions {
+			part := &g.Partitions[pi]
+			if part.Status != "" {
+				continue
 			}
-			log.Debug("planned", "group", g.Group, "topic", part.Topic, "partition", part.Partition, "status", part.Status)
-			return nil
-		})
+			eg.Go(func() error {
+				err := p.judge(ectx, g.Group, part, dstStarts)
+				if err != nil {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					errMu.Lock()
+					if g.Err == "" {
+						g.Err = err.Error()
+					}
+					errMu.Unlock()
+					part.refuse(g.Group, StatusUnmappable, "error: "+err.Error(), err)
+				}
+				p.cfg.Logger.Debug("planned", "group", g.Group, "topic", part.Topic, "partition", part.Partition, "status", part.Status)
+				return nil
+			})
+		}
 	}
-	if err := eg.Wait(); err != nil {
-		return nil, err
-	}
-	return res, nil
+	return eg.Wait()
 }
 
 func (s *side) bounds(ctx context.Context, topics []string) (kadm.ListedOffsets, kadm.ListedOffsets, error) {
@@ -267,13 +305,13 @@ func (s *side) bounds(ctx context.Context, topics []string) (kadm.ListedOffsets,
 // judge fills E(G), the status and the counts of one group partition.
 func (p *planner) judge(ctx context.Context, group string, part *Partition, dstStarts kadm.ListedOffsets) error {
 	if ok, why := topicMirrored(p.cfg.Flow, part.Topic); !ok && !p.fromMap(part.Topic) {
-		part.Status, part.Reason = StatusUnmappable, why
+		part.refuse(group, StatusUnmappable, why, nil)
 		return nil
 	}
 	if _, ok, err := p.dst.topic(ctx, part.TargetTopic); err != nil {
 		return err
 	} else if !ok {
-		part.Status, part.Reason = StatusUnmappable, fmt.Sprintf("topic not mirrored: target topic %q does not exist on the target cluster", part.TargetTopic)
+		part.refuse(group, StatusUnmappable, fmt.Sprintf("topic not mirrored: target topic %q does not exist on the target cluster", part.TargetTopic), nil)
 		return nil
 	}
 	dstStart := int64(0)
@@ -287,7 +325,7 @@ func (p *planner) judge(ctx context.Context, group string, part *Partition, dstS
 		return err
 	}
 	if !ans.known {
-		part.Status, part.Reason = ans.status, ans.reason
+		part.refuse(group, ans.status, ans.reason, nil)
 		return nil
 	}
 	e := ans.e

@@ -1,5 +1,10 @@
 package reconcile
 
+import (
+	"errors"
+	"fmt"
+)
+
 // Status is the verdict for one group partition.
 type Status string
 
@@ -73,6 +78,10 @@ type Partition struct {
 
 	Status Status `json:"status"`
 	Reason string `json:"reason,omitempty"`
+	// Err is set, with Status and Reason, when E(G) is not known: a *PartitionError that
+	// errors.Is matches to ErrPending or ErrUnmappable (and to the cause of a failed read). It
+	// is not part of the JSON form, which says the same in status and reason.
+	Err error `json:"-"`
 	// RedeliveredIfUnchanged is how many already-consumed records a consumer switched to the
 	// target now would read again; SkippedIfUnchanged how many it would never read.
 	RedeliveredIfUnchanged int64 `json:"redelivered_if_unchanged"`
@@ -87,4 +96,45 @@ type Partition struct {
 	// says why a commit Apply attempted did not take.
 	Applied    bool   `json:"applied,omitempty"`
 	ApplyError string `json:"apply_error,omitempty"`
+}
+
+// ErrPending and ErrUnmappable are what a Partition's Err matches (errors.Is) when its status
+// is StatusPending or StatusUnmappable.
+var (
+	ErrPending    = errors.New("pending: the mirror has not copied the records below the committed offset yet")
+	ErrUnmappable = errors.New("unmappable: E(G) cannot be proven by content")
+)
+
+// PartitionError says why a group partition has no E(G): its status (pending or unmappable),
+// the reason Partition.Reason carries, and the failure behind it when a read failed.
+type PartitionError struct {
+	Group     string
+	Topic     string
+	Partition int32
+	Status    Status
+	Reason    string
+	// Cause is the error of a failed read or lookup, nil when content decided.
+	Cause error
+}
+
+func (e *PartitionError) Error() string {
+	return fmt.Sprintf("group %q, source topic %s partition %d: %s: %s", e.Group, e.Topic, e.Partition, e.Status, e.Reason)
+}
+
+// Unwrap returns the sentinel of the status and the cause, if any.
+func (e *PartitionError) Unwrap() []error {
+	errs := []error{ErrUnmappable}
+	if e.Status == StatusPending {
+		errs[0] = ErrPending
+	}
+	if e.Cause != nil {
+		errs = append(errs, e.Cause)
+	}
+	return errs
+}
+
+// refuse records that E(G) is not known for p in group: Status, Reason and Err agree.
+func (p *Partition) refuse(group string, status Status, reason string, cause error) {
+	p.Status, p.Reason = status, reason
+	p.Err = &PartitionError{Group: group, Topic: p.Topic, Partition: p.Partition, Status: status, Reason: reason, Cause: cause}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"sort"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -129,6 +128,9 @@ func Align(ctx context.Context, src, dst Stream, opt AlignOptions) (PartitionRes
 	a.pm = &offsetmap.PartitionMap{Partition: opt.Partition, SourceFrom: opt.SourceFrom, SourceTo: opt.SourceTo, TargetTo: opt.TargetFrom}
 	err := a.run(ctx)
 	a.finish()
+	if err == nil {
+		err = a.mapErr
+	}
 	return a.res, a.pm, err
 }
 
@@ -152,6 +154,7 @@ type aligner struct {
 	hist     *history
 	res      PartitionResult
 	pm       *offsetmap.PartitionMap
+	mapErr   error // the first copy the map refused (never, for a correct alignment)
 
 	srcClass, tgtClass class // class of the last source / target record, for ranges
 	tailFrom           int64 // first source offset of a tail the target never reached
@@ -608,10 +611,9 @@ func (a *aligner) extraOrDup(t Item) {
 func (a *aligner) match(s, t Item) {
 	a.res.Matched++
 	a.hist.add(s.FP, s.Offset)
-	a.mapPair(s.Offset, t.Offset)
+	a.mapCopy(s.Offset, t.Offset)
 	a.sourceRun(s, true, t.Offset)
 	a.srcClass, a.tgtClass = classMatched, classMatched
-	a.pm.TargetTo = t.Offset + 1
 }
 
 func (a *aligner) mismatch(s, t Item) {
@@ -619,7 +621,7 @@ func (a *aligner) mismatch(s, t Item) {
 	a.hist.add(s.FP, s.Offset)
 	// A replay of the altered copy repeats source s too.
 	a.hist.add(t.FP, s.Offset)
-	a.mapPair(s.Offset, t.Offset)
+	a.mapCopy(s.Offset, t.Offset)
 	a.sourceRun(s, false, 0)
 	if len(a.res.Mismatches) < a.opt.MaxListed {
 		var fields []string
@@ -634,7 +636,6 @@ func (a *aligner) mismatch(s, t Item) {
 		a.res.Truncated = true
 	}
 	a.srcClass, a.tgtClass = classMismatched, classMismatched
-	a.pm.TargetTo = t.Offset + 1
 }
 
 func (a *aligner) missing(s Item) {
@@ -653,14 +654,13 @@ func (a *aligner) missing(s Item) {
 
 func (a *aligner) duplicate(t Item, src int64) {
 	a.res.Duplicated++
-	a.pm.Duplicates = append(a.pm.Duplicates, offsetmap.Copy{Target: t.Offset, Source: src})
+	a.mapCopy(src, t.Offset)
 	if len(a.res.Duplicates) < a.opt.MaxListed {
 		a.res.Duplicates = append(a.res.Duplicates, offsetmap.Copy{Target: t.Offset, Source: src})
 	} else {
 		a.res.Truncated = true
 	}
 	a.tgtClass = classDuplicated
-	a.pm.TargetTo = t.Offset + 1
 }
 
 func (a *aligner) extra(t Item) {
@@ -677,17 +677,13 @@ func (a *aligner) extra(t Item) {
 	a.pm.TargetTo = t.Offset + 1
 }
 
-// mapPair extends the offset map with source s copied to target t.
-func (a *aligner) mapPair(s, t int64) {
-	segs := a.pm.Segments
-	if n := len(segs); n > 0 {
-		last := &segs[n-1]
-		if last.Source+last.Len == s && last.Target+last.Len == t {
-			last.Len++
-			return
-		}
+// mapCopy records in the offset map that source s was copied at target t (a pair, or a
+// replay of a source record mapped before). The aligner emits copies in source and target
+// order, so Extend refuses none; if it did, the alignment is wrong and Align says so.
+func (a *aligner) mapCopy(s, t int64) {
+	if _, err := a.pm.Extend(s, t); err != nil && a.mapErr == nil {
+		a.mapErr = fmt.Errorf("offset map of partition %d: %w (an aligner defect: report it with the two topics' records around these offsets)", a.opt.Partition, err)
 	}
-	a.pm.Segments = append(segs, offsetmap.Segment{Source: s, Target: t, Len: 1})
 }
 
 // sourceRun tracks runs of identical consecutive source records: their matched records are
@@ -730,10 +726,6 @@ func (a *aligner) finish() {
 		// in the map, never guessed.
 		a.pm.SourceTo = a.tailFrom
 	}
-	sort.Slice(a.pm.Duplicates, func(i, j int) bool {
-		x, y := a.pm.Duplicates[i], a.pm.Duplicates[j]
-		return x.Source < y.Source || x.Source == y.Source && x.Target < y.Target
-	})
 }
 
 // --- queue and history ---

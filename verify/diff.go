@@ -213,33 +213,66 @@ func Diff(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, *offs
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
+	d := &differ{cfg: cfg, src: src, dst: dst, sadm: kadm.NewClient(src), tadm: kadm.NewClient(dst)}
 	res := &Result{SourceTopic: cfg.SourceTopic, TargetTopic: cfg.TargetTopic, Compared: cfg.Fields.Names(),
 		Partitions: []PartitionResult{}}
 	om := &offsetmap.TopicMap{Version: offsetmap.Version, SourceTopic: cfg.SourceTopic, TargetTopic: cfg.TargetTopic, Partitions: []*offsetmap.PartitionMap{}}
-	sadm, tadm := kadm.NewClient(src), kadm.NewClient(dst)
-
-	sparts, err := topicPartitions(ctx, sadm, "source", cfg.SourceTopic)
+	common, ok, err := d.partitions(ctx, res)
+	if err != nil || !ok {
+		if err != nil {
+			return nil, nil, err
+		}
+		return res, om, nil
+	}
+	offs, err := d.offsets(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
+	done, err := d.compare(ctx, common, offs, d.syncs(ctx))
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := d.collect(res, om, common, done); err != nil {
+		return nil, nil, err
+	}
+	return res, om, nil
+}
+
+// differ is one call of Diff: the clients and the configuration, with defaults.
+type differ struct {
+	cfg        Config
+	src, dst   *kgo.Client
+	sadm, tadm *kadm.Client
+}
+
+// partitions finds the partitions to compare, those asked for that both topics have, and
+// records in res the topic-level problems and the partitions the target lacks. ok is false
+// when the target topic does not exist (res then says so for every partition asked).
+func (d *differ) partitions(ctx context.Context, res *Result) (common []int32, ok bool, err error) {
+	cfg := d.cfg
+	sparts, err := topicPartitions(ctx, d.sadm, "source", cfg.SourceTopic)
+	if err != nil {
+		return nil, false, err
+	}
 	if sparts == nil {
-		return nil, nil, fmt.Errorf("source topic %q does not exist: check --topic and --source-brokers", cfg.SourceTopic)
+		return nil, false, fmt.Errorf("source topic %q does not exist: check --topic and --source-brokers", cfg.SourceTopic)
 	}
 	want, err := selectPartitions(cfg, sparts)
 	if err != nil {
-		return nil, nil, err
+		return nil, false, err
 	}
 	asked := cfg.Partitions != nil || cfg.PartitionRanges != nil
-	tparts, err := topicPartitions(ctx, tadm, "target", cfg.TargetTopic)
+	tparts, err := topicPartitions(ctx, d.tadm, "target", cfg.TargetTopic)
 	if err != nil {
-		return nil, nil, err
+		return nil, false, err
 	}
 	if tparts == nil {
 		res.Problems = append(res.Problems, fmt.Sprintf("target topic %q does not exist: nothing of source topic %q has been mirrored (check --target-topic and the replication policy)", cfg.TargetTopic, cfg.SourceTopic))
 		for _, p := range want {
-			res.Partitions = append(res.Partitions, PartitionResult{Partition: p, Err: fmt.Sprintf("target topic %q does not exist", cfg.TargetTopic)})
+			msg := fmt.Sprintf("target topic %q does not exist", cfg.TargetTopic)
+			res.Partitions = append(res.Partitions, PartitionResult{Partition: p, Err: msg, Cause: &targetMissingError{msg}})
 		}
-		return res, om, nil
+		return nil, false, nil
 	}
 	// A different partition count is a problem of the topic, unless only partitions that the
 	// target has were asked for.
@@ -247,170 +280,210 @@ func Diff(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, *offs
 	if len(sparts) != len(tparts) && !(asked && onTarget) {
 		res.Problems = append(res.Problems, fmt.Sprintf("partition count differs: source topic %q has %d partitions, target topic %q has %d; the common partitions are compared", cfg.SourceTopic, len(sparts), cfg.TargetTopic, len(tparts)))
 	}
-	var common []int32
 	for _, p := range want {
 		if _, ok := slices.BinarySearch(tparts, p); ok {
 			common = append(common, p)
 		} else {
-			res.Partitions = append(res.Partitions, PartitionResult{Partition: p, Err: fmt.Sprintf("target topic %q has no partition %d", cfg.TargetTopic, p)})
+			msg := fmt.Sprintf("target topic %q has no partition %d", cfg.TargetTopic, p)
+			res.Partitions = append(res.Partitions, PartitionResult{Partition: p, Err: msg, Cause: &targetMissingError{msg}})
 		}
 	}
+	return common, true, nil
+}
 
-	ends := func(adm *kadm.Client, topic string) (kadm.ListedOffsets, error) {
-		if cfg.ReadUncommitted {
-			return adm.ListEndOffsets(ctx, topic)
-		}
-		return adm.ListCommittedOffsets(ctx, topic)
-	}
-	sStart, err := sadm.ListStartOffsets(ctx, cfg.SourceTopic)
-	if err == nil {
-		err = sStart.Error()
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("list start offsets of source topic %q: %w", cfg.SourceTopic, err)
-	}
-	sEnd, err := ends(sadm, cfg.SourceTopic)
-	if err == nil {
-		err = sEnd.Error()
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("list end offsets of source topic %q: %w", cfg.SourceTopic, err)
-	}
-	tStart, err := tadm.ListStartOffsets(ctx, cfg.TargetTopic)
-	if err == nil {
-		err = tStart.Error()
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("list start offsets of target topic %q: %w", cfg.TargetTopic, err)
-	}
-	tEnd, err := ends(tadm, cfg.TargetTopic)
-	if err == nil {
-		err = tEnd.Error()
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("list end offsets of target topic %q: %w", cfg.TargetTopic, err)
-	}
-	after := func(adm *kadm.Client, side, topic string, t time.Time) (kadm.ListedOffsets, error) {
-		l, err := adm.ListOffsetsAfterMilli(ctx, t.UnixMilli(), topic)
+// listedOffsets are the offsets Diff bounds every partition with: the log start and end of
+// both topics, and the source offsets at From and To when they are times.
+type listedOffsets struct {
+	sStart, sEnd, tStart, tEnd kadm.ListedOffsets
+	sFromT, sToT               kadm.ListedOffsets
+}
+
+func (d *differ) offsets(ctx context.Context) (listedOffsets, error) {
+	cfg := d.cfg
+	var o listedOffsets
+	list := func(dst *kadm.ListedOffsets, what, side, topic string, f func(context.Context, ...string) (kadm.ListedOffsets, error)) error {
+		l, err := f(ctx, topic)
 		if err == nil {
 			err = l.Error()
 		}
 		if err != nil {
-			return nil, fmt.Errorf("look up offsets of %s topic %q at %s: %w", side, topic, t.Format(time.RFC3339), err)
+			return fmt.Errorf("list %s offsets of %s topic %q: %w", what, side, topic, err)
 		}
-		return l, nil
+		*dst = l
+		return nil
 	}
-	var sFromT, sToT kadm.ListedOffsets
+	ends := func(adm *kadm.Client) func(context.Context, ...string) (kadm.ListedOffsets, error) {
+		if cfg.ReadUncommitted {
+			return adm.ListEndOffsets
+		}
+		return adm.ListCommittedOffsets
+	}
+	for _, l := range []func() error{
+		func() error { return list(&o.sStart, "start", "source", cfg.SourceTopic, d.sadm.ListStartOffsets) },
+		func() error { return list(&o.sEnd, "end", "source", cfg.SourceTopic, ends(d.sadm)) },
+		func() error { return list(&o.tStart, "start", "target", cfg.TargetTopic, d.tadm.ListStartOffsets) },
+		func() error { return list(&o.tEnd, "end", "target", cfg.TargetTopic, ends(d.tadm)) },
+	} {
+		if err := l(); err != nil {
+			return o, err
+		}
+	}
+	after := func(dst *kadm.ListedOffsets, t time.Time) error {
+		l, err := d.sadm.ListOffsetsAfterMilli(ctx, t.UnixMilli(), cfg.SourceTopic)
+		if err == nil {
+			err = l.Error()
+		}
+		if err != nil {
+			return fmt.Errorf("look up offsets of source topic %q at %s: %w", cfg.SourceTopic, t.Format(time.RFC3339), err)
+		}
+		*dst = l
+		return nil
+	}
 	if cfg.From.Kind == AtTime {
-		if sFromT, err = after(sadm, "source", cfg.SourceTopic, cfg.From.Time); err != nil {
-			return nil, nil, err
+		if err := after(&o.sFromT, cfg.From.Time); err != nil {
+			return o, err
 		}
 	}
 	if cfg.To.Kind == AtTime {
-		if sToT, err = after(sadm, "source", cfg.SourceTopic, cfg.To.Time); err != nil {
-			return nil, nil, err
+		if err := after(&o.sToT, cfg.To.Time); err != nil {
+			return o, err
 		}
 	}
-	syncs := map[int32][]mm2.OffsetSync{}
-	if cfg.OffsetSyncsTopic != "" && cfg.From.Kind != Earliest {
-		all, err := mm2.ReadOffsetSyncs(ctx, cfg.OffsetSyncsClient, cfg.OffsetSyncsTopic)
-		if err != nil {
-			cfg.Logger.Warn("offset syncs unreadable, finding the target start by timestamp", "topic", cfg.OffsetSyncsTopic, "err", err)
-		}
-		for _, s := range all {
-			if s.Topic == cfg.SourceTopic {
-				syncs[s.Partition] = append(syncs[s.Partition], s)
-			}
-		}
-	}
+	return o, nil
+}
 
-	look := func(l kadm.ListedOffsets, topic string, p int32) int64 {
-		o, _ := l.Lookup(topic, p)
-		return o.Offset
+// syncs reads MM2's offset syncs when they can tell where to start reading the target: nil
+// without an offset-syncs topic, from earliest, or when they cannot be read (a warning).
+func (d *differ) syncs(ctx context.Context) *mm2.SyncIndex {
+	cfg := d.cfg
+	if cfg.OffsetSyncsTopic == "" || cfg.From.Kind == Earliest {
+		return nil
 	}
+	all, err := mm2.ReadOffsetSyncs(ctx, cfg.OffsetSyncsClient, cfg.OffsetSyncsTopic)
+	if err != nil {
+		cfg.Logger.Warn("offset syncs unreadable, finding the target start by timestamp", "topic", cfg.OffsetSyncsTopic, "err", err)
+	}
+	return mm2.IndexSyncs(all)
+}
+
+func look(l kadm.ListedOffsets, topic string, p int32) int64 {
+	o, _ := l.Lookup(topic, p)
+	return o.Offset
+}
+
+// sourceRange is the source range [from, to) of partition p that cfg asks for, within its log
+// [ss, se), and why it holds nothing to compare when it does not.
+func (d *differ) sourceRange(o listedOffsets, p int32) (from, to int64, why string) {
+	cfg := d.cfg
+	ss, se := look(o.sStart, cfg.SourceTopic, p), look(o.sEnd, cfg.SourceTopic, p)
+	from, to = ss, se
+	fromT, toT := int64(-1), int64(-1)
+	switch cfg.From.Kind {
+	case AtOffset:
+		from = cfg.From.Offset
+	case AtTime:
+		// ListOffsets by time answers -1 when no record is at or after it; some brokers
+		// answer the end offset instead: both mean nothing from there.
+		if fromT = look(o.sFromT, cfg.SourceTopic, p); fromT >= se {
+			fromT = -1
+		}
+		if fromT >= 0 {
+			from = fromT
+		} else {
+			from = se
+		}
+	}
+	switch cfg.To.Kind {
+	case AtOffset:
+		to = cfg.To.Offset
+	case AtTime:
+		if toT = look(o.sToT, cfg.SourceTopic, p); toT >= 0 {
+			to = toT
+		}
+	}
+	from = min(max(from, ss), se)
+	to = min(max(to, from), se)
+	return from, to, notComparedWhy(cfg, ss, se, from, to, fromT, toT)
+}
+
+// compared is what the partition jobs found: per partition its result, its map (when it was
+// aligned without error) and why it had nothing to compare.
+type compared struct {
+	results map[int32]PartitionResult
+	maps    map[int32]*offsetmap.PartitionMap
+	why     map[int32]string
+}
+
+// compare aligns the common partitions, at most Parallel at once. A partition that fails has
+// its Err and Cause set; the error is the context's.
+func (d *differ) compare(ctx context.Context, common []int32, o listedOffsets, syncs *mm2.SyncIndex) (compared, error) {
+	cfg := d.cfg
+	done := compared{results: make(map[int32]PartitionResult, len(common)), maps: make(map[int32]*offsetmap.PartitionMap, len(common)), why: make(map[int32]string, len(common))}
 	var mu sync.Mutex
-	results := make(map[int32]PartitionResult, len(common))
-	maps := make(map[int32]*offsetmap.PartitionMap, len(common))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(cfg.Parallel)
-	why := make(map[int32]string, len(common))
 	for _, p := range common {
-		ss, se := look(sStart, cfg.SourceTopic, p), look(sEnd, cfg.SourceTopic, p)
-		from, to := ss, se
-		fromT, toT := int64(-1), int64(-1)
-		switch cfg.From.Kind {
-		case AtOffset:
-			from = cfg.From.Offset
-		case AtTime:
-			// ListOffsets by time answers -1 when no record is at or after it; some brokers
-			// answer the end offset instead: both mean nothing from there.
-			if fromT = look(sFromT, cfg.SourceTopic, p); fromT >= se {
-				fromT = -1
-			}
-			if fromT >= 0 {
-				from = fromT
-			} else {
-				from = se
-			}
-		}
-		switch cfg.To.Kind {
-		case AtOffset:
-			to = cfg.To.Offset
-		case AtTime:
-			if toT = look(sToT, cfg.SourceTopic, p); toT >= 0 {
-				to = toT
-			}
-		}
-		from = min(max(from, ss), se)
-		to = min(max(to, from), se)
-		why[p] = notComparedWhy(cfg, ss, se, from, to, fromT, toT)
-		job := partJob{
-			spec: PartitionSpec{
-				SourceTopic: cfg.SourceTopic, TargetTopic: cfg.TargetTopic, Partition: p,
-				SourceFrom: from, SourceTo: to,
-				TargetFrom: look(tStart, cfg.TargetTopic, p), TargetTo: look(tEnd, cfg.TargetTopic, p),
-				Fields: cfg.Fields, Window: cfg.Window, History: cfg.History, MaxListed: cfg.MaxListed, ReadUncommitted: cfg.ReadUncommitted,
-				// The whole target is compared when the whole source is: leading records are
-				// extra unless the source lost older records to retention.
-				StrictTargetFrom: cfg.From.Kind == Earliest && ss == 0,
-				StrictTargetTo:   cfg.To.Kind == Latest,
-			},
-			hint:     cfg.From.Kind != Earliest || ss > 0,
-			syncs:    syncs[p],
-			progress: cfg.Progress,
-			logger:   cfg.Logger,
-		}
+		from, to, why := d.sourceRange(o, p)
+		done.why[p] = why
+		job := d.job(o, p, from, to, syncs)
 		g.Go(func() error {
-			pr, pm, err := job.run(gctx, src, dst)
+			pr, pm, err := job.run(gctx, d.src, d.dst)
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
 				pr.Partition = p
-				pr.Err = err.Error()
+				pr.Err, pr.Cause = err.Error(), err
 				cfg.Logger.Warn("partition not compared", "topic", cfg.SourceTopic, "partition", p, "err", err)
 			}
 			mu.Lock()
-			results[p] = pr
+			done.results[p] = pr
 			if pm != nil && err == nil {
-				maps[p] = pm
+				done.maps[p] = pm
 			}
 			mu.Unlock()
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
-		return nil, nil, err
+	return done, g.Wait()
+}
+
+// job is the alignment of partition p over the source range [from, to).
+func (d *differ) job(o listedOffsets, p int32, from, to int64, syncs *mm2.SyncIndex) partJob {
+	cfg := d.cfg
+	ss := look(o.sStart, cfg.SourceTopic, p)
+	return partJob{
+		spec: PartitionSpec{
+			SourceTopic: cfg.SourceTopic, TargetTopic: cfg.TargetTopic, Partition: p,
+			SourceFrom: from, SourceTo: to,
+			TargetFrom: look(o.tStart, cfg.TargetTopic, p), TargetTo: look(o.tEnd, cfg.TargetTopic, p),
+			Fields: cfg.Fields, Window: cfg.Window, History: cfg.History, MaxListed: cfg.MaxListed, ReadUncommitted: cfg.ReadUncommitted,
+			// The whole target is compared when the whole source is: leading records are
+			// extra unless the source lost older records to retention.
+			StrictTargetFrom: cfg.From.Kind == Earliest && ss == 0,
+			StrictTargetTo:   cfg.To.Kind == Latest,
+		},
+		hint:     cfg.From.Kind != Earliest || ss > 0,
+		syncs:    syncs,
+		progress: cfg.Progress,
+		logger:   cfg.Logger,
 	}
+}
+
+// collect puts the partition results and maps into res and om, judges Identical, and returns
+// ErrNothingToCompare (wrapped, naming every partition) when no partition had anything to
+// compare and nothing failed.
+func (d *differ) collect(res *Result, om *offsetmap.TopicMap, common []int32, done compared) error {
+	cfg := d.cfg
 	for _, p := range common {
-		pr := results[p]
+		pr := done.results[p]
 		if pr.Err == "" && pr.Counts == (Counts{}) {
 			// No source record in range and no target record found to differ: the
 			// partition proves nothing, so it is not identical and has no map (an answer
 			// from it would be a guess).
-			pr.NotCompared = "nothing to compare: " + why[p]
+			pr.NotCompared = "nothing to compare: " + done.why[p]
 			res.NotCompared = append(res.NotCompared, p)
-		} else if pm := maps[p]; pm != nil {
+		} else if pm := done.maps[p]; pm != nil {
 			om.Partitions = append(om.Partitions, pm)
 		}
 		res.Partitions = append(res.Partitions, pr)
@@ -425,22 +498,22 @@ func Diff(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, *offs
 		}
 		failed = failed || pr.Err != ""
 	}
-	if len(res.Problems) == 0 && !failed && len(res.NotCompared) == len(res.Partitions) {
-		var b strings.Builder
-		for i, pr := range res.Partitions {
-			if i == 10 {
-				fmt.Fprintf(&b, "; and %d more partitions", len(res.Partitions)-i)
-				break
-			}
-			if i > 0 {
-				b.WriteString("; ")
-			}
-			fmt.Fprintf(&b, "partition %d: %s", pr.Partition, strings.TrimPrefix(pr.NotCompared, "nothing to compare: "))
-		}
-		return nil, nil, fmt.Errorf("%w: source topic %q has no record in the range asked (--from %s, --to %s) in any partition asked (%s): check --from, --to and --partitions",
-			ErrNothingToCompare, cfg.SourceTopic, cfg.From, cfg.To, b.String())
+	if len(res.Problems) > 0 || failed || len(res.NotCompared) != len(res.Partitions) {
+		return nil
 	}
-	return res, om, nil
+	var b strings.Builder
+	for i, pr := range res.Partitions {
+		if i == 10 {
+			fmt.Fprintf(&b, "; and %d more partitions", len(res.Partitions)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "partition %d: %s", pr.Partition, strings.TrimPrefix(pr.NotCompared, "nothing to compare: "))
+	}
+	return fmt.Errorf("%w: source topic %q has no record in the range asked (--from %s, --to %s) in any partition asked (%s): check --from, --to and --partitions",
+		ErrNothingToCompare, cfg.SourceTopic, cfg.From, cfg.To, b.String())
 }
 
 // selectPartitions returns the sorted partitions of sparts (sorted) that cfg asks for, all
@@ -558,7 +631,7 @@ type partJob struct {
 	spec PartitionSpec
 	// hint: spec.TargetFrom is only the log start; refine it from syncs and timestamps.
 	hint     bool
-	syncs    []mm2.OffsetSync
+	syncs    *mm2.SyncIndex // nil without an offset-syncs topic
 	progress func(Progress)
 	logger   *slog.Logger
 }
@@ -611,17 +684,16 @@ func (j *partJob) run(ctx context.Context, src, dst *kgo.Client) (PartitionResul
 }
 
 // targetStart estimates a lower bound of where the copy of the source range starts on the
-// target: the newest MM2 offset sync at or below the source start (its downstream offset is
-// where that earlier record landed), and the first target offset with a timestamp at or after
-// the first source record's (copies keep CreateTime; LogAppendTime only makes them later). The
-// larger of the two, less a margin, is where the target is read from.
+// target: the one the MM2 offset syncs give for the source start (mm2.SyncIndex.LowerBound, at
+// or below the first copy of that record, also after a rewind), and the first target offset
+// with a timestamp at or after the first source record's (copies keep CreateTime;
+// LogAppendTime only makes them later). The larger of the two, less a margin, is where the
+// target is read from.
 func (j *partJob) targetStart(ctx context.Context, ss *fetchStream, dst *kgo.Client) (int64, error) {
 	sp := j.spec
-	var best int64 = sp.TargetFrom
-	for _, s := range j.syncs {
-		if s.Upstream <= sp.SourceFrom && s.Downstream > best {
-			best = s.Downstream
-		}
+	best := sp.TargetFrom
+	if d, ok := j.syncs.LowerBound(sp.SourceTopic, sp.Partition, sp.SourceFrom); ok {
+		best = max(best, d)
 	}
 	first, ok, err := ss.peek(ctx)
 	if err != nil {

@@ -1,6 +1,10 @@
 package verify
 
-import "github.com/kmigrate/kmigrate/offsetmap"
+import (
+	"errors"
+
+	"github.com/kmigrate/kmigrate/offsetmap"
+)
 
 // Result is what Diff returns for one topic: the report renders it and its JSON form is part of
 // kverify's interface (field names are stable; fields may be added, never renamed).
@@ -76,6 +80,10 @@ type PartitionResult struct {
 	Truncated bool `json:"truncated,omitempty"`
 	// Err is set when this partition could not be aligned (the others still were).
 	Err string `json:"error,omitempty"`
+	// Cause is the error Err says, for errors.Is and errors.As: ErrTargetMissing when the
+	// target topic or partition does not exist, else the read's own error (a kerr code, the
+	// context's). Not part of the JSON form.
+	Cause error `json:"-"`
 	// NotCompared is set, saying why, when the partition had no source record in the range
 	// asked and no target record that differs: nothing was compared, nothing is proved.
 	NotCompared string `json:"not_compared,omitempty"`
@@ -100,3 +108,13 @@ type Mismatch struct {
 	TargetOffset int64    `json:"target_offset"`
 	Fields       []string `json:"fields"`
 }
+
+// ErrTargetMissing is what a PartitionResult's Cause matches when the target topic, or its
+// partition, does not exist: nothing of the partition was mirrored there.
+var ErrTargetMissing = errors.New("target topic or partition does not exist")
+
+// targetMissingError says which target topic or partition is missing.
+type targetMissingError struct{ msg string }
+
+func (e *targetMissingError) Error() string { return e.msg }
+func (e *targetMissingError) Unwrap() error { return ErrTargetMissing }

@@ -14,8 +14,10 @@ import (
 	"github.com/kmigrate/kmigrate/reconcile"
 )
 
-const groupsHelp = `For every consumer group on the source (all of them unless --group, minus MM2's default
-exclusions console-consumer-.*, connect-.*, __.*) and every partition it committed on, kreconcile
+const groupsHelp = `For every consumer group on the source that the flow selects (its groups and groups.exclude,
+as MM2 and kmirror's group sync read them; without an MM2 file every group except
+console-consumer-.*, connect-.*, __.*), narrowed by --group, or every group except
+--exclude-group when that is given, and every partition it committed on, kreconcile
 reads the committed offset G on the source, the target's commit and MM2's checkpoint, and
 computes the exact target offset
 
@@ -80,8 +82,8 @@ group was refused; 2 usage, configuration or connection error, or a group failed
 
 func groupsCommand() *cli.Command {
 	flags := append(clikit.ConnectionFlags(),
-		&cli.StringFlag{Name: "group", Usage: "only groups whose whole name matches `REGEX` (default: all, minus MM2's default exclusions)"},
-		&cli.StringFlag{Name: "exclude-group", Value: reconcile.DefaultGroupsExclude, Usage: "skip groups whose whole name matches `REGEX`; '' skips none"},
+		&cli.StringFlag{Name: "group", Usage: "only groups whose whole name matches `REGEX`, among those selected (default: the flow's groups and groups.exclude)"},
+		&cli.StringFlag{Name: "exclude-group", Usage: "instead of the flow's group selection, every group except those whose whole name matches `REGEX`; '' skips none (default: the flow's)"},
 		&cli.StringFlag{Name: "topic", Usage: "only source topics whose whole name matches `REGEX` (default: all)"},
 		&cli.StringFlag{Name: "source-alias", Usage: "source cluster `ALIAS`, which names the checkpoints topic ALIAS.checkpoints.internal (default: the flow's, \"source\" without an MM2 file)"},
 		&cli.StringFlag{Name: "checkpoints-topic", Usage: "read MM2's checkpoints from `TOPIC` on the target (default: <source-alias>.checkpoints.internal)"},
