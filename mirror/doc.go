@@ -27,8 +27,11 @@
 // aborts the previous owner's open transaction and refuses every write that owner still sends,
 // even records already in flight, so a process that lost its group session without noticing
 // (a long pause, a partitioned coordinator) cannot duplicate the new owner's records. The new
-// owner then reads the map and the target's tail with read_committed up to the last stable
-// offset; what the previous owner had not committed is invisible there and is mirrored again.
+// owner then reads the target's tail with read_committed up to its last stable offset, and the
+// map with read_committed up to its high watermark (the map topic is shared by every
+// partition's transactions: one still open for another partition would hold the last stable
+// offset below segments committed after it began, so the read waits for it to end); what the
+// previous owner had not committed is invisible and is mirrored again.
 // Translations (group sync) answer only from committed records. A fenced partition stops
 // writing at once and is dropped when the group revokes it; if the group still assigns it to
 // this process a session timeout later, two writers share the id (two flows with one group)
@@ -118,7 +121,8 @@
 //	value: version INT16 = 2, source topic ID [16]byte, target topic ID [16]byte
 //
 // With transactions (the default) a partition's map records are written in the same
-// transaction as its records; readers use read_committed up to the last stable offset.
+// transaction as its records; readers use read_committed, to the high watermark listed after
+// fencing (waiting for other partitions' open transactions below it to end).
 //
 // MM2-format offset syncs (mm2.OffsetSync) are also written, at the first record of each
 // ownership and at every discontinuity, to the flow's offset-syncs topic, but only when

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/logread"
@@ -63,6 +64,26 @@ func decodeMapRecord(key, value []byte) (tp, offsetmap.Segment, error) {
 // persistedMap is the offset map topic's content: per partition, segments sorted by source
 // offset; origins have Len 0.
 type persistedMap map[tp][]offsetmap.Segment
+
+// mapEnd is where a resume reads the offset map topic to: its high watermark, listed after the
+// partitions being resumed were fenced, so that every segment their earlier owners committed
+// is below it. Not the last stable offset: the map topic is shared by the transactions of every
+// partition of the flow, and the one open transaction of another partition (committing now,
+// or its owner stalled) holds the last stable offset below segments committed after it began.
+// Reading to the high watermark with read_committed waits for such transactions to end
+// (commit, or abort by the broker at the transaction timeout) instead of missing what lies
+// above them.
+func mapEnd(ctx context.Context, adm *kadm.Client, topic string) (int64, error) {
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return 0, fmt.Errorf("list end offset of offset map topic %s: %w", topic, err)
+	}
+	end, err := offsetOf(ends, topic, 0)
+	if err != nil {
+		return 0, fmt.Errorf("offset map topic %s: %w", topic, err)
+	}
+	return end, nil
+}
 
 // readMap reads the whole offset map topic (partition 0) up to its current end, in one pass:
 // the segments, and the identity records (identity.go) by source topic. The newest record of

@@ -6,8 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
 // readRange over a log that ends before end (truncated since end was listed) is an error
@@ -53,5 +56,74 @@ func TestReadRangeEnds(t *testing.T) {
 	err = readRange(ctx, opts, topic, 0, 0, 10, true, func(*kgo.Record) (bool, error) { return true, nil })
 	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "the log ends at 3, before the end offset 10") {
 		t.Fatalf("range past the log: got %v (context %v), want an error naming the end of the log", err, ctx.Err())
+	}
+}
+
+// TestReadMapAboveOpenTransaction: the map topic is shared by the transactions of every
+// partition. When another partition's transaction is open (its owner committing, or stalled)
+// and a segment was committed after it began, a resume must still see that segment: reading
+// only to the last stable offset listed then misses it, and the partition is mirrored again
+// from an older point (duplicates). The end is listed while the other transaction is open;
+// the read must wait for it and return the segment.
+func TestReadMapAboveOpenTransaction(t *testing.T) {
+	t.Parallel()
+	const topic = "map-open-txn"
+	fake, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fake.Close()
+	opts := []kgo.Opt{kgo.SeedBrokers(fake.ListenAddrs()...)}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	producer := func(id string) *kgo.Client {
+		cl, err := kgo.NewClient(append(opts, kgo.TransactionalID(id), kgo.DefaultProduceTopic(topic))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		if err := cl.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		return cl
+	}
+	other, mine := tp{"orders", 0}, tp{"orders", 1}
+	// The other partition's owner opens its transaction first and leaves it open.
+	open := producer("owner-of-0")
+	if err := open.ProduceSync(ctx, &kgo.Record{Key: mapKey(other, 0), Value: mapValue(offsetmap.Segment{Source: 0, Target: 0, Len: 5})}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// The resumed partition's earlier owner commits its segment after that.
+	done := producer("owner-of-1")
+	if err := done.ProduceSync(ctx, &kgo.Record{Key: mapKey(mine, 0), Value: mapValue(offsetmap.Segment{Source: 0, Target: 0, Len: 7})}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := done.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	admCl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+	end, err := mapEnd(ctx, adm, topic) // listed while the other transaction is open
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan persistedMap, 1)
+	go func() {
+		m, _, err := readMap(ctx, opts, topic, end, true)
+		if err != nil {
+			t.Error(err)
+		}
+		read <- m
+	}()
+	if err := open.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	m := <-read
+	if got := m[mine]; len(got) != 1 || got[0].Len != 7 {
+		t.Fatalf("segments of %v read from the map up to %d: %v, want the committed segment of 7 records (all read: %v)", mine, end, got, m)
 	}
 }

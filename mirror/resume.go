@@ -44,19 +44,9 @@ func (e *Engine) resume(ctx context.Context, assigned []tp) (_ []*partState, err
 			}
 		}()
 	}
-	// The target's end: the last stable offset with transactions (records of open
-	// transactions are not known yet), the high watermark without.
-	listEnds := e.dstAdm.ListEndOffsets
-	if txn {
-		listEnds = e.dstAdm.ListCommittedOffsets
-	}
-	mapEnd, err := listEnds(ctx, e.cfg.MapTopic)
+	end, err := mapEnd(ctx, e.dstAdm, e.cfg.MapTopic)
 	if err != nil {
-		return nil, e.clusterErr("target", e.cfg.TargetAlias, "list end offset of "+e.cfg.MapTopic, err)
-	}
-	end, err := offsetOf(mapEnd, e.cfg.MapTopic, 0)
-	if err != nil {
-		return nil, fmt.Errorf("target cluster %s: offset map topic %s: %w", e.cfg.TargetAlias, e.cfg.MapTopic, err)
+		return nil, fmt.Errorf("target cluster %s: %w", e.cfg.TargetAlias, err)
 	}
 	persisted, recorded, err := readMap(ctx, e.dstOpts, e.cfg.MapTopic, end, txn)
 	if err != nil {
@@ -79,6 +69,13 @@ func (e *Engine) resume(ctx context.Context, assigned []tp) (_ []*partState, err
 	srcEnds, err := e.srcAdm.ListEndOffsets(ctx, keys(srcTopics)...)
 	if err != nil {
 		return nil, e.clusterErr("source", e.cfg.SourceAlias, "list end offsets", err)
+	}
+	// The target partitions' end: the last stable offset with transactions (records of
+	// transactions still open are not known yet), the high watermark without. Only the
+	// partition's own transactional writer, fenced above, writes there.
+	listEnds := e.dstAdm.ListEndOffsets
+	if txn {
+		listEnds = e.dstAdm.ListCommittedOffsets
 	}
 	dstEnds, err := listEnds(ctx, keys(dstTopics)...)
 	if err != nil {
