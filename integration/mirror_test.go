@@ -24,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmigrate/kmigrate/align"
 	"github.com/kmigrate/kmigrate/integration/cluster"
 	"github.com/kmigrate/kmigrate/internal/peakrss"
 	"github.com/kmigrate/kmigrate/mirror"
@@ -36,7 +37,7 @@ import (
 // TestMirror runs kmirror from a Kafka 2.3.0 source to a 3.7.1 target:
 //   - topics: a plain, a compacted (with compaction gaps) and a transactional topic (with
 //     aborted transactions), mirrored by the engine in process, verified identical by
-//     verify.Align record by record and by verify.Diff (kverify's library); an idle and an
+//     align.Partition record by record and by verify.Diff (kverify's library); an idle and an
 //     active group (still consuming on the source) synced by the engine are exact on the
 //     target by reconcile.Plan, without Apply;
 //   - kill9: the kmirror binary killed with SIGKILL five times during a large run (records
@@ -516,20 +517,20 @@ func mirNotExact(res *reconcile.Result, want map[string]int, left func(topic str
 }
 
 // mirAlign aligns source and target partition record by record (key, value, headers,
-// timestamp) with verify.Align.
-func mirAlign(ctx context.Context, t *testing.T, src, dst cluster.Cluster, topic string, p int32) verify.PartitionResult {
+// timestamp) with align.Partition.
+func mirAlign(ctx context.Context, t *testing.T, src, dst cluster.Cluster, topic string, p int32) align.PartitionResult {
 	t.Helper()
 	fields := offsetmap.DefaultFields | offsetmap.FieldTimestamp
 	s := mirStream(ctx, t, src, topic, p, fields)
 	d := mirStream(ctx, t, dst, topic, p, fields)
-	res, _, err := verify.Align(ctx, s, d, verify.AlignOptions{Partition: p, Fields: fields, StrictTargetFrom: true, StrictTargetTo: true})
+	res, _, err := align.Partition(ctx, s, d, align.Options{Partition: p, Fields: fields, StrictTargetFrom: true, StrictTargetTo: true})
 	if err != nil {
 		t.Fatalf("align %s/%d: %v", topic, p, err)
 	}
 	return res
 }
 
-func mirClean(t *testing.T, topic string, p int32, res verify.PartitionResult) {
+func mirClean(t *testing.T, topic string, p int32, res align.PartitionResult) {
 	t.Helper()
 	if res.Missing+res.Duplicated+res.Mismatched+res.Extra != 0 || res.Matched == 0 {
 		t.Errorf("%s/%d: matched %d, missing %d %v, duplicated %d %v, mismatched %d, extra %d %v; want all matched",
@@ -558,19 +559,19 @@ func mirStream(ctx context.Context, t *testing.T, c cluster.Cluster, topic strin
 	return &partStream{cl: cl, end: end, done: end == 0, fields: fields}
 }
 
-func (s *partStream) Next(ctx context.Context) (verify.Item, bool, error) {
+func (s *partStream) Next(ctx context.Context) (align.Item, bool, error) {
 	for len(s.buf) == 0 {
 		if s.done {
-			return verify.Item{}, false, nil
+			return align.Item{}, false, nil
 		}
 		fs := s.cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			return verify.Item{}, false, err
+			return align.Item{}, false, err
 		}
 		var ferr error
 		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
 		if ferr != nil {
-			return verify.Item{}, false, ferr
+			return align.Item{}, false, ferr
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			if r.Offset >= s.end-1 {
@@ -583,7 +584,7 @@ func (s *partStream) Next(ctx context.Context) (verify.Item, bool, error) {
 	}
 	r := s.buf[0]
 	s.buf = s.buf[1:]
-	return verify.NewItem(r, s.fields), true, nil
+	return align.NewItem(r, s.fields), true, nil
 }
 
 // mirProps writes an mm2.properties for flow srcAlias->dstAlias mirroring topics.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmigrate/kmigrate/align"
 	"github.com/kmigrate/kmigrate/integration/cluster"
 	"github.com/kmigrate/kmigrate/offsetmap"
 	"github.com/kmigrate/kmigrate/verify"
@@ -166,10 +167,10 @@ func TestVerify(t *testing.T) {
 			t.Fatalf("got %d partitions, want 2", len(res.Partitions))
 		}
 		got := res.Partitions[0]
-		if want := (verify.Counts{Matched: 393, Missing: 5, Duplicated: 11, Mismatched: 2, Extra: 3}); got.Counts != want {
+		if want := (align.Counts{Matched: 393, Missing: 5, Duplicated: 11, Mismatched: 2, Extra: 3}); got.Counts != want {
 			t.Errorf("partition 0 counts: got %+v, want %+v", got.Counts, want)
 		}
-		if want := []verify.SourceRange{{From: 50, To: 54}}; !reflect.DeepEqual(got.MissingRanges, want) {
+		if want := []align.SourceRange{{From: 50, To: 54}}; !reflect.DeepEqual(got.MissingRanges, want) {
 			t.Errorf("missing_ranges: got %v, want %v", got.MissingRanges, want)
 		}
 		var dups []offsetmap.Copy
@@ -179,14 +180,14 @@ func TestVerify(t *testing.T) {
 		if !reflect.DeepEqual(got.Duplicates, dups) {
 			t.Errorf("duplicates: got %v, want %v", got.Duplicates, dups)
 		}
-		wantMism := []verify.Mismatch{
+		wantMism := []align.Mismatch{
 			{SourceOffset: 200, TargetOffset: 206, Fields: []string{"value"}},
 			{SourceOffset: 250, TargetOffset: 256, Fields: []string{"headers"}},
 		}
 		if !reflect.DeepEqual(got.Mismatches, wantMism) {
 			t.Errorf("mismatches: got %v, want %v", got.Mismatches, wantMism)
 		}
-		if want := []verify.TargetRange{{From: 406, To: 408}}; !reflect.DeepEqual(got.ExtraRanges, want) {
+		if want := []align.TargetRange{{From: 406, To: 408}}; !reflect.DeepEqual(got.ExtraRanges, want) {
 			t.Errorf("extra_ranges: got %v, want %v", got.ExtraRanges, want)
 		}
 		if p := res.Partitions[1]; p.Counts.Differs() || p.Matched != 400 {

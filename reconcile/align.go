@@ -6,12 +6,12 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kmigrate/kmigrate/align"
 	"github.com/kmigrate/kmigrate/offsetmap"
-	"github.com/kmigrate/kmigrate/verify"
 )
 
 // This file finds E(G) for one group partition by aligning content locally: the few source
-// records around G against a bounded target window, merged by verify.Align (the aligner kverify
+// records around G against a bounded target window, merged by align.Partition (the aligner kverify
 // uses, so replays, losses, extras and altered records are classified the same way in both
 // tools). What stays here is what only reconcile needs: which records to read (walking back
 // over gaps below G, extending the target window lazily), and the rules for the answer (the
@@ -136,7 +136,7 @@ type aligner struct {
 	read         int
 
 	// The last alignment of S against T: its result and its offset map.
-	pr verify.PartitionResult
+	pr align.PartitionResult
 	pm *offsetmap.PartitionMap
 }
 
@@ -195,7 +195,7 @@ func (a *aligner) lastCopyUpTo(off int64) int64 {
 	return last
 }
 
-// run aligns the windows read so far with verify.Align (the aligner kverify uses), reading
+// run aligns the windows read so far with align.Partition (the aligner kverify uses), reading
 // more target records while s* has not been passed or the look-ahead after its last copy is
 // not covered. retry asks for an earlier window start: the first records of S were not found.
 func (a *aligner) run(ctx context.Context, star int) (ans answer, retry bool, err error) {
@@ -262,18 +262,18 @@ func (a *aligner) notFound() (answer, bool, error) {
 		j.srcTopic, j.part, a.S[0].off, a.S[len(a.S)-1].off, j.dstTopic, j.part, a.tFrom, a.tNext-1), false, nil
 }
 
-// align runs verify.Align over the source records S and the target window T. The source
+// align runs align.Partition over the source records S and the target window T. The source
 // range it covers reaches G: reconcile read every source record below G.
 func (a *aligner) align(ctx context.Context) error {
-	items := func(rs []rec) []verify.Item {
-		out := make([]verify.Item, len(rs))
+	items := func(rs []rec) []align.Item {
+		out := make([]align.Item, len(rs))
 		for i, r := range rs {
-			out[i] = verify.Item{Offset: r.off, FP: r.fp, Record: r.r}
+			out[i] = align.Item{Offset: r.off, FP: r.fp, Record: r.r}
 		}
 		return out
 	}
 	n := len(a.S) + len(a.T)
-	pr, pm, err := verify.Align(ctx, &verify.SliceStream{Items: items(a.S)}, &verify.SliceStream{Items: items(a.T)}, verify.AlignOptions{
+	pr, pm, err := align.Partition(ctx, &align.SliceStream{Items: items(a.S)}, &align.SliceStream{Items: items(a.T)}, align.Options{
 		Partition: a.j.part, Fields: a.p.cfg.Fields, Window: n + 8, MaxListed: n + 1,
 		SourceFrom: a.S[0].off, SourceTo: max(a.S[len(a.S)-1].off+1, a.j.g),
 		TargetFrom: a.tFrom, TargetTo: a.tNext,

@@ -19,7 +19,7 @@
 //     back over transaction markers, compacted or deleted records) and a few after it, and a
 //     bounded target window that MM2's offset syncs or the records' timestamps place; hints
 //     bound where to read, the answer always comes from matching fingerprints
-//     (offsetmap.Fingerprint), aligned by verify.Align. After finding the copy of s* it keeps
+//     (offsetmap.Fingerprint), aligned by align.Partition. After finding the copy of s* it keeps
 //     reading Config.Window target records to catch a later copy (a replay). Each answer
 //     carries its Proof: the fingerprint of the source record before G equals that of the
 //     target record before E(G).

@@ -1,6 +1,7 @@
 package report_test
 
 import (
+	"github.com/kmigrate/kmigrate/align"
 	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/offsetmap"
 	"github.com/kmigrate/kmigrate/reconcile"
@@ -12,41 +13,41 @@ func ptr(n int64) *int64 { return &n }
 // verifyDiffering is a verify result with every class: partition 0 is identical, 1 has one
 // of each kind, 2 has more missing ranges than a table shows and was cut by kverify, 3 could not be aligned.
 func verifyDiffering() *verify.Result {
-	var p2missing []verify.SourceRange
+	var p2missing []align.SourceRange
 	for o := int64(100); o <= 650; o += 50 {
-		p2missing = append(p2missing, verify.SourceRange{From: o, To: o})
+		p2missing = append(p2missing, align.SourceRange{From: o, To: o})
 	}
 	r := &verify.Result{
 		SourceTopic: "orders",
 		TargetTopic: "orders",
 		Compared:    []string{"key", "value", "headers"},
-		Partitions: []verify.PartitionResult{
+		Partitions: []align.PartitionResult{
 			{
 				// The target topic held 12 records before the mirror started: read, not compared.
-				Partition: 0, Counts: verify.Counts{Matched: 1000},
+				Partition: 0, Counts: align.Counts{Matched: 1000},
 				SourceStart: 0, SourceEnd: 1000, TargetStart: 0, TargetEnd: 1012,
-				TargetSkipped: 12, TargetSkippedRange: &verify.TargetRange{From: 0, To: 11},
+				TargetSkipped: 12, TargetSkippedRange: &align.TargetRange{From: 0, To: 11},
 			},
 			{
 				Partition: 1,
-				Counts:    verify.Counts{Matched: 985, Missing: 3, Duplicated: 5, Mismatched: 2, Extra: 1, Ambiguous: 4},
+				Counts:    align.Counts{Matched: 985, Missing: 3, Duplicated: 5, Mismatched: 2, Extra: 1, Ambiguous: 4},
 				// 990 source records: 985 matched + 3 missing + 2 mismatched; 993 target records:
 				// 985 matched + 5 duplicated + 2 mismatched + 1 extra.
 				SourceStart: 0, SourceEnd: 990, TargetStart: 0, TargetEnd: 993,
-				MissingRanges: []verify.SourceRange{{From: 120, To: 121}, {From: 500, To: 500}},
+				MissingRanges: []align.SourceRange{{From: 120, To: 121}, {From: 500, To: 500}},
 				Duplicates: []offsetmap.Copy{
 					{Target: 300, Source: 295}, {Target: 301, Source: 296}, {Target: 302, Source: 297},
 					{Target: 303, Source: 298}, {Target: 304, Source: 299},
 				},
-				Mismatches: []verify.Mismatch{
+				Mismatches: []align.Mismatch{
 					{SourceOffset: 610, TargetOffset: 612, Fields: []string{"value"}},
 					{SourceOffset: 611, TargetOffset: 613, Fields: []string{"value"}},
 				},
-				ExtraRanges:     []verify.TargetRange{{From: 992, To: 992}},
-				AmbiguousRanges: []verify.TargetRange{{From: 700, To: 703}},
+				ExtraRanges:     []align.TargetRange{{From: 992, To: 992}},
+				AmbiguousRanges: []align.TargetRange{{From: 700, To: 703}},
 			},
 			{
-				Partition: 2, Counts: verify.Counts{Matched: 688, Missing: 12},
+				Partition: 2, Counts: align.Counts{Matched: 688, Missing: 12},
 				SourceStart: 0, SourceEnd: 700, TargetStart: 0, TargetEnd: 688,
 				MissingRanges: p2missing,
 				// kverify cut its lists (the counts stay complete): every renderer says so.
@@ -71,12 +72,12 @@ func verifyIdentical() *verify.Result {
 		TargetTopic: "dc1.payments",
 		Identical:   true,
 		Compared:    []string{"key", "value", "headers", "timestamp"},
-		Partitions: []verify.PartitionResult{
-			{Partition: 0, Counts: verify.Counts{Matched: 25000}, SourceEnd: 25000, TargetEnd: 25000},
+		Partitions: []align.PartitionResult{
+			{Partition: 0, Counts: align.Counts{Matched: 25000}, SourceEnd: 25000, TargetEnd: 25000},
 			{
-				Partition: 1, Counts: verify.Counts{Matched: 24871, Ambiguous: 6},
+				Partition: 1, Counts: align.Counts{Matched: 24871, Ambiguous: 6},
 				SourceStart: 129, SourceEnd: 25000, TargetStart: 0, TargetEnd: 24871,
-				AmbiguousRanges: []verify.TargetRange{{From: 4410, To: 4415}},
+				AmbiguousRanges: []align.TargetRange{{From: 4410, To: 4415}},
 			},
 		},
 	}

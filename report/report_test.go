@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kmigrate/kmigrate/align"
 	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/reconcile"
 	"github.com/kmigrate/kmigrate/report"
@@ -293,10 +294,10 @@ func TestWriteFiles(t *testing.T) {
 func TestLargeResultBounded(t *testing.T) {
 	r := &verify.Result{SourceTopic: "big", TargetTopic: "big", Compared: []string{"key", "value"}}
 	for p := int32(0); p < 512; p++ {
-		pr := verify.PartitionResult{Partition: p, Counts: verify.Counts{Matched: 100_000}, SourceEnd: 100_000, TargetEnd: 100_000}
+		pr := align.PartitionResult{Partition: p, Counts: align.Counts{Matched: 100_000}, SourceEnd: 100_000, TargetEnd: 100_000}
 		if p == 300 {
 			for i := int64(0); i < 20_000; i++ {
-				pr.MissingRanges = append(pr.MissingRanges, verify.SourceRange{From: 5 * i, To: 5 * i})
+				pr.MissingRanges = append(pr.MissingRanges, align.SourceRange{From: 5 * i, To: 5 * i})
 			}
 			pr.Missing, pr.Matched = 20_000, 80_000
 		}
@@ -336,7 +337,7 @@ func TestLargeResultBounded(t *testing.T) {
 func TestChartKeepsLargestRows(t *testing.T) {
 	r := &verify.Result{SourceTopic: "wide", TargetTopic: "wide"}
 	for p := int32(0); p < 100; p++ {
-		pr := verify.PartitionResult{Partition: p, Counts: verify.Counts{Matched: 10, Missing: int64(p) + 1}}
+		pr := align.PartitionResult{Partition: p, Counts: align.Counts{Matched: 10, Missing: int64(p) + 1}}
 		r.Partitions = append(r.Partitions, pr)
 		r.Summary.Add(pr.Counts)
 	}

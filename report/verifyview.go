@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kmigrate/kmigrate/align"
 	"github.com/kmigrate/kmigrate/offsetmap"
 	"github.com/kmigrate/kmigrate/verify"
 )
@@ -38,7 +39,7 @@ type verdict struct {
 type verifyReport struct {
 	Title   string
 	Verdict verdict
-	Total   verify.Counts
+	Total   align.Counts
 	Topics  []verifyTopic
 }
 
@@ -46,7 +47,7 @@ type verifyTopic struct {
 	Source, Target string
 	Compared       string
 	Verdict        verdict
-	Counts         verify.Counts
+	Counts         align.Counts
 	Parts          []verifyPart
 	Problems       []string
 	// Differing and Failed count partitions with differences and partitions not aligned;
@@ -55,7 +56,7 @@ type verifyTopic struct {
 }
 
 type verifyPart struct {
-	P           *verify.PartitionResult
+	P           *align.PartitionResult
 	Differences int64
 	Level       level
 	Status      string
@@ -73,7 +74,7 @@ type detail struct {
 	Items  []string
 }
 
-func differences(c verify.Counts) int64 { return c.Missing + c.Duplicated + c.Mismatched + c.Extra }
+func differences(c align.Counts) int64 { return c.Missing + c.Duplicated + c.Mismatched + c.Extra }
 
 func newVerifyReport(title string, rs []*verify.Result) (*verifyReport, error) {
 	rep := &verifyReport{Title: title}
@@ -123,7 +124,7 @@ func newVerifyReport(title string, rs []*verify.Result) (*verifyReport, error) {
 }
 
 // countClauses breaks differences down by class, naming what each means for an operator.
-func countClauses(c verify.Counts) []string {
+func countClauses(c align.Counts) []string {
 	var out []string
 	if c.Missing > 0 {
 		out = append(out, num(c.Missing)+" missing (lost on the target)")
@@ -161,7 +162,7 @@ func newVerifyTopic(r *verify.Result) verifyTopic {
 	}
 	// Summary is what verify computed and is authoritative; the sum of the rows stands in
 	// only for a hand-built result that left it empty.
-	if r.Summary != (verify.Counts{}) {
+	if r.Summary != (align.Counts{}) {
 		t.Counts = r.Summary
 	}
 	n := differences(t.Counts)
@@ -216,7 +217,7 @@ func newVerifyTopic(r *verify.Result) verifyTopic {
 	return t
 }
 
-func newVerifyPart(p *verify.PartitionResult) verifyPart {
+func newVerifyPart(p *align.PartitionResult) verifyPart {
 	vp := verifyPart{
 		P:           p,
 		Differences: differences(p.Counts),
@@ -305,7 +306,7 @@ func copyRuns(cs []offsetmap.Copy) []run {
 	return out
 }
 
-func mismatchRuns(ms []verify.Mismatch) []run {
+func mismatchRuns(ms []align.Mismatch) []run {
 	var out []run
 	for _, m := range ms {
 		f := strings.Join(m.Fields, ", ")

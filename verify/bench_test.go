@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmigrate/kmigrate/align"
 	"github.com/kmigrate/kmigrate/internal/peakrss"
 )
 
@@ -150,7 +151,7 @@ Throughput ratio kverify / plain: **%.2f** best against best, **%.2f** median of
 ratios %s (goal >= 0.8); kverify peak RSS **%.1f MiB** (goal < 256 MiB).
 `, n, benchSource, benchTarget, rounds,
 		plain.secs, float64(2*n)/plain.secs, float64(plain.rssKB)/1024,
-		DefaultWindow, kv.secs, float64(2*n)/kv.secs, float64(kv.rssKB)/1024,
+		align.DefaultWindow, kv.secs, float64(2*n)/kv.secs, float64(kv.rssKB)/1024,
 		ratio, median, fmtRatios(ratios), float64(kv.rssKB)/1024)
 	md += benchFaults(ctx, t, cl, bin, brokers, n)
 	t.Log("\n" + md)
@@ -240,7 +241,7 @@ func benchFaults(ctx context.Context, t *testing.T, cl *kgo.Client, bin, brokers
 			altered++
 		}
 	}
-	if got, wantC := res.Summary, (Counts{Matched: int64(n) - 1000 - altered, Missing: 1000, Duplicated: int64(replay), Mismatched: altered}); got != wantC {
+	if got, wantC := res.Summary, (align.Counts{Matched: int64(n) - 1000 - altered, Missing: 1000, Duplicated: int64(replay), Mismatched: altered}); got != wantC {
 		t.Errorf("faulty copy: got %+v, want %+v", got, wantC)
 	}
 	return fmt.Sprintf(`

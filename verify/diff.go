@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/kmigrate/kmigrate/align"
 	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
@@ -115,10 +116,10 @@ type Config struct {
 	From, To Position
 	// offsetmap.Fields are compared. Default: offsetmap.DefaultFields (key, value, headers).
 	Fields offsetmap.Fields
-	// Window is the aligner's look-ahead per partition in records. Default: DefaultWindow.
+	// Window is the aligner's look-ahead per partition in records. Default: align.DefaultWindow.
 	Window int
 	// History is how many matched records per partition are remembered to recognise replays.
-	// Default: DefaultHistory (at least Window).
+	// Default: align.DefaultHistory (at least Window).
 	History int
 	// Parallel is how many partitions are read at once. Default: 4.
 	Parallel int
@@ -130,7 +131,7 @@ type Config struct {
 	// the target start is found by timestamp.
 	OffsetSyncsTopic  string
 	OffsetSyncsClient *kgo.Client
-	// MaxListed caps each list of ranges in a PartitionResult. Default: 1000.
+	// MaxListed caps each list of ranges in a align.PartitionResult. Default: 1000.
 	MaxListed int
 	// Progress, when set, is called from the partition goroutines (it must be safe for
 	// concurrent use) every few thousand records and when a partition is done.
@@ -154,7 +155,7 @@ func (c *Config) SetDefaults() {
 		c.Fields = offsetmap.DefaultFields
 	}
 	if c.Window <= 0 {
-		c.Window = DefaultWindow
+		c.Window = align.DefaultWindow
 	}
 	if c.Parallel <= 0 {
 		c.Parallel = 4
@@ -215,7 +216,7 @@ func Diff(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, *offs
 	}
 	d := &differ{cfg: cfg, src: src, dst: dst, sadm: kadm.NewClient(src), tadm: kadm.NewClient(dst)}
 	res := &Result{SourceTopic: cfg.SourceTopic, TargetTopic: cfg.TargetTopic, Compared: cfg.Fields.Names(),
-		Partitions: []PartitionResult{}}
+		Partitions: []align.PartitionResult{}}
 	om := &offsetmap.TopicMap{Version: offsetmap.Version, SourceTopic: cfg.SourceTopic, TargetTopic: cfg.TargetTopic, Partitions: []*offsetmap.PartitionMap{}}
 	common, ok, err := d.partitions(ctx, res)
 	if err != nil || !ok {
@@ -270,7 +271,7 @@ func (d *differ) partitions(ctx context.Context, res *Result) (common []int32, o
 		res.Problems = append(res.Problems, fmt.Sprintf("target topic %q does not exist: nothing of source topic %q has been mirrored (check --target-topic and the replication policy)", cfg.TargetTopic, cfg.SourceTopic))
 		for _, p := range want {
 			msg := fmt.Sprintf("target topic %q does not exist", cfg.TargetTopic)
-			res.Partitions = append(res.Partitions, PartitionResult{Partition: p, Err: msg, Cause: &targetMissingError{msg}})
+			res.Partitions = append(res.Partitions, align.PartitionResult{Partition: p, Err: msg, Cause: &targetMissingError{msg}})
 		}
 		return nil, false, nil
 	}
@@ -285,7 +286,7 @@ func (d *differ) partitions(ctx context.Context, res *Result) (common []int32, o
 			common = append(common, p)
 		} else {
 			msg := fmt.Sprintf("target topic %q has no partition %d", cfg.TargetTopic, p)
-			res.Partitions = append(res.Partitions, PartitionResult{Partition: p, Err: msg, Cause: &targetMissingError{msg}})
+			res.Partitions = append(res.Partitions, align.PartitionResult{Partition: p, Err: msg, Cause: &targetMissingError{msg}})
 		}
 	}
 	return common, true, nil
@@ -409,7 +410,7 @@ func (d *differ) sourceRange(o listedOffsets, p int32) (from, to int64, why stri
 // compared is what the partition jobs found: per partition its result, its map (when it was
 // aligned without error) and why it had nothing to compare.
 type compared struct {
-	results map[int32]PartitionResult
+	results map[int32]align.PartitionResult
 	maps    map[int32]*offsetmap.PartitionMap
 	why     map[int32]string
 }
@@ -418,7 +419,7 @@ type compared struct {
 // its Err and Cause set; the error is the context's.
 func (d *differ) compare(ctx context.Context, common []int32, o listedOffsets, syncs *mm2.SyncIndex) (compared, error) {
 	cfg := d.cfg
-	done := compared{results: make(map[int32]PartitionResult, len(common)), maps: make(map[int32]*offsetmap.PartitionMap, len(common)), why: make(map[int32]string, len(common))}
+	done := compared{results: make(map[int32]align.PartitionResult, len(common)), maps: make(map[int32]*offsetmap.PartitionMap, len(common)), why: make(map[int32]string, len(common))}
 	var mu sync.Mutex
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(cfg.Parallel)
@@ -477,7 +478,7 @@ func (d *differ) collect(res *Result, om *offsetmap.TopicMap, common []int32, do
 	cfg := d.cfg
 	for _, p := range common {
 		pr := done.results[p]
-		if pr.Err == "" && pr.Counts == (Counts{}) {
+		if pr.Err == "" && pr.Counts == (align.Counts{}) {
 			// No source record in range and no target record found to differ: the
 			// partition proves nothing, so it is not identical and has no map (an answer
 			// from it would be a guess).
@@ -609,21 +610,21 @@ type PartitionSpec struct {
 	// SourceTo means the end offset (the last stable offset with read_committed).
 	SourceFrom, SourceTo int64
 	// TargetFrom and TargetTo bound the target range read. A negative TargetTo means the end
-	// offset. TargetFrom is a lower bound unless StrictTargetFrom: see AlignOptions.
+	// offset. TargetFrom is a lower bound unless StrictTargetFrom: see align.Options.
 	TargetFrom, TargetTo int64
 	// offsetmap.Fields compared. Default: offsetmap.DefaultFields.
 	Fields offsetmap.Fields
-	// Window is the look-ahead. Default: DefaultWindow, or less for a small range.
+	// Window is the look-ahead. Default: align.DefaultWindow, or less for a small range.
 	Window int
-	// History: see AlignOptions. Default: DefaultHistory, or less for a small range.
+	// History: see align.Options. Default: align.DefaultHistory, or less for a small range.
 	History int
 
-	// StrictTargetFrom and StrictTargetTo: see AlignOptions. Default false: the target range
+	// StrictTargetFrom and StrictTargetTo: see align.Options. Default false: the target range
 	// is a window around the copy (TargetFrom may be a little before it, TargetTo after it).
 	StrictTargetFrom, StrictTargetTo bool
 	// ReadUncommitted: see Config. Default false (read_committed).
 	ReadUncommitted bool
-	// MaxListed: see AlignOptions. Default: 1000.
+	// MaxListed: see align.Options. Default: 1000.
 	MaxListed int
 }
 
@@ -639,7 +640,7 @@ type partJob struct {
 // hintMargin is how many target records before the estimated start of the copy are read.
 const hintMargin = 100
 
-func (j *partJob) run(ctx context.Context, src, dst *kgo.Client) (PartitionResult, *offsetmap.PartitionMap, error) {
+func (j *partJob) run(ctx context.Context, src, dst *kgo.Client) (align.PartitionResult, *offsetmap.PartitionMap, error) {
 	sp := j.spec
 	if sp.Fields == 0 {
 		sp.Fields = offsetmap.DefaultFields
@@ -652,7 +653,7 @@ func (j *partJob) run(ctx context.Context, src, dst *kgo.Client) (PartitionResul
 	if j.hint {
 		from, err := j.targetStart(ctx, ss, dst)
 		if err != nil {
-			return PartitionResult{Partition: sp.Partition}, nil, err
+			return align.PartitionResult{Partition: sp.Partition}, nil, err
 		}
 		sp.TargetFrom = max(sp.TargetFrom, min(from, sp.TargetTo))
 	}
@@ -661,7 +662,7 @@ func (j *partJob) run(ctx context.Context, src, dst *kgo.Client) (PartitionResul
 	}
 	ts := startFetch(sctx, dst, fetchSpec{cluster: "target", topic: sp.TargetTopic, partition: sp.Partition, from: sp.TargetFrom, to: sp.TargetTo, committed: committed, fields: sp.Fields})
 	defer ts.close()
-	opt := AlignOptions{
+	opt := align.Options{
 		Partition: sp.Partition, Fields: sp.Fields, Window: sp.Window, History: sp.History, MaxListed: sp.MaxListed,
 		SourceFrom: sp.SourceFrom, SourceTo: sp.SourceTo, TargetFrom: sp.TargetFrom, TargetTo: sp.TargetTo,
 		StrictTargetFrom: sp.StrictTargetFrom, StrictTargetTo: sp.StrictTargetTo,
@@ -673,7 +674,7 @@ func (j *partJob) run(ctx context.Context, src, dst *kgo.Client) (PartitionResul
 	}
 	j.logger.Debug("aligning partition", "topic", sp.SourceTopic, "partition", sp.Partition,
 		"source_from", sp.SourceFrom, "source_to", sp.SourceTo, "target_from", sp.TargetFrom, "target_to", sp.TargetTo)
-	pr, pm, err := Align(ctx, ss, ts, opt)
+	pr, pm, err := align.Partition(ctx, ss, ts, opt)
 	if err != nil {
 		return pr, nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmigrate/kmigrate/align"
 	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
@@ -102,7 +103,7 @@ func TestDiffIdenticalWithOtherBase(t *testing.T) {
 	if !res.Identical {
 		t.Fatalf("got not identical, want identical: %+v", res)
 	}
-	if got, want := res.Summary, (Counts{Matched: 150}); got != want {
+	if got, want := res.Summary, (align.Counts{Matched: 150}); got != want {
 		t.Errorf("summary: got %+v, want %+v", got, want)
 	}
 	if len(res.Partitions) != 3 {
@@ -141,19 +142,19 @@ func TestDiffFaults(t *testing.T) {
 		t.Fatalf("got identical, want differences")
 	}
 	p := res.Partitions[0]
-	if got, want := p.Counts, (Counts{Matched: 55, Missing: 3, Duplicated: 5, Mismatched: 2, Extra: 2}); got != want {
+	if got, want := p.Counts, (align.Counts{Matched: 55, Missing: 3, Duplicated: 5, Mismatched: 2, Extra: 2}); got != want {
 		t.Errorf("counts: got %+v, want %+v", got, want)
 	}
-	if want := []SourceRange{{10, 12}}; !reflect.DeepEqual(p.MissingRanges, want) {
+	if want := []align.SourceRange{{From: 10, To: 12}}; !reflect.DeepEqual(p.MissingRanges, want) {
 		t.Errorf("missing: got %v, want %v", p.MissingRanges, want)
 	}
 	if want := copies(22, 20, 23, 21, 24, 22, 25, 23, 26, 24); !reflect.DeepEqual(p.Duplicates, want) {
 		t.Errorf("duplicates: got %v, want %v", p.Duplicates, want)
 	}
-	if want := []Mismatch{{30, 32, []string{"value"}}, {40, 42, []string{"headers"}}}; !reflect.DeepEqual(p.Mismatches, want) {
+	if want := []align.Mismatch{{SourceOffset: 30, TargetOffset: 32, Fields: []string{"value"}}, {SourceOffset: 40, TargetOffset: 42, Fields: []string{"headers"}}}; !reflect.DeepEqual(p.Mismatches, want) {
 		t.Errorf("mismatches: got %v, want %v", p.Mismatches, want)
 	}
-	if want := []TargetRange{{62, 63}}; !reflect.DeepEqual(p.ExtraRanges, want) {
+	if want := []align.TargetRange{{From: 62, To: 63}}; !reflect.DeepEqual(p.ExtraRanges, want) {
 		t.Errorf("extra: got %v, want %v", p.ExtraRanges, want)
 	}
 	// A group that consumed source 0..24 resumes on the target after the replayed copy of 24.

@@ -6,71 +6,15 @@
 //   - Diff reads a topic on both clusters (partitions in parallel, at most Config.Parallel)
 //     and returns a Result (the JSON of `kverify diff`) and an offsetmap.TopicMap (the file of
 //     `kverify diff --offset-map`, read by kreconcile).
-//   - Align is the pure, in-memory aligner over two Streams of Items (offset, fingerprint,
-//     record); Diff feeds it from raw fetches. It is table- and fuzz-tested on synthetic
-//     sequences (align_test.go).
-//
-// # Alignment
-//
-// Records of one partition keep their order through a mirror, so alignment is a streaming
-// merge with a bounded look-ahead (Config.Window records per side, default 10000), not a
-// general diff. While the heads of the two streams are equal they are matched. At a
-// divergence the aligner fills both windows and looks for the nearest resynchronisation point
-// (source i, target j: the smallest i+j at which a run of equal records starts; direct
-// comparison for small skips, a hash index of the source window for large ones). The skipped
-// records are then classified:
-//
-//   - duplicated: a target record equal to one of the last History matched source records
-//     (default 100000), or to the altered copy of one (a replay); the result says which
-//     source offset it repeats. The older part of a replay longer than the history is
-//     reported as extra: raise the history to the longest replay (an MM2 task restart replays
-//     what it read since its last offset flush, offset.flush.interval.ms, 60 s by default);
-//   - mismatched: a target record paired with a skipped source record at the same position
-//     between two matched anchors (when both blocks have the same length), or with the same key;
-//     offsetmap.DiffFields says which fields differ;
-//   - missing: a skipped source record left unpaired;
-//   - extra: a skipped target record left unpaired.
-//
-// With no resynchronisation point in the windows, a target record repeating a matched source
-// record is a duplicate; equal keys on both sides pair as mismatches (values re-encoded in
-// place); otherwise the side whose head is older by timestamp is behind and its records up to
-// the other head's timestamp are missing (source) or extra (target). So a run of missing or
-// extra records longer than the window is decided by timestamps: right for records lost from
-// a copy that keeps CreateTime, and for a target that rewrote every timestamp (LogAppendTime)
-// the copy is still found once the windows reach it; a run of records written directly into
-// the middle of the target, longer than the window, is misread as missing source records
-// followed by extra ones (the counts stay consistent and the result differs). Raise --window
-// above the longest run to classify it exactly. Memory is bounded by the
-// windows and the replay history, never by the topic (offsetmap.PartitionMap.Duplicates and the ranges
-// grow only with the differences found; the ranges are capped by Config.MaxListed, and
-// PartitionResult.Truncated says so; counts are always complete).
-//
-// Identical neighbouring records (a run of equal consecutive source records) cannot be told
-// apart: their matched records are counted in Counts.Ambiguous and listed in AmbiguousRanges
-// (target offsets). They are mapped in order, which is exact unless a record of the run was
-// lost or replayed, in which case the missing or duplicate offset could be any of the run.
-//
-// # Invariants (checked by the tests and the fuzz test)
-//
-// A mismatch is a pair: one source record and one target record. Per partition:
-//
-//	matched + mismatched + missing                 = source records read
-//	matched + mismatched + duplicated + extra      = target records read, less TargetSkipped
-//	                                                 and records beyond a bounded range
-//	ambiguous <= matched
-//
-// The segments of the map cover exactly the matched and mismatched pairs (a mismatched record
-// is still the copy at that position, so a group that consumed its source must skip it), in
-// increasing source and target order; offsetmap.PartitionMap.Duplicates lists every duplicate copy.
-// Result.Identical is true when there is no problem, no partition error, and nothing missing,
-// duplicated, mismatched or extra (ambiguous records are matched).
+//   - Diff feeds each partition to align.Partition, the aligner (package align says how records
+//     are classified and which invariants hold), from two raw-fetch streams (package logread).
 //
 // # Nothing to compare
 //
 // Decided per partition: a partition with no source record in [From, To) and no target
 // record found to differ (From past its end as an offset or a time, To at its start, an empty
 // log, a range of only transaction markers) proves nothing. It is not compared:
-// PartitionResult.NotCompared says why, Result.NotCompared lists it, the report shows it as
+// align.PartitionResult.NotCompared says why, Result.NotCompared lists it, the report shows it as
 // "nothing to compare" (never identical), and the offset map leaves it out (an answer from it
 // would be a guess; kreconcile then refuses that partition). The other partitions are
 // compared as usual; Identical speaks for them only. When no partition asked was compared at
@@ -105,7 +49,7 @@
 // the first target offset whose timestamp is at or after the first source record's (copies keep
 // CreateTime; LogAppendTime only makes them later), less a margin of 100 records. Target records
 // before the first copy of a source record in range are skipped and counted in
-// PartitionResult.TargetSkipped. With To latest the target is read to its end and trailing
+// align.PartitionResult.TargetSkipped. With To latest the target is read to its end and trailing
 // records are extra; with a bounded To the comparison ends at the first target record after
 // the copy of the last source record that repeats nothing.
 //
@@ -116,8 +60,7 @@
 //
 // # Testing
 //
-// `go test ./verify` runs the aligner tables, and Diff against two kfake
-// clusters; `go test ./verify -fuzz FuzzAlign` fuzzes the
-// invariants. Real brokers (2.3.0 -> MM2 3.7.1 -> 3.7.1) are exercised in
+// `go test ./verify` runs Diff against two kfake clusters (the aligner's own tables and fuzz
+// tests are in package align). Real brokers (2.3.0 -> MM2 3.7.1 -> 3.7.1) are exercised in
 // integration/verify_test.go; the throughput benchmark is scripts/bench-verify.sh.
 package verify

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmigrate/kmigrate/align"
 	"github.com/kmigrate/kmigrate/mm2"
 )
 
@@ -64,7 +65,7 @@ func TestDiffPartitionCause(t *testing.T) {
 	produce(t, src, topic, 1, span(0, 9))
 	produce(t, dst, topic, 0, span(0, 9))
 	res, _ := diff(t, src, dst, Config{SourceTopic: topic})
-	var p1 *PartitionResult
+	var p1 *align.PartitionResult
 	for i := range res.Partitions {
 		if res.Partitions[i].Partition == 1 {
 			p1 = &res.Partitions[i]

@@ -8,13 +8,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmigrate/kmigrate/align"
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
 // AlignPartition aligns one partition over explicit ranges, for the tests of partJob.run. It
 // reads the two ranges directly (raw fetches,
 // no consumer group) and is cheap for small ranges: the window is cut to the range size.
-func AlignPartition(ctx context.Context, src, dst *kgo.Client, spec PartitionSpec) (PartitionResult, *offsetmap.PartitionMap, error) {
+func AlignPartition(ctx context.Context, src, dst *kgo.Client, spec PartitionSpec) (align.PartitionResult, *offsetmap.PartitionMap, error) {
 	if spec.TargetTopic == "" {
 		spec.TargetTopic = spec.SourceTopic
 	}
@@ -40,22 +41,22 @@ func AlignPartition(ctx context.Context, src, dst *kgo.Client, spec PartitionSpe
 				err = l.Error()
 			}
 			if err != nil {
-				return PartitionResult{Partition: spec.Partition}, nil, fmt.Errorf("list end offset of %s topic %q partition %d: %w", side.name, side.topic, spec.Partition, err)
+				return align.PartitionResult{Partition: spec.Partition}, nil, fmt.Errorf("list end offset of %s topic %q partition %d: %w", side.name, side.topic, spec.Partition, err)
 			}
 			o, ok := l.Lookup(side.topic, spec.Partition)
 			if !ok {
-				return PartitionResult{Partition: spec.Partition}, nil, fmt.Errorf("%s topic %q has no partition %d", side.name, side.topic, spec.Partition)
+				return align.PartitionResult{Partition: spec.Partition}, nil, fmt.Errorf("%s topic %q has no partition %d", side.name, side.topic, spec.Partition)
 			}
 			*side.to = o.Offset
 		}
 	}
 	if spec.Window <= 0 {
-		spec.Window = DefaultWindow
+		spec.Window = align.DefaultWindow
 	}
 	size := (spec.SourceTo - spec.SourceFrom) + (spec.TargetTo - spec.TargetFrom)
 	spec.Window = int(max(64, min(int64(spec.Window), size)))
 	if spec.History <= 0 {
-		spec.History = DefaultHistory
+		spec.History = align.DefaultHistory
 	}
 	spec.History = int(max(int64(spec.Window), min(int64(spec.History), size)))
 	job := partJob{spec: spec, logger: slog.New(slog.DiscardHandler)}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmigrate/kmigrate/align"
 	"github.com/kmigrate/kmigrate/logread"
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
@@ -13,7 +14,7 @@ import (
 // positions (a range ending in markers or a compacted gap is known to be done), fingerprints
 // computed on logread's decoding goroutine, a few record batches ahead of the aligner.
 type fetchStream struct {
-	*logread.Stream[Item]
+	*logread.Stream[align.Item]
 }
 
 type fetchSpec struct {
@@ -40,13 +41,13 @@ func startFetch(ctx context.Context, cl *kgo.Client, spec fetchSpec) *fetchStrea
 		Committed:      spec.committed,
 		Short:          logread.ShortError,
 		PartitionBytes: spec.maxPartBytes,
-	}, func(r *kgo.Record) Item {
-		return Item{Offset: r.Offset, FP: h.Sum(r, fields), Record: r}
+	}, func(r *kgo.Record) align.Item {
+		return align.Item{Offset: r.Offset, FP: h.Sum(r, fields), Record: r}
 	})}
 }
 
 // peek returns the first item without consuming it.
-func (s *fetchStream) peek(ctx context.Context) (Item, bool, error) { return s.Peek(ctx) }
+func (s *fetchStream) peek(ctx context.Context) (align.Item, bool, error) { return s.Peek(ctx) }
 
 // close stops the reader and waits for it.
 func (s *fetchStream) close() { s.Close() }

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
 
+	"github.com/kmigrate/kmigrate/align"
 	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
 	"github.com/kmigrate/kmigrate/offsetmap"
 	"github.com/kmigrate/kmigrate/report"
@@ -84,8 +85,8 @@ func diffCommand() *cli.Command {
 		&cli.StringFlag{Name: "from", Value: "earliest", Usage: "start in every partition: earliest, an `OFFSET` or an RFC 3339 time"},
 		&cli.StringFlag{Name: "to", Value: "latest", Usage: "end (exclusive) in every partition: latest, an `OFFSET` or an RFC 3339 time"},
 		&cli.StringFlag{Name: "compare", Value: "key,value,headers", Usage: "`FIELDS` to compare: key, value, headers, timestamp (leave timestamp out when the target uses LogAppendTime)"},
-		&cli.IntFlag{Name: "window", Value: verify.DefaultWindow, Usage: "look-ahead in `RECORDS` per partition side: the longest run of missing or extra records resolved in place (memory grows with it)"},
-		&cli.IntFlag{Name: "history", Value: verify.DefaultHistory, Usage: "remember the last `RECORDS` matched per partition to recognise replays (an MM2 restart replays up to offset.flush.interval.ms of records)"},
+		&cli.IntFlag{Name: "window", Value: align.DefaultWindow, Usage: "look-ahead in `RECORDS` per partition side: the longest run of missing or extra records resolved in place (memory grows with it)"},
+		&cli.IntFlag{Name: "history", Value: align.DefaultHistory, Usage: "remember the last `RECORDS` matched per partition to recognise replays (an MM2 restart replays up to offset.flush.interval.ms of records)"},
 		&cli.IntFlag{Name: "parallel", Value: 4, Usage: "`N` partitions read at once"},
 		&cli.IntFlag{Name: "max-listed", Value: 1000, Usage: "list at most `N` ranges per class and partition (counts stay complete)"},
 		&cli.BoolFlag{Name: "read-uncommitted", Usage: "read aborted and open transactions too (default: read_committed on both sides)"},
@@ -119,10 +120,10 @@ func diffConfig(c *cli.Context) (verify.Config, error) {
 		return cfg, clikit.Failf("--compare: %w", err)
 	}
 	if cfg.Window = c.Int("window"); cfg.Window < 1 {
-		return cfg, clikit.Failf("--window %d: give at least 1 (default %d)", cfg.Window, verify.DefaultWindow)
+		return cfg, clikit.Failf("--window %d: give at least 1 (default %d)", cfg.Window, align.DefaultWindow)
 	}
 	if cfg.History = c.Int("history"); cfg.History < 1 {
-		return cfg, clikit.Failf("--history %d: give at least 1 (default %d)", cfg.History, verify.DefaultHistory)
+		return cfg, clikit.Failf("--history %d: give at least 1 (default %d)", cfg.History, align.DefaultHistory)
 	}
 	if cfg.Parallel = c.Int("parallel"); cfg.Parallel < 1 {
 		return cfg, clikit.Failf("--parallel %d: give at least 1", cfg.Parallel)

@@ -1,4 +1,4 @@
-package verify
+package align
 
 import (
 	"context"
@@ -77,7 +77,7 @@ func items(recs []*kgo.Record, f offsetmap.Fields) []Item {
 	return out
 }
 
-func align(t *testing.T, src, dst []*kgo.Record, opt AlignOptions) (PartitionResult, *offsetmap.PartitionMap) {
+func align(t *testing.T, src, dst []*kgo.Record, opt Options) (PartitionResult, *offsetmap.PartitionMap) {
 	t.Helper()
 	if opt.Fields == 0 {
 		opt.Fields = offsetmap.DefaultFields
@@ -88,7 +88,7 @@ func align(t *testing.T, src, dst []*kgo.Record, opt AlignOptions) (PartitionRes
 	if len(dst) > 0 && opt.TargetTo == 0 {
 		opt.TargetFrom, opt.TargetTo = dst[0].Offset, dst[len(dst)-1].Offset+1
 	}
-	res, pm, err := Align(context.Background(), &SliceStream{items(src, opt.Fields)}, &SliceStream{items(dst, opt.Fields)}, opt)
+	res, pm, err := Partition(context.Background(), &SliceStream{items(src, opt.Fields)}, &SliceStream{items(dst, opt.Fields)}, opt)
 	if err != nil {
 		t.Fatalf("Align: %v", err)
 	}
@@ -169,7 +169,7 @@ func TestAlign(t *testing.T) {
 	tests := []struct {
 		name     string
 		src, dst []*kgo.Record
-		opt      AlignOptions
+		opt      Options
 		want     Counts
 		missing  []SourceRange
 		dups     []offsetmap.Copy
@@ -204,7 +204,7 @@ func TestAlign(t *testing.T) {
 		},
 		{
 			name: "missing at the start", src: at(0, span(0, 9)), dst: at(0, span(3, 9)),
-			opt:  AlignOptions{StrictTargetFrom: true},
+			opt:  Options{StrictTargetFrom: true},
 			want: Counts{Matched: 7, Missing: 3}, missing: []SourceRange{{0, 2}},
 			segments: segs(3, 0, 7),
 		},
@@ -215,7 +215,7 @@ func TestAlign(t *testing.T) {
 		},
 		{
 			name: "missing run longer than the window", src: at(0, span(0, 499)), dst: at(0, cat(span(0, 99), span(400, 499))),
-			opt:  AlignOptions{Window: 50},
+			opt:  Options{Window: 50},
 			want: Counts{Matched: 200, Missing: 300}, missing: []SourceRange{{100, 399}},
 			segments: segs(0, 0, 100, 400, 100, 100),
 		},
@@ -224,7 +224,7 @@ func TestAlign(t *testing.T) {
 			// fallback cannot use them, the aligner still finds the copy past the window.
 			name: "missing run longer than the window, target timestamps rewritten",
 			src:  at(0, span(0, 499)), dst: at(0, appendTime(cat(span(0, 99), span(400, 499)))),
-			opt:  AlignOptions{Window: 50},
+			opt:  Options{Window: 50},
 			want: Counts{Matched: 200, Missing: 300}, missing: []SourceRange{{100, 399}},
 			segments: segs(0, 0, 100, 400, 100, 100),
 		},
@@ -249,14 +249,14 @@ func TestAlign(t *testing.T) {
 			// replay longer than that cannot be told from records written directly (raise
 			// --history to cover the longest replay).
 			name: "replay longer than the history", src: at(0, span(0, 99)), dst: at(0, cat(span(0, 99), span(0, 99))),
-			opt:  AlignOptions{Window: 30, History: 30, StrictTargetTo: true},
+			opt:  Options{Window: 30, History: 30, StrictTargetTo: true},
 			want: Counts{Matched: 100, Duplicated: 30, Extra: 70}, extra: []TargetRange{{100, 169}},
 			segments: segs(0, 0, 100),
 		},
 		{
 			name: "replay longer than the window, within the history", src: at(0, span(0, 299)),
 			dst:      at(0, cat(span(0, 249), span(20, 249), span(250, 299))),
-			opt:      AlignOptions{Window: 30, StrictTargetTo: true},
+			opt:      Options{Window: 30, StrictTargetTo: true},
 			want:     Counts{Matched: 300, Duplicated: 230},
 			segments: segs(0, 0, 250, 250, 480, 50),
 		},
@@ -301,13 +301,13 @@ func TestAlign(t *testing.T) {
 		{
 			name: "timestamp rewritten, compared", src: at(0, span(0, 9)),
 			dst:  at(0, cat(span(0, 2), with(r(3), func(c *kgo.Record) { c.Timestamp = time.UnixMilli(1) }), span(4, 9))),
-			opt:  AlignOptions{Fields: offsetmap.DefaultFields | offsetmap.FieldTimestamp},
+			opt:  Options{Fields: offsetmap.DefaultFields | offsetmap.FieldTimestamp},
 			want: Counts{Matched: 9, Mismatched: 1}, mism: []Mismatch{{3, 3, []string{"timestamp"}}},
 			segments: segs(0, 0, 10),
 		},
 		{
 			name: "extra at the end, strict", src: at(0, span(0, 4)), dst: at(0, cat(span(0, 4), span(100, 102))),
-			opt:  AlignOptions{StrictTargetTo: true},
+			opt:  Options{StrictTargetTo: true},
 			want: Counts{Matched: 5, Extra: 3}, extra: []TargetRange{{5, 7}}, segments: segs(0, 0, 5),
 		},
 		{
@@ -342,7 +342,7 @@ func TestAlign(t *testing.T) {
 			want: Counts{Missing: 5}, missing: []SourceRange{{0, 4}},
 		},
 		{
-			name: "empty source, strict end", dst: at(0, span(0, 2)), opt: AlignOptions{StrictTargetTo: true},
+			name: "empty source, strict end", dst: at(0, span(0, 2)), opt: Options{StrictTargetTo: true},
 			want: Counts{Extra: 3}, extra: []TargetRange{{0, 2}},
 		},
 		{
@@ -351,7 +351,7 @@ func TestAlign(t *testing.T) {
 		},
 		{
 			name: "leading target records are extra when the start is exact", src: at(0, span(10, 19)), dst: at(0, span(7, 19)),
-			opt:  AlignOptions{StrictTargetFrom: true},
+			opt:  Options{StrictTargetFrom: true},
 			want: Counts{Matched: 10, Extra: 3}, extra: []TargetRange{{0, 2}}, segments: segs(0, 3, 10),
 		},
 	}
@@ -432,7 +432,7 @@ func TestAlignAmbiguous(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, _ := align(t, tt.src, tt.dst, AlignOptions{StrictTargetFrom: true, StrictTargetTo: true})
+			res, _ := align(t, tt.src, tt.dst, Options{StrictTargetFrom: true, StrictTargetTo: true})
 			if res.Counts != tt.want {
 				t.Errorf("counts: got %+v, want %+v", res.Counts, tt.want)
 			}
@@ -447,7 +447,7 @@ func TestAlignExactTarget(t *testing.T) {
 	// Source 0..19; the target replayed 10..14 after 14 and lost 17.
 	src := at(0, span(0, 19))
 	dst := at(100, cat(span(0, 14), span(10, 16), span(18, 19)))
-	_, pm := align(t, src, dst, AlignOptions{StrictTargetFrom: true, StrictTargetTo: true})
+	_, pm := align(t, src, dst, Options{StrictTargetFrom: true, StrictTargetTo: true})
 	tests := []struct {
 		name  string
 		g     int64
@@ -474,7 +474,7 @@ func TestAlignExactTarget(t *testing.T) {
 
 func TestAlignTargetBehindIsPending(t *testing.T) {
 	// The mirror has copied 0..6 of 0..9 so far: E(G) for G above 7 is not known yet.
-	_, pm := align(t, at(0, span(0, 9)), at(0, span(0, 6)), AlignOptions{StrictTargetFrom: true})
+	_, pm := align(t, at(0, span(0, 9)), at(0, span(0, 6)), Options{StrictTargetFrom: true})
 	if got := pm.ExactTarget(7); !got.Known || got.Target != 7 {
 		t.Errorf("ExactTarget(7): got %+v, want known 7", got)
 	}
@@ -489,14 +489,14 @@ func TestAlignMaxListed(t *testing.T) {
 	for i := 0; i < 100; i += 2 {
 		dst = append(dst, r(i)) // every odd record lost
 	}
-	res, _ := align(t, src, at(0, dst), AlignOptions{StrictTargetFrom: true, MaxListed: 10})
+	res, _ := align(t, src, at(0, dst), Options{StrictTargetFrom: true, MaxListed: 10})
 	if res.Missing != 50 || len(res.MissingRanges) != 10 || !res.Truncated {
 		t.Errorf("got missing %d, %d ranges, truncated %v; want 50, 10, true", res.Missing, len(res.MissingRanges), res.Truncated)
 	}
 }
 
 func TestAlignStreamError(t *testing.T) {
-	_, _, err := Align(context.Background(), &SliceStream{}, errStream{}, AlignOptions{})
+	_, _, err := Partition(context.Background(), &SliceStream{}, errStream{}, Options{})
 	if err == nil {
 		t.Fatalf("got nil error, want the stream's error")
 	}
@@ -509,7 +509,7 @@ func (errStream) Next(context.Context) (Item, bool, error) {
 }
 
 // FuzzAlign builds a target from a source by a program of edits (copy, lose, replay, alter,
-// insert) and checks that Align never panics and its counts add up.
+// insert) and checks that Partition never panics and its counts add up.
 func FuzzAlign(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 1, 2, 3, 4, 0, 0}, uint8(8), uint16(40))
 	f.Add([]byte{2, 2, 2, 2, 1, 1, 3, 3, 4, 4}, uint8(3), uint16(200))
@@ -559,7 +559,7 @@ func runFuzzAlign(t *testing.T, prog []byte, alphabet uint8, n uint16) {
 		dst = append(dst, src[i:]...)
 		dst = at(1000, dst)
 		for _, strict := range []bool{true, false} {
-			opt := AlignOptions{Window: 64, StrictTargetFrom: strict, StrictTargetTo: strict}
+			opt := Options{Window: 64, StrictTargetFrom: strict, StrictTargetTo: strict}
 			res, _ := align(t, src, dst, opt)
 			if strict {
 				if got, want := res.Matched+res.Mismatched+res.Duplicated+res.Extra, int64(len(dst)); got != want {
@@ -599,7 +599,7 @@ func BenchmarkAlign(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				_, _, err := Align(context.Background(), &SliceStream{si}, &SliceStream{ti}, AlignOptions{StrictTargetFrom: true, StrictTargetTo: true})
+				_, _, err := Partition(context.Background(), &SliceStream{si}, &SliceStream{ti}, Options{StrictTargetFrom: true, StrictTargetTo: true})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -665,7 +665,7 @@ func runAlignExact(t *testing.T, prog []byte, replays bool, n uint16) {
 			}
 		}
 		dst = append(dst, src[i:]...)
-		res, _ := align(t, src, at(0, dst), AlignOptions{Window: 64, StrictTargetFrom: true, StrictTargetTo: true})
+		res, _ := align(t, src, at(0, dst), Options{Window: 64, StrictTargetFrom: true, StrictTargetTo: true})
 		want := Counts{Matched: int64(n) - lost - altered, Missing: lost, Mismatched: altered, Duplicated: dups}
 		if res.Counts != want {
 			t.Errorf("got %+v, want %+v", res.Counts, want)

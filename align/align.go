@@ -1,4 +1,4 @@
-package verify
+package align
 
 import (
 	"bytes"
@@ -43,8 +43,8 @@ func (s *SliceStream) Next(context.Context) (Item, bool, error) {
 	return it, true, nil
 }
 
-// AlignOptions tune Align.
-type AlignOptions struct {
+// Options tune Partition.
+type Options struct {
 	Partition int32
 	// Fields are the compared fields, used to say which ones differ at a mismatch.
 	// Default: offsetmap.DefaultFields.
@@ -95,7 +95,7 @@ const confirmRun = 8
 // before the hashed search over the whole window.
 const smallSearch = 24
 
-func (o *AlignOptions) setDefaults() {
+func (o *Options) setDefaults() {
 	if o.Fields == 0 {
 		o.Fields = offsetmap.DefaultFields
 	}
@@ -111,10 +111,10 @@ func (o *AlignOptions) setDefaults() {
 	o.History = max(o.History, o.Window)
 }
 
-// Align merges a source and a target stream of one partition, as docs/design.md "Alignment"
+// Partition merges a source and a target stream of one partition, as docs/design.md "Alignment"
 // defines, with look-ahead bounded by opt.Window. It returns the classes as compact ranges
 // and the exact offset map. The error is the first error of a stream or of ctx.
-func Align(ctx context.Context, src, dst Stream, opt AlignOptions) (PartitionResult, *offsetmap.PartitionMap, error) {
+func Partition(ctx context.Context, src, dst Stream, opt Options) (PartitionResult, *offsetmap.PartitionMap, error) {
 	opt.setDefaults()
 	a := &aligner{
 		opt:  opt,
@@ -146,7 +146,7 @@ const (
 )
 
 type aligner struct {
-	opt      AlignOptions
+	opt      Options
 	src, dst Stream
 	sq, tq   queue
 	srcEOF   bool
@@ -679,7 +679,7 @@ func (a *aligner) extra(t Item) {
 
 // mapCopy records in the offset map that source s was copied at target t (a pair, or a
 // replay of a source record mapped before). The aligner emits copies in source and target
-// order, so Extend refuses none; if it did, the alignment is wrong and Align says so.
+// order, so Extend refuses none; if it did, the alignment is wrong and Partition says so.
 func (a *aligner) mapCopy(s, t int64) {
 	if _, err := a.pm.Extend(s, t); err != nil && a.mapErr == nil {
 		a.mapErr = fmt.Errorf("offset map of partition %d: %w (an aligner defect: report it with the two topics' records around these offsets)", a.opt.Partition, err)
