@@ -182,10 +182,7 @@ func configFromFlags(c *cli.Context) (reconcile.Config, error) {
 	if cfg.Topics, err = compileFlag(c, "topic"); err != nil {
 		return cfg, err
 	}
-	cfg.CheckpointsTopic = c.String("checkpoints-topic")
-	if cfg.CheckpointsTopic == "" && c.String("source-alias") != "" {
-		cfg.CheckpointsTopic = c.String("source-alias") + ".checkpoints.internal"
-	}
+	cfg.CheckpointsTopic = c.String("checkpoints-topic") // default: the flow's (with --source-alias as its source)
 	cfg.OffsetSyncsTopic = c.String("offset-syncs-topic")
 	if path := c.String("offset-map"); path != "" {
 		m, err := offsetmap.ReadFile(path)
