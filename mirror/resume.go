@@ -27,8 +27,9 @@ import (
 //
 // With transactional writers (Config.Fencing) each partition's transactional id is initialised
 // first, which fences its previous owner and aborts that owner's open transaction; only then
-// is the target read, with read_committed and up to the last stable offset, so what the
-// previous owner did not commit is neither trusted nor kept: it is mirrored again.
+// is the target read, with read_committed (the map to its high watermark, see mapEnd; the
+// partitions to their last stable offset), so what the previous owner did not commit is
+// neither trusted nor kept: it is mirrored again.
 func (e *Engine) resume(ctx context.Context, assigned []tp) (_ []*partState, err error) {
 	txn := e.cfg.Fencing == FenceTransactions
 	var writers map[tp]*txnWriter
@@ -56,135 +57,195 @@ func (e *Engine) resume(ctx context.Context, assigned []tp) (_ []*partState, err
 	if err != nil {
 		return nil, err
 	}
-
-	srcTopics, dstTopics := map[string]bool{}, map[string]bool{}
-	for _, t := range assigned {
-		srcTopics[t.topic] = true
-		dstTopics[e.cfg.targetTopic(t.topic)] = true
-	}
-	srcStarts, err := e.srcAdm.ListStartOffsets(ctx, keys(srcTopics)...)
+	bounds, err := e.listBounds(ctx, assigned, txn)
 	if err != nil {
-		return nil, e.clusterErr("source", e.cfg.SourceAlias, "list start offsets", err)
+		return nil, err
 	}
-	srcEnds, err := e.srcAdm.ListEndOffsets(ctx, keys(srcTopics)...)
-	if err != nil {
-		return nil, e.clusterErr("source", e.cfg.SourceAlias, "list end offsets", err)
-	}
-	// The target partitions' end: the last stable offset with transactions (records of
-	// transactions still open are not known yet), the high watermark without. Only the
-	// partition's own transactional writer, fenced above, writes there.
-	listEnds := e.dstAdm.ListEndOffsets
-	if txn {
-		listEnds = e.dstAdm.ListCommittedOffsets
-	}
-	dstEnds, err := listEnds(ctx, keys(dstTopics)...)
-	if err != nil {
-		return nil, e.clusterErr("target", e.cfg.TargetAlias, "list end offsets", err)
-	}
-
 	var out []*partState
 	var origins []*kgo.Record
 	for _, t := range assigned {
-		target := e.cfg.targetTopic(t.topic)
-		srcStart, err := offsetOf(srcStarts, t.topic, t.partition)
+		b, err := bounds.of(e, t)
 		if err != nil {
-			return nil, fmt.Errorf("source cluster %s: %w", e.cfg.SourceAlias, err)
+			return nil, err
 		}
-		srcEnd, err := offsetOf(srcEnds, t.topic, t.partition)
-		if err != nil {
-			return nil, fmt.Errorf("source cluster %s: %w", e.cfg.SourceAlias, err)
-		}
-		dstEnd, err := offsetOf(dstEnds, target, t.partition)
-		if err != nil {
-			return nil, fmt.Errorf("target cluster %s: %w (the target topic needs as many partitions as the source)", e.cfg.TargetAlias, err)
-		}
-		segs := persisted[t]
-		if len(segs) == 0 {
-			start := srcStart
-			if e.cfg.StartAtEnd {
-				start = srcEnd
-			}
-			pm := offsetmap.PartitionMap{Partition: t.partition, SourceFrom: start, SourceTo: start, TargetTo: dstEnd}
-			origin := &kgo.Record{Topic: e.cfg.MapTopic, Partition: 0, Key: mapKey(t, start), Value: mapValue(offsetmap.Segment{Source: start, Target: dstEnd})}
-			ps := newPartState(t, target, pm, start)
-			ps.hwm = srcEnd
-			if w := writers[t]; w != nil {
-				// In the partition's first transaction: it commits with the first records.
-				ps.w = w
-				if err := w.produceSync(ctx, origin); err != nil {
-					return nil, fmt.Errorf("target cluster %s: write origin record of %s to %s: %w%s", e.cfg.TargetAlias, t, e.cfg.MapTopic, err, hint(err))
-				}
-			} else {
+		var ps *partState
+		if segs := persisted[t]; len(segs) > 0 {
+			ps, err = e.resumePartition(ctx, checks, t, segs, b, writers[t])
+		} else {
+			var origin *kgo.Record
+			ps, origin, err = e.freshPartition(ctx, t, b, writers[t])
+			if origin != nil {
 				origins = append(origins, origin)
 			}
-			out = append(out, ps)
-			continue
 		}
-		pm := offsetmap.PartitionMap{Partition: t.partition, SourceFrom: segs[0].Source}
-		var persistedSrc, persistedDst int64
-		for _, s := range segs {
-			if s.Len == 0 {
-				if len(pm.Segments) == 0 {
-					persistedSrc, persistedDst = s.Source, s.Target
-				}
-				continue
-			}
-			pm.Segments = append(pm.Segments, s)
-			persistedSrc, persistedDst = s.Source+s.Len, s.Target+s.Len
-		}
-		pm.SourceTo, pm.TargetTo = persistedSrc, persistedDst
-		// Is this still the partition the map describes? (identity.go)
-		if stopped, err := e.checkPartition(ctx, checks, t, target, pm, srcEnd, srcStart, dstEnd); err != nil {
+		if err != nil {
 			return nil, err
-		} else if stopped != nil {
-			out = append(out, stopped)
-			continue
-		}
-		if dstEnd < persistedDst {
-			return nil, fmt.Errorf("target topic %s partition %d ends at offset %d, but the offset map in %s says kmirror wrote up to %d: the target was truncated or recreated; delete and recreate %s (kmirror then mirrors from the start) or restore the target",
-				target, t.partition, dstEnd, e.cfg.MapTopic, persistedDst, e.cfg.MapTopic)
-		}
-		ps := newPartState(t, target, pm, persistedSrc)
-		ps.hwm = srcEnd
-		ps.w = writers[t]
-		if dstEnd > persistedDst {
-			n, aborted, err := e.alignTail(ctx, ps, persistedSrc, persistedDst, dstEnd, srcEnd)
-			if err != nil {
-				return nil, err
-			}
-			if n > 0 {
-				e.log.Info("target tail reconciled", "topic", t.topic, "partition", t.partition,
-					"records", n, "offset", ps.next, "target_offset", dstEnd)
-			}
-			if aborted > 0 {
-				e.log.Info("an earlier owner's uncommitted records were aborted: mirroring them again", "topic", t.topic,
-					"partition", t.partition, "target_offsets", aborted, "offset", ps.next, "target_offset", dstEnd)
-			}
-			// The tail was read with read_committed: it is committed data, described by
-			// segments that the partition's first commit writes.
-			ps.committed(commitPoint{ps.pm.SourceTo, ps.pm.TargetTo})
-		}
-		if ps.next < srcStart {
-			e.log.Warn("source records deleted before they were mirrored (retention)", "cluster", e.cfg.SourceAlias,
-				"topic", t.topic, "partition", t.partition, "offset", ps.next, "log_start", srcStart)
-			ps.next = srcStart
 		}
 		out = append(out, ps)
 	}
 	if err := e.finishChecks(ctx, checks); err != nil { // identity.go
 		return nil, err
 	}
+	return out, e.writeResumed(ctx, out, origins, txn)
+}
+
+// resumeBounds are the listed log bounds of the partitions being resumed.
+type resumeBounds struct{ srcStarts, srcEnds, dstEnds kadm.ListedOffsets }
+
+// partBounds are one partition's: its source log start and end, its target end.
+type partBounds struct {
+	target                   string
+	srcStart, srcEnd, dstEnd int64
+}
+
+// listBounds lists the source logs' starts and ends and the target partitions' ends: the
+// last stable offset with transactions (records of transactions still open are not known
+// yet), the high watermark without. Only the partition's own transactional writer, fenced
+// before, writes there.
+func (e *Engine) listBounds(ctx context.Context, assigned []tp, txn bool) (resumeBounds, error) {
+	var b resumeBounds
+	srcTopics, dstTopics := map[string]bool{}, map[string]bool{}
+	for _, t := range assigned {
+		srcTopics[t.topic] = true
+		dstTopics[e.cfg.targetTopic(t.topic)] = true
+	}
+	var err error
+	if b.srcStarts, err = e.srcAdm.ListStartOffsets(ctx, keys(srcTopics)...); err != nil {
+		return b, e.clusterErr("source", e.cfg.SourceAlias, "list start offsets", err)
+	}
+	if b.srcEnds, err = e.srcAdm.ListEndOffsets(ctx, keys(srcTopics)...); err != nil {
+		return b, e.clusterErr("source", e.cfg.SourceAlias, "list end offsets", err)
+	}
+	listEnds := e.dstAdm.ListEndOffsets
+	if txn {
+		listEnds = e.dstAdm.ListCommittedOffsets
+	}
+	if b.dstEnds, err = listEnds(ctx, keys(dstTopics)...); err != nil {
+		return b, e.clusterErr("target", e.cfg.TargetAlias, "list end offsets", err)
+	}
+	return b, nil
+}
+
+// of returns partition t's bounds.
+func (b resumeBounds) of(e *Engine, t tp) (partBounds, error) {
+	p := partBounds{target: e.cfg.targetTopic(t.topic)}
+	var err error
+	if p.srcStart, err = offsetOf(b.srcStarts, t.topic, t.partition); err != nil {
+		return p, fmt.Errorf("source cluster %s: %w", e.cfg.SourceAlias, err)
+	}
+	if p.srcEnd, err = offsetOf(b.srcEnds, t.topic, t.partition); err != nil {
+		return p, fmt.Errorf("source cluster %s: %w", e.cfg.SourceAlias, err)
+	}
+	if p.dstEnd, err = offsetOf(b.dstEnds, p.target, t.partition); err != nil {
+		return p, fmt.Errorf("target cluster %s: %w (the target topic needs as many partitions as the source)", e.cfg.TargetAlias, err)
+	}
+	return p, nil
+}
+
+// freshPartition starts a partition the map knows nothing of, at the source log start (or
+// its end with StartAtEnd), and returns its origin record: written in the partition's first
+// transaction with a writer, else returned for writeResumed to produce.
+func (e *Engine) freshPartition(ctx context.Context, t tp, b partBounds, w *txnWriter) (*partState, *kgo.Record, error) {
+	start := b.srcStart
+	if e.cfg.StartAtEnd {
+		start = b.srcEnd
+	}
+	pm := offsetmap.PartitionMap{Partition: t.partition, SourceFrom: start, SourceTo: start, TargetTo: b.dstEnd}
+	origin := &kgo.Record{Topic: e.cfg.MapTopic, Partition: 0, Key: mapKey(t, start), Value: mapValue(offsetmap.Segment{Source: start, Target: b.dstEnd})}
+	ps := newPartState(t, b.target, pm, start)
+	ps.hwm = b.srcEnd
+	if w == nil {
+		return ps, origin, nil
+	}
+	// In the partition's first transaction: it commits with the first records.
+	ps.w = w
+	if err := w.produceSync(ctx, origin); err != nil {
+		return nil, nil, fmt.Errorf("target cluster %s: write origin record of %s to %s: %w%s", e.cfg.TargetAlias, t, e.cfg.MapTopic, err, hint(err))
+	}
+	return ps, nil, nil
+}
+
+// persistedPartition turns a partition's persisted segments (origins have Len 0) into its map
+// and the source and target offsets just past what they describe.
+func persistedPartition(t tp, segs []offsetmap.Segment) (pm offsetmap.PartitionMap, src, dst int64) {
+	pm = offsetmap.PartitionMap{Partition: t.partition, SourceFrom: segs[0].Source}
+	for _, s := range segs {
+		if s.Len == 0 {
+			if len(pm.Segments) == 0 {
+				src, dst = s.Source, s.Target
+			}
+			continue
+		}
+		pm.Segments = append(pm.Segments, s)
+		src, dst = s.Source+s.Len, s.Target+s.Len
+	}
+	pm.SourceTo, pm.TargetTo = src, dst
+	return pm, src, dst
+}
+
+// resumePartition resumes a partition from its persisted map: it checks the partition is still
+// the one the map describes, then reconciles the target's tail past the map.
+func (e *Engine) resumePartition(ctx context.Context, checks *resumeChecks, t tp, segs []offsetmap.Segment, b partBounds, w *txnWriter) (*partState, error) {
+	pm, persistedSrc, persistedDst := persistedPartition(t, segs)
+	// Is this still the partition the map describes? (identity.go)
+	if stopped, err := e.checkPartition(ctx, checks, t, b.target, pm, b.srcEnd, b.srcStart, b.dstEnd); err != nil || stopped != nil {
+		return stopped, err
+	}
+	if b.dstEnd < persistedDst {
+		return nil, fmt.Errorf("target topic %s partition %d ends at offset %d, but the offset map in %s says kmirror wrote up to %d: the target was truncated or recreated; delete and recreate %s (kmirror then mirrors from the start) or restore the target",
+			b.target, t.partition, b.dstEnd, e.cfg.MapTopic, persistedDst, e.cfg.MapTopic)
+	}
+	ps := newPartState(t, b.target, pm, persistedSrc)
+	ps.hwm = b.srcEnd
+	ps.w = w
+	if b.dstEnd > persistedDst {
+		if err := e.reconcileTail(ctx, ps, persistedSrc, persistedDst, b); err != nil {
+			return nil, err
+		}
+	}
+	if ps.next < b.srcStart {
+		e.log.Warn("source records deleted before they were mirrored (retention)", "cluster", e.cfg.SourceAlias,
+			"topic", t.topic, "partition", t.partition, "offset", ps.next, "log_start", b.srcStart)
+		ps.next = b.srcStart
+	}
+	return ps, nil
+}
+
+// reconcileTail aligns the target records past the persisted map (alignTail) and says what it
+// found.
+func (e *Engine) reconcileTail(ctx context.Context, ps *partState, persistedSrc, persistedDst int64, b partBounds) error {
+	n, aborted, err := e.alignTail(ctx, ps, persistedSrc, persistedDst, b.dstEnd, b.srcEnd)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		e.log.Info("target tail reconciled", "topic", ps.topic, "partition", ps.partition,
+			"records", n, "offset", ps.next, "target_offset", b.dstEnd)
+	}
+	if aborted > 0 {
+		e.log.Info("an earlier owner's uncommitted records were aborted: mirroring them again", "topic", ps.topic,
+			"partition", ps.partition, "target_offsets", aborted, "offset", ps.next, "target_offset", b.dstEnd)
+	}
+	// The tail was read with read_committed: it is committed data, described by segments
+	// that the partition's first commit writes.
+	ps.committed(commitPoint{ps.pm.SourceTo, ps.pm.TargetTo})
+	return nil
+}
+
+// writeResumed writes the origin records of fresh partitions without a transactional writer,
+// and, without transactions, the reconciled map (with transactions the next commit writes it).
+func (e *Engine) writeResumed(ctx context.Context, out []*partState, origins []*kgo.Record, txn bool) error {
 	if len(origins) > 0 {
 		if err := e.dst.ProduceSync(ctx, origins...).FirstErr(); err != nil {
-			return nil, fmt.Errorf("target cluster %s: write origin records to %s: %w%s", e.cfg.TargetAlias, e.cfg.MapTopic, err, hint(err))
+			return fmt.Errorf("target cluster %s: write origin records to %s: %w%s", e.cfg.TargetAlias, e.cfg.MapTopic, err, hint(err))
 		}
 	}
-	if !txn { // with transactions the next commit writes the reconciled segments
+	if !txn {
 		if err := e.persist(ctx, out); err != nil {
-			return nil, fmt.Errorf("target cluster %s: persist reconciled offset map to %s: %w%s", e.cfg.TargetAlias, e.cfg.MapTopic, err, hint(err))
+			return fmt.Errorf("target cluster %s: persist reconciled offset map to %s: %w%s", e.cfg.TargetAlias, e.cfg.MapTopic, err, hint(err))
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // fenceAll creates and initialises the transactional writers of assigned, a few at a time.
