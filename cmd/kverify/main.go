@@ -13,7 +13,8 @@ import (
 const description = `kverify reads a source topic and its copy on the target cluster, aligns them partition by
 partition in order, hashes the bytes of every record, and reports every missing, duplicated,
 altered or extra record at its exact offsets. No replication tool checks what it copied:
-"lag 0" is not proof. See "kverify diff --help".
+"lag 0" is not proof. See "kverify diff --help". Before the producers move, "kverify topics"
+compares the mirrored topics' metadata and configs on both clusters (see its --help).
 
 Exit status: 0 identical; 1 differences found; 2 usage, configuration or connection error,
 or nothing to compare (no source record in the range asked); on exit 2 nothing is written.`
@@ -22,5 +23,5 @@ func main() { os.Exit(clikit.Main(app(), os.Args)) }
 
 func app() *cli.App {
 	return clikit.NewApp("kverify", "record-by-record proof that a mirrored Kafka topic is complete and unaltered",
-		description, diffCommand())
+		description, diffCommand(), topicsCommand())
 }
