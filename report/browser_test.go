@@ -278,6 +278,13 @@ func TestHTMLInBrowser(t *testing.T) {
 			bars: map[string]int{},
 			has:  []string{"billing | 2 | 0 | restored"},
 		},
+		{
+			name: "topics-findings", word: "FINDINGS", headline: "6 findings: 2 risks, 3 warnings, 1 info",
+			counts: map[string]string{"topics": "3", "findings": "6", "risks": "2", "warnings": "3", "info": "1"},
+			rows:   []string{"", "", "", "", "risk", "missing", "ok", "warning", "warning", "risk", "risk", "info", "warning"},
+			bars:   map[string]int{},
+			has:    []string{"orders | max.message.bytes | 20061 (largest record, partition 4 offset 17) | 10000 | risk | no", "payments|eu"},
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

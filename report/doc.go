@@ -5,7 +5,8 @@
 // The two things to know:
 //
 //   - Write(w, format, v, Options) renders a *verify.Result, a []*verify.Result (one section
-//     per topic), a *reconcile.Result, a *reconcile.RollbackResult or the findings of
+//     per topic), a *reconcile.Result, a *reconcile.RollbackResult, the preflight of
+//     `kverify topics` (*verify.PreflightResult) or the findings of
 //     `kmirror lint` ([]mm2.Finding) as a terminal table (go-pretty; ANSI colours only
 //     when Options.Color, which the commands set on a TTY), JSON (the value as is, indented:
 //     its field names are the tools' interface, and any value can be written), Markdown, a
@@ -34,8 +35,9 @@
 // topic, one case per partition; a partition with differences fails with its ranges as detail,
 // one that could not be aligned is an error. Reconcile: one suite per group, one case per group
 // partition; exact passes, behind, ahead and a missing target commit fail, pending is skipped,
-// unmappable and a failed group are errors. The counts are computed from the cases. Package
-// report/junit holds the XML model and FromGoTestEcho, which converts `go test -json` output
+// unmappable and a failed group are errors. Topics (preflight): one suite, one case per topic
+// and one for the clusters; ok passes, differs, risk and missing fail with every finding. The
+// counts are computed from the cases. Package report/junit holds the XML model and FromGoTestEcho, which converts `go test -json` output
 // (report/cmd/go2junit is its command).
 //
 // # Testing

@@ -50,6 +50,7 @@ type htmlPage struct {
 	Recon    *reconcileReport
 	Lint     *lintReport
 	Rollback *rollbackReport
+	Topics   *topicsReport
 }
 
 func verifyHTML(w io.Writer, rep *verifyReport) error {

@@ -32,6 +32,8 @@ func fixtures() []fixture {
 		{"reconcile-mixed", reconcileMixed()},
 		{"lint-findings", lintFindings()},
 		{"rollback", rollbackMixed()},
+		{"topics-findings", topicsFindings()},
+		{"topics-clean", topicsClean()},
 	}
 }
 
@@ -102,6 +104,8 @@ func TestSummaryFirst(t *testing.T) {
 		{"lint findings", lintFindings(), "4 findings"},
 		{"lint clean", []mm2.Finding{}, "no findings"},
 		{"rollback", rollbackMixed(), "1 restored, 2 refused, 0 failed"},
+		{"topics findings", topicsFindings(), "6 findings: 2 risks, 3 warnings, 1 info"},
+		{"topics clean", topicsClean(), "no findings"},
 		{"parser warnings", []mm2.Warning{{Line: 3, Key: "offset.max.lag", Message: "unknown key", Suggestion: "offset.lag.max"}}, "1 finding"},
 	}
 	for _, tc := range tests {
