@@ -58,9 +58,20 @@
 // `kverify diff --offset-map FILE` writes the map with offsetmap.Write; its format (version 1)
 // and the checks offsetmap.Parse makes are in package offsetmap.
 //
+// # Preflight
+//
+// Preflight (`kverify topics`, preflight.go and preflight_rules.go) compares the metadata of
+// every topic a flow mirrors before the producers move, and returns a PreflightResult: per
+// topic a status (ok, differs, risk, missing) and findings {field, source, target, severity,
+// note, mm2_syncs}, plus the brokers of both clusters (version derived from ApiVersions, rack)
+// and cluster-level findings. preflight_rules.go states each rule, including whether MM2 3.7.1
+// would sync a config and how the largest source record is found (every source record read,
+// or only bounded by the source's max.message.bytes, which the finding then says). It only
+// reads; no topic selected is ErrNoTopics, never "all ok".
+//
 // # Testing
 //
 // `go test ./verify` runs Diff against two kfake clusters (the aligner's own tables and fuzz
 // tests are in package align). Real brokers (2.3.0 -> MM2 3.7.1 -> 3.7.1) are exercised in
-// integration/verify_test.go; the throughput benchmark is scripts/bench-verify.sh.
+// integration/verify_test.go (Preflight in integration/preflight_test.go); the throughput benchmark is scripts/bench-verify.sh.
 package verify

@@ -331,8 +331,9 @@ func (r *rules) retention(tc *TopicCheck, s map[string]kadm.Config) {
 	}
 	if c, ok := s["retention.ms"]; ok {
 		if ms, ok := parseInt64(c.MaybeValue()); ok && ms >= 0 && time.Duration(ms)*time.Millisecond < r.cfg.MinRetention {
-			f := Finding{Field: "retention.ms", Source: c.MaybeValue(), Target: "", Severity: SeverityRisk,
-				Note: fmt.Sprintf("the source deletes records after %s, less than --min-retention %s: a mirror that stops or falls behind for longer loses records before it reads them", time.Duration(ms)*time.Millisecond, r.cfg.MinRetention)}
+			syncs, why := r.mm2Sync("retention.ms", c, true)
+			f := Finding{Field: "retention.ms", Source: c.MaybeValue(), Target: "", Severity: SeverityRisk, MM2Syncs: ptr(syncs),
+				Note: fmt.Sprintf("the source deletes records after %s, less than --min-retention %s: a mirror that stops or falls behind for longer loses records before it reads them; %s", time.Duration(ms)*time.Millisecond, r.cfg.MinRetention, why)}
 			tc.Findings = append(tc.Findings, f)
 		}
 	}

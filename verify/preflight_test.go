@@ -235,3 +235,21 @@ func TestVersionName(t *testing.T) {
 		}
 	}
 }
+
+func TestClusterFindings(t *testing.T) {
+	b := func(id int32, rack, version string) Broker { return Broker{ID: id, Rack: rack, Version: version} }
+	src := ClusterCheck{Alias: "old", Brokers: []Broker{b(0, "a", "2.3"), b(1, "b", "2.3"), b(2, "", "2.4")}}
+	dst := ClusterCheck{Alias: "new", Brokers: []Broker{b(1, "", "3.7")}}
+	var fields []string
+	for _, f := range clusterFindings(src, dst) {
+		fields = append(fields, f.Field+": "+f.Source+" | "+f.Target)
+	}
+	want := []string{"broker versions: 2.3, 2.4 | 3.7", "racks: a, b, none | none", "racks: a, b, none | none"}
+	if strings.Join(fields, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(fields, "\n"), strings.Join(want, "\n"))
+	}
+	same := ClusterCheck{Alias: "x", Brokers: []Broker{b(0, "a", "3.7")}}
+	if fs := clusterFindings(same, same); len(fs) != 0 {
+		t.Errorf("equal clusters: got %+v", fs)
+	}
+}
