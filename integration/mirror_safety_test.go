@@ -15,12 +15,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/integration/cluster"
+	"github.com/kmigrate/kmigrate/logread"
 	"github.com/kmigrate/kmigrate/mirror"
 )
 
 // TestMirrorSafety checks issue 9 items 1 and 9 on real brokers, where the behaviour depends
 // on Kafka:
-//   - size: mirror.RecordBatchSize is exactly what 2.3.0 and 3.7.1 compare with
+//   - size: logread.RecordBatchSize is exactly what 2.3.0 and 3.7.1 compare with
 //     max.message.bytes (a topic whose limit is the size takes the record, one byte less
 //     refuses it);
 //   - too-large: a record over the 3.7.1 target topic's max.message.bytes stops its partition
@@ -59,7 +60,7 @@ func safetySize(t *testing.T, c cluster.Cluster) {
 	}
 	cl := bedClient(t, c.Bootstrap(), kgo.ProducerLinger(0), kgo.RecordRetries(0), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	for _, tc := range recs {
-		size := mirror.RecordBatchSize(&tc.rec)
+		size := logread.RecordBatchSize(&tc.rec)
 		for _, limit := range []int64{size, size - 1} {
 			topic := bedUnique("safety-size")
 			bedCreateTopic(t, c, topic, 1, map[string]*string{"max.message.bytes": bedPtr(strconv.FormatInt(limit, 10))})

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/integration/cluster"
+	"github.com/kmigrate/kmigrate/logread"
 	"github.com/kmigrate/kmigrate/verify"
 )
 
@@ -56,7 +57,7 @@ func TestPreflight(t *testing.T) {
 		Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("x")}}}
 	bedProduce(ctx, t, src, big, 0, []*kgo.Record{
 		{Value: []byte("a"), Timestamp: now}, {Value: []byte(strings.Repeat("w", 1500)), Timestamp: now}, largest, {Value: []byte("b"), Timestamp: now}})
-	wantBatch := verify.OneRecordBatchSize(largest)
+	wantBatch := logread.RecordBatchSize(largest)
 
 	bin := filepath.Join(bedBuild(t, "kverify"), "kverify")
 	conn := []string{"--source-brokers", strings.Join(src.Bootstrap(), ","), "--target-brokers", strings.Join(dst.Bootstrap(), ",")}

@@ -6,16 +6,18 @@ import (
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/logread"
 )
 
-// Record size (issue 9 item 9): a record the target refuses as too large would fail its
+// Record size: a record the target refuses as too large would fail its
 // whole produce batch and name only the batch's first offset. Before producing, the poll loop
 // compares each record's size with the limits, and stops the partition (halt.go) at exactly
 // the record that does not fit:
 //
 //   - the target topic's max.message.bytes (the broker default when the topic has no
 //     override), which Kafka compares with the size of the record batch on the wire; the
-//     size is that of a batch holding this record alone (RecordBatchSize), the smallest
+//     size is that of a batch holding this record alone (logread.RecordBatchSize), the smallest
 //     batch it can travel in. With compression.type other than none the broker compares the
 //     compressed batch, which kmirror cannot know before producing: the check is then left
 //     to the broker (a refusal is a produce error, as before).
@@ -24,37 +26,6 @@ import (
 //
 // A re-check reads max.message.bytes again, so raising it on the target topic resumes the
 // partition without a restart; batch.size is kmirror's own setting and needs a restart.
-
-// RecordBatchSize is the size in bytes of a Kafka v2 record batch holding only r, as Kafka
-// counts it against max.message.bytes: the 61-byte batch header and the record (length,
-// attributes, timestamp and offset deltas of 0, key, value, headers).
-func RecordBatchSize(r *kgo.Record) int64 {
-	n := 1 + 1 + 1 + // attributes, timestamp delta 0, offset delta 0
-		bytesLen(r.Key) + bytesLen(r.Value) + varintLen(int64(len(r.Headers)))
-	for _, h := range r.Headers {
-		n += varintLen(int64(len(h.Key))) + len(h.Key) + bytesLen(h.Value)
-	}
-	return int64(61 + varintLen(int64(n)) + n)
-}
-
-// bytesLen is the encoded length of a varint-prefixed byte string (null: length -1).
-func bytesLen(b []byte) int {
-	if b == nil {
-		return 1
-	}
-	return varintLen(int64(len(b))) + len(b)
-}
-
-// varintLen is the length of v as a zig-zag varint.
-func varintLen(v int64) int {
-	u := uint64(v<<1) ^ uint64(v>>63)
-	n := 1
-	for u >= 0x80 {
-		u >>= 7
-		n++
-	}
-	return n
-}
 
 // recLimit is the record size limit for one target topic.
 type recLimit struct {
@@ -107,7 +78,7 @@ func (e *Engine) loadLimits(ctx context.Context, targets []string) error {
 // tooLarge stops ps at r when r does not fit lim; it returns true when it did. Records below
 // the partition's next offset (already submitted) are not checked.
 func (e *Engine) tooLarge(ps *partState, r *kgo.Record, lim recLimit) bool {
-	size := RecordBatchSize(r)
+	size := logread.RecordBatchSize(r)
 	if size <= lim.max {
 		return false
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kmigrate/kmigrate/mirror"
+	"github.com/kmigrate/kmigrate/logread"
 )
 
 // TestMirrorRecordTooLarge puts one record larger than the target's limit at source offset 10
@@ -143,7 +143,7 @@ func TestRecordBatchSize(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			size := mirror.RecordBatchSize(&tt.rec)
+			size := logread.RecordBatchSize(&tt.rec)
 			for _, limit := range []int64{size, size - 1} {
 				topic := fmt.Sprintf("size-%d-%d", i, limit)
 				l := strconv.FormatInt(limit, 10)

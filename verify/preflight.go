@@ -373,7 +373,7 @@ func largestRecord(ctx context.Context, cl *kgo.Client, adm *kadm.Client, alias 
 			From: s.Offset, To: e.Offset, Short: logread.ShortStop, Leaders: leaders}
 		err := logread.Each(ctx, cl, o, func(r *kgo.Record) (bool, error) {
 			n++
-			if size := OneRecordBatchSize(r); best == nil || size > best.BatchSize {
+			if size := logread.RecordBatchSize(r); best == nil || size > best.BatchSize {
 				best = &RecordSize{Partition: r.Partition, Offset: r.Offset, BatchSize: size}
 			}
 			return true, nil
@@ -386,36 +386,6 @@ func largestRecord(ctx context.Context, cl *kgo.Client, adm *kadm.Client, alias 
 		best.Records = n
 	}
 	return best, nil
-}
-
-// OneRecordBatchSize is the size in bytes of a Kafka v2 record batch that holds only r,
-// uncompressed: the 61-byte batch header and the record (its varint length, attributes,
-// timestamp and offset deltas of 0, key, value and headers). It is the smallest batch the
-// record can travel in, which a broker compares with max.message.bytes.
-func OneRecordBatchSize(r *kgo.Record) int64 {
-	body := 3 + varbytesLen(r.Key) + varbytesLen(r.Value) + uvarintLen(int64(len(r.Headers)))
-	for _, h := range r.Headers {
-		body += uvarintLen(int64(len(h.Key))) + len(h.Key) + varbytesLen(h.Value)
-	}
-	return int64(61 + uvarintLen(int64(body)) + body)
-}
-
-// varbytesLen is the length of a byte string with its zig-zag varint length (nil: -1).
-func varbytesLen(b []byte) int {
-	if b == nil {
-		return 1
-	}
-	return uvarintLen(int64(len(b))) + len(b)
-}
-
-// uvarintLen is the length of v encoded as a zig-zag varint.
-func uvarintLen(v int64) int {
-	z := uint64(v<<1) ^ uint64(v>>63)
-	n := 1
-	for ; z >= 0x80; z >>= 7 {
-		n++
-	}
-	return n
 }
 
 // configValue is a config's value as text ("" for none), and whether the broker reports it

@@ -278,7 +278,7 @@ func largestNote(l *RecordSize) string {
 
 // recordSize is the max.message.bytes rule. The target broker refuses a record batch larger
 // than the target topic's max.message.bytes; the smallest batch a record can be sent in holds
-// it alone (OneRecordBatchSize, uncompressed: exact for a mirror producer that does not
+// it alone (logread.RecordBatchSize, uncompressed: exact for a mirror producer that does not
 // compress, MM2's default). With ScanRecords the largest source record is measured; without,
 // it is only bounded by the source's max.message.bytes (the source refused larger batches
 // while that limit was in force), and the finding says so.

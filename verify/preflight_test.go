@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmigrate/kmigrate/logread"
 	"github.com/kmigrate/kmigrate/mm2"
 )
 
@@ -116,7 +117,7 @@ func TestPreflightFindings(t *testing.T) {
 	}
 	big := topicCheck(t, res, "big")
 	f, ok = finding(big, "max.message.bytes")
-	wantSize := OneRecordBatchSize(&kgo.Record{Value: []byte(strings.Repeat("x", 5000))})
+	wantSize := logread.RecordBatchSize(&kgo.Record{Value: []byte(strings.Repeat("x", 5000))})
 	if !ok || f.Severity != SeverityRisk || f.Target != "1000" || big.LargestRecord == nil ||
 		big.LargestRecord.Offset != 1 || big.LargestRecord.BatchSize != wantSize || big.LargestRecord.Records != 3 {
 		t.Errorf("big: got %+v, largest %+v; want a risk for the record at offset 1 (%d bytes, 3 read) over 1000", f, big.LargestRecord, wantSize)
@@ -217,13 +218,6 @@ func TestMM2Sync(t *testing.T) {
 		if got, why := r.mm2Sync(c.key, c.source, true); got != c.want {
 			t.Errorf("%s from %s: got %v (%s), want %v", c.key, c.source.Source, got, why, c.want)
 		}
-	}
-}
-
-func TestOneRecordBatchSize(t *testing.T) {
-	// 61 header + length 1 + attributes, deltas 3 + key null 1 + value varint 1 + 5 + headers count 1.
-	if got := OneRecordBatchSize(&kgo.Record{Value: []byte("hello")}); got != 61+1+3+1+1+5+1 {
-		t.Errorf("got %d", got)
 	}
 }
 
