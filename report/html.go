@@ -50,6 +50,9 @@ type htmlPage struct {
 	Recon    *reconcileReport
 	Lint     *lintReport
 	Rollback *rollbackReport
+
+	ACLs        *aclsReport // kreconcile acls
+	ACLRollback *aclRollbackReport
 }
 
 func verifyHTML(w io.Writer, rep *verifyReport) error {
