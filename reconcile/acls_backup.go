@@ -56,7 +56,8 @@ func BackupKind(path string) (string, error) {
 	var k struct {
 		Kind string `json:"kind"`
 	}
-	if err := json.Unmarshal(data, &k); err != nil {
+	// The first JSON value only: ReadBackup and ReadACLBackup judge what follows it.
+	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&k); err != nil {
 		return "", fmt.Errorf("read backup %s: %w (is it a file kreconcile groups --apply or acls --apply wrote?)", path, err)
 	}
 	switch k.Kind {
