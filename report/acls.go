@@ -33,6 +33,7 @@ type aclRow struct {
 	Target   string // principal on the target
 	Resource string // TYPE:PATTERN:name, "→ target name" when it changes
 	Rule     string // ALLOW READ from *
+	Note     string // why skipped, how the principal or name was mapped
 }
 
 func aclResource(it reconcile.ACLItem) string {
@@ -54,7 +55,7 @@ func newACLsReport(title string, p *reconcile.ACLPlan) *aclsReport {
 	var created, deleted, failed int
 	for _, it := range p.ACLs {
 		row := aclRow{It: it, Source: it.Principal, Target: it.TargetPrincipal, Resource: aclResource(it),
-			Rule: it.Permission + " " + it.Operation + " from " + it.Host}
+			Rule: it.Permission + " " + it.Operation + " from " + it.Host, Note: oneLine(it.Reason)}
 		if row.Source == "" {
 			row.Source = "—"
 		}
@@ -78,7 +79,7 @@ func newACLsReport(title string, p *reconcile.ACLPlan) *aclsReport {
 		case it.Status == reconcile.ACLTargetOnly:
 			row.Level, row.Status = levelWarn, "target-only: kept (--delete-extra deletes it)"
 		case it.Status == reconcile.ACLSkipped:
-			row.Level, row.Status = levelOK, "skipped: "+oneLine(it.Reason)
+			row.Level, row.Status = levelOK, "skipped"
 		default:
 			row.Level, row.Status = levelOK, "present"
 		}
@@ -133,13 +134,13 @@ func writeACLs(w io.Writer, f Format, p *reconcile.ACLPlan, opt Options) error {
 		writeVerdict(&b, pt, rep.Verdict)
 		if len(rep.Rows) > 0 {
 			tw := newTable(pt)
-			tw.AppendHeader(table.Row{"Status", "Principal", "Target principal", "Resource", "Rule", "MirrorMaker 2"})
+			tw.AppendHeader(table.Row{"Status", "Principal", "Target principal", "Resource", "Rule", "Note", "MirrorMaker 2"})
 			for _, r := range rep.Rows {
 				mm := r.It.MM2
 				if !r.It.MM2Differs {
 					mm = pt.dim(mm)
 				}
-				tw.AppendRow(table.Row{pt.paint(r.Level, r.Status), r.Source, r.Target, r.Resource, r.Rule, mm})
+				tw.AppendRow(table.Row{pt.paint(r.Level, r.Status), r.Source, r.Target, r.Resource, r.Rule, r.Note, mm})
 			}
 			b.WriteString("\n" + tw.Render() + "\n")
 		}
@@ -147,9 +148,9 @@ func writeACLs(w io.Writer, f Format, p *reconcile.ACLPlan, opt Options) error {
 		fmt.Fprintf(&b, "# %s\n\n", mdEscape(rep.Title))
 		mdVerdict(&b, rep.Verdict)
 		if len(rep.Rows) > 0 {
-			mdHeader(&b, "Status", "Principal", "Target principal", "Resource", "Rule", "MirrorMaker 2")
+			mdHeader(&b, "Status", "Principal", "Target principal", "Resource", "Rule", "Note", "MirrorMaker 2")
 			for _, r := range rep.Rows {
-				mdRow(&b, mdBadge[r.Level]+" "+mdEscape(r.Status), mdEscape(r.Source), mdEscape(r.Target), mdEscape(r.Resource), mdEscape(r.Rule), mdEscape(r.It.MM2))
+				mdRow(&b, mdBadge[r.Level]+" "+mdEscape(r.Status), mdEscape(r.Source), mdEscape(r.Target), mdEscape(r.Resource), mdEscape(r.Rule), mdEscape(r.Note), mdEscape(r.It.MM2))
 			}
 		}
 	case HTML:
@@ -167,7 +168,7 @@ func writeACLs(w io.Writer, f Format, p *reconcile.ACLPlan, opt Options) error {
 			case r.It.Status == reconcile.ACLTargetOnly && p.DeleteExtra && r.It.Action == "":
 				c.Failure = &junit.Problem{Type: "target-only", Message: r.Status}
 			case r.It.Status == reconcile.ACLSkipped:
-				c.Skipped = &junit.Skipped{Message: r.It.Reason}
+				c.Skipped = &junit.Skipped{Message: r.Note}
 			default:
 				c.SystemOut = junit.Text(r.Status + "; MirrorMaker 2: " + r.It.MM2)
 			}
