@@ -29,6 +29,9 @@ const legacyBackupVersion = 1
 // Backup is what Apply saves before writing and Rollback restores: the target offsets of every
 // group partition Apply was about to change, as they were, and what it was about to write.
 type Backup struct {
+	// Kind is empty in the files Apply writes (and "groups" is read as the same); a file of
+	// another kind (an ACL backup, ACLBackupKind) is refused by ReadBackup.
+	Kind    string    `json:"kind,omitempty"`
 	Version int       `json:"version"`
 	Created time.Time `json:"created"`
 	// SourceCluster and TargetCluster are the clusters of the plan; Rollback writes only to a
@@ -132,6 +135,12 @@ func ReadBackup(path string) (*Backup, error) {
 }
 
 func (b *Backup) validate() error {
+	if b.Kind == ACLBackupKind {
+		return errors.New("it is an ACL backup (kreconcile acls --apply), not a backup of consumer group offsets: kreconcile rollback reads both kinds")
+	}
+	if b.Kind != "" && b.Kind != GroupsBackupKind {
+		return fmt.Errorf("it holds %q, not consumer group offsets", b.Kind)
+	}
 	if b.Version != BackupVersion && b.Version != legacyBackupVersion {
 		return fmt.Errorf("version %d: this kreconcile reads versions %d and %d", b.Version, legacyBackupVersion, BackupVersion)
 	}

@@ -40,17 +40,19 @@ func ftoa(f float64) string {
 }
 
 type htmlPage struct {
-	Title    string
-	Subtitle string
-	CSS      template.CSS
-	Verdict  verdict
-	Kind     string // verify or reconcile
-	Verify   *verifyReport
-	Charts   []*chart
-	Recon    *reconcileReport
-	Lint     *lintReport
-	Rollback *rollbackReport
-	Topics   *topicsReport
+	Title       string
+	Subtitle    string
+	CSS         template.CSS
+	Verdict     verdict
+	Kind        string // verify or reconcile
+	Verify      *verifyReport
+	Charts      []*chart
+	Recon       *reconcileReport
+	Lint        *lintReport
+	Rollback    *rollbackReport
+	Topics      *topicsReport
+	ACLs        *aclsReport // kreconcile acls
+	ACLRollback *aclRollbackReport
 }
 
 func verifyHTML(w io.Writer, rep *verifyReport) error {

@@ -80,10 +80,11 @@ func (o Options) maxNotes() int { return 4 * o.maxItems() }
 
 // Write renders v in format f. v is a *verify.Result, a []*verify.Result (one section per
 // topic), a *reconcile.Result (values work as well as pointers), a
-// *reconcile.RollbackResult, a *verify.PreflightResult (kverify topics), or the findings of `kmirror lint`, []mm2.Finding (or the
-// parser's []mm2.Warning). JSON writes any v as it
-// is, indented, because its field names are the tools' interface; the other formats return an
-// error for a type they do not know. Write is a pure function of its arguments.
+// *reconcile.RollbackResult, a *verify.PreflightResult (kverify topics), a *reconcile.ACLPlan or
+// *reconcile.ACLRollbackResult (kreconcile acls and its rollback), or the findings of `kmirror
+// lint`, []mm2.Finding (or the parser's []mm2.Warning). JSON writes any v as it is, indented,
+// because its field names are the tools' interface; the other formats return an error for a
+// type they do not know. Write is a pure function of its arguments.
 func Write(w io.Writer, f Format, v any, opt Options) error {
 	if f == JSON {
 		enc := json.NewEncoder(w)
@@ -128,13 +129,17 @@ func Write(w io.Writer, f Format, v any, opt Options) error {
 			return errors.New("render topics result: it is nil")
 		}
 		return writeTopics(w, f, r, opt)
+	case *reconcile.ACLPlan:
+		return writeACLs(w, f, r, opt)
+	case *reconcile.ACLRollbackResult:
+		return writeACLRollback(w, f, r, opt)
 	case []mm2.Finding:
 		return writeLint(w, f, r, opt)
 	case []mm2.Warning:
 		return writeLint(w, f, warningsAsFindings(r), opt)
 	default:
 		return fmt.Errorf("cannot render a %T as %s: the report package knows *verify.Result, "+
-			"[]*verify.Result, *verify.PreflightResult, *reconcile.Result, *reconcile.RollbackResult and []mm2.Finding (use --format json for other values)", v, f)
+			"[]*verify.Result, *verify.PreflightResult, *reconcile.Result, *reconcile.RollbackResult, *reconcile.ACLPlan, *reconcile.ACLRollbackResult and []mm2.Finding (use --format json for other values)", v, f)
 	}
 }
 

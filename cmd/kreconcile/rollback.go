@@ -7,7 +7,16 @@ import (
 	"github.com/kmigrate/kmigrate/reconcile"
 )
 
-const rollbackHelp = `Restores the target offsets saved by "kreconcile groups --apply" in a backup file, exactly:
+const rollbackHelp = `Undoes "kreconcile groups --apply" or "kreconcile acls --apply" from the backup file it wrote
+(the file says which it holds).
+
+An ACL backup (kreconcile acls --apply): rollback deletes exactly the ACLs the apply created (an
+ACL added on the target since is kept, even on the same resource) and creates again those it
+deleted (--delete-extra); an ACL already as the rollback would leave it is left alone. It
+refuses a cluster whose ID is not the backup's target, as below (exit 2). --force and
+--legacy-cluster-id are for group backups only.
+
+A groups backup: rollback restores the target offsets saved by "kreconcile groups --apply", exactly:
 offsets that existed are committed again with their metadata; offsets that did not exist
 before are deleted. It writes only to the target cluster and needs only its connection
 (--target-brokers or --mm2-config).
@@ -40,17 +49,24 @@ Exit status: 0 everything restored; 1 a group was refused or partitions moved si
 
 func rollbackCommand() *cli.Command {
 	flags := append(clikit.ConnectionFlags(),
-		&cli.StringFlag{Name: "backup", Required: true, Usage: "the backup `FILE` kreconcile groups --apply wrote"},
+		&cli.StringFlag{Name: "backup", Required: true, Usage: "the backup `FILE` kreconcile groups --apply or acls --apply wrote"},
 		&cli.BoolFlag{Name: "force", Usage: "also restore partitions whose target commit moved since the apply (undoes what the group consumed since)"},
 		&cli.StringFlag{Name: "legacy-cluster-id", Usage: "read a version 1 backup (no cluster recorded) on the connected cluster, whose cluster `ID` this must be"},
 	)
 	return clikit.ReportCommand("rollback", runRollback, flags,
-		"restore the target offsets saved by groups --apply",
+		"undo groups --apply (target offsets) or acls --apply (ACLs) from its backup",
 		"kreconcile rollback [connection flags] --backup FILE [--force] [--legacy-cluster-id ID]",
 		rollbackHelp)
 }
 
 func runRollback(c *cli.Context) error {
+	kind, err := reconcile.BackupKind(c.String("backup"))
+	if err != nil {
+		return clikit.Fail(err)
+	}
+	if kind == reconcile.ACLBackupKind {
+		return runACLRollback(c)
+	}
 	conn, err := clikit.ConnectTarget(c)
 	if err != nil {
 		return err
@@ -86,6 +102,39 @@ func runRollback(c *cli.Context) error {
 		return clikit.Failf("rollback of %s: %w", c.String("backup"), rbErr)
 	case differs > 0:
 		return clikit.DiffersErr(rbErr)
+	}
+	return nil
+}
+
+// runACLRollback undoes kreconcile acls --apply from its ACL backup.
+func runACLRollback(c *cli.Context) error {
+	for _, f := range []string{"force", "legacy-cluster-id"} {
+		if c.IsSet(f) {
+			return clikit.Failf("--%s is for backups of consumer group offsets; %s is an ACL backup", f, c.String("backup"))
+		}
+	}
+	conn, err := clikit.ConnectTarget(c)
+	if err != nil {
+		return err
+	}
+	dst, err := clikit.Client(conn.Target)
+	if err != nil {
+		return clikit.Fail(err)
+	}
+	defer dst.Close()
+	alias := "target"
+	if conn.Flow != nil && conn.Flow.Target != "" {
+		alias = conn.Flow.Target
+	}
+	res, rbErr := reconcile.RollbackACLs(c.Context, dst, c.String("backup"), reconcile.RollbackConfig{TargetAlias: alias})
+	if res == nil {
+		return clikit.Fail(rbErr)
+	}
+	if err := clikit.Render(c, res, ""); err != nil {
+		return err
+	}
+	if rbErr != nil {
+		return clikit.Failf("rollback of %s: %w", c.String("backup"), rbErr)
 	}
 	return nil
 }

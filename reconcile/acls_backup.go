@@ -1,0 +1,280 @@
+package reconcile
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/internal/atomicfile"
+)
+
+// Backup kinds: what a kreconcile backup file holds (its "kind" key; a file without one is a
+// consumer group offsets backup, as every earlier kreconcile wrote).
+const (
+	GroupsBackupKind = "groups"
+	ACLBackupKind    = "acls"
+)
+
+// ACLBackupVersion is the format version of the ACL backups ApplyACLs writes.
+const ACLBackupVersion = 1
+
+const aclBackupHolds = "Kafka ACLs: the ACLs kreconcile acls --apply created on the target cluster and the ACLs it deleted there; kreconcile rollback --backup FILE deletes the created ones and creates the deleted ones again"
+
+// ACLBackup is what ApplyACLs saves before writing and RollbackACLs undoes: exactly the ACLs
+// it was about to create on the target cluster and those it was about to delete there.
+type ACLBackup struct {
+	// Kind is ACLBackupKind; Holds says the same in words, for whoever opens the file.
+	Kind    string    `json:"kind"`
+	Version int       `json:"version"`
+	Holds   string    `json:"holds"`
+	Taken   time.Time `json:"created"`
+	// SourceCluster and TargetCluster are the plan's clusters; RollbackACLs writes only to a
+	// cluster whose ID is TargetCluster.ID.
+	SourceCluster ClusterRef `json:"source_cluster"`
+	TargetCluster ClusterRef `json:"target_cluster"`
+	CreatedACLs   []ACL      `json:"acls_created"`
+	DeletedACLs   []ACL      `json:"acls_deleted"`
+}
+
+// BackupKind reads the kind of a backup file: GroupsBackupKind for a file without a "kind"
+// key or with "groups" (kreconcile groups --apply), ACLBackupKind for "acls" (kreconcile
+// acls --apply); anything else is an error.
+func BackupKind(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("open backup: %w", err)
+	}
+	var k struct {
+		Kind string `json:"kind"`
+	}
+	// The first JSON value only: ReadBackup and ReadACLBackup judge what follows it.
+	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&k); err != nil {
+		return "", fmt.Errorf("read backup %s: %w (is it a file kreconcile groups --apply or acls --apply wrote?)", path, err)
+	}
+	switch k.Kind {
+	case "", GroupsBackupKind:
+		return GroupsBackupKind, nil
+	case ACLBackupKind:
+		return ACLBackupKind, nil
+	}
+	return "", fmt.Errorf("backup %s holds %q: this kreconcile reads backups of consumer group offsets (groups) and of ACLs (acls)", path, k.Kind)
+}
+
+// ReadACLBackup reads and validates an ACL backup: kind "acls", version ACLBackupVersion,
+// nothing after the JSON value, both cluster IDs, and every ACL complete (known resource
+// type, LITERAL or PREFIXED, a known operation, ALLOW or DENY, non-empty principal, host and
+// name) and listed once.
+func ReadACLBackup(path string) (*ACLBackup, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("open backup: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var b ACLBackup
+	if err := dec.Decode(&b); err != nil {
+		return nil, fmt.Errorf("read ACL backup %s: %w (is it a file kreconcile acls --apply wrote?)", path, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("read ACL backup %s: unexpected bytes after the JSON value at byte %d: the file is not what kreconcile wrote", path, dec.InputOffset())
+	}
+	if err := b.validate(); err != nil {
+		return nil, fmt.Errorf("ACL backup %s: %w", path, err)
+	}
+	return &b, nil
+}
+
+func (b *ACLBackup) validate() error {
+	switch {
+	case b.Kind != ACLBackupKind:
+		return fmt.Errorf("kind %q: an ACL backup says %q", b.Kind, ACLBackupKind)
+	case b.Version != ACLBackupVersion:
+		return fmt.Errorf("version %d: this kreconcile reads ACL backups of version %d", b.Version, ACLBackupVersion)
+	case b.TargetCluster.ID == "" || b.SourceCluster.ID == "":
+		return errors.New("it names no source or target cluster ID: it was not written by kreconcile acls --apply")
+	}
+	var errs []error
+	seen := map[ACL]string{}
+	for _, l := range []struct {
+		what string
+		acls []ACL
+	}{{"acls_created", b.CreatedACLs}, {"acls_deleted", b.DeletedACLs}} {
+		for i, a := range l.acls {
+			if _, err := a.enums(); err != nil {
+				errs = append(errs, fmt.Errorf("%s[%d]: %w", l.what, i, err))
+				continue
+			}
+			if w, dup := seen[a]; dup {
+				errs = append(errs, fmt.Errorf("%s[%d]: ACL %s is listed twice (also in %s)", l.what, i, a, w))
+			}
+			seen[a] = l.what
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// writeACLBackup writes b to path as writeBackup writes a groups backup: never over an
+// existing file, to a temporary file in the same directory (mode 0600), fsynced, linked into
+// place, the directory fsynced.
+func writeACLBackup(path string, b *ACLBackup) error {
+	exists := fmt.Errorf("backup file %s exists: choose another with --backup", path)
+	if _, err := os.Lstat(path); err == nil {
+		return exists
+	}
+	f, err := atomicfile.Create(path, 0o600)
+	if err != nil {
+		return fmt.Errorf("create backup file in %s (choose another with --backup): %w", filepath.Dir(path), err)
+	}
+	defer f.Discard()
+	enc := json.NewEncoder(f)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(b); err != nil {
+		return fmt.Errorf("write backup %s: %w", path, err)
+	}
+	if err := f.Link(); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return exists
+		}
+		return fmt.Errorf("write backup %s: %w", path, err)
+	}
+	if err := atomicfile.SyncDir(path); err != nil {
+		return fmt.Errorf("write backup %s: sync directory: %w", path, err)
+	}
+	return nil
+}
+
+// ACLRollbackResult is what RollbackACLs did.
+type ACLRollbackResult struct {
+	Backup string `json:"backup"`
+	// TargetCluster is the cluster written to (the backup's, checked by its cluster ID).
+	TargetCluster ClusterRef      `json:"target_cluster"`
+	ACLs          []RolledBackACL `json:"acls"`
+}
+
+// RolledBackACL is one ACL of an ACL rollback. Was is "created" or "deleted" (what the apply
+// did); Action is what the rollback did: "deleted" (an ACL the apply created), "recreated" (an
+// ACL the apply deleted), or "unchanged" (already so: deleted or created again since); Err
+// says why it failed.
+type RolledBackACL struct {
+	ACL
+	Was    string `json:"was"`
+	Action string `json:"action"`
+	Err    string `json:"error,omitempty"`
+}
+
+// Failed counts the ACLs whose rollback failed.
+func (r *ACLRollbackResult) Failed() int {
+	n := 0
+	for _, a := range r.ACLs {
+		if a.Err != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// RollbackACLs undoes an ACL apply on dst: it deletes exactly the ACLs the apply created
+// (each by a filter naming every field, so that no other ACL matches: an ACL added on the
+// target since is kept) and creates again those it deleted. An ACL already as the rollback
+// would leave it is "unchanged". Then it re-reads the target to confirm each.
+//
+// It refuses, writing nothing and returning a nil result: an invalid backup (ReadACLBackup),
+// and a cluster whose ID is not the backup's target cluster (the source, or any other). The
+// error names every ACL that failed.
+func RollbackACLs(ctx context.Context, dst *kgo.Client, backupFile string, cfg RollbackConfig) (*ACLRollbackResult, error) {
+	b, err := ReadACLBackup(backupFile)
+	if err != nil {
+		return nil, err
+	}
+	alias := cfg.TargetAlias
+	if alias == "" {
+		alias = "target"
+	}
+	id, err := clusterID(ctx, dst, alias)
+	if err != nil {
+		return nil, err
+	}
+	ref := &Backup{Version: BackupVersion, SourceCluster: b.SourceCluster, TargetCluster: b.TargetCluster}
+	if err := checkBackupCluster(ref, backupFile, alias, id, ""); err != nil {
+		return nil, err
+	}
+	now, err := describeAllACLs(ctx, dst, alias)
+	if err != nil {
+		return nil, err
+	}
+	has := map[ACL]bool{}
+	for _, a := range now {
+		has[a] = true
+	}
+	out := &ACLRollbackResult{Backup: backupFile, TargetCluster: ClusterRef{Alias: alias, ID: id}, ACLs: []RolledBackACL{}}
+	var del, create []ACL
+	for _, a := range b.CreatedACLs {
+		r := RolledBackACL{ACL: a, Was: "created", Action: "unchanged"}
+		if has[a] {
+			r.Action = "deleted"
+			del = append(del, a)
+		}
+		out.ACLs = append(out.ACLs, r)
+	}
+	for _, a := range b.DeletedACLs {
+		r := RolledBackACL{ACL: a, Was: "deleted", Action: "unchanged"}
+		if !has[a] {
+			r.Action = "recreated"
+			create = append(create, a)
+		}
+		out.ACLs = append(out.ACLs, r)
+	}
+	derrs := deleteACLs(ctx, dst, del)
+	cerrs := createACLs(ctx, dst, create)
+	failed := map[ACL]string{}
+	for i, a := range del {
+		if derrs[i] != nil {
+			failed[a] = "delete: " + derrs[i].Error()
+		}
+	}
+	for i, a := range create {
+		if cerrs[i] != nil {
+			failed[a] = "create again: " + cerrs[i].Error()
+		}
+	}
+	if len(del)+len(create) > 0 {
+		after, rerr := describeAllACLs(ctx, dst, alias)
+		hasAfter := map[ACL]bool{}
+		for _, a := range after {
+			hasAfter[a] = true
+		}
+		for i := range out.ACLs {
+			r := &out.ACLs[i]
+			if _, bad := failed[r.ACL]; bad || r.Action == "unchanged" {
+				continue
+			}
+			switch {
+			case rerr != nil:
+				failed[r.ACL] = "re-reading the target failed: " + rerr.Error()
+			case r.Action == "deleted" && hasAfter[r.ACL]:
+				failed[r.ACL] = "the broker accepted the deletion but the ACL is still on the target when re-read"
+			case r.Action == "recreated" && !hasAfter[r.ACL]:
+				failed[r.ACL] = "the broker accepted the creation but the ACL is not on the target when re-read"
+			}
+		}
+	}
+	var errs []error
+	for i := range out.ACLs {
+		if msg, bad := failed[out.ACLs[i].ACL]; bad {
+			out.ACLs[i].Err = msg
+		}
+	}
+	for _, a := range sortedACLKeys(failed) {
+		errs = append(errs, fmt.Errorf("%s cluster: ACL %s: %s", alias, a, failed[a]))
+	}
+	return out, errors.Join(errs...)
+}

@@ -1,0 +1,278 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/jedib0t/go-pretty/v6/table"
+
+	"github.com/kmigrate/kmigrate/reconcile"
+	"github.com/kmigrate/kmigrate/report/junit"
+)
+
+// aclsReport draws `kreconcile acls`: each source ACL, its image on the target and whether the
+// target has it, the target-only ACLs, and what MirrorMaker 2's own sync would do instead.
+type aclsReport struct {
+	Title   string
+	P       *reconcile.ACLPlan
+	Verdict verdict
+	Rows    []aclRow
+	Counts  map[reconcile.ACLStatus]int
+	// Missing, Present, TargetOnly and Skipped are Counts for the HTML cards.
+	Missing, Present, TargetOnly, Skipped int
+	// MM2Differs counts the ACLs MM2 3.7.1 would treat otherwise.
+	MM2Differs int
+}
+
+type aclRow struct {
+	It       reconcile.ACLItem
+	Level    level
+	Status   string
+	Source   string // principal on the source, "—" for a target-only ACL
+	Target   string // principal on the target
+	Resource string // TYPE:PATTERN:name, "→ target name" when it changes
+	Rule     string // ALLOW READ from *
+	Note     string // why skipped, how the principal or name was mapped
+}
+
+func aclResource(it reconcile.ACLItem) string {
+	name := it.ResourceName
+	switch {
+	case name == "":
+		name = it.TargetResourceName
+	case it.TargetResourceName != "" && it.TargetResourceName != name:
+		name += " → " + it.TargetResourceName
+	}
+	return it.ResourceType + ":" + it.PatternType + ":" + name
+}
+
+func newACLsReport(title string, p *reconcile.ACLPlan) *aclsReport {
+	rep := &aclsReport{Title: title, P: p, Counts: p.Counts()}
+	if rep.Title == "" {
+		rep.Title = "kreconcile acls " + p.Flow
+	}
+	var created, deleted, failed int
+	for _, it := range p.ACLs {
+		row := aclRow{It: it, Source: it.Principal, Target: it.TargetPrincipal, Resource: aclResource(it),
+			Rule: it.Permission + " " + it.Operation + " from " + it.Host, Note: oneLine(it.Reason)}
+		if row.Source == "" {
+			row.Source = "—"
+		}
+		if row.Target == "" {
+			row.Target = "—"
+		}
+		switch {
+		case it.Err != "":
+			row.Level, row.Status = levelErr, "error: "+oneLine(it.Err)
+			failed++
+		case it.Action == "created":
+			row.Level, row.Status = levelOK, "created"
+			created++
+		case it.Action == "deleted":
+			row.Level, row.Status = levelOK, "deleted (target-only)"
+			deleted++
+		case it.Status == reconcile.ACLMissing:
+			row.Level, row.Status = levelWarn, "missing: --apply creates it"
+		case it.Status == reconcile.ACLTargetOnly && p.DeleteExtra:
+			row.Level, row.Status = levelWarn, "target-only: --delete-extra deletes it"
+		case it.Status == reconcile.ACLTargetOnly:
+			row.Level, row.Status = levelWarn, "target-only: kept (--delete-extra deletes it)"
+		case it.Status == reconcile.ACLSkipped:
+			row.Level, row.Status = levelOK, "skipped"
+		default:
+			row.Level, row.Status = levelOK, "present"
+		}
+		if it.MM2Differs {
+			rep.MM2Differs++
+		}
+		rep.Rows = append(rep.Rows, row)
+	}
+	c := rep.Counts
+	rep.Missing, rep.Present, rep.TargetOnly, rep.Skipped = c[reconcile.ACLMissing], c[reconcile.ACLPresent], c[reconcile.ACLTargetOnly], c[reconcile.ACLSkipped]
+	v := verdict{Level: levelOK, Word: "IN SYNC", Headline: fmt.Sprintf("nothing to do: %d present, %d skipped, %d target-only",
+		c[reconcile.ACLPresent], c[reconcile.ACLSkipped], c[reconcile.ACLTargetOnly])}
+	switch {
+	case failed > 0:
+		v = verdict{Level: levelErr, Word: "FAILED", Headline: fmt.Sprintf("%d failed, %d created, %d deleted", failed, created, deleted)}
+	case p.Applied:
+		v = verdict{Level: levelOK, Word: "APPLIED", Headline: fmt.Sprintf("%d created, %d deleted", created, deleted)}
+	case p.Changes() > 0:
+		del := 0
+		if p.DeleteExtra {
+			del = c[reconcile.ACLTargetOnly]
+		}
+		v = verdict{Level: levelWarn, Word: "CHANGES PLANNED", Headline: fmt.Sprintf("%d missing on the target, %d to delete, %d present, %d skipped, %d target-only",
+			c[reconcile.ACLMissing], del, c[reconcile.ACLPresent], c[reconcile.ACLSkipped], c[reconcile.ACLTargetOnly])}
+	}
+	v.Details = append(v.Details,
+		fmt.Sprintf("source %s (cluster ID %s): %s", p.SourceCluster.Alias, p.SourceCluster.ID, plural(int64(p.SourceACLs), "ACL", "ACLs")),
+		fmt.Sprintf("target %s (cluster ID %s): %s", p.TargetCluster.Alias, p.TargetCluster.ID, plural(int64(p.TargetACLs), "ACL", "ACLs")),
+		"topics named by "+p.Policy)
+	if len(p.PrincipalMappings) > 0 {
+		v.Details = append(v.Details, "principal mappings (first match wins): "+strings.Join(p.PrincipalMappings, "; "))
+	}
+	mm := fmt.Sprintf("MirrorMaker 2 3.7.1's ACL sync would differ on %s", plural(int64(rep.MM2Differs), "ACL", "ACLs"))
+	if !p.MM2SyncEnabled {
+		mm += " (sync.topic.acls.enabled=false: it copies none)"
+	}
+	v.Details = append(v.Details, mm)
+	if p.Backup != "" {
+		v.Details = append(v.Details, "backup "+p.Backup+" (undo: kreconcile rollback --backup "+p.Backup+")")
+	}
+	rep.Verdict = v
+	return rep
+}
+
+func writeACLs(w io.Writer, f Format, p *reconcile.ACLPlan, opt Options) error {
+	rep := newACLsReport(opt.Title, p)
+	var b strings.Builder
+	switch f {
+	case Table:
+		pt := painter(opt.Color)
+		fmt.Fprintf(&b, "%s\n", pt.bold(rep.Title))
+		writeVerdict(&b, pt, rep.Verdict)
+		if len(rep.Rows) > 0 {
+			tw := newTable(pt)
+			tw.AppendHeader(table.Row{"Status", "Principal", "Target principal", "Resource", "Rule", "Note", "MirrorMaker 2"})
+			for _, r := range rep.Rows {
+				mm := r.It.MM2
+				if !r.It.MM2Differs {
+					mm = pt.dim(mm)
+				}
+				tw.AppendRow(table.Row{pt.paint(r.Level, r.Status), r.Source, r.Target, r.Resource, r.Rule, r.Note, mm})
+			}
+			b.WriteString("\n" + tw.Render() + "\n")
+		}
+	case Markdown:
+		fmt.Fprintf(&b, "# %s\n\n", mdEscape(rep.Title))
+		mdVerdict(&b, rep.Verdict)
+		if len(rep.Rows) > 0 {
+			mdHeader(&b, "Status", "Principal", "Target principal", "Resource", "Rule", "Note", "MirrorMaker 2")
+			for _, r := range rep.Rows {
+				mdRow(&b, mdBadge[r.Level]+" "+mdEscape(r.Status), mdEscape(r.Source), mdEscape(r.Target), mdEscape(r.Resource), mdEscape(r.Rule), mdEscape(r.Note), mdEscape(r.It.MM2))
+			}
+		}
+	case HTML:
+		return templates.ExecuteTemplate(w, "page.tmpl", htmlPage{Title: rep.Title, CSS: pageCSS, Verdict: rep.Verdict, Kind: "acls", ACLs: rep,
+			Subtitle: "ACLs of the source, mapped to the target (principals by the mapping rules, topics by the replication policy), against the target's ACLs"})
+	default:
+		s := junit.Suite{Name: rep.Title}
+		for _, r := range rep.Rows {
+			c := junit.Case{Name: fmt.Sprintf("%s %s %s (%s)", r.Target, r.Rule, r.Resource, r.Source), Classname: "kreconcile.acls." + string(r.It.Status)}
+			switch {
+			case r.Level == levelErr:
+				c.Error = &junit.Problem{Type: "error", Message: r.Status, Body: r.It.Err}
+			case r.It.Status == reconcile.ACLMissing && r.It.Action == "":
+				c.Failure = &junit.Problem{Type: "missing", Message: r.Status, Body: r.It.MM2}
+			case r.It.Status == reconcile.ACLTargetOnly && p.DeleteExtra && r.It.Action == "":
+				c.Failure = &junit.Problem{Type: "target-only", Message: r.Status}
+			case r.It.Status == reconcile.ACLSkipped:
+				c.Skipped = &junit.Skipped{Message: r.Note}
+			default:
+				c.SystemOut = junit.Text(r.Status + "; MirrorMaker 2: " + r.It.MM2)
+			}
+			s.Cases = append(s.Cases, c)
+		}
+		return junit.Write(w, &junit.Suites{Name: rep.Title, Suites: []junit.Suite{s}})
+	}
+	_, err := io.WriteString(w, strings.TrimRight(b.String(), "\n")+"\n")
+	return err
+}
+
+// aclRollbackReport draws `kreconcile rollback` of an ACL backup.
+type aclRollbackReport struct {
+	Title   string
+	R       *reconcile.ACLRollbackResult
+	Verdict verdict
+	Rows    []aclRollbackRow
+}
+
+type aclRollbackRow struct {
+	A      reconcile.RolledBackACL
+	Level  level
+	Status string
+}
+
+func newACLRollbackReport(title string, r *reconcile.ACLRollbackResult) *aclRollbackReport {
+	rep := &aclRollbackReport{Title: title, R: r}
+	if rep.Title == "" {
+		rep.Title = "kreconcile rollback (ACLs)"
+	}
+	var deleted, recreated, unchanged, failed int
+	for _, a := range r.ACLs {
+		row := aclRollbackRow{A: a, Level: levelOK}
+		switch {
+		case a.Err != "":
+			row.Level, row.Status = levelErr, "error: "+oneLine(a.Err)
+			failed++
+		case a.Action == "deleted":
+			row.Status = "deleted (the apply created it)"
+			deleted++
+		case a.Action == "recreated":
+			row.Status = "created again (the apply deleted it)"
+			recreated++
+		case a.Was == "created":
+			row.Status = "unchanged: already absent"
+			unchanged++
+		default:
+			row.Status = "unchanged: already present"
+			unchanged++
+		}
+		rep.Rows = append(rep.Rows, row)
+	}
+	v := verdict{Level: levelOK, Word: "RESTORED", Headline: fmt.Sprintf("%d deleted, %d created again, %d unchanged", deleted, recreated, unchanged)}
+	if failed > 0 {
+		v.Level, v.Word = levelErr, "INCOMPLETE"
+		v.Headline = fmt.Sprintf("%d failed, %d deleted, %d created again, %d unchanged", failed, deleted, recreated, unchanged)
+	}
+	v.Details = append(v.Details, "from ACL backup "+r.Backup,
+		fmt.Sprintf("on cluster %s (cluster ID %s)", r.TargetCluster.Alias, r.TargetCluster.ID))
+	rep.Verdict = v
+	return rep
+}
+
+func writeACLRollback(w io.Writer, f Format, r *reconcile.ACLRollbackResult, opt Options) error {
+	rep := newACLRollbackReport(opt.Title, r)
+	var b strings.Builder
+	switch f {
+	case Table:
+		pt := painter(opt.Color)
+		fmt.Fprintf(&b, "%s\n", pt.bold(rep.Title))
+		writeVerdict(&b, pt, rep.Verdict)
+		if len(rep.Rows) > 0 {
+			tw := newTable(pt)
+			tw.AppendHeader(table.Row{"ACL", "Apply", "Rollback"})
+			for _, row := range rep.Rows {
+				tw.AppendRow(table.Row{row.A.ACL.String(), row.A.Was, pt.paint(row.Level, row.Status)})
+			}
+			b.WriteString("\n" + tw.Render() + "\n")
+		}
+	case Markdown:
+		fmt.Fprintf(&b, "# %s\n\n", mdEscape(rep.Title))
+		mdVerdict(&b, rep.Verdict)
+		if len(rep.Rows) > 0 {
+			mdHeader(&b, "ACL", "Apply", "Rollback")
+			for _, row := range rep.Rows {
+				mdRow(&b, mdEscape(row.A.ACL.String()), row.A.Was, mdBadge[row.Level]+" "+mdEscape(row.Status))
+			}
+		}
+	case HTML:
+		return templates.ExecuteTemplate(w, "page.tmpl", htmlPage{Title: rep.Title, CSS: pageCSS, Verdict: rep.Verdict, Kind: "rollback",
+			ACLRollback: rep, Subtitle: "ACLs restored from the backup that acls --apply saved"})
+	default:
+		s := junit.Suite{Name: rep.Title}
+		for _, row := range rep.Rows {
+			c := junit.Case{Name: row.A.ACL.String(), Classname: "kreconcile.rollback.acls"}
+			if row.Level == levelErr {
+				c.Error = &junit.Problem{Type: "error", Message: row.Status, Body: row.A.Err}
+			} else {
+				c.SystemOut = junit.Text(row.Status)
+			}
+			s.Cases = append(s.Cases, c)
+		}
+		return junit.Write(w, &junit.Suites{Name: rep.Title, Suites: []junit.Suite{s}})
+	}
+	_, err := io.WriteString(w, strings.TrimRight(b.String(), "\n")+"\n")
+	return err
+}
