@@ -178,6 +178,7 @@ type aligner struct {
 	blindS, blindT     int64
 }
 
+// run aligns the streams to their ends, or to the first target record beyond the range; the error is a stream's.
 func (a *aligner) run(ctx context.Context) error {
 	if !a.opt.StrictTargetFrom {
 		if err := a.seek(ctx); err != nil {
@@ -186,8 +187,7 @@ func (a *aligner) run(ctx context.Context) error {
 	}
 	for {
 		if a.opt.Progress != nil && a.records-a.lastProg >= 4096 {
-			a.lastProg = a.records
-			a.opt.Progress(a.lastSource(), a.pm.TargetTo, a.records)
+			a.progress()
 		}
 		if a.sq.len() == 0 && a.tq.len() == 0 && !a.srcEOF && !a.dstEOF {
 			// Fast path: nothing pending, take one record from each side.
@@ -205,18 +205,7 @@ func (a *aligner) run(ctx context.Context) error {
 				a.match(s, t)
 				continue
 			}
-			if sok {
-				a.sq.push(s)
-			} else {
-				a.srcEOF = true
-				a.records--
-			}
-			if tok {
-				a.tq.push(t)
-			} else {
-				a.dstEOF = true
-				a.records--
-			}
+			a.queueHeads(s, sok, t, tok)
 		}
 		if err := a.fill(ctx, &a.sq, a.src, &a.srcEOF, 1); err != nil {
 			return err
@@ -229,20 +218,11 @@ func (a *aligner) run(ctx context.Context) error {
 		case ns == 0 && nt == 0:
 			return nil
 		case ns == 0:
-			t := a.tq.front()
-			if src, ok := a.hist.get(t.FP); ok {
-				a.duplicate(a.tq.pop(), src)
-			} else if a.opt.StrictTargetTo {
-				a.extra(a.tq.pop())
-			} else {
+			if !a.targetAfterSource() {
 				return nil // beyond the range: leave it unexamined
 			}
 		case nt == 0:
-			s := a.sq.pop()
-			if !a.tail {
-				a.tail, a.tailFrom = true, s.Offset
-			}
-			a.missing(s)
+			a.missingTail(a.sq.pop())
 		case a.sq.front().FP == a.tq.front().FP:
 			a.match(a.sq.pop(), a.tq.pop())
 		default:
@@ -251,6 +231,49 @@ func (a *aligner) run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// progress reports the current positions to opt.Progress.
+func (a *aligner) progress() {
+	a.lastProg = a.records
+	a.opt.Progress(a.lastSource(), a.pm.TargetTo, a.records)
+}
+
+// queueHeads queues the heads the fast path read and could not match (ok false: that stream ended).
+func (a *aligner) queueHeads(s Item, sok bool, t Item, tok bool) {
+	if sok {
+		a.sq.push(s)
+	} else {
+		a.srcEOF = true
+		a.records--
+	}
+	if tok {
+		a.tq.push(t)
+	} else {
+		a.dstEOF = true
+		a.records--
+	}
+}
+
+// targetAfterSource classifies the next target record after the source's end as a duplicate, or extra if StrictTargetTo, else reports false (beyond the range, unexamined).
+func (a *aligner) targetAfterSource() bool {
+	t := a.tq.front()
+	if src, ok := a.hist.get(t.FP); ok {
+		a.duplicate(a.tq.pop(), src)
+	} else if a.opt.StrictTargetTo {
+		a.extra(a.tq.pop())
+	} else {
+		return false
+	}
+	return true
+}
+
+// missingTail classifies s, read after the target ended, as missing, noting where that tail starts.
+func (a *aligner) missingTail(s Item) {
+	if !a.tail {
+		a.tail, a.tailFrom = true, s.Offset
+	}
+	a.missing(s)
 }
 
 func (a *aligner) lastSource() int64 {
@@ -517,49 +540,13 @@ func (a *aligner) classify(i, j int) {
 	for k := range tgts {
 		tgts[k] = a.tq.pop()
 	}
+	// Allocated here, not in the helpers, so that small blocks stay on the stack.
 	dup := make([]int64, j) // source offset repeated, or -1
 	twin := make([]int, j)  // index of an earlier equal target record of this block, or -1
-	first := map[uint64]int{}
-	rest := 0
-	for k, t := range tgts {
-		dup[k], twin[k] = -1, -1
-		if s, ok := a.hist.get(t.FP); ok {
-			dup[k] = s
-		} else if e, ok := first[t.FP]; ok {
-			twin[k] = e // a replay of a record of this block: what that one is, this repeats
-		} else {
-			first[t.FP] = k
-			rest++
-		}
-	}
+	rest := a.markRepeats(tgts, dup, twin)
 	// pair[k] is the index in srcs of the source record target k is a mismatch of, or -1.
 	pair := make([]int, j)
-	for k := range pair {
-		pair[k] = -1
-	}
-	if rest == i {
-		si := 0
-		for k := range tgts {
-			if dup[k] < 0 && twin[k] < 0 {
-				pair[k] = si
-				si++
-			}
-		}
-	} else {
-		si := 0
-		for k, t := range tgts {
-			if dup[k] >= 0 || twin[k] >= 0 || si >= i {
-				continue
-			}
-			for x := si; x < i; x++ {
-				if sameKey(srcs[x].Record, t.Record) {
-					pair[k] = x
-					si = x + 1
-					break
-				}
-			}
-		}
-	}
+	pairMismatches(pair, srcs, tgts, dup, twin, rest == i)
 	// Emit in order on both sides: source records up to each pair, then the pair.
 	si := 0
 	for k, t := range tgts {
@@ -588,6 +575,48 @@ func (a *aligner) classify(i, j int) {
 	}
 	for ; si < i; si++ {
 		a.missing(srcs[si])
+	}
+}
+
+// markRepeats sets dup[k] to the recent source offset tgts[k] copies and twin[k] to an earlier equal target's index (else -1), and counts the targets that repeat nothing.
+func (a *aligner) markRepeats(tgts []Item, dup []int64, twin []int) (rest int) {
+	first := map[uint64]int{}
+	for k, t := range tgts {
+		dup[k], twin[k] = -1, -1
+		if s, ok := a.hist.get(t.FP); ok {
+			dup[k] = s
+		} else if e, ok := first[t.FP]; ok {
+			twin[k] = e // a replay of a record of this block: what that one is, this repeats
+		} else {
+			first[t.FP] = k
+			rest++
+		}
+	}
+	return rest
+}
+
+// pairMismatches sets pair[k], for each target of a block that repeats nothing, to the index in srcs of the record it mismatches (by position if byPosition, else by equal key in order), else -1.
+func pairMismatches(pair []int, srcs, tgts []Item, dup []int64, twin []int, byPosition bool) {
+	for k := range pair {
+		pair[k] = -1
+	}
+	si := 0
+	for k, t := range tgts {
+		if dup[k] >= 0 || twin[k] >= 0 {
+			continue
+		}
+		if byPosition {
+			pair[k] = si
+			si++
+			continue
+		}
+		for x := si; x < len(srcs); x++ {
+			if sameKey(srcs[x].Record, t.Record) {
+				pair[k] = x
+				si = x + 1
+				break
+			}
+		}
 	}
 }
 

@@ -351,18 +351,14 @@ func (e *Engine) checkRunning(ctx context.Context) {
 
 type mapped struct{ sourceTo, targetTo, next int64 }
 
-// checkStates runs verdict on states and stops those that fail. It returns the source
-// start and end offsets it listed (for checkOutOfRange).
-func (e *Engine) checkStates(ctx context.Context, states []*partState) (map[tp]mapped, map[tp][2]int64) {
-	snap := map[tp]mapped{}
-	srcTopics, dstTopics := map[string]bool{}, map[string]bool{}
-	var live []*partState
+// snapshot returns the mapped ends of the states not stopped, and those of them not revoked with their source and target topics.
+func (e *Engine) snapshot(states []*partState) (snap map[tp]mapped, live []*partState, srcTopics, dstTopics map[string]bool) {
+	snap = map[tp]mapped{}
+	srcTopics, dstTopics = map[string]bool{}, map[string]bool{}
 	for _, ps := range states {
 		if e.isStopped(ps.tp) {
 			continue
 		}
-		// The mapped ends first, the log ends after: a healthy log's end is then never
-		// below them.
 		ps.mu.Lock()
 		snap[ps.tp] = mapped{ps.pm.SourceTo, ps.pm.TargetTo, ps.next}
 		revoked := ps.revoked
@@ -374,6 +370,14 @@ func (e *Engine) checkStates(ctx context.Context, states []*partState) (map[tp]m
 		srcTopics[ps.topic] = true
 		dstTopics[ps.target] = true
 	}
+	return snap, live, srcTopics, dstTopics
+}
+
+// checkStates runs verdict on states and stops those that fail. It returns the source
+// start and end offsets it listed (for checkOutOfRange).
+func (e *Engine) checkStates(ctx context.Context, states []*partState) (map[tp]mapped, map[tp][2]int64) {
+	// The mapped ends first, the log ends after: a healthy log's end is then never below them.
+	snap, live, srcTopics, dstTopics := e.snapshot(states)
 	if len(live) == 0 {
 		return snap, nil
 	}

@@ -367,6 +367,7 @@ var (
 	mechanisms = set("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "GSSAPI", "OAUTHBEARER")
 )
 
+// cluster reads the cluster alias: its bootstrap servers, security and per-client settings.
 func (p *parser) cluster(alias string) (*Cluster, error) {
 	c := &Cluster{Alias: alias, Producer: map[string]string{}, Consumer: map[string]string{}, Admin: map[string]string{}}
 	if pr, ok := p.clusterValue(alias, "bootstrap.servers"); ok {
@@ -381,18 +382,31 @@ func (p *parser) cluster(alias string) (*Cluster, error) {
 		c.ExactlyOnceSourceSupport = strings.TrimSpace(pr.Value)
 	}
 	s := &c.Security
+	if err := p.saslProtocol(alias, s); err != nil {
+		return nil, err
+	}
+	if err := p.jaasConfig(alias, s); err != nil {
+		return nil, err
+	}
+	p.sslConfig(alias, s)
+	p.clientOverrides(alias, c)
+	return c, nil
+}
+
+// saslProtocol sets s.Protocol (default PLAINTEXT) and s.SASLMechanism of alias, failing on a value Kafka does not know.
+func (p *parser) saslProtocol(alias string, s *Security) error {
 	s.Protocol = "PLAINTEXT"
 	if pr, ok := p.clusterValue(alias, "security.protocol"); ok {
 		v := strings.ToUpper(strings.TrimSpace(pr.Value))
 		if !protocols[v] {
-			return nil, keyErr(pr, "%q is not a security protocol: use PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", pr.Value)
+			return keyErr(pr, "%q is not a security protocol: use PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", pr.Value)
 		}
 		s.Protocol = v
 	}
 	if pr, ok := p.clusterValue(alias, "sasl.mechanism"); ok {
 		v := strings.ToUpper(strings.TrimSpace(pr.Value))
 		if !mechanisms[v] {
-			return nil, keyErr(pr, "%q is not a SASL mechanism: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", pr.Value)
+			return keyErr(pr, "%q is not a SASL mechanism: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", pr.Value)
 		}
 		s.SASLMechanism = v
 		if t := strings.TrimSpace(pr.Value); t != v && !p.warnedOnce[pr.Key] {
@@ -400,35 +414,47 @@ func (p *parser) cluster(alias string) (*Cluster, error) {
 			p.warnSev(SeverityWarning, pr, strings.Replace(pr.Key+"="+v, " ", "", -1), "brokers compare SASL mechanism names case-sensitively, so MM2's clients would offer %q and be refused; kmigrate uses %s", t, v)
 		}
 	}
-	if pr, ok := p.clusterValue(alias, "sasl.jaas.config"); ok {
-		e, err := parseJAAS(pr.Value)
-		if err != nil {
-			return nil, keyErr(pr, "%v; write it as %s required username=\"USER\" password=\"PASSWORD\";", err, plainLoginModule)
+	return nil
+}
+
+// jaasConfig sets the SASL login module and credentials of s from alias's sasl.jaas.config (after saslProtocol), failing on a malformed one.
+func (p *parser) jaasConfig(alias string, s *Security) error {
+	pr, ok := p.clusterValue(alias, "sasl.jaas.config")
+	if !ok {
+		return nil
+	}
+	e, err := parseJAAS(pr.Value)
+	if err != nil {
+		return keyErr(pr, "%v; write it as %s required username=\"USER\" password=\"PASSWORD\";", err, plainLoginModule)
+	}
+	s.SASLLoginModule = e.Module
+	switch e.Module {
+	case plainLoginModule, scramLoginModule:
+		s.SASLUser = e.Options["username"]
+		s.SASLPassword = Secret(e.Options["password"])
+		if s.SASLUser == "" {
+			p.warnSev(SeverityWarning, pr, "", "the JAAS config has no username option")
 		}
-		s.SASLLoginModule = e.Module
-		switch e.Module {
-		case plainLoginModule, scramLoginModule:
-			s.SASLUser = e.Options["username"]
-			s.SASLPassword = Secret(e.Options["password"])
-			if s.SASLUser == "" {
-				p.warnSev(SeverityWarning, pr, "", "the JAAS config has no username option")
+		for i, name := range e.Order {
+			if name != "username" && name != "password" && name != "tokenauth" {
+				// Often the rest of an unquoted password with a blank: never shown.
+				p.warnSev(SeverityWarning, pr, "", "option %d of the JAAS config is not read by %s (the name is not shown: it may be part of an unquoted password); quote values with blanks: password=\"...\"", i+1, e.Module)
 			}
-			for i, name := range e.Order {
-				if name != "username" && name != "password" && name != "tokenauth" {
-					// Often the rest of an unquoted password with a blank: never shown.
-					p.warnSev(SeverityWarning, pr, "", "option %d of the JAAS config is not read by %s (the name is not shown: it may be part of an unquoted password); quote values with blanks: password=\"...\"", i+1, e.Module)
-				}
-			}
-		}
-		sasl := strings.HasPrefix(s.Protocol, "SASL_")
-		if sasl && s.SASLMechanism == "" && e.Module == plainLoginModule {
-			p.warn(pr, alias+".sasl.mechanism=PLAIN", "sasl.mechanism is not set: Kafka's default is GSSAPI, so MM2 would try Kerberos; kmigrate assumes PLAIN from the PlainLoginModule")
-			s.SASLMechanism = "PLAIN"
-		}
-		if !sasl && strings.HasPrefix(pr.Key, alias+".") {
-			p.warnSev(SeverityInfo, pr, "", "a JAAS config is set but security.protocol is %s, so MM2 does not use it", s.Protocol)
 		}
 	}
+	sasl := strings.HasPrefix(s.Protocol, "SASL_")
+	if sasl && s.SASLMechanism == "" && e.Module == plainLoginModule {
+		p.warn(pr, alias+".sasl.mechanism=PLAIN", "sasl.mechanism is not set: Kafka's default is GSSAPI, so MM2 would try Kerberos; kmigrate assumes PLAIN from the PlainLoginModule")
+		s.SASLMechanism = "PLAIN"
+	}
+	if !sasl && strings.HasPrefix(pr.Key, alias+".") {
+		p.warnSev(SeverityInfo, pr, "", "a JAAS config is set but security.protocol is %s, so MM2 does not use it", s.Protocol)
+	}
+	return nil
+}
+
+// sslConfig sets the trust store, key store and host name check of s from alias's ssl.* keys.
+func (p *parser) sslConfig(alias string, s *Security) {
 	ssl := func(k string) (string, bool) {
 		pr, ok := p.clusterValue(alias, k)
 		return pr.Value, ok
@@ -478,6 +504,10 @@ func (p *parser) cluster(alias string) (*Cluster, error) {
 			p.warnSev(SeverityWarning, pr, "", "ssl.endpoint.identification.algorithm %q: Kafka knows only https (check host names) or empty (do not)", v)
 		}
 	}
+}
+
+// clientOverrides copies alias's producer., consumer. and admin. keys into c's maps, leaving out (with a warning) secrets.
+func (p *parser) clientOverrides(alias string, c *Cluster) {
 	for suffix, pr := range p.clusterKeys[alias] {
 		for _, sp := range clientSubPrefixes {
 			if k, ok := strings.CutPrefix(suffix, sp); ok && k != "" {
@@ -490,7 +520,6 @@ func (p *parser) cluster(alias string) (*Cluster, error) {
 			}
 		}
 	}
-	return c, nil
 }
 
 // flowValue returns the effective connector key k of a flow: "A->B.k", else "k".
@@ -504,36 +533,12 @@ func (p *parser) flowValue(src, tgt, k string) (Property, bool) {
 	return pr, ok
 }
 
+// flow reads the flow src->tgt: its settings, whether it runs, its naming and its filters.
 func (p *parser) flow(src, tgt string) (*Flow, error) {
 	get := func(k string) (Property, bool) { return p.flowValue(src, tgt, k) }
 	f := NewFlow(src, tgt, DefaultPolicy{Separator: "."})
-	// Settings carry connector keys for the engine; connection secrets stay in Cluster.Security
-	// so that a printed or serialised Flow never shows one.
-	for k, pr := range p.global {
-		if !clientKeys[k] && !IsSecretKey(k) {
-			f.Settings[k] = pr.Value
-		}
-	}
-	if fk := p.flowKeys[src+"->"+tgt]; fk != nil {
-		for k, pr := range fk.keys {
-			if !IsSecretKey(k) {
-				f.Settings[k] = pr.Value
-			}
-		}
-	}
-	// MM2 starts a herder for the pair only if "A->B.enabled" or emit.heartbeats.enabled is
-	// exactly "true" (MirrorMakerConfig.clusterPairs: Boolean.parseBoolean, untrimmed;
-	// heartbeats default to on). Without a herder nothing of the flow runs.
-	herder := true
-	if hb, ok := get("emit.heartbeats.enabled"); ok {
-		herder = strings.EqualFold(hb.Value, "true")
-	}
-	if fk := p.flowKeys[src+"->"+tgt]; fk != nil {
-		if pr, ok := fk.keys["enabled"]; ok && strings.EqualFold(pr.Value, "true") {
-			herder = true
-		}
-	}
-	f.herder = herder
+	p.flowSettings(f)
+	f.herder = p.herder(f)
 	if pr, ok := get("enabled"); ok {
 		// The connectors read "enabled" as a trimmed boolean; anything else makes MM2's
 		// connector config fail.
@@ -541,13 +546,70 @@ func (p *parser) flow(src, tgt string) (*Flow, error) {
 		if err != nil {
 			return nil, err
 		}
-		f.Enabled = b && herder
+		f.Enabled = b && f.herder
 	}
+	if err := p.flowNaming(f); err != nil {
+		return nil, err
+	}
+	if pr, ok := get("offset-syncs.topic.location"); ok {
+		v := strings.TrimSpace(pr.Value)
+		if v != "source" && v != "target" {
+			return nil, keyErr(pr, "%q must be source or target", pr.Value)
+		}
+		f.OffsetSyncsLocation = v
+	}
+	if err := p.flowFilters(f); err != nil {
+		return nil, err
+	}
+	if err := f.compile(); err != nil {
+		return nil, fmt.Errorf("flow %s: %w", f.Name(), err)
+	}
+	return f, nil
+}
+
+// flowSettings copies the connector keys of f (unprefixed, then "A->B." ones) into f.Settings, leaving out client keys and secrets.
+func (p *parser) flowSettings(f *Flow) {
+	// Settings carry connector keys for the engine; connection secrets stay in Cluster.Security
+	// so that a printed or serialised Flow never shows one.
+	for k, pr := range p.global {
+		if !clientKeys[k] && !IsSecretKey(k) {
+			f.Settings[k] = pr.Value
+		}
+	}
+	if fk := p.flowKeys[f.Name()]; fk != nil {
+		for k, pr := range fk.keys {
+			if !IsSecretKey(k) {
+				f.Settings[k] = pr.Value
+			}
+		}
+	}
+}
+
+// herder reports whether MM2 starts a herder for the pair of f.
+func (p *parser) herder(f *Flow) bool {
+	// MM2 starts a herder for the pair only if "A->B.enabled" or emit.heartbeats.enabled is
+	// exactly "true" (MirrorMakerConfig.clusterPairs: Boolean.parseBoolean, untrimmed;
+	// heartbeats default to on). Without a herder nothing of the flow runs.
+	herder := true
+	if hb, ok := p.flowValue(f.Source, f.Target, "emit.heartbeats.enabled"); ok {
+		herder = strings.EqualFold(hb.Value, "true")
+	}
+	if fk := p.flowKeys[f.Name()]; fk != nil {
+		if pr, ok := fk.keys["enabled"]; ok && strings.EqualFold(pr.Value, "true") {
+			herder = true
+		}
+	}
+	return herder
+}
+
+// flowNaming sets the separators and the replication policy of f; it fails on an invalid boolean or an unsupported policy class.
+func (p *parser) flowNaming(f *Flow) error {
+	get := func(k string) (Property, bool) { return p.flowValue(f.Source, f.Target, k) }
 	sep := "."
 	if pr, ok := get("replication.policy.separator"); ok {
 		sep = pr.Value
 		if sep == "" {
-			p.warnSev(SeverityWarning, pr, "", "empty separator: MM2 joins names with nothing (offset syncs topic %q)", "mm2-offset-syncs"+tgt+"internal")
+			p.warnSev(SeverityWarning, pr, "", "empty separator: MM2 joins names with nothing (offset syncs topic %q)", "mm2-offset-syncs"+f.Target+"internal")
 		}
 	}
 	f.Separator = sep
@@ -555,7 +617,7 @@ func (p *parser) flow(src, tgt string) (*Flow, error) {
 	if pr, ok := get("replication.policy.internal.topic.separator.enabled"); ok {
 		b, err := parseBool(pr)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		f.InternalTopicSeparator = b
 	}
@@ -567,7 +629,7 @@ func (p *parser) flow(src, tgt string) (*Flow, error) {
 		case IdentityPolicyClass, "IdentityReplicationPolicy":
 			f.Policy = IdentityPolicy{Separator: sep}
 		default:
-			return nil, keyErr(pr, "replication policy %q is not supported: use %s or %s", pr.Value, DefaultPolicyClass, IdentityPolicyClass)
+			return keyErr(pr, "replication policy %q is not supported: use %s or %s", pr.Value, DefaultPolicyClass, IdentityPolicyClass)
 		}
 		if !strings.Contains(v, ".") && !p.warnedOnce[pr.Key] {
 			// MM2 loads the class by name: a simple name is a ClassNotFound at start-up.
@@ -575,13 +637,11 @@ func (p *parser) flow(src, tgt string) (*Flow, error) {
 			p.warn(pr, "org.apache.kafka.connect.mirror."+v, "MM2 needs the full class name: %q fails with \"could not be found\" when MM2 starts; kmigrate accepts it", v)
 		}
 	}
-	if pr, ok := get("offset-syncs.topic.location"); ok {
-		v := strings.TrimSpace(pr.Value)
-		if v != "source" && v != "target" {
-			return nil, keyErr(pr, "%q must be source or target", pr.Value)
-		}
-		f.OffsetSyncsLocation = v
-	}
+	return nil
+}
+
+// flowFilters sets the topic and group lists of f (each from its first key set); it fails on a regex RE2 cannot compile.
+func (p *parser) flowFilters(f *Flow) error {
 	lists := []struct {
 		keys []string
 		dst  *[]string
@@ -593,22 +653,19 @@ func (p *parser) flow(src, tgt string) (*Flow, error) {
 	}
 	for _, l := range lists {
 		for _, k := range l.keys {
-			pr, ok := get(k)
+			pr, ok := p.flowValue(f.Source, f.Target, k)
 			if !ok {
 				continue
 			}
 			list := parseList(pr.Value)
 			if _, err := compilePattern(list); err != nil {
-				return nil, keyErr(pr, "%v; kmigrate compiles these regexes with Go's RE2, which has no lookaround, backreferences or possessive quantifiers", err)
+				return keyErr(pr, "%v; kmigrate compiles these regexes with Go's RE2, which has no lookaround, backreferences or possessive quantifiers", err)
 			}
 			*l.dst = list
 			break
 		}
 	}
-	if err := f.compile(); err != nil {
-		return nil, fmt.Errorf("flow %s: %w", f.Name(), err)
-	}
-	return f, nil
+	return nil
 }
 
 func parseBool(pr Property) (bool, error) {

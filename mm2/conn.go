@@ -92,6 +92,28 @@ func (s *Security) SASL() (sasl.Mechanism, error) {
 // inline PEM or a JKS/PKCS12 keystore, and the host name checks.
 func (s *Security) TLSConfig() (*tls.Config, error) {
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: s.ServerName}
+	pool, err := s.rootCAs()
+	if err != nil {
+		return nil, err
+	}
+	cfg.RootCAs = pool
+	if cfg.Certificates, err = s.clientCertificates(); err != nil {
+		return nil, err
+	}
+	switch {
+	case s.InsecureSkipVerify:
+		cfg.InsecureSkipVerify = true
+	case s.SkipHostnameCheck:
+		// Verify the chain but not the host name, as Kafka does with an empty
+		// ssl.endpoint.identification.algorithm.
+		cfg.InsecureSkipVerify = true
+		cfg.VerifyConnection = verifyChain(pool)
+	}
+	return cfg, nil
+}
+
+// rootCAs is the pool of the CAs s trusts (CA file, inline PEM, truststore), or nil for the system pool.
+func (s *Security) rootCAs() (*x509.CertPool, error) {
 	var pool *x509.CertPool
 	addPEM := func(what string, data []byte) error {
 		if pool == nil {
@@ -128,8 +150,11 @@ func (s *Security) TLSConfig() (*tls.Config, error) {
 			pool.AddCert(c)
 		}
 	}
-	cfg.RootCAs = pool
+	return pool, nil
+}
 
+// clientCertificates is the client certificate of s (PEM files, inline PEM or keystore), or nil without one.
+func (s *Security) clientCertificates() ([]tls.Certificate, error) {
 	switch {
 	case s.CertFile != "" || s.KeyFile != "":
 		if s.CertFile == "" || s.KeyFile == "" {
@@ -147,13 +172,13 @@ func (s *Security) TLSConfig() (*tls.Config, error) {
 		if err != nil {
 			return nil, fmt.Errorf("client certificate %s / key %s: %w", s.CertFile, s.KeyFile, err)
 		}
-		cfg.Certificates = []tls.Certificate{cert}
+		return []tls.Certificate{cert}, nil
 	case s.CertPEM != "" || s.KeyPEM != "":
 		cert, err := pemKeyPair([]byte(s.CertPEM), []byte(s.KeyPEM.Reveal()))
 		if err != nil {
 			return nil, fmt.Errorf("ssl.keystore.certificate.chain / ssl.keystore.key: %w", err)
 		}
-		cfg.Certificates = []tls.Certificate{cert}
+		return []tls.Certificate{cert}, nil
 	case s.KeystoreFile != "":
 		keyPass := s.KeyPassword.Reveal()
 		if keyPass == "" {
@@ -163,30 +188,25 @@ func (s *Security) TLSConfig() (*tls.Config, error) {
 		if err != nil {
 			return nil, fmt.Errorf("keystore %s (ssl.keystore.location): %w", s.KeystoreFile, err)
 		}
-		cfg.Certificates = []tls.Certificate{cert}
+		return []tls.Certificate{cert}, nil
 	}
 
-	switch {
-	case s.InsecureSkipVerify:
-		cfg.InsecureSkipVerify = true
-	case s.SkipHostnameCheck:
-		// Verify the chain but not the host name, as Kafka does with an empty
-		// ssl.endpoint.identification.algorithm.
-		cfg.InsecureSkipVerify = true
-		roots := pool
-		cfg.VerifyConnection = func(cs tls.ConnectionState) error {
-			if len(cs.PeerCertificates) == 0 {
-				return errors.New("server sent no certificate")
-			}
-			opts := x509.VerifyOptions{Roots: roots, Intermediates: x509.NewCertPool()}
-			for _, c := range cs.PeerCertificates[1:] {
-				opts.Intermediates.AddCert(c)
-			}
-			_, err := cs.PeerCertificates[0].Verify(opts)
-			return err
+	return nil, nil
+}
+
+// verifyChain checks a server's certificate chain against roots (nil: the system pool) without its host name.
+func verifyChain(roots *x509.CertPool) func(tls.ConnectionState) error {
+	return func(cs tls.ConnectionState) error {
+		if len(cs.PeerCertificates) == 0 {
+			return errors.New("server sent no certificate")
 		}
+		opts := x509.VerifyOptions{Roots: roots, Intermediates: x509.NewCertPool()}
+		for _, c := range cs.PeerCertificates[1:] {
+			opts.Intermediates.AddCert(c)
+		}
+		_, err := cs.PeerCertificates[0].Verify(opts)
+		return err
 	}
-	return cfg, nil
 }
 
 // pemKeyPair parses a certificate chain and an unencrypted private key in PEM.

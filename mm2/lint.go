@@ -70,24 +70,10 @@ func Lint(r io.Reader) ([]Finding, error) {
 		return nil, err
 	}
 
-	// Parse, removing each key that stops it, so one bad key does not hide the others.
 	all, _ := parseProperties(data) // the value checks see every key
-	stopped := map[string]bool{}
-	var cfg *Config
-	for attempt := 0; attempt < 64; attempt++ {
-		cfg, err = FromProperties(props)
-		if err == nil {
-			break
-		}
-		var ke *KeyError
-		if !errors.As(err, &ke) {
-			return nil, err
-		}
-		add(ke.Line, ke.Key, SeverityError, "", "%s", ke.Msg)
-		stopped[ke.Key] = true
-		if ke.Key == "clusters" || !props.remove(ke.Key) {
-			return sortFindings(out), nil
-		}
+	cfg, stopped, err := parseRemoving(props, add)
+	if err != nil {
+		return nil, err
 	}
 	if cfg == nil {
 		return sortFindings(out), nil
@@ -106,6 +92,27 @@ func Lint(r io.Reader) ([]Finding, error) {
 	lintReplicationFactors(props, cfg, add)
 	lintFlows(cfg, all, add)
 	return sortFindings(out), nil
+}
+
+// parseRemoving parses props, removing each key that stops it (a finding, and in stopped) so that one bad key hides no other; cfg is nil if the rest does not parse, err an error about no key.
+func parseRemoving(props *Properties, add addFunc) (cfg *Config, stopped map[string]bool, err error) {
+	stopped = map[string]bool{}
+	for attempt := 0; attempt < 64; attempt++ {
+		cfg, err = FromProperties(props)
+		if err == nil {
+			return cfg, stopped, nil
+		}
+		var ke *KeyError
+		if !errors.As(err, &ke) {
+			return nil, nil, err
+		}
+		add(ke.Line, ke.Key, SeverityError, "", "%s", ke.Msg)
+		stopped[ke.Key] = true
+		if ke.Key == "clusters" || !props.remove(ke.Key) {
+			return nil, stopped, nil
+		}
+	}
+	return nil, stopped, nil
 }
 
 type addFunc func(line int, key string, sev Severity, sugg, format string, args ...any)

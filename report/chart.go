@@ -75,8 +75,50 @@ const (
 	chartCharWidth = 6.4 // average advance of an 11px sans-serif character
 )
 
+// layoutChart lays out the rows of in as bars of the series ss under title; empty is the message shown when every value is zero.
 func layoutChart(title string, ss []series, in []chartInput, empty string) *chart {
 	c := &chart{Title: title, Width: chartWidth}
+	in = c.selectRows(in)
+	labelW := fitLabels(in)
+	barW := chartWidth - labelW - chartValueW
+	var peak int64
+	for _, r := range in {
+		peak = max(peak, r.extent())
+	}
+	x := 0.0
+	for _, s := range ss {
+		c.Legend = append(c.Legend, chartLegend{X: x, Class: s.Class, Label: s.Label})
+		x += 24 + 7.2*float64(len([]rune(s.Label)))
+	}
+	rowH := 26.0
+	if len(in) > 12 {
+		rowH = 16
+	}
+	x0 := labelW
+	c.LabelX = labelW - 8
+	if peak == 0 {
+		// Nothing to draw: the message says so, and the table lists every row.
+		c.Empty = empty
+		c.Axis = chartAxis{X0: x0, X1: x0 + barW, Y: chartTop + 20}
+		c.Height = int(c.Axis.Y) + 8
+		return c
+	}
+	scale := barW / float64(niceCeil(peak))
+	for i, r := range in {
+		c.Rows = append(c.Rows, layoutRow(r, ss, chartTop+float64(i)*rowH, rowH, x0, scale))
+	}
+	c.Axis = chartAxis{X0: x0, X1: x0 + barW, Y: chartTop + float64(len(in))*rowH + 2}
+	top := niceCeil(peak)
+	for i := int64(0); i <= 4; i++ {
+		v := top * i / 4
+		c.Axis.Ticks = append(c.Axis.Ticks, chartTick{X: x0 + float64(v)*scale, Label: num(v)})
+	}
+	c.Height = int(c.Axis.Y) + 22
+	return c
+}
+
+// selectRows returns the rows of in the chart draws (those not all zero when there are many, at most chartMaxRows), noting in c what it leaves out.
+func (c *chart) selectRows(in []chartInput) []chartInput {
 	if len(in) > 12 {
 		// Many rows: draw only those with something to show.
 		var nonZero []chartInput
@@ -108,6 +150,11 @@ func layoutChart(title string, ss []series, in []chartInput, empty string) *char
 		in = top
 		c.Title += fmt.Sprintf(" (the %d largest of %d)", chartMaxRows, chartMaxRows+c.Omitted)
 	}
+	return in
+}
+
+// fitLabels cuts the labels of in to chartMaxLabel characters and returns the width of the label column.
+func fitLabels(in []chartInput) float64 {
 	labelChars := 0
 	for i := range in {
 		if r := []rune(in[i].Label); len(r) > chartMaxLabel {
@@ -115,90 +162,64 @@ func layoutChart(title string, ss []series, in []chartInput, empty string) *char
 		}
 		labelChars = max(labelChars, len([]rune(in[i].Label)))
 	}
-	labelW := math.Max(60, float64(labelChars)*chartCharWidth+12)
-	barW := chartWidth - labelW - chartValueW
-	var peak int64
-	for _, r := range in {
-		var sum int64
-		for _, v := range r.Values {
-			if r.Stack {
-				sum += v
-			} else {
-				sum = max(sum, v)
-			}
+	return math.Max(60, float64(labelChars)*chartCharWidth+12)
+}
+
+// extent is the length of r's bar in values: their sum when stacked, else the largest.
+func (r chartInput) extent() int64 {
+	var sum int64
+	for _, v := range r.Values {
+		if r.Stack {
+			sum += v
+		} else {
+			sum = max(sum, v)
 		}
-		peak = max(peak, sum)
 	}
-	x := 0.0
-	for _, s := range ss {
-		c.Legend = append(c.Legend, chartLegend{X: x, Class: s.Class, Label: s.Label})
-		x += 24 + 7.2*float64(len([]rune(s.Label)))
+	return sum
+}
+
+// layoutRow lays out r at height y, its bars starting at x0 with scale pixels per unit.
+func layoutRow(r chartInput, ss []series, y, rowH, x0, scale float64) chartRow {
+	row := chartRow{Y: y, LabelY: y + rowH/2 + 4, BarH: rowH - 6, Label: r.Label, Tip: r.Tip}
+	var total int64
+	sx := x0
+	for si, v := range r.Values {
+		if si >= len(ss) {
+			break
+		}
+		if v <= 0 {
+			continue
+		}
+		w := math.Max(2, float64(v)*scale)
+		if r.Stack {
+			row.Segs = append(row.Segs, chartSeg{X: sx, Y: y + 3, W: w, H: rowH - 6, Class: ss[si].Class})
+			sx += w
+			total += v
+		} else {
+			n := float64(len(r.Values))
+			h := (rowH - 6) / n
+			row.Segs = append(row.Segs, chartSeg{X: x0, Y: y + 3 + float64(si)*h, W: w, H: h, Class: ss[si].Class})
+			sx = math.Max(sx, x0+w)
+			total = max(total, v)
+		}
 	}
-	rowH := 26.0
-	if len(in) > 12 {
-		rowH = 16
-	}
-	x0 := labelW
-	c.LabelX = labelW - 8
-	if peak == 0 {
-		// Nothing to draw: the message says so, and the table lists every row.
-		c.Empty = empty
-		c.Axis = chartAxis{X0: x0, X1: x0 + barW, Y: chartTop + 20}
-		c.Height = int(c.Axis.Y) + 8
-		return c
-	}
-	scale := barW / float64(niceCeil(peak))
-	for i, r := range in {
-		y := chartTop + float64(i)*rowH
-		row := chartRow{Y: y, LabelY: y + rowH/2 + 4, BarH: rowH - 6, Label: r.Label, Tip: r.Tip}
-		var total int64
-		sx := x0
+	row.Value = num(total)
+	if !r.Stack {
+		row.Value = ""
 		for si, v := range r.Values {
-			if si >= len(ss) {
-				break
-			}
-			if v <= 0 {
-				continue
-			}
-			w := math.Max(2, float64(v)*scale)
-			if r.Stack {
-				row.Segs = append(row.Segs, chartSeg{X: sx, Y: y + 3, W: w, H: rowH - 6, Class: ss[si].Class})
-				sx += w
-				total += v
-			} else {
-				n := float64(len(r.Values))
-				h := (rowH - 6) / n
-				row.Segs = append(row.Segs, chartSeg{X: x0, Y: y + 3 + float64(si)*h, W: w, H: h, Class: ss[si].Class})
-				sx = math.Max(sx, x0+w)
-				total = max(total, v)
-			}
-		}
-		row.Value = num(total)
-		if !r.Stack {
-			row.Value = ""
-			for si, v := range r.Values {
-				if v > 0 {
-					if row.Value != "" {
-						row.Value += ", "
-					}
-					row.Value += fmt.Sprintf("%s %s", num(v), ss[si].Label)
+			if v > 0 {
+				if row.Value != "" {
+					row.Value += ", "
 				}
-			}
-			if row.Value == "" {
-				row.Value = "0"
+				row.Value += fmt.Sprintf("%s %s", num(v), ss[si].Label)
 			}
 		}
-		row.ValueX = sx + 6
-		c.Rows = append(c.Rows, row)
+		if row.Value == "" {
+			row.Value = "0"
+		}
 	}
-	c.Axis = chartAxis{X0: x0, X1: x0 + barW, Y: chartTop + float64(len(in))*rowH + 2}
-	top := niceCeil(peak)
-	for i := int64(0); i <= 4; i++ {
-		v := top * i / 4
-		c.Axis.Ticks = append(c.Axis.Ticks, chartTick{X: x0 + float64(v)*scale, Label: num(v)})
-	}
-	c.Height = int(c.Axis.Y) + 22
-	return c
+	row.ValueX = sx + 6
+	return row
 }
 
 func rowTotal(r chartInput) int64 {

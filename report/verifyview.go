@@ -141,6 +141,7 @@ func countClauses(c align.Counts) []string {
 	return out
 }
 
+// newVerifyTopic is the view of the result r of one topic: its partitions, counts and verdict.
 func newVerifyTopic(r *verify.Result) verifyTopic {
 	t := verifyTopic{
 		Source:   r.SourceTopic,
@@ -165,6 +166,12 @@ func newVerifyTopic(r *verify.Result) verifyTopic {
 	if r.Summary != (align.Counts{}) {
 		t.Counts = r.Summary
 	}
+	t.Verdict = topicVerdict(&t, r)
+	return t
+}
+
+// topicVerdict is the verdict on topic t, whose partitions and counts are set, of result r.
+func topicVerdict(t *verifyTopic, r *verify.Result) verdict {
 	n := differences(t.Counts)
 	v := verdict{Level: levelOK, Word: "IDENTICAL", Headline: "identical"}
 	switch {
@@ -185,17 +192,8 @@ func newVerifyTopic(r *verify.Result) verifyTopic {
 			plural(t.Counts.Matched, "record", "records"), plural(int64(len(t.Parts)-t.NotCompared), "partition", "partitions")))
 	}
 	if t.NotCompared > 0 {
-		var ps []string
-		for _, p := range t.Parts {
-			if p.P.NotCompared != "" {
-				ps = append(ps, fmt.Sprint(p.P.Partition))
-			}
-		}
-		if len(ps) > 20 {
-			ps = append(ps[:20], "…")
-		}
 		v.Details = append(v.Details, fmt.Sprintf("%s not compared, no source record in the range asked: %s",
-			plural(int64(t.NotCompared), "partition", "partitions"), strings.Join(ps, ", ")))
+			plural(int64(t.NotCompared), "partition", "partitions"), notComparedList(t.Parts)))
 	}
 	if t.Failed > 0 {
 		if n == 0 {
@@ -213,10 +211,24 @@ func newVerifyTopic(r *verify.Result) verifyTopic {
 		v.Details = append(v.Details, plural(t.Counts.Ambiguous, "matched record is", "matched records are")+
 			" ambiguous (identical neighbours)")
 	}
-	t.Verdict = v
-	return t
+	return v
 }
 
+// notComparedList names the first 20 of parts that were not compared, "…" standing for the rest.
+func notComparedList(parts []verifyPart) string {
+	var ps []string
+	for _, p := range parts {
+		if p.P.NotCompared != "" {
+			ps = append(ps, fmt.Sprint(p.P.Partition))
+		}
+	}
+	if len(ps) > 20 {
+		ps = append(ps[:20], "…")
+	}
+	return strings.Join(ps, ", ")
+}
+
+// newVerifyPart is the view of partition p: its status and details.
 func newVerifyPart(p *align.PartitionResult) verifyPart {
 	vp := verifyPart{
 		P:           p,
@@ -240,19 +252,26 @@ func newVerifyPart(p *align.PartitionResult) verifyPart {
 			vp.Status += fmt.Sprintf(" (%s ambiguous)", num(p.Ambiguous))
 		}
 	}
+	vp.Details = append(vp.Details, offsetDetails(p)...)
+	return vp
+}
+
+// offsetDetails lists, one detail per kind, the offsets of p that are not plain matches (missing, duplicated, mismatched, extra, skipped, ambiguous).
+func offsetDetails(p *align.PartitionResult) []detail {
+	var ds []detail
 	if len(p.MissingRanges) > 0 {
 		d := detail{Class: "missing", Label: "source offsets with no copy on the target (loss)", Level: levelBad, Prefix: "source "}
 		for _, r := range p.MissingRanges {
 			d.Items = append(d.Items, span(r.From, r.To))
 		}
-		vp.Details = append(vp.Details, d)
+		ds = append(ds, d)
 	}
 	if len(p.Duplicates) > 0 {
 		d := detail{Class: "duplicated", Label: "target records that repeat an already copied source record", Level: levelBad}
 		for _, run := range copyRuns(p.Duplicates) {
 			d.Items = append(d.Items, fmt.Sprintf("target %s = source %s", span(run.t0, run.t1), span(run.s0, run.s1)))
 		}
-		vp.Details = append(vp.Details, d)
+		ds = append(ds, d)
 	}
 	if len(p.Mismatches) > 0 {
 		d := detail{Class: "mismatched", Label: "aligned records whose content differs, with the fields", Level: levelBad}
@@ -260,14 +279,14 @@ func newVerifyPart(p *align.PartitionResult) verifyPart {
 			d.Items = append(d.Items, fmt.Sprintf("source %s → target %s (%s)",
 				span(run.s0, run.s1), span(run.t0, run.t1), run.fields))
 		}
-		vp.Details = append(vp.Details, d)
+		ds = append(ds, d)
 	}
 	if len(p.ExtraRanges) > 0 {
 		d := detail{Class: "extra", Label: "target offsets with no source record", Level: levelBad, Prefix: "target "}
 		for _, r := range p.ExtraRanges {
 			d.Items = append(d.Items, span(r.From, r.To))
 		}
-		vp.Details = append(vp.Details, d)
+		ds = append(ds, d)
 	}
 	if p.TargetSkipped > 0 {
 		d := detail{Class: "not compared", Label: "target records before the copy of the source range began", Level: levelOK, Prefix: "target "}
@@ -276,16 +295,16 @@ func newVerifyPart(p *align.PartitionResult) verifyPart {
 			item = span(r.From, r.To) + " (" + item + ")"
 		}
 		d.Items = []string{item}
-		vp.Details = append(vp.Details, d)
+		ds = append(ds, d)
 	}
 	if len(p.AmbiguousRanges) > 0 {
 		d := detail{Class: "ambiguous", Label: "target offsets matched within runs of identical records", Level: levelWarn, Prefix: "target "}
 		for _, r := range p.AmbiguousRanges {
 			d.Items = append(d.Items, span(r.From, r.To))
 		}
-		vp.Details = append(vp.Details, d)
+		ds = append(ds, d)
 	}
-	return vp
+	return ds
 }
 
 // run is a stretch in which source and target offsets both advance by one.

@@ -51,29 +51,42 @@ type goPackage struct {
 // It also writes the text of the run to echo as it reads it (what go test -v would have
 // printed; nil: nothing), so a script can keep the JSON and show progress.
 func FromGoTestEcho(r io.Reader, echo io.Writer) (*Suites, error) {
-	var (
-		pkgs   []*goPackage
-		byName = map[string]*goPackage{}
-		builds = map[string]*strings.Builder{}
-		stray  strings.Builder
-	)
-	pkg := func(name string) *goPackage {
-		p, ok := byName[name]
-		if !ok {
-			p = &goPackage{name: name, byName: map[string]*goCase{}}
-			byName[name] = p
-			pkgs = append(pkgs, p)
-		}
-		return p
+	run := &goRun{byName: map[string]*goPackage{}, builds: map[string]*strings.Builder{}}
+	if err := run.read(r, echo); err != nil {
+		return nil, err
 	}
+	ss := &Suites{Name: "go test"}
+	for _, p := range run.pkgs {
+		ss.Suites = append(ss.Suites, run.suite(p))
+	}
+	if run.stray.Len() > 0 {
+		if len(ss.Suites) == 0 {
+			ss.Suites = append(ss.Suites, Suite{Name: "go test"})
+		}
+		ss.Suites[0].SystemErr = Text(run.stray.String())
+	}
+	ss.Total()
+	return ss, nil
+}
+
+// goRun is what a go test -json run reported: its packages and tests in the order they appear.
+type goRun struct {
+	pkgs   []*goPackage
+	byName map[string]*goPackage
+	builds map[string]*strings.Builder // build output by import path
+	stray  strings.Builder             // the lines that are not JSON
+}
+
+// read adds the events of r to run, writing their text to echo (nil: nothing); the error is r's.
+func (run *goRun) read(r io.Reader, echo io.Writer) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
 	for sc.Scan() {
 		line := sc.Bytes()
 		var ev event
 		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &ev) != nil {
-			stray.Write(line)
-			stray.WriteByte('\n')
+			run.stray.Write(line)
+			run.stray.WriteByte('\n')
 			if echo != nil {
 				fmt.Fprintf(echo, "%s\n", line)
 			}
@@ -82,107 +95,133 @@ func FromGoTestEcho(r io.Reader, echo io.Writer) (*Suites, error) {
 		if echo != nil && ev.Output != "" {
 			io.WriteString(echo, ev.Output)
 		}
-		switch ev.Action {
-		case "build-output":
-			b := builds[ev.ImportPath]
-			if b == nil {
-				b = &strings.Builder{}
-				builds[ev.ImportPath] = b
-			}
-			b.WriteString(ev.Output)
-			continue
-		case "build-fail":
-			continue
-		}
-		if ev.Package == "" {
-			continue
-		}
-		p := pkg(ev.Package)
-		if p.start.IsZero() && !ev.Time.IsZero() {
-			p.start = ev.Time
-		}
-		if ev.Test == "" {
-			switch ev.Action {
-			case "output":
-				p.out.WriteString(ev.Output)
-			case "pass", "fail", "skip":
-				p.result, p.secs, p.build = ev.Action, ev.Elapsed, ev.FailedBuild
-			}
-			continue
-		}
-		c, ok := p.byName[ev.Test]
-		if !ok {
-			c = &goCase{name: ev.Test}
-			p.byName[ev.Test] = c
-			p.cases = append(p.cases, c)
-		}
-		switch ev.Action {
-		case "output":
-			c.out.WriteString(ev.Output)
-		case "pass", "fail", "skip":
-			c.result, c.secs = ev.Action, ev.Elapsed
-		}
+		run.add(ev)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read go test -json output: %w", err)
+		return fmt.Errorf("read go test -json output: %w", err)
 	}
-	ss := &Suites{Name: "go test"}
-	for _, p := range pkgs {
-		s := Suite{Name: p.name, Time: Seconds(p.secs)}
-		if !p.start.IsZero() {
-			s.Timestamp = p.start.UTC().Format("2006-01-02T15:04:05")
+	return nil
+}
+
+// add records ev: build output under its import path, else the output or result of its package or test.
+func (run *goRun) add(ev event) {
+	switch ev.Action {
+	case "build-output":
+		b := run.builds[ev.ImportPath]
+		if b == nil {
+			b = &strings.Builder{}
+			run.builds[ev.ImportPath] = b
 		}
-		failedCase := false
-		for _, gc := range p.cases {
-			c := Case{Name: gc.name, Classname: p.name, Time: Seconds(gc.secs)}
-			out := testOutput(gc.out.String())
-			switch gc.result {
-			case "pass":
-				c.SystemOut = Text(out)
-			case "skip":
-				c.Skipped = &Skipped{Message: firstLogLine(out, "skipped")}
-				c.SystemOut = Text(out)
-			case "fail":
-				failedCase = true
-				fallback := "failed"
-				if subtestFailed(p, gc.name) {
-					fallback = "a subtest failed"
-				}
-				c.Failure = &Problem{Type: "failure", Message: firstLogLine(out, fallback), Body: out}
-			default:
-				failedCase = true
-				msg := "the test did not finish (a panic, or go test -timeout)"
-				if m := panicLine(gc.out.String() + p.out.String()); m != "" {
-					msg = m
-				}
-				c.Error = &Problem{Type: "unfinished", Message: msg, Body: out}
-			}
-			s.Cases = append(s.Cases, c)
-		}
-		if p.result == "fail" && !failedCase {
-			body := p.out.String()
-			msg := "the package failed outside any test"
-			if p.build != "" {
-				msg = "build failed: " + p.build
-				if b := builds[p.build]; b != nil {
-					body = b.String() + body
-				}
-			} else if m := panicLine(body); m != "" {
-				msg = m
-			}
-			s.Cases = append(s.Cases, Case{Name: p.name, Classname: p.name, Time: Seconds(p.secs),
-				Error: &Problem{Type: "package", Message: msg, Body: body}})
-		}
-		ss.Suites = append(ss.Suites, s)
+		b.WriteString(ev.Output)
+		return
+	case "build-fail":
+		return
 	}
-	if stray.Len() > 0 {
-		if len(ss.Suites) == 0 {
-			ss.Suites = append(ss.Suites, Suite{Name: "go test"})
-		}
-		ss.Suites[0].SystemErr = Text(stray.String())
+	if ev.Package == "" {
+		return
 	}
-	ss.Total()
-	return ss, nil
+	p := run.pkg(ev.Package)
+	if p.start.IsZero() && !ev.Time.IsZero() {
+		p.start = ev.Time
+	}
+	if ev.Test == "" {
+		switch ev.Action {
+		case "output":
+			p.out.WriteString(ev.Output)
+		case "pass", "fail", "skip":
+			p.result, p.secs, p.build = ev.Action, ev.Elapsed, ev.FailedBuild
+		}
+		return
+	}
+	c := p.test(ev.Test)
+	switch ev.Action {
+	case "output":
+		c.out.WriteString(ev.Output)
+	case "pass", "fail", "skip":
+		c.result, c.secs = ev.Action, ev.Elapsed
+	}
+}
+
+// pkg is the package name of run, added at its first event.
+func (run *goRun) pkg(name string) *goPackage {
+	p, ok := run.byName[name]
+	if !ok {
+		p = &goPackage{name: name, byName: map[string]*goCase{}}
+		run.byName[name] = p
+		run.pkgs = append(run.pkgs, p)
+	}
+	return p
+}
+
+// test is the test name of p, added at its first event.
+func (p *goPackage) test(name string) *goCase {
+	c, ok := p.byName[name]
+	if !ok {
+		c = &goCase{name: name}
+		p.byName[name] = c
+		p.cases = append(p.cases, c)
+	}
+	return c
+}
+
+// suite is the suite of p: a case per test, and one for a failure of p outside any test.
+func (run *goRun) suite(p *goPackage) Suite {
+	s := Suite{Name: p.name, Time: Seconds(p.secs)}
+	if !p.start.IsZero() {
+		s.Timestamp = p.start.UTC().Format("2006-01-02T15:04:05")
+	}
+	failedCase := false
+	for _, gc := range p.cases {
+		c := p.testCase(gc)
+		failedCase = failedCase || c.Failure != nil || c.Error != nil
+		s.Cases = append(s.Cases, c)
+	}
+	if p.result == "fail" && !failedCase {
+		s.Cases = append(s.Cases, run.packageCase(p))
+	}
+	return s
+}
+
+// testCase is the case of test gc of p: passed, skipped with the reason, failed or unfinished with its output.
+func (p *goPackage) testCase(gc *goCase) Case {
+	c := Case{Name: gc.name, Classname: p.name, Time: Seconds(gc.secs)}
+	out := testOutput(gc.out.String())
+	switch gc.result {
+	case "pass":
+		c.SystemOut = Text(out)
+	case "skip":
+		c.Skipped = &Skipped{Message: firstLogLine(out, "skipped")}
+		c.SystemOut = Text(out)
+	case "fail":
+		fallback := "failed"
+		if subtestFailed(p, gc.name) {
+			fallback = "a subtest failed"
+		}
+		c.Failure = &Problem{Type: "failure", Message: firstLogLine(out, fallback), Body: out}
+	default:
+		msg := "the test did not finish (a panic, or go test -timeout)"
+		if m := panicLine(gc.out.String() + p.out.String()); m != "" {
+			msg = m
+		}
+		c.Error = &Problem{Type: "unfinished", Message: msg, Body: out}
+	}
+	return c
+}
+
+// packageCase is the error case of p failed outside any test, with its output and any build output.
+func (run *goRun) packageCase(p *goPackage) Case {
+	body := p.out.String()
+	msg := "the package failed outside any test"
+	if p.build != "" {
+		msg = "build failed: " + p.build
+		if b := run.builds[p.build]; b != nil {
+			body = b.String() + body
+		}
+	} else if m := panicLine(body); m != "" {
+		msg = m
+	}
+	return Case{Name: p.name, Classname: p.name, Time: Seconds(p.secs),
+		Error: &Problem{Type: "package", Message: msg, Body: body}}
 }
 
 func subtestFailed(p *goPackage, name string) bool {

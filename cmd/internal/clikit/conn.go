@@ -144,103 +144,144 @@ func copyCluster(c *mm2.Cluster) *mm2.Cluster {
 	return &cp
 }
 
+// sideFlags reads the connection flags of one side ("source" or "target") of the command line.
+type sideFlags struct {
+	c    *cli.Context
+	side string
+}
+
+// flag is the full name of the flag name of the side: "<side>-<name>".
+func (f sideFlags) flag(name string) string { return f.side + "-" + name }
+
+// set reports whether the command line sets the flag name of the side.
+func (f sideFlags) set(name string) bool { return f.c.IsSet(f.flag(name)) }
+
+// str is the trimmed value of the flag name of the side.
+func (f sideFlags) str(name string) string { return strings.TrimSpace(f.c.String(f.flag(name))) }
+
 // applyFlags overrides cl with the flags of one side.
 func applyFlags(c *cli.Context, side string, cl *mm2.Cluster) error {
-	flag := func(name string) string { return side + "-" + name }
-	set := func(name string) bool { return c.IsSet(flag(name)) }
-	str := func(name string) string { return strings.TrimSpace(c.String(flag(name))) }
-
-	if set("brokers") {
+	f := sideFlags{c, side}
+	if f.set("brokers") {
 		var seeds []string
-		for _, b := range strings.Split(c.String(flag("brokers")), ",") {
+		for _, b := range strings.Split(f.c.String(f.flag("brokers")), ",") {
 			if b = strings.TrimSpace(b); b != "" {
 				seeds = append(seeds, b)
 			}
 		}
 		if len(seeds) == 0 {
-			return fmt.Errorf("--%s is empty: give HOST:PORT[,HOST:PORT...]", flag("brokers"))
+			return fmt.Errorf("--%s is empty: give HOST:PORT[,HOST:PORT...]", f.flag("brokers"))
 		}
 		cl.Bootstrap = seeds
 	}
 	s := &cl.Security
-	tlsFlags, saslFlags := false, false
-	if set("tls-ca") {
-		s.CAFile, s.CAPEM, s.TruststoreFile, tlsFlags = str("tls-ca"), "", "", true
+	tlsFlags, err := applyTLSFlags(f, s)
+	if err != nil {
+		return err
 	}
-	if set("tls-cert") || set("tls-key") {
-		s.CertFile, s.KeyFile, s.CertPEM, s.KeyPEM, s.KeystoreFile, tlsFlags = str("tls-cert"), str("tls-key"), "", "", "", true
+	saslFlags, err := applySASLFlags(f, s)
+	if err != nil {
+		return err
+	}
+	if err := applyProtocol(f, cl, tlsFlags, saslFlags); err != nil {
+		return err
+	}
+	if strings.HasPrefix(s.Protocol, "SASL_") && s.SASLUser != "" && s.SASLPassword == "" {
+		return fmt.Errorf("cluster %s: SASL user %s has no password: pass --%s FILE or --%s NAME", cl.Alias, s.SASLUser, f.flag("sasl-password-file"), f.flag("sasl-password-env"))
+	}
+	return nil
+}
+
+// applyTLSFlags overrides the TLS settings of s with the side's flags; used reports whether a flag that asks for TLS is set.
+func applyTLSFlags(f sideFlags, s *mm2.Security) (used bool, err error) {
+	if f.set("tls-ca") {
+		s.CAFile, s.CAPEM, s.TruststoreFile, used = f.str("tls-ca"), "", "", true
+	}
+	if f.set("tls-cert") || f.set("tls-key") {
+		s.CertFile, s.KeyFile, s.CertPEM, s.KeyPEM, s.KeystoreFile, used = f.str("tls-cert"), f.str("tls-key"), "", "", "", true
 		if s.CertFile == "" || s.KeyFile == "" {
-			return fmt.Errorf("--%s and --%s go together: give both PEM files", flag("tls-cert"), flag("tls-key"))
+			return false, fmt.Errorf("--%s and --%s go together: give both PEM files", f.flag("tls-cert"), f.flag("tls-key"))
 		}
 	}
-	if set("tls-truststore") {
-		s.TruststoreFile, s.TruststoreType, s.CAFile, s.CAPEM, tlsFlags = str("tls-truststore"), "", "", "", true
+	if f.set("tls-truststore") {
+		s.TruststoreFile, s.TruststoreType, s.CAFile, s.CAPEM, used = f.str("tls-truststore"), "", "", "", true
 	}
-	if set("tls-truststore-password-env") {
-		v, err := fromEnv(flag("tls-truststore-password-env"), str("tls-truststore-password-env"))
+	if f.set("tls-truststore-password-env") {
+		v, err := fromEnv(f.flag("tls-truststore-password-env"), f.str("tls-truststore-password-env"))
 		if err != nil {
-			return err
+			return false, err
 		}
 		s.TruststorePassword = v
 	}
-	if set("tls-server-name") {
-		s.ServerName, tlsFlags = str("tls-server-name"), true
+	if f.set("tls-server-name") {
+		s.ServerName, used = f.str("tls-server-name"), true
 	}
-	if set("tls-insecure-skip-verify") {
-		s.InsecureSkipVerify, tlsFlags = c.Bool(flag("tls-insecure-skip-verify")), true
+	if f.set("tls-insecure-skip-verify") {
+		s.InsecureSkipVerify, used = f.c.Bool(f.flag("tls-insecure-skip-verify")), true
 	}
-	if set("sasl-mechanism") {
-		m := strings.ToUpper(str("sasl-mechanism"))
+	return used, nil
+}
+
+// applySASLFlags overrides the SASL settings of s with the side's flags; used reports whether one is set.
+func applySASLFlags(f sideFlags, s *mm2.Security) (used bool, err error) {
+	if f.set("sasl-mechanism") {
+		m := strings.ToUpper(f.str("sasl-mechanism"))
 		switch m {
 		case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
 		default:
-			return fmt.Errorf("--%s %q: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", flag("sasl-mechanism"), m)
+			return false, fmt.Errorf("--%s %q: use PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", f.flag("sasl-mechanism"), m)
 		}
-		s.SASLMechanism, saslFlags = m, true
+		s.SASLMechanism, used = m, true
 	}
-	if set("sasl-user") {
-		s.SASLUser, s.SASLLoginModule, saslFlags = str("sasl-user"), "", true
+	if f.set("sasl-user") {
+		s.SASLUser, s.SASLLoginModule, used = f.str("sasl-user"), "", true
 	}
-	if set("sasl-password-file") && set("sasl-password-env") {
-		return fmt.Errorf("--%s and --%s both given: choose one", flag("sasl-password-file"), flag("sasl-password-env"))
+	if f.set("sasl-password-file") && f.set("sasl-password-env") {
+		return false, fmt.Errorf("--%s and --%s both given: choose one", f.flag("sasl-password-file"), f.flag("sasl-password-env"))
 	}
-	if set("sasl-password-file") {
-		data, err := mm2.ReadFile(c.Context, str("sasl-password-file")) // bounded, stops on SIGTERM
+	if f.set("sasl-password-file") {
+		data, err := mm2.ReadFile(f.c.Context, f.str("sasl-password-file")) // bounded, stops on SIGTERM
 		if err != nil {
-			return fmt.Errorf("--%s: %w", flag("sasl-password-file"), err)
+			return false, fmt.Errorf("--%s: %w", f.flag("sasl-password-file"), err)
 		}
 		pw := strings.TrimRight(string(data), "\r\n")
 		if pw == "" {
-			return fmt.Errorf("--%s %s: the file is empty", flag("sasl-password-file"), str("sasl-password-file"))
+			return false, fmt.Errorf("--%s %s: the file is empty", f.flag("sasl-password-file"), f.str("sasl-password-file"))
 		}
-		s.SASLPassword, saslFlags = mm2.Secret(pw), true
+		s.SASLPassword, used = mm2.Secret(pw), true
 	}
-	if set("sasl-password-env") {
-		v, err := fromEnv(flag("sasl-password-env"), str("sasl-password-env"))
+	if f.set("sasl-password-env") {
+		v, err := fromEnv(f.flag("sasl-password-env"), f.str("sasl-password-env"))
 		if err != nil {
-			return err
+			return false, err
 		}
-		s.SASLPassword, saslFlags = v, true
+		s.SASLPassword, used = v, true
 	}
-	if set("security-protocol") {
-		p := strings.ToUpper(str("security-protocol"))
+	return used, nil
+}
+
+// applyProtocol sets cl's security protocol from the side's flag, refusing TLS or SASL flags it would ignore, else from the TLS or SASL flags set.
+func applyProtocol(f sideFlags, cl *mm2.Cluster, tlsFlags, saslFlags bool) error {
+	s := &cl.Security
+	if f.set("security-protocol") {
+		p := strings.ToUpper(f.str("security-protocol"))
 		switch p {
 		case "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL":
 		default:
-			return fmt.Errorf("--%s %q: use PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", flag("security-protocol"), p)
+			return fmt.Errorf("--%s %q: use PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", f.flag("security-protocol"), p)
 		}
 		// Flags the protocol would ignore are a mistake: refuse them rather than connect
 		// without the TLS or SASL they ask for.
 		if p == "PLAINTEXT" || p == "SASL_PLAINTEXT" {
-			if names := setFlags(c, side, tlsFlagNames); len(names) > 0 {
+			if names := setFlags(f.c, f.side, tlsFlagNames); len(names) > 0 {
 				return fmt.Errorf("cluster %s: TLS flags given (%s), but --%s is %s, which does not use TLS: use %s, or drop them",
-					cl.Alias, strings.Join(names, ", "), flag("security-protocol"), p, strings.Replace(p, "PLAINTEXT", "SSL", 1))
+					cl.Alias, strings.Join(names, ", "), f.flag("security-protocol"), p, strings.Replace(p, "PLAINTEXT", "SSL", 1))
 			}
 		}
 		if p == "PLAINTEXT" || p == "SSL" {
-			if names := setFlags(c, side, saslFlagNames); len(names) > 0 {
+			if names := setFlags(f.c, f.side, saslFlagNames); len(names) > 0 {
 				return fmt.Errorf("cluster %s: SASL flags given (%s), but --%s is %s, which does not use SASL: use SASL_%s, or drop them",
-					cl.Alias, strings.Join(names, ", "), flag("security-protocol"), p, p)
+					cl.Alias, strings.Join(names, ", "), f.flag("security-protocol"), p, p)
 			}
 		}
 		s.Protocol = p
@@ -256,9 +297,6 @@ func applyFlags(c *cli.Context, side string, cl *mm2.Cluster) error {
 		default:
 			s.Protocol = "SSL"
 		}
-	}
-	if strings.HasPrefix(s.Protocol, "SASL_") && s.SASLUser != "" && s.SASLPassword == "" {
-		return fmt.Errorf("cluster %s: SASL user %s has no password: pass --%s FILE or --%s NAME", cl.Alias, s.SASLUser, flag("sasl-password-file"), flag("sasl-password-env"))
 	}
 	return nil
 }

@@ -25,15 +25,23 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// options are the command-line flags of go2junit.
+type options struct {
+	in, out, name, raw string
+	failExit, echo     bool
+}
+
+// parseFlags parses args into options, writing usage and flag errors to stderr; false: they do not parse.
+func parseFlags(args []string, stderr io.Writer) (options, bool) {
+	var o options
 	fs := flag.NewFlagSet("go2junit", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	in := fs.String("in", "", "read go test -json output from `FILE` (default: standard input)")
-	out := fs.String("out", "", "write the JUnit XML to `FILE` (default: standard output)")
-	name := fs.String("name", "go test", "name of the <testsuites> element")
-	failExit := fs.Bool("fail", false, "exit 1 when any test failed or errored")
-	echo := fs.Bool("echo", false, "print the test output as it arrives (needs -out)")
-	raw := fs.String("json", "", "also copy the go test -json input to `FILE`")
+	fs.StringVar(&o.in, "in", "", "read go test -json output from `FILE` (default: standard input)")
+	fs.StringVar(&o.out, "out", "", "write the JUnit XML to `FILE` (default: standard output)")
+	fs.StringVar(&o.name, "name", "go test", "name of the <testsuites> element")
+	fs.BoolVar(&o.failExit, "fail", false, "exit 1 when any test failed or errored")
+	fs.BoolVar(&o.echo, "echo", false, "print the test output as it arrives (needs -out)")
+	fs.StringVar(&o.raw, "json", "", "also copy the go test -json input to `FILE`")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: go2junit [-in FILE] [-out FILE] [-json FILE] [-echo] [-name NAME] [-fail]\n\n"+
 			"Converts go test -json output into JUnit XML and prints \"N passed, N failed, N skipped\".\n"+
@@ -41,12 +49,18 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			"Exit codes: 0 converted, 1 tests failed (with -fail), 2 usage or I/O error.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	return o, fs.Parse(args) == nil
+}
+
+// run is go2junit with its arguments and standard streams; it returns the exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	o, ok := parseFlags(args, stderr)
+	if !ok {
 		return 2
 	}
 	r := stdin
-	if *in != "" {
-		f, err := os.Open(*in)
+	if o.in != "" {
+		f, err := os.Open(o.in)
 		if err != nil {
 			fmt.Fprintf(stderr, "go2junit: %v\n", err)
 			return 2
@@ -54,12 +68,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		defer f.Close()
 		r = f
 	}
-	if *echo && *out == "" {
+	if o.echo && o.out == "" {
 		fmt.Fprintln(stderr, "go2junit: -echo needs -out: the XML and the echoed output would mix on standard output")
 		return 2
 	}
-	if *raw != "" {
-		f, err := os.Create(*raw)
+	if o.raw != "" {
+		f, err := os.Create(o.raw)
 		if err != nil {
 			fmt.Fprintf(stderr, "go2junit: %v\n", err)
 			return 2
@@ -68,39 +82,43 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		r = io.TeeReader(r, f)
 	}
 	var echoTo io.Writer
-	if *echo {
+	if o.echo {
 		echoTo = stdout
 	}
 	ss, err := junit.FromGoTestEcho(r, echoTo)
+	if err == nil {
+		ss.Name = o.name
+		err = writeXML(ss, o.out, stdout)
+	}
 	if err != nil {
-		fmt.Fprintf(stderr, "go2junit: %v\n", err)
-		return 2
-	}
-	ss.Name = *name
-	var buf bytes.Buffer
-	if err := junit.Write(&buf, ss); err != nil {
-		fmt.Fprintf(stderr, "go2junit: %v\n", err)
-		return 2
-	}
-	w := stdout
-	if *out != "" {
-		if err := os.WriteFile(*out, buf.Bytes(), 0o644); err != nil {
-			fmt.Fprintf(stderr, "go2junit: write %s: %v\n", *out, err)
-			return 2
-		}
-	} else if _, err := w.Write(buf.Bytes()); err != nil {
 		fmt.Fprintf(stderr, "go2junit: %v\n", err)
 		return 2
 	}
 	c := ss.Count()
 	// The summary goes to stderr when the XML goes to stdout, so the two never mix.
 	sum := stdout
-	if *out == "" {
+	if o.out == "" {
 		sum = stderr
 	}
 	fmt.Fprintln(sum, c)
-	if *failExit && c.Failed > 0 {
+	if o.failExit && c.Failed > 0 {
 		return 1
 	}
 	return 0
+}
+
+// writeXML writes ss as JUnit XML to the file out, or to stdout if out is "".
+func writeXML(ss *junit.Suites, out string, stdout io.Writer) error {
+	var buf bytes.Buffer
+	if err := junit.Write(&buf, ss); err != nil {
+		return err
+	}
+	if out != "" {
+		if err := os.WriteFile(out, buf.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("write %s: %v", out, err)
+		}
+		return nil
+	}
+	_, err := stdout.Write(buf.Bytes())
+	return err
 }
