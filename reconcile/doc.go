@@ -53,6 +53,12 @@
 //     since; with a version 1 backup, any partition not at the backup's offset), listed as
 //     Conflicts unless RollbackConfig.Force (kreconcile exits 1). Partitions already at the
 //     backup's offset are left as they are.
+//   - PlanACLs, ApplyACLs and RollbackACLs (acls.go, acls_backup.go) do the same for ACLs:
+//     the source's ACLs with principals mapped (--map-principal) and topic names through the
+//     flow's replication policy, planned as missing, present, target-only or skipped against
+//     the target's; applying creates the missing ones (and deletes the target-only ones only
+//     when asked) after an atomic backup of kind "acls" that names both clusters and every
+//     ACL created and deleted; rolling back undoes exactly those, on the backup's target only.
 //
 // Counting. RedeliveredIfUnchanged is the number of target records in [target commit, E):
 // records a consumer switched now would read although the group consumed them on the source.

@@ -5,7 +5,8 @@
 // The two things to know:
 //
 //   - Write(w, format, v, Options) renders a *verify.Result, a []*verify.Result (one section
-//     per topic), a *reconcile.Result, a *reconcile.RollbackResult, the preflight of
+//     per topic), a *reconcile.Result, a *reconcile.RollbackResult, the ACL plan and its
+//     rollback (*reconcile.ACLPlan, *reconcile.ACLRollbackResult), the preflight of
 //     `kverify topics` (*verify.PreflightResult) or the findings of
 //     `kmirror lint` ([]mm2.Finding) as a terminal table (go-pretty; ANSI colours only
 //     when Options.Color, which the commands set on a TTY), JSON (the value as is, indented:
