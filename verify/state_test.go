@@ -287,4 +287,3 @@ func TestStateFindingsStay(t *testing.T) {
 		t.Fatalf("second: identical=%v %+v from %d problems %q, want 10 matched from 50 and the earlier finding", second.Result.Identical, pr.Counts, pr.SourceStart, second.Result.Problems)
 	}
 }
-
