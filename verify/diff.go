@@ -244,6 +244,13 @@ type differ struct {
 	cfg        Config
 	src, dst   *kgo.Client
 	sadm, tadm *kadm.Client
+
+	// Set by DiffState (state.go) only. resume holds the partitions resumed from their
+	// verified ends, taps what each job read, and pendingTail says the target is not
+	// compared past the copy of the last source record (the mirror is running).
+	resume      map[int32]*PartitionState
+	taps        map[int32]*tap
+	pendingTail bool
 }
 
 // partitions finds the partitions to compare, those asked for that both topics have, and
@@ -319,11 +326,14 @@ func (d *differ) offsets(ctx context.Context) (listedOffsets, error) {
 		}
 		return adm.ListCommittedOffsets
 	}
+	// The target is listed first: while a mirror runs, every target record below the end
+	// listed is then a copy of a source record below the source end listed after it, so no
+	// copy of a record past the source range is mistaken for an extra record.
 	for _, l := range []func() error{
-		func() error { return list(&o.sStart, "start", "source", cfg.SourceTopic, d.sadm.ListStartOffsets) },
-		func() error { return list(&o.sEnd, "end", "source", cfg.SourceTopic, ends(d.sadm)) },
 		func() error { return list(&o.tStart, "start", "target", cfg.TargetTopic, d.tadm.ListStartOffsets) },
 		func() error { return list(&o.tEnd, "end", "target", cfg.TargetTopic, ends(d.tadm)) },
+		func() error { return list(&o.sStart, "start", "source", cfg.SourceTopic, d.sadm.ListStartOffsets) },
+		func() error { return list(&o.sEnd, "end", "source", cfg.SourceTopic, ends(d.sadm)) },
 	} {
 		if err := l(); err != nil {
 			return o, err
@@ -402,6 +412,9 @@ func (d *differ) sourceRange(o listedOffsets, p int32) (from, to int64, why stri
 			to = toT
 		}
 	}
+	if ps := d.resume[p]; ps != nil {
+		from = ps.SourceEnd // the verified end; DiffState checked ss <= it <= se
+	}
 	from = min(max(from, ss), se)
 	to = min(max(to, from), se)
 	return from, to, notComparedWhy(cfg, ss, se, from, to, fromT, toT)
@@ -453,7 +466,7 @@ func (d *differ) compare(ctx context.Context, common []int32, o listedOffsets, s
 func (d *differ) job(o listedOffsets, p int32, from, to int64, syncs *mm2.SyncIndex) partJob {
 	cfg := d.cfg
 	ss := look(o.sStart, cfg.SourceTopic, p)
-	return partJob{
+	j := partJob{
 		spec: PartitionSpec{
 			SourceTopic: cfg.SourceTopic, TargetTopic: cfg.TargetTopic, Partition: p,
 			SourceFrom: from, SourceTo: to,
@@ -469,6 +482,18 @@ func (d *differ) job(o listedOffsets, p int32, from, to int64, syncs *mm2.SyncIn
 		progress: cfg.Progress,
 		logger:   cfg.Logger,
 	}
+	if ps := d.resume[p]; ps != nil {
+		// Resumed: the next target record must copy the source record at the verified end.
+		j.spec.TargetFrom, j.spec.StrictTargetFrom, j.hint = ps.TargetEnd, true, false
+	}
+	if d.pendingTail {
+		j.spec.StrictTargetTo = false
+	}
+	if t := d.taps[p]; t != nil {
+		t.src.size, t.dst.size = marksKept+cfg.Window+64, marksKept+cfg.Window+64
+		j.tap = t
+	}
+	return j
 }
 
 // collect puts the partition results and maps into res and om, judges Identical, and returns
@@ -478,7 +503,7 @@ func (d *differ) collect(res *Result, om *offsetmap.TopicMap, common []int32, do
 	cfg := d.cfg
 	for _, p := range common {
 		pr := done.results[p]
-		if pr.Err == "" && pr.Counts == (align.Counts{}) {
+		if pr.Err == "" && pr.Counts == (align.Counts{}) && d.resume[p] == nil {
 			// No source record in range and no target record found to differ: the
 			// partition proves nothing, so it is not identical and has no map (an answer
 			// from it would be a guess).
@@ -635,6 +660,7 @@ type partJob struct {
 	syncs    *mm2.SyncIndex // nil without an offset-syncs topic
 	progress func(Progress)
 	logger   *slog.Logger
+	tap      *tap // DiffState only: records what each side yielded
 }
 
 // hintMargin is how many target records before the estimated start of the copy are read.
@@ -674,7 +700,11 @@ func (j *partJob) run(ctx context.Context, src, dst *kgo.Client) (align.Partitio
 	}
 	j.logger.Debug("aligning partition", "topic", sp.SourceTopic, "partition", sp.Partition,
 		"source_from", sp.SourceFrom, "source_to", sp.SourceTo, "target_from", sp.TargetFrom, "target_to", sp.TargetTo)
-	pr, pm, err := align.Partition(ctx, ss, ts, opt)
+	var sst, tst align.Stream = ss, ts
+	if j.tap != nil {
+		sst, tst = j.tap.src.wrap(ss), j.tap.dst.wrap(ts)
+	}
+	pr, pm, err := align.Partition(ctx, sst, tst, opt)
 	if err != nil {
 		return pr, nil, err
 	}

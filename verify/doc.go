@@ -69,9 +69,30 @@
 // or only bounded by the source's max.message.bytes, which the finding then says). It only
 // reads; no topic selected is ErrNoTopics, never "all ok".
 //
+// # Resuming from a state
+//
+// DiffState (state.go) is Diff resumed from a State, the file of `kverify diff --state`: per
+// partition the verified end on both sides (the next target record must copy the source
+// record at the source end), the log starts, the counts found so far, and the offsets and
+// fingerprints of the last 8 records below each end. Before it compares a partition it
+// re-checks the boundary: the topic ID (where the broker has them), the log end (not below the
+// verified end), the log start (not before where it was, not past the boundary records), and
+// the boundary records themselves (the same offsets, the same fingerprints, nothing between).
+// A boundary that no longer holds is a finding in Result.Problems; that partition is not
+// compared and keeps its state. A resumed partition is read strictly from its verified ends;
+// one with nothing new is compared (its boundary held), never "nothing to compare". Earlier
+// findings are problems of every later run. The verified end stops after the last source
+// record the target has a copy of: later source records are missing in this run (or, with
+// StateOptions.Follow, the lag, left out of the counts) and read again by the next. A replay
+// of records from before the boundary is extra, not duplicated, in a resumed run (the
+// aligner's history is not kept in the state): a finding either way. The offset map of a
+// resumed run covers its own range only (SourceFrom is where it resumed); kreconcile uses a
+// map only where it covers a group's offset, and finds the others by content.
+//
 // # Testing
 //
 // `go test ./verify` runs Diff against two kfake clusters (the aligner's own tables and fuzz
 // tests are in package align). Real brokers (2.3.0 -> MM2 3.7.1 -> 3.7.1) are exercised in
-// integration/verify_test.go (Preflight in integration/preflight_test.go); the throughput benchmark is scripts/bench-verify.sh.
+// integration/verify_test.go (Preflight in preflight_test.go, DiffState in
+// verify_state_test.go); the throughput benchmark is scripts/bench-verify.sh.
 package verify

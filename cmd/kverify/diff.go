@@ -63,6 +63,35 @@ directory, not the same file twice, not an input file such as --mm2-config), and
 together at the end, only when the run has an answer (exit 0 or 1): on exit 2 nothing is
 written and an existing file is left as it was.
 
+--state FILE makes verification incremental. The file holds, per partition, the verified end
+on both sides, the log starts, the counts found so far and the fingerprints of the last 8
+records below each end; it names the clusters (their IDs), the topics (and their topic IDs where
+the broker has them), the compared fields and the isolation, and a state for another
+comparison is refused (exit 2). A run with a state first re-reads the boundary: a topic
+recreated (topic ID changed), a log that now ends below the verified end, starts before where
+it started or past the boundary records, or boundary records that changed, is a finding named
+in the report (exit 1), never identical; that partition is not compared and its state is kept,
+so the next run finds it again. Then only the records after the verified end are read
+(partitions[].source_start in the JSON is where each resumed); earlier runs' findings stay
+problems of every later run (delete the file to start over). The state is replaced atomically,
+only after a run that verified its range: a run killed at any point resumes from the last one.
+Source records after the last one the target has a copy of are reported missing (the mirror
+may be stopped), but the state does not move past them: the next run reads them again.
+With --state, --offset-map holds only the range this run read (source_from is where it
+resumed); kreconcile uses it for groups committed in that range and finds the others by
+content. --from and --to cannot be given with --state.
+
+--follow (with --state) verifies as the mirror runs: it repeats the incremental run every
+--interval. Source records the target has not reached yet are the lag, neither missing nor
+verified; target records past the copy of the last source record wait for the next round.
+SIGINT or SIGTERM finishes the current round, writes the state and the report, and exits with
+the verdict so far (a second signal exits at once; the state file stays whole). With
+--metrics-addr HOST:PORT it serves Prometheus text metrics on /metrics:
+kverify_verified_offset{topic,partition} (the verified end), kverify_lag_records (source
+offsets listed and not verified yet, all partitions) and kverify_problems_total (records found
+missing, duplicated, mismatched or extra so far, plus topic and boundary findings). At cutover,
+stop the producers, wait for lag 0, stop it: only the tail was left to check.
+
 Exit status: 0 identical (in every partition compared); 1 differences (or a topic problem);
 2 usage, configuration or connection error, or nothing to compare, naming the cluster,
 topic or partition; nothing is written.
@@ -74,6 +103,9 @@ Examples:
       --partitions 0,3,5-9 --from 2026-11-30T08:00:00Z --compare key,value,headers,timestamp
   kverify diff --source-brokers old:9092 --target-brokers new:9092 --topic orders \
       --offset-map orders.map.json --quiet && echo identical
+  kverify diff --mm2-config mm2.properties --topic orders --state orders.state.json
+  kverify diff --mm2-config mm2.properties --topic orders --state orders.state.json \
+      --follow --interval 10s --metrics-addr 127.0.0.1:9309
 
 ` + clikit.ConnectionHelp
 
@@ -92,11 +124,15 @@ func diffCommand() *cli.Command {
 		&cli.BoolFlag{Name: "read-uncommitted", Usage: "read aborted and open transactions too (default: read_committed on both sides)"},
 		&cli.StringFlag{Name: "offset-map", Usage: "write the exact offset map to `FILE` (JSON, read by kreconcile)"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress on stderr"},
+		&cli.StringFlag{Name: "state", Usage: "resume from and update the verification state in `FILE` (JSON; created when missing)"},
+		&cli.BoolFlag{Name: "follow", Usage: "with --state: verify as the mirror runs, a round every --interval, until SIGINT/SIGTERM"},
+		&cli.DurationFlag{Name: "interval", Value: 10 * time.Second, Usage: "with --follow: `DURATION` between rounds"},
+		&cli.StringFlag{Name: "metrics-addr", Usage: "with --follow: serve Prometheus metrics on `HOST:PORT` /metrics"},
 	}
 	flags = append(flags, clikit.ConnectionFlags()...)
 	return clikit.ReportCommand("diff", runDiff, flags,
 		"align a source topic with its copy and report every missing, duplicated, altered or extra record",
-		"kverify diff --topic TOPIC [--target-topic T] [--partitions 0,3,5-9] [--from ..] [--to ..] [--compare ..] [--format ..] [--out FILE] [--offset-map FILE] [connection flags]",
+		"kverify diff --topic TOPIC [--target-topic T] [--partitions 0,3,5-9] [--from ..] [--to ..] [--compare ..] [--format ..] [--out FILE] [--offset-map FILE] [--state FILE [--follow [--interval 10s] [--metrics-addr HOST:PORT]]] [connection flags]",
 		diffHelp)
 }
 
@@ -211,7 +247,11 @@ func runDiff(c *cli.Context) error {
 	if err != nil {
 		return clikit.Failf("--format: %w", err)
 	}
-	outs, err := checkOutputs(c, "offset-map", "out")
+	prev, err := stateFlags(c)
+	if err != nil {
+		return err
+	}
+	outs, err := checkOutputs(c, "offset-map", "out", "state")
 	if err != nil {
 		return err
 	}
@@ -236,6 +276,9 @@ func runDiff(c *cli.Context) error {
 			cfg.OffsetSyncsClient = dst
 		}
 	}
+	if c.String("state") != "" {
+		return runState(c, src, dst, cfg, conn, prev, outs, format)
+	}
 	res, om, err := diff(c, src, dst, cfg)
 	if err != nil {
 		return clikit.Failf("diff %s (cluster %s) -> %s (cluster %s): %w", cfg.SourceTopic, conn.Source.Alias, cfg.TargetTopic, conn.Target.Alias, err)
@@ -244,7 +287,7 @@ func runDiff(c *cli.Context) error {
 		return err
 	}
 	title := fmt.Sprintf("kverify %s → %s", res.SourceTopic, res.TargetTopic)
-	if err := writeResults(outs, format, res, om, title); err != nil {
+	if err := writeResults(outs, format, res, om, nil, title); err != nil {
 		return err
 	}
 	if c.String("out") == "" {
@@ -287,17 +330,28 @@ func clients(ctx context.Context, conn *clikit.Conn) (src, dst *kgo.Client, err 
 
 // diff runs verify.Diff, with progress on standard error when it is a terminal (unless --quiet).
 func diff(c *cli.Context, src, dst *kgo.Client, cfg verify.Config) (*verify.Result, *offsetmap.TopicMap, error) {
+	var res *verify.Result
+	var om *offsetmap.TopicMap
+	err := withProgress(c, &cfg, func(cfg verify.Config) (err error) {
+		res, om, err = verify.Diff(c.Context, src, dst, cfg)
+		return err
+	})
+	return res, om, err
+}
+
+// withProgress runs f with cfg.Progress on standard error when it is a terminal (unless --quiet).
+func withProgress(c *cli.Context, cfg *verify.Config, f func(verify.Config) error) error {
 	var prog *progress
 	if !c.Bool("quiet") && clikit.IsTerminal(os.Stderr) {
 		prog = newProgress(c.App.ErrWriter)
 		cfg.Progress = prog.update
 		defer prog.stop()
 	}
-	res, om, err := verify.Diff(c.Context, src, dst, cfg)
+	err := f(*cfg)
 	if prog != nil {
 		prog.stop()
 	}
-	return res, om, err
+	return err
 }
 
 // answered refuses a result that is no answer: no topic problem, and some partition could not
@@ -317,14 +371,17 @@ func answered(res *verify.Result, cfg verify.Config, conn *clikit.Conn) error {
 
 // writeResults renders the offset map and the report for the outputs checked before (outs)
 // and writes them together (writeOutputs), or nothing when one cannot be rendered.
-func writeResults(outs []output, format report.Format, res *verify.Result, om *offsetmap.TopicMap, title string) error {
+func writeResults(outs []output, format report.Format, res *verify.Result, om *offsetmap.TopicMap, st *verify.State, title string) error {
 	var data [][]byte
 	for _, o := range outs {
 		var b bytes.Buffer
 		var err error
-		if o.flag == "--offset-map" {
+		switch o.flag {
+		case "--offset-map":
 			err = offsetmap.Write(&b, om)
-		} else {
+		case "--state":
+			err = verify.WriteState(&b, st)
+		default:
 			err = report.Write(&b, format, res, report.Options{Title: title})
 		}
 		if err != nil {
