@@ -660,7 +660,7 @@ func ApplyACLs(ctx context.Context, dst *kgo.Client, p *ACLPlan, cfg ACLApplyCon
 	}
 	b := &ACLBackup{Kind: ACLBackupKind, Version: ACLBackupVersion, Holds: aclBackupHolds, Taken: t.UTC(),
 		SourceCluster: p.SourceCluster, TargetCluster: p.TargetCluster, CreatedACLs: nonNil(create), DeletedACLs: nonNil(del)}
-	if err := writeACLBackup(path, b); err != nil {
+	if err := writeBackup(path, b); err != nil {
 		return err
 	}
 	p.Backup = path

@@ -7,14 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/kmigrate/kmigrate/internal/atomicfile"
 )
 
 // Backup kinds: what a kreconcile backup file holds (its "kind" key; a file without one is a
@@ -122,36 +118,6 @@ func (b *ACLBackup) validate() error {
 	return errors.Join(errs...)
 }
 
-// writeACLBackup writes b to path as writeBackup writes a groups backup: never over an
-// existing file, to a temporary file in the same directory (mode 0600), fsynced, linked into
-// place, the directory fsynced.
-func writeACLBackup(path string, b *ACLBackup) error {
-	exists := fmt.Errorf("backup file %s exists: choose another with --backup", path)
-	if _, err := os.Lstat(path); err == nil {
-		return exists
-	}
-	f, err := atomicfile.Create(path, 0o600)
-	if err != nil {
-		return fmt.Errorf("create backup file in %s (choose another with --backup): %w", filepath.Dir(path), err)
-	}
-	defer f.Discard()
-	enc := json.NewEncoder(f)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(b); err != nil {
-		return fmt.Errorf("write backup %s: %w", path, err)
-	}
-	if err := f.Link(); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return exists
-		}
-		return fmt.Errorf("write backup %s: %w", path, err)
-	}
-	if err := atomicfile.SyncDir(path); err != nil {
-		return fmt.Errorf("write backup %s: sync directory: %w", path, err)
-	}
-	return nil
-}
-
 // ACLRollbackResult is what RollbackACLs did.
 type ACLRollbackResult struct {
 	Backup string `json:"backup"`
@@ -195,11 +161,7 @@ func RollbackACLs(ctx context.Context, dst *kgo.Client, backupFile string, cfg R
 	if err != nil {
 		return nil, err
 	}
-	alias := cfg.TargetAlias
-	if alias == "" {
-		alias = "target"
-	}
-	id, err := clusterID(ctx, dst, alias)
+	alias, id, err := rollbackTarget(ctx, dst, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -176,10 +176,11 @@ func (b *Backup) validate() error {
 	return errors.Join(errs...)
 }
 
-// writeBackup writes b to path, which must not exist: to a temporary file in the same
-// directory (mode 0600), fsynced, then linked to path (never replacing a file there) and the
-// directory fsynced, so that path holds either nothing or the whole backup, durably.
-func writeBackup(path string, b *Backup) error {
+// writeBackup writes b (a *Backup or an *ACLBackup) as JSON to path, which must not exist: to a
+// temporary file in the same directory (mode 0600), fsynced, then linked to path (never
+// replacing a file there) and the directory fsynced, so that path holds either nothing or the
+// whole backup, durably.
+func writeBackup(path string, b any) error {
 	exists := fmt.Errorf("backup file %s exists: choose another with --backup", path)
 	if _, err := os.Lstat(path); err == nil {
 		return exists

@@ -70,11 +70,7 @@ func Rollback(ctx context.Context, dst *kgo.Client, backupFile string, cfg Rollb
 	if err != nil {
 		return nil, err
 	}
-	alias := cfg.TargetAlias
-	if alias == "" {
-		alias = "target"
-	}
-	id, err := clusterID(ctx, dst, alias)
+	alias, id, err := rollbackTarget(ctx, dst, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -277,4 +273,15 @@ func conflictError(group string, conflicts []RollbackConflict) error {
 	}
 	return fmt.Errorf("group %q moved since the apply: %s; left alone, since restoring %s would undo what the group did since (re-deliver what it consumed, or skip); run with --force to restore anyway",
 		group, strings.Join(cs, "; "), map[bool]string{true: "it", false: "them"}[len(cs) == 1])
+}
+
+// rollbackTarget returns the name the connected cluster goes by in errors (cfg.TargetAlias,
+// else "target") and its cluster ID, which a rollback compares with its backup's.
+func rollbackTarget(ctx context.Context, dst *kgo.Client, cfg RollbackConfig) (alias, id string, err error) {
+	alias = cfg.TargetAlias
+	if alias == "" {
+		alias = "target"
+	}
+	id, err = clusterID(ctx, dst, alias)
+	return alias, id, err
 }

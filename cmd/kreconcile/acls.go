@@ -119,15 +119,11 @@ func runACLs(c *cli.Context) error {
 		return err
 	}
 	cfg.Flow = conn.Flow
-	src, err := clikit.Client(conn.Source)
+	src, dst, err := clikit.Clients(c.Context, conn)
 	if err != nil {
-		return clikit.Fail(err)
+		return err
 	}
 	defer src.Close()
-	dst, err := clikit.Client(conn.Target)
-	if err != nil {
-		return clikit.Fail(err)
-	}
 	defer dst.Close()
 
 	plan, err := reconcile.PlanACLs(c.Context, src, dst, cfg)

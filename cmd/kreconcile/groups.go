@@ -136,15 +136,11 @@ func runGroups(c *cli.Context) error {
 		flow.Source = a
 	}
 	cfg.Flow = &flow
-	src, err := clikit.Client(conn.Source)
+	src, dst, err := clikit.Clients(c.Context, conn)
 	if err != nil {
-		return clikit.Fail(err)
+		return err
 	}
 	defer src.Close()
-	dst, err := clikit.Client(conn.Target)
-	if err != nil {
-		return clikit.Fail(err)
-	}
 	defer dst.Close()
 
 	res, err := reconcile.Plan(c.Context, src, dst, cfg)

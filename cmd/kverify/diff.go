@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -262,7 +261,7 @@ func runDiff(c *cli.Context) error {
 	if !c.IsSet("target-topic") {
 		cfg.TargetTopic = conn.Flow.TargetTopic(cfg.SourceTopic)
 	}
-	src, dst, err := clients(c.Context, conn)
+	src, dst, err := clikit.Clients(c.Context, conn)
 	if err != nil {
 		return err
 	}
@@ -299,33 +298,6 @@ func runDiff(c *cli.Context) error {
 		return clikit.Differs("differences found")
 	}
 	return nil
-}
-
-// clients connects to both clusters of conn and checks that each answers; the error names the
-// side, its seeds and the flags to check.
-func clients(ctx context.Context, conn *clikit.Conn) (src, dst *kgo.Client, err error) {
-	if src, err = clikit.Client(conn.Source); err != nil {
-		return nil, nil, clikit.Fail(err)
-	}
-	if dst, err = clikit.Client(conn.Target); err != nil {
-		src.Close()
-		return nil, nil, clikit.Fail(err)
-	}
-	for _, side := range []struct {
-		name string
-		cl   *kgo.Client
-		seed []string
-	}{{"source", src, conn.Source.Bootstrap}, {"target", dst, conn.Target.Bootstrap}} {
-		pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		err := side.cl.Ping(pctx)
-		cancel()
-		if err != nil {
-			src.Close()
-			dst.Close()
-			return nil, nil, clikit.Failf("cannot reach the %s cluster at %s: %w (check --%s-brokers and the security flags)", side.name, strings.Join(side.seed, ","), err, side.name)
-		}
-	}
-	return src, dst, nil
 }
 
 // diff runs verify.Diff, with progress on standard error when it is a terminal (unless --quiet).

@@ -103,7 +103,7 @@ func runTopics(c *cli.Context) error {
 		return err
 	}
 	cfg.Flow = conn.Flow
-	src, dst, err := clients(c.Context, conn)
+	src, dst, err := clikit.Clients(c.Context, conn)
 	if err != nil {
 		return err
 	}

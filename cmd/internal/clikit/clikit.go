@@ -7,10 +7,12 @@
 package clikit
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
@@ -94,4 +96,31 @@ func isTerminal(f *os.File) bool {
 func noColor() bool {
 	_, set := os.LookupEnv("NO_COLOR")
 	return set
+}
+
+// Clients connects to both clusters of conn and checks that each answers; otherwise it fails
+// the command (exit 2) with an error naming the side, its seeds and the flags to check.
+func Clients(ctx context.Context, conn *Conn) (src, dst *kgo.Client, err error) {
+	if src, err = Client(conn.Source); err != nil {
+		return nil, nil, Fail(err)
+	}
+	if dst, err = Client(conn.Target); err != nil {
+		src.Close()
+		return nil, nil, Fail(err)
+	}
+	for _, side := range []struct {
+		name string
+		cl   *kgo.Client
+		seed []string
+	}{{"source", src, conn.Source.Bootstrap}, {"target", dst, conn.Target.Bootstrap}} {
+		pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		err := side.cl.Ping(pctx)
+		cancel()
+		if err != nil {
+			src.Close()
+			dst.Close()
+			return nil, nil, Failf("cannot reach the %s cluster at %s: %w (check --%s-brokers and the security flags)", side.name, strings.Join(side.seed, ","), err, side.name)
+		}
+	}
+	return src, dst, nil
 }
