@@ -76,6 +76,27 @@ func bedCreateTopic(t testing.TB, c cluster.Cluster, topic string, partitions in
 	if err != nil {
 		t.Fatalf("create topic %s on cluster %s: %v", topic, c.Name(), err)
 	}
+	// Created is not yet served: wait until every partition has a leader in the metadata, so
+	// that a client with no retries (as some tests use) does not meet UNKNOWN_TOPIC_OR_PARTITION.
+	bedWaitFor(ctx, t, 50*time.Millisecond, "topic "+topic+" to have leaders on "+c.Name(), func() string {
+		md, err := bedAdmin(t, c).Metadata(ctx, topic)
+		if err != nil {
+			return err.Error()
+		}
+		td, ok := md.Topics[topic]
+		switch {
+		case !ok || td.Err != nil:
+			return fmt.Sprintf("not in the metadata yet (%v)", td.Err)
+		case len(td.Partitions) != int(partitions):
+			return fmt.Sprintf("%d of %d partitions in the metadata", len(td.Partitions), partitions)
+		}
+		for _, p := range td.Partitions {
+			if p.Leader < 0 || p.Err != nil {
+				return fmt.Sprintf("partition %d has no leader yet (%v)", p.Partition, p.Err)
+			}
+		}
+		return ""
+	})
 }
 
 // bedUnique is a name unique to this run: tests share clusters only within a test, but

@@ -381,10 +381,20 @@ func mirTopics(t *testing.T, src, dst cluster.Cluster) {
 	}{{"plain", plain, 3}, {"compacted", compacted, 1}, {"txn", txn, 2}} {
 		srcEnd := bedEndOffsets(ctx, t, src, tc.topic)
 		bedWaitFor(ctx, t, 200*time.Millisecond, "the engine to mirror "+tc.topic, func() string {
+			// Translated (the transaction committed) and visible to read_committed readers:
+			// the commit markers, written after the commit returns, moved the last stable
+			// offset past the copies.
+			lso, err := bedAdmin(t, dst).ListCommittedOffsets(ctx, tc.topic)
+			if err != nil {
+				return err.Error()
+			}
 			for p := int32(0); p < tc.parts; p++ {
 				tr, ok := e.Translate(tc.topic, p, srcEnd[p])
 				if !ok || !tr.Known {
 					return fmt.Sprintf("partition %d: source end %d not translated yet (%+v, owned %v)", p, srcEnd[p], tr, ok)
+				}
+				if o, _ := lso.Lookup(tc.topic, p); o.Offset < tr.Target {
+					return fmt.Sprintf("partition %d: last stable offset %d below E(source end) %d", p, o.Offset, tr.Target)
 				}
 			}
 			return ""
