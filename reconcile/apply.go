@@ -41,6 +41,19 @@ type change struct {
 // writing it re-reads the offsets and reports any that did not take. Running it again on a
 // fresh plan changes nothing. res is updated in place (Applied, Refused, Action, statuses).
 func Apply(ctx context.Context, dst *kgo.Client, res *Result, cfg ApplyConfig) error {
+	return apply(ctx, dst, res, cfg, func(b *Backup) (string, error) {
+		path := cfg.Backup
+		if path == "" {
+			path = DefaultBackupName(b.Created)
+		}
+		return path, writeBackup(path, b)
+	})
+}
+
+// apply is Apply with the backup written by save, which gets the previous offsets of every
+// partition about to change and returns the file it wrote: Apply writes a new file, Follow
+// extends the one it keeps (follow.go). Nothing is committed when save fails.
+func apply(ctx context.Context, dst *kgo.Client, res *Result, cfg ApplyConfig, save func(*Backup) (string, error)) error {
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -66,7 +79,7 @@ func Apply(ctx context.Context, dst *kgo.Client, res *Result, cfg ApplyConfig) e
 	if len(changes) == 0 {
 		return nil
 	}
-	path, err := saveBackup(res, changes, live, cfg.Backup)
+	path, err := save(newBackup(res, changes, live))
 	if err != nil {
 		return err
 	}
@@ -162,10 +175,9 @@ func groupChanges(gi int, g *Group, live kadm.OffsetResponses, allowRewind bool)
 	return mine
 }
 
-// saveBackup writes every previous offset about to change, with its metadata and what Apply
-// will commit, to path (DefaultBackupName when empty), before the first write. It returns the
-// path written.
-func saveBackup(res *Result, changes []change, live kadm.FetchOffsetsResponses, path string) (string, error) {
+// newBackup holds every previous offset about to change, with its metadata and what Apply
+// will commit; it is saved before the first write.
+func newBackup(res *Result, changes []change, live kadm.FetchOffsetsResponses) *Backup {
 	backup := &Backup{Version: BackupVersion, Created: time.Now().UTC(), SourceCluster: *res.SourceCluster, TargetCluster: *res.TargetCluster}
 	for _, c := range changes {
 		g, p := &res.Groups[c.gi], &res.Groups[c.gi].Partitions[c.pi]
@@ -180,13 +192,7 @@ func saveBackup(res *Result, changes []change, live kadm.FetchOffsetsResponses, 
 		a, b := backup.Entries[i], backup.Entries[j]
 		return a.Group < b.Group || a.Group == b.Group && (a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition)
 	})
-	if path == "" {
-		path = DefaultBackupName(backup.Created)
-	}
-	if err := writeBackup(path, backup); err != nil {
-		return "", err
-	}
-	return path, nil
+	return backup
 }
 
 // commitChanges commits the changes group by group, in the order of their groups in res,

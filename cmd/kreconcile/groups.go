@@ -6,6 +6,10 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/urfave/cli/v2"
 
@@ -67,7 +71,31 @@ shows "behind: would re-deliver 8" on the partition and MM2's checkpoint as behi
    kreconcile groups --mm2-config mm2.properties --group orders-app --apply
 commits E(G); target lag then equals source lag.
 
+--follow is the consumer cutover, once the producers have moved to the target and while the
+consumer groups stop on the source one at a time. kreconcile plans again every --interval
+(default 5s). A group is ready when it has no members on the source (its commit is final),
+the mirror has copied every record below its commit (E(G) known on every partition: none
+pending), it has no members on the target, and no target commit is ahead of E(G) (unless
+--allow-rewind). With --apply kreconcile then commits E(G) for that group alone and prints
+   kreconcile: group "orders-app" is ready on the target, exactly: orders/0 committed 120 (was 102)
+The backup file (--backup) grows with each group: it is rewritten whole at each step
+(temporary file, fsync, rename), so after every step "kreconcile rollback --backup FILE"
+restores every group applied so far. If the file exists (an earlier --follow run was
+interrupted) and belongs to the same two clusters, it is extended, never replaced.
+   - A group with members on the target (its consumers were switched by hand) is reported and
+     never touched in this run; the others are still followed.
+   - A group made exact is not written again, unless its source group consumed again after
+     it, its target group is still empty and its target commits are still what kreconcile
+     wrote (nobody consumed there): then the new E(G) is applied, and the backup keeps the
+     offsets from before the first write. A group that consumed on the target is done.
+   - Without --apply nothing is written: each group is reported ready when --apply would
+     make it exact.
+A progress line (groups exact, waiting, blocked; time elapsed) goes to standard error after
+every round, unless --quiet. The report at the end shows each group as it was when it became
+exact, the others as last planned; JSON adds "follow": [{group, state, why, applied}].
+
 Examples:
+   kreconcile groups --mm2-config mm2.properties --follow --apply --backup cutover.json --timeout 2h
    kreconcile groups --source-brokers old:9092 --target-brokers new:9092
    kreconcile groups --mm2-config mm2.properties --flow old->new --topic 'orders|payments' --format json --out plan.json
    kreconcile groups --mm2-config mm2.properties --offset-map orders.map.json --group billing
@@ -77,6 +105,10 @@ Examples:
 Exit status: 0 every partition is exact (after --apply: now exact); 1 anything differs or a
 group was refused; 2 usage, configuration or connection error, or a group failed (after
 --apply: a commit that did not take, named).
+With --follow: 0 when every selected group is exact (without --apply: when every group is
+exact, and 1 when some are only ready for --apply); 1 at --timeout, or when only groups
+blocked for the run are left, with what is left (which groups, why); 2 on an error or an
+interruption (the backup holds every group written so far; run again with the same --backup).
 
 ` + clikit.ConnectionHelp
 
@@ -95,11 +127,15 @@ func groupsCommand() *cli.Command {
 		&cli.BoolFlag{Name: "apply", Usage: "commit E(G) on the target (Empty or absent groups only, after a backup)"},
 		&cli.BoolFlag{Name: "allow-rewind", Usage: "with --apply, also move target offsets that are ahead of E(G) back to it"},
 		&cli.StringFlag{Name: "backup", Usage: "with --apply, save the previous target offsets to `FILE` (default: kreconcile-backup-<time>.json)"},
+		&cli.BoolFlag{Name: "follow", Usage: "keep planning until every selected group is exact; with --apply, commit each group as it becomes ready (the consumer cutover)"},
+		&cli.DurationFlag{Name: "interval", Value: 5 * time.Second, Usage: "with --follow, time between two plans"},
+		&cli.DurationFlag{Name: "timeout", Usage: "with --follow, give up after `DURATION` with what is left, exit 1 (default: no limit)"},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "with --follow, no progress line on standard error"},
 		&cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "log progress to standard error"},
 	)
 	return clikit.ReportCommand("groups", runGroups, flags,
 		"plan (and with --apply, fix) the target offsets of consumer groups",
-		"kreconcile groups [connection flags] [--group REGEX] [--topic REGEX] [--apply [--allow-rewind] [--backup FILE]] [--format table|json|markdown|html|junit] [--out FILE]",
+		"kreconcile groups [connection flags] [--group REGEX] [--topic REGEX] [--follow [--interval D] [--timeout D] [--quiet]] [--apply [--allow-rewind] [--backup FILE]] [--format table|json|markdown|html|junit] [--out FILE]",
 		groupsHelp)
 }
 
@@ -123,6 +159,15 @@ func runGroups(c *cli.Context) error {
 			}
 		}
 	}
+	if !c.Bool("follow") {
+		for _, f := range []string{"interval", "timeout", "quiet"} {
+			if c.IsSet(f) {
+				return clikit.Failf("--%s only applies with --follow", f)
+			}
+		}
+	} else if c.Duration("interval") <= 0 || c.Duration("timeout") < 0 {
+		return clikit.Failf("--interval must be positive and --timeout not negative")
+	}
 	cfg, err := configFromFlags(c)
 	if err != nil {
 		return err
@@ -143,6 +188,9 @@ func runGroups(c *cli.Context) error {
 	defer src.Close()
 	defer dst.Close()
 
+	if c.Bool("follow") {
+		return runFollow(c, src, dst, cfg)
+	}
 	res, err := reconcile.Plan(c.Context, src, dst, cfg)
 	if err != nil {
 		return clikit.Fail(err)
@@ -223,6 +271,47 @@ func verdict(res *reconcile.Result) error {
 		return clikit.Failf("%d groups could not be planned or applied: see their error", failed)
 	case differs > 0:
 		return clikit.Differs(fmt.Sprintf("%d group partitions are not exact", differs))
+	}
+	return nil
+}
+
+// runFollow is groups --follow: reconcile.Follow with its events and progress on standard
+// error, the result rendered at the end, and the exit status of --follow.
+func runFollow(c *cli.Context, src, dst *kgo.Client, cfg reconcile.Config) error {
+	errw, apply := c.App.ErrWriter, c.Bool("apply")
+	fc := reconcile.FollowConfig{Apply: apply, AllowRewind: c.Bool("allow-rewind"), Backup: c.String("backup"),
+		Interval: c.Duration("interval"), Timeout: c.Duration("timeout"), Logger: cfg.Logger,
+		OnEvent: func(e reconcile.FollowEvent) { fmt.Fprintf(errw, "kreconcile: %s\n", e.Message) }}
+	if !c.Bool("quiet") {
+		fc.OnProgress = func(p reconcile.FollowProgress) { fmt.Fprintf(errw, "kreconcile: follow: %s\n", p) }
+	}
+	res, err := reconcile.Follow(c.Context, src, dst, cfg, fc)
+	if res != nil && res.Backup != "" {
+		fmt.Fprintf(errw, "kreconcile: previous target offsets saved to %s (undo: kreconcile rollback --backup %s)\n", res.Backup, res.Backup)
+	}
+	title := "kreconcile groups --follow"
+	if apply {
+		title += " --apply"
+	}
+	var rendered any = res
+	if f := c.String("format"); f != "json" {
+		rendered = res.Result
+	}
+	if rerr := clikit.Render(c, rendered, title); rerr != nil {
+		return rerr
+	}
+	left := strings.Join(res.Left(), "; ")
+	switch {
+	case err != nil && c.Context.Err() != nil:
+		return clikit.Failf("interrupted after %d rounds; left: %s", res.Rounds, left)
+	case err != nil:
+		return clikit.Failf("follow: %w", err)
+	case res.TimedOut:
+		return clikit.DiffersErr(fmt.Errorf("timeout after %s with %d groups not exact: %s", c.Duration("timeout"), len(res.Left()), left))
+	case res.Stuck:
+		return clikit.DiffersErr(fmt.Errorf("only groups blocked for this run are left, nothing more can change: %s", left))
+	case len(res.Left()) > 0:
+		return clikit.DiffersErr(fmt.Errorf("%d groups ready, not written (run with --apply): %s", len(res.Left()), left))
 	}
 	return nil
 }
