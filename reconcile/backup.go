@@ -185,16 +185,11 @@ func writeBackup(path string, b any) error {
 	if _, err := os.Lstat(path); err == nil {
 		return exists
 	}
-	f, err := atomicfile.Create(path, 0o600)
+	f, err := encodeBackup(path, b)
 	if err != nil {
 		return fmt.Errorf("create backup file in %s (choose another with --backup): %w", filepath.Dir(path), err)
 	}
 	defer f.Discard()
-	enc := json.NewEncoder(f)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(b); err != nil {
-		return fmt.Errorf("write backup %s: %w", path, err)
-	}
 	if err := f.Link(); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			return exists
@@ -205,6 +200,40 @@ func writeBackup(path string, b any) error {
 		return fmt.Errorf("write backup %s: sync directory: %w", path, err)
 	}
 	return nil
+}
+
+// replaceBackup writes b over the backup at path (kreconcile groups --follow, whose backup
+// grows with each group): the same temporary file, renamed over path, the directory fsynced.
+// path holds the old backup or the new one, whole.
+func replaceBackup(path string, b *Backup) error {
+	f, err := encodeBackup(path, b)
+	if err != nil {
+		return fmt.Errorf("rewrite backup %s: %w", path, err)
+	}
+	defer f.Discard()
+	if err := f.Replace(); err != nil {
+		return fmt.Errorf("rewrite backup %s: %w", path, err)
+	}
+	if err := atomicfile.SyncDir(path); err != nil {
+		return fmt.Errorf("rewrite backup %s: sync directory: %w", path, err)
+	}
+	return nil
+}
+
+// encodeBackup writes b as indented JSON to a new temporary file beside path (mode 0600),
+// for the caller to put in place or discard.
+func encodeBackup(path string, b any) (*atomicfile.File, error) {
+	f, err := atomicfile.Create(path, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	enc := json.NewEncoder(f)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(b); err != nil {
+		f.Discard()
+		return nil, fmt.Errorf("encode: %w", err)
+	}
+	return f, nil
 }
 
 // clusterID returns the cluster ID the brokers of cl report (Metadata v2+: Kafka 0.10.1 on).

@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,8 +15,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/kmigrate/kmigrate/internal/atomicfile"
 )
 
 // Follow is the consumer cutover: the producers have moved to the target, and the consumer
@@ -639,27 +636,4 @@ func (f *follower) save(b *Backup) (string, error) {
 	}
 	f.backup = merged
 	return path, nil
-}
-
-// replaceBackup writes b over the backup at path, atomically: a temporary file in the same
-// directory (mode 0600), fsynced, renamed over path, the directory fsynced. path holds the
-// old backup or the new one, whole.
-func replaceBackup(path string, b *Backup) error {
-	f, err := atomicfile.Create(path, 0o600)
-	if err != nil {
-		return fmt.Errorf("rewrite backup %s: %w", path, err)
-	}
-	defer f.Discard()
-	enc := json.NewEncoder(f)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(b); err != nil {
-		return fmt.Errorf("rewrite backup %s: %w", path, err)
-	}
-	if err := f.Replace(); err != nil {
-		return fmt.Errorf("rewrite backup %s: %w", path, err)
-	}
-	if err := atomicfile.SyncDir(path); err != nil {
-		return fmt.Errorf("rewrite backup %s: sync directory: %w", path, err)
-	}
-	return nil
 }
