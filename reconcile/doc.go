@@ -53,6 +53,10 @@
 //     since; with a version 1 backup, any partition not at the backup's offset), listed as
 //     Conflicts unless RollbackConfig.Force (kreconcile exits 1). Partitions already at the
 //     backup's offset are left as they are.
+//   - Follow (follow.go, kreconcile groups --follow) plans every interval and applies E(G) to
+//     one group at a time, as each becomes Empty on the source with nothing pending, never to a
+//     group with members on the target; its one backup file is rewritten whole after each
+//     group (replaceBackup), so a rollback of it restores every group applied so far.
 //   - PlanACLs, ApplyACLs and RollbackACLs (acls.go, acls_backup.go) do the same for ACLs:
 //     the source's ACLs with principals mapped (--map-principal) and topic names through the
 //     flow's replication policy, planned as missing, present, target-only or skipped against
