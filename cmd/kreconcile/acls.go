@@ -114,17 +114,13 @@ func runACLs(c *cli.Context) error {
 	}
 	cfg.IncludeWildcards = c.Bool("include-wildcards")
 	cfg.DeleteExtra = c.Bool("delete-extra")
-	conn, err := clikit.Connect(c)
+	s, err := clikit.Open(c)
 	if err != nil {
 		return err
 	}
-	cfg.Flow = conn.Flow
-	src, dst, err := clikit.Clients(c.Context, conn)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	defer dst.Close()
+	defer s.Close()
+	cfg.Flow = s.Flow
+	src, dst := s.Src, s.Dst
 
 	plan, err := reconcile.PlanACLs(c.Context, src, dst, cfg)
 	if err != nil {

@@ -172,21 +172,17 @@ func runGroups(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	conn, err := clikit.Connect(c)
+	conn, err := clikit.Open(c)
 	if err != nil {
 		return err
 	}
+	defer conn.Close()
+	src, dst := conn.Src, conn.Dst
 	flow := *conn.Flow
 	if a := c.String("source-alias"); a != "" {
 		flow.Source = a
 	}
 	cfg.Flow = &flow
-	src, dst, err := clikit.Clients(c.Context, conn)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	defer dst.Close()
 
 	if c.Bool("follow") {
 		return runFollow(c, src, dst, cfg)

@@ -254,19 +254,15 @@ func runDiff(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	conn, err := clikit.Connect(c)
+	conn, err := clikit.Open(c)
 	if err != nil {
 		return err
 	}
+	defer conn.Close()
+	src, dst := conn.Src, conn.Dst
 	if !c.IsSet("target-topic") {
 		cfg.TargetTopic = conn.Flow.TargetTopic(cfg.SourceTopic)
 	}
-	src, dst, err := clikit.Clients(c.Context, conn)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	defer dst.Close()
 	if cfg.From.Kind != verify.Earliest && conn.Config != nil {
 		// MM2's offset syncs say where each source offset landed: a lower bound for the target start.
 		cfg.OffsetSyncsTopic = conn.Flow.OffsetSyncsTopic()
@@ -276,13 +272,13 @@ func runDiff(c *cli.Context) error {
 		}
 	}
 	if c.String("state") != "" {
-		return runState(c, src, dst, cfg, conn, prev, outs, format)
+		return runState(c, src, dst, cfg, conn.Conn, prev, outs, format)
 	}
 	res, om, err := diff(c, src, dst, cfg)
 	if err != nil {
 		return clikit.Failf("diff %s (cluster %s) -> %s (cluster %s): %w", cfg.SourceTopic, conn.Source.Alias, cfg.TargetTopic, conn.Target.Alias, err)
 	}
-	if err := answered(res, cfg, conn); err != nil {
+	if err := answered(res, cfg, conn.Conn); err != nil {
 		return err
 	}
 	title := fmt.Sprintf("kverify %s → %s", res.SourceTopic, res.TargetTopic)

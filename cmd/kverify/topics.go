@@ -98,17 +98,13 @@ func runTopics(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	conn, err := clikit.Connect(c)
+	conn, err := clikit.Open(c)
 	if err != nil {
 		return err
 	}
+	defer conn.Close()
 	cfg.Flow = conn.Flow
-	src, dst, err := clikit.Clients(c.Context, conn)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	defer dst.Close()
+	src, dst := conn.Src, conn.Dst
 	res, err := verify.Preflight(c.Context, src, dst, cfg)
 	if err != nil {
 		return clikit.Failf("topics %s (cluster %s -> cluster %s): %w", conn.Flow.Name(), conn.Source.Alias, conn.Target.Alias, err)

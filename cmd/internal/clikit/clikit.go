@@ -124,3 +124,29 @@ func Clients(ctx context.Context, conn *Conn) (src, dst *kgo.Client, err error) 
 	}
 	return src, dst, nil
 }
+
+// Session is a command's connection: the settings of both clusters and the flow, and a client
+// of each, checked to answer. Close closes the clients.
+type Session struct {
+	*Conn
+	Src, Dst *kgo.Client
+}
+
+// Open is Connect then Clients.
+func Open(c *cli.Context) (*Session, error) {
+	conn, err := Connect(c)
+	if err != nil {
+		return nil, err
+	}
+	src, dst, err := Clients(c.Context, conn)
+	if err != nil {
+		return nil, err
+	}
+	return &Session{Conn: conn, Src: src, Dst: dst}, nil
+}
+
+// Close closes both clients.
+func (s *Session) Close() {
+	s.Src.Close()
+	s.Dst.Close()
+}
