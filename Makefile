@@ -8,8 +8,13 @@ BIN     ?= bin
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-build: ## build kverify, kreconcile and kmirror into bin/
-	$(GO) build -o $(BIN)/ ./cmd/...
+# --version prints VERSION (release builds); without it, what go build records (module version, vcs.revision).
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null)
+COMMIT  ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+LDFLAGS ?= $(if $(VERSION),-X github.com/kmigrate/kmigrate/cmd/internal/clikit.Version=$(VERSION)) $(if $(COMMIT),-X github.com/kmigrate/kmigrate/cmd/internal/clikit.Commit=$(COMMIT))
+
+build: ## build kverify, kreconcile and kmirror into bin/ (--version: git describe --always --dirty)
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
 test: ## every test this machine can run (real-broker tests skip, saying why, without Java 17/Maven)
 	$(GO) test -count=1 -timeout 40m $(PKGS)

@@ -88,15 +88,19 @@ func MainContext(parent context.Context, app *cli.App, args []string) int {
 
 // NewApp is a command's app: name, one-line usage, the description (which ends with the exit
 // statuses) and its subcommands; output to standard output and error, no "help" subcommand.
+// Every app has --version (VersionString) and a "completion" subcommand printing bash, zsh and
+// fish scripts that complete subcommands and flags through --generate-bash-completion.
 func NewApp(name, usage, description string, commands ...*cli.Command) *cli.App {
 	return &cli.App{
-		Name:            name,
-		Usage:           usage,
-		Description:     description,
-		Commands:        commands,
-		Writer:          os.Stdout,
-		ErrWriter:       os.Stderr,
-		HideHelpCommand: true,
+		Name:                 name,
+		Usage:                usage,
+		Description:          description,
+		Version:              VersionString(),
+		Commands:             append(commands, completionCommand(name)),
+		Writer:               os.Stdout,
+		ErrWriter:            os.Stderr,
+		HideHelpCommand:      true,
+		EnableBashCompletion: true,
 	}
 }
 
