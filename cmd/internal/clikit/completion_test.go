@@ -33,7 +33,6 @@ func complete(t *testing.T, dir, bin string, words ...string) []string {
 	return strings.Fields(string(out))
 }
 
-
 func TestBashCompletion(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash on PATH")
