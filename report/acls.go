@@ -133,16 +133,17 @@ func writeACLs(w io.Writer, f Format, p *reconcile.ACLPlan, opt Options) error {
 		fmt.Fprintf(&b, "%s\n", pt.bold(rep.Title))
 		writeVerdict(&b, pt, rep.Verdict)
 		if len(rep.Rows) > 0 {
-			tw := newTable(pt)
-			tw.AppendHeader(table.Row{"Status", "Principal", "Target principal", "Resource", "Rule", "Note", "MirrorMaker 2"})
+			// Narrow terminals wrap every text column; none is dropped.
+			ft := fitTable{header: table.Row{"Status", "Principal", "Target principal", "Resource", "Rule", "Note", "MirrorMaker 2"},
+				give: []give{{wrap: 10}, {wrap: 12}, {wrap: 12}, {wrap: 14}, {wrap: 12}, {wrap: 14}, {wrap: 12}}}
 			for _, r := range rep.Rows {
 				mm := r.It.MM2
 				if !r.It.MM2Differs {
 					mm = pt.dim(mm)
 				}
-				tw.AppendRow(table.Row{pt.paint(r.Level, r.Status), r.Source, r.Target, r.Resource, r.Rule, r.Note, mm})
+				ft.rows = append(ft.rows, table.Row{pt.paint(r.Level, r.Status), r.Source, r.Target, r.Resource, r.Rule, r.Note, mm})
 			}
-			b.WriteString("\n" + tw.Render() + "\n")
+			b.WriteString("\n" + ft.render(newTable(pt), opt.Width) + "\n")
 		}
 	case Markdown:
 		fmt.Fprintf(&b, "# %s\n\n", mdEscape(rep.Title))

@@ -17,6 +17,15 @@
 //     empty dir writes nothing. Tests and scripts pass os.Getenv(ReportDirEnv), so
 //     KMIGRATE_REPORT_DIR=reports/ collects every scenario's reports (scripts/nightly.sh).
 //
+// Options.Width fits a terminal table to that many columns (the commands pass the terminal's
+// width, from its size or $COLUMNS; 0 with --wide, to files and to pipes, so golden files and
+// scripts see every column). A table first drops the columns another one repeats, in a fixed
+// order (kreconcile groups: MM2 checkpoint, Source G, Target committed, the group states;
+// kverify diff: the difference counts that are zero in every row, then Target offsets;
+// kverify topics findings: MM2 syncs), then wraps its text columns, widest first, never cutting
+// a word; lags, E(G), statuses and non-zero counts always stay. A line under the table names
+// what it hid or wrapped. testdata/*.w100.table.golden are the tables at 100 columns.
+//
 // # What every format guarantees
 //
 // The verdict comes first: "identical" or "N differences" for verify, "all exact" or

@@ -101,14 +101,16 @@ func lintTable(w io.Writer, rep *lintReport, opt Options) error {
 	writeVerdict(&b, p, rep.Verdict)
 	if len(rep.Items) > 0 {
 		b.WriteString("\n")
-		tw := newTable(p)
-		tw.AppendHeader(table.Row{"Where", "Severity", "Key", "Finding", "Suggestion"})
+		// Narrow terminals wrap the finding first (it is the widest), then the keys.
+		ft := fitTable{header: table.Row{"Where", "Severity", "Key", "Finding", "Suggestion"},
+			give: []give{{}, {}, {wrap: 16}, {wrap: 24}, {wrap: 14}},
+			cfg:  []table.ColumnConfig{{Number: 4, WidthMax: 72, WidthMaxEnforcer: text.WrapSoft}}}
 		for _, it := range rep.Items {
-			tw.AppendRow(table.Row{it.Where, p.paint(it.Level, it.Severity), it.Key, oneLine(it.Message), it.Suggestion})
+			ft.rows = append(ft.rows, table.Row{it.Where, p.paint(it.Level, it.Severity), it.Key, oneLine(it.Message), it.Suggestion})
 		}
-		tw.SetColumnConfigs([]table.ColumnConfig{{Number: 4, WidthMax: 72, WidthMaxEnforcer: text.WrapSoft}})
+		tw := newTable(p)
 		tw.Style().Options.SeparateRows = true // wrapped messages stay readable
-		b.WriteString(tw.Render())
+		b.WriteString(ft.render(tw, opt.Width))
 		b.WriteString("\n")
 	}
 	_, err := io.WriteString(w, b.String())

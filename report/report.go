@@ -66,6 +66,10 @@ type Options struct {
 	// MaxItems bounds each list of ranges in a table or Markdown report, which then ends with
 	// "… and N more". JSON always has every item; HTML shows up to 200. Default: 5.
 	MaxItems int
+	// Width fits tables to a terminal of this many columns (the commands pass the terminal's
+	// width, or 0 with --wide): the least important columns go first, then long cells wrap,
+	// and a line under the table says what it left out. 0: every column, unwrapped.
+	Width int
 }
 
 func (o Options) maxItems() int {

@@ -88,13 +88,13 @@ func writeRollback(w io.Writer, f Format, r *reconcile.RollbackResult, opt Optio
 		fmt.Fprintf(&b, "%s\n", p.bold(rep.Title))
 		writeVerdict(&b, p, rep.Verdict)
 		if len(rep.Rows) > 0 {
-			tw := newTable(p)
-			tw.AppendHeader(table.Row{"Group", "Restored", "Deleted", "Status"})
+			// Narrow terminals wrap the status, then the group names.
+			ft := fitTable{header: table.Row{"Group", "Restored", "Deleted", "Status"},
+				give: []give{{wrap: 12}, {}, {}, {wrap: 20}}, cfg: numericColumns(2, 3)}
 			for _, row := range rep.Rows {
-				tw.AppendRow(table.Row{row.G.Group, row.G.Restored, row.G.Deleted, p.paint(row.Level, row.Status)})
+				ft.rows = append(ft.rows, table.Row{row.G.Group, row.G.Restored, row.G.Deleted, p.paint(row.Level, row.Status)})
 			}
-			tw.SetColumnConfigs(numericColumns(2, 3))
-			b.WriteString("\n" + tw.Render() + "\n")
+			b.WriteString("\n" + ft.render(newTable(p), opt.Width) + "\n")
 		}
 	case Markdown:
 		fmt.Fprintf(&b, "# %s\n\n", mdEscape(rep.Title))

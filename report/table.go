@@ -73,21 +73,25 @@ func verifyTable(w io.Writer, rep *verifyReport, opt Options) error {
 		if t.Compared != "" {
 			fmt.Fprintf(&b, "compared: %s\n", t.Compared)
 		}
-		tw := newTable(p)
-		tw.AppendHeader(table.Row{"Partition", "Status", "Source offsets", "Target offsets",
-			"Matched", "Missing", "Duplicated", "Mismatched", "Extra", "Ambiguous"})
+		// Narrow terminals lose the all-zero difference counts first, then the target offsets
+		// (the source's say which records were compared); the ranges and the status wrap.
+		ft := fitTable{header: table.Row{"Partition", "Status", "Source offsets", "Target offsets",
+			"Matched", "Missing", "Duplicated", "Mismatched", "Extra", "Ambiguous"},
+			give: []give{{}, {wrap: 10}, {wrap: 12}, {drop: 2, wrap: 12}, {},
+				{drop: 1, zeroOnly: true}, {drop: 1, zeroOnly: true}, {drop: 1, zeroOnly: true}, {drop: 1, zeroOnly: true}, {drop: 1, zeroOnly: true}}}
 		for _, vp := range t.Parts {
 			c := vp.P.Counts
-			tw.AppendRow(table.Row{vp.P.Partition, p.paint(vp.Level, vp.Status), vp.Source, vp.Target,
+			ft.rows = append(ft.rows, table.Row{vp.P.Partition, p.paint(vp.Level, vp.Status), vp.Source, vp.Target,
 				num(c.Matched), countCell(p, levelBad, c.Missing), countCell(p, levelBad, c.Duplicated),
 				countCell(p, levelBad, c.Mismatched), countCell(p, levelBad, c.Extra), countCell(p, levelWarn, c.Ambiguous)})
 		}
 		c := t.Counts
-		tw.AppendFooter(table.Row{"total", p.paint(t.Verdict.Level, t.Verdict.Headline), "", "",
-			num(c.Matched), num(c.Missing), num(c.Duplicated), num(c.Mismatched), num(c.Extra), num(c.Ambiguous)})
-		tw.SetColumnConfigs(numericColumns(5, 6, 7, 8, 9, 10))
+		ft.footer = table.Row{"total", p.paint(t.Verdict.Level, t.Verdict.Headline), "", "",
+			num(c.Matched), num(c.Missing), num(c.Duplicated), num(c.Mismatched), num(c.Extra), num(c.Ambiguous)}
+		ft.cfg = numericColumns(5, 6, 7, 8, 9, 10)
+		tw := newTable(p)
 		tw.Style().Format.Footer = text.FormatDefault
-		b.WriteString(tw.Render())
+		b.WriteString(ft.render(tw, opt.Width))
 		b.WriteString("\n")
 		for _, vp := range t.Parts {
 			if len(vp.Details) == 0 && !vp.P.Truncated && vp.P.Err == "" {
@@ -133,24 +137,26 @@ func reconcileTable(w io.Writer, rep *reconcileReport, opt Options) error {
 	writeVerdict(&b, p, rep.Verdict)
 	if len(rep.Groups) > 0 {
 		b.WriteString("\n")
-		tw := newTable(p)
-		tw.AppendHeader(table.Row{"Group", "State (source / target)", "Topic/partition",
-			"Source G", "Source lag", "Target committed", "Target lag", "MM2 checkpoint", "Exact E(G)", "Status"})
+		// Narrow terminals lose, in this order, MM2's checkpoint (the status judges it), the
+		// source G (its lag is shown), the target's committed offset (its lag is shown) and the
+		// groups' states; names and the status wrap. Lags, E(G) and the status always stay.
+		ft := fitTable{header: table.Row{"Group", "State (source / target)", "Topic/partition",
+			"Source G", "Source lag", "Target committed", "Target lag", "MM2 checkpoint", "Exact E(G)", "Status"},
+			give: []give{{wrap: 12}, {drop: 4}, {wrap: 14}, {drop: 2}, {}, {drop: 3}, {}, {drop: 1}, {}, {wrap: 12}}}
 		for _, g := range rep.Groups {
 			if len(g.Rows) == 0 {
-				tw.AppendRow(table.Row{g.G.Group, g.State, "", "", "", "", "", "", "", p.paint(g.Level, g.Status)})
+				ft.rows = append(ft.rows, table.Row{g.G.Group, g.State, "", "", "", "", "", "", "", p.paint(g.Level, g.Status)})
 				continue
 			}
 			for _, r := range g.Rows {
-				tw.AppendRow(table.Row{g.G.Group, g.State, r.Name, r.P.SourceCommitted, r.SourceLag,
+				ft.rows = append(ft.rows, table.Row{g.G.Group, g.State, r.Name, r.P.SourceCommitted, r.SourceLag,
 					optOffset(r.P.TargetCommitted), r.TargetLag, p.paint(r.CPLevel, r.Checkpoint),
 					optOffset(r.P.ExactTarget), p.paint(r.Level, r.Status)})
 			}
 		}
-		cc := numericColumns(4, 5, 6, 7, 9)
-		cc = append(cc, table.ColumnConfig{Number: 1, AutoMerge: true}, table.ColumnConfig{Number: 2, AutoMerge: true})
-		tw.SetColumnConfigs(cc)
-		b.WriteString(tw.Render())
+		ft.cfg = numericColumns(4, 5, 6, 7, 9)
+		ft.cfg = append(ft.cfg, table.ColumnConfig{Number: 1, AutoMerge: true}, table.ColumnConfig{Number: 2, AutoMerge: true})
+		b.WriteString(ft.render(newTable(p), opt.Width))
 		b.WriteString("\n")
 	}
 	var notes []string

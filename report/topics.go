@@ -183,26 +183,28 @@ func topicsTable(w io.Writer, rep *topicsReport, opt Options) error {
 	b.WriteString("\n" + tw.Render() + "\n")
 
 	if len(rep.Topics) > 0 {
-		tw = newTable(p)
-		tw.AppendHeader(table.Row{"Source topic", "Target topic", "Status", "Partitions (source / target)", "Replication (source / target)", "Findings"})
+		// Narrow terminals wrap names and headers; no column is dropped.
+		ft := fitTable{header: table.Row{"Source topic", "Target topic", "Status", "Partitions (source / target)", "Replication (source / target)", "Findings"},
+			give: []give{{wrap: 12}, {wrap: 12}, {}, {wrap: 10}, {wrap: 11}, {}}, cfg: numericColumns(6)}
 		for _, t := range rep.Topics {
-			tw.AppendRow(table.Row{t.T.SourceTopic, t.T.TargetTopic, p.paint(t.Level, string(t.T.Status)), t.Partitions, t.RF, len(t.T.Findings)})
+			ft.rows = append(ft.rows, table.Row{t.T.SourceTopic, t.T.TargetTopic, p.paint(t.Level, string(t.T.Status)), t.Partitions, t.RF, len(t.T.Findings)})
 		}
-		tw.SetColumnConfigs(numericColumns(6))
-		b.WriteString("\n" + tw.Render() + "\n")
+		b.WriteString("\n" + ft.render(newTable(p), opt.Width) + "\n")
 	}
 	if len(rep.Findings) > 0 {
-		tw = newTable(p)
-		tw.AppendHeader(table.Row{"Topic", "Field", "Source", "Target", "Severity", "MM2 syncs", "Note"})
+		// Narrow terminals drop "MM2 syncs" first (the note says what to do), then wrap.
+		ft := fitTable{header: table.Row{"Topic", "Field", "Source", "Target", "Severity", "MM2 syncs", "Note"},
+			give: []give{{wrap: 12}, {wrap: 10}, {wrap: 10}, {wrap: 10}, {}, {drop: 1}, {wrap: 16}},
+			cfg: []table.ColumnConfig{
+				{Number: 3, WidthMax: 24, WidthMaxEnforcer: text.WrapSoft},
+				{Number: 4, WidthMax: 24, WidthMaxEnforcer: text.WrapSoft},
+				{Number: 7, WidthMax: 60, WidthMaxEnforcer: text.WrapSoft}}}
 		for _, f := range rep.Findings {
-			tw.AppendRow(table.Row{f.Where, f.F.Field, f.F.Source, f.F.Target, p.paint(f.Level, string(f.F.Severity)), f.Syncs, oneLine(f.F.Note)})
+			ft.rows = append(ft.rows, table.Row{f.Where, f.F.Field, f.F.Source, f.F.Target, p.paint(f.Level, string(f.F.Severity)), f.Syncs, oneLine(f.F.Note)})
 		}
-		tw.SetColumnConfigs([]table.ColumnConfig{
-			{Number: 3, WidthMax: 24, WidthMaxEnforcer: text.WrapSoft},
-			{Number: 4, WidthMax: 24, WidthMaxEnforcer: text.WrapSoft},
-			{Number: 7, WidthMax: 60, WidthMaxEnforcer: text.WrapSoft}})
+		tw := newTable(p)
 		tw.Style().Options.SeparateRows = true
-		b.WriteString("\n" + tw.Render() + "\n")
+		b.WriteString("\n" + ft.render(tw, opt.Width) + "\n")
 	}
 	if len(rep.Notes) > 0 {
 		b.WriteString("\n")

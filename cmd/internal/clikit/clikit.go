@@ -11,11 +11,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 
 	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/report"
@@ -54,6 +56,7 @@ func OutputFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "format", Value: "table", Usage: "output format: table, json, markdown, html or junit"},
 		&cli.StringFlag{Name: "out", Usage: "write the report to `FILE` instead of standard output"},
+		&cli.BoolFlag{Name: "wide", Usage: "on a terminal, show every column of the tables (default: fit the terminal's width, least important columns first); files and pipes always get every column"},
 	}
 }
 
@@ -64,7 +67,7 @@ func Render(c *cli.Context, v any, title string) error {
 		return Failf("--format: %w", err)
 	}
 	var w io.Writer = c.App.Writer
-	color := false
+	color, width := false, 0
 	if path := c.String("out"); path != "" {
 		file, err := os.Create(path)
 		if err != nil {
@@ -74,8 +77,11 @@ func Render(c *cli.Context, v any, title string) error {
 		w = file
 	} else if fi, ok := w.(*os.File); ok {
 		color = isTerminal(fi) && !noColor()
+		if isTerminal(fi) && !c.Bool("wide") {
+			width = terminalWidth(fi)
+		}
 	}
-	if err := report.Write(w, f, v, report.Options{Color: color, Title: title}); err != nil {
+	if err := report.Write(w, f, v, report.Options{Color: color, Title: title, Width: width}); err != nil {
 		return Failf("render %s report: %w", f, err)
 	}
 	return nil
@@ -90,6 +96,18 @@ func isTerminal(f *os.File) bool {
 		return false
 	}
 	return st.Mode()&os.ModeCharDevice != 0 && !strings.EqualFold(os.Getenv("TERM"), "dumb")
+}
+
+// terminalWidth is the width of the terminal f, or $COLUMNS when the terminal does not say;
+// 0 (no limit) when neither does.
+func terminalWidth(f *os.File) int {
+	if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 0 {
+		return w
+	}
+	if n, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	return 0
 }
 
 // noColor honours the NO_COLOR convention (https://no-color.org): set to anything, no colours.

@@ -65,7 +65,7 @@ func TestReportCommandFlags(t *testing.T) {
 	for _, f := range cmd.Flags {
 		names = append(names, f.Names()[0])
 	}
-	if got, want := strings.Join(names, ","), "topic,format,out"; got != want {
+	if got, want := strings.Join(names, ","), "topic,format,out,wide"; got != want {
 		t.Errorf("flags: got %s, want %s", got, want)
 	}
 	if len(own) != 1 || own[:2][1] != nil {
