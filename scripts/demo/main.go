@@ -12,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -23,6 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/term"
 
 	"github.com/kmigrate/kmigrate/mm2"
 )
@@ -48,8 +50,19 @@ func main() {
 	}
 }
 
-func step(format string, args ...any) {
-	fmt.Printf("\n\033[1m== %s\033[0m\n", fmt.Sprintf(format, args...))
+// bold is whether step headings are drawn bold: only on a terminal, so that `make demo` into a
+// file or a pipe (CI logs) holds no escape codes.
+var bold = term.IsTerminal(int(os.Stdout.Fd()))
+
+func step(format string, args ...any) { writeStep(os.Stdout, bold, format, args...) }
+
+// writeStep writes one step heading to w, bold with ANSI codes only when asked.
+func writeStep(w io.Writer, bold bool, format string, args ...any) {
+	text := "== " + fmt.Sprintf(format, args...)
+	if bold {
+		text = "\033[1m" + text + "\033[0m"
+	}
+	fmt.Fprintf(w, "\n%s\n", text)
 }
 
 func run(ctx context.Context, bin string) error {
