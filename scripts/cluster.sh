@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # cluster.sh: start real Kafka clusters by hand to try kmigrate's tools on them.
 #
-#   scripts/cluster.sh up [--brokers N] [2.3.0|3.7.1|kfake ...]   (default: 2.3.0 3.7.1)
+#   scripts/cluster.sh up [--brokers N] [--acls] [2.3.0|3.7.1|kfake ...]   (default: 2.3.0 3.7.1)
 #   scripts/cluster.sh status
 #   scripts/cluster.sh down
 #
 # up builds scripts/kcluster (the same provider code the tests use: integration/cluster) and
 # runs it in the background; it starts each cluster (2.3.0 on ZooKeeper, 3.7.1 on KRaft, JVMs
 # from the jars of scripts/fetch-kafka.sh, fetched on first use) and prints the bootstrap
-# addresses. down stops exactly what up started: the kcluster process recorded in the run dir
-# and the JVM pids it recorded, nothing found by name.
+# addresses. --acls turns the brokers' authorizer on (2.3.0: the ZooKeeper one, 3.7.1 on KRaft:
+# StandardAuthorizer; PLAINTEXT clients are User:ANONYMOUS, a super user), for kreconcile acls.
+# down stops exactly what up started: the kcluster process recorded in the run dir and the JVM
+# pids it recorded, nothing found by name.
 #
 # Needs Go, Java 17 (and Maven on the first run). State, data and logs live in
 # $KMIGRATE_RUNDIR (default /tmp/kmigrate-clusters); `source $KMIGRATE_RUNDIR/env` sets
@@ -25,7 +27,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 rundir=${KMIGRATE_RUNDIR:-${TMPDIR:-/tmp}/kmigrate-clusters}
 sup_pid_file=$rundir/kcluster.pid
 
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 die() { echo "cluster.sh: $*" >&2; exit 1; }
 
 # supervisor_pid prints the recorded kcluster pid if that process is still our kcluster.
@@ -45,11 +47,12 @@ print_clusters() {
 }
 
 cmd_up() {
-  local brokers=1 versions=()
+  local brokers=1 acls=() versions=()
   while [ $# -gt 0 ]; do
     case "$1" in
       --brokers) brokers=${2:?--brokers needs a number}; shift 2 ;;
       --brokers=*) brokers=${1#*=}; shift ;;
+      --acls) acls=(-acls); shift ;;
       2.3.0|3.7.1|kfake) versions+=("$1"); shift ;;
       -h|--help) usage ;;
       *) echo "cluster.sh: unknown version or flag $1 (want 2.3.0, 3.7.1 or kfake)" >&2; exit 2 ;;
@@ -64,7 +67,7 @@ cmd_up() {
   mkdir -p "$rundir"
   (cd "$root" && go build -o "$rundir/kcluster" ./scripts/kcluster) || die "go build ./scripts/kcluster failed"
   echo "cluster.sh: starting ${versions[*]} (brokers=$brokers) in $rundir"
-  setsid "$rundir/kcluster" -dir "$rundir" -brokers "$brokers" "${versions[@]}" \
+  setsid "$rundir/kcluster" -dir "$rundir" -brokers "$brokers" "${acls[@]}" "${versions[@]}" \
     >"$rundir/kcluster.log" 2>&1 </dev/null &
   local pid=$!
   echo "$pid" >"$sup_pid_file"

@@ -1,7 +1,7 @@
 // Command kcluster keeps Kafka clusters running for scripts/cluster.sh, with the same
 // provider code as the tests (integration/cluster): one recipe for brokers.
 //
-//	kcluster -dir RUNDIR [-brokers N] VERSION...
+//	kcluster -dir RUNDIR [-brokers N] [-acls] VERSION...
 //
 // It starts one cluster per VERSION (2.3.0, 3.7.1 or kfake) with its data and logs in
 // RUNDIR/kafka-<version>, writes RUNDIR/clusters (one line per cluster: name, version,

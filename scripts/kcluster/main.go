@@ -22,8 +22,9 @@ func run(args []string) int {
 	dir := fs.String("dir", "", "run directory for state, data and logs (required)")
 	brokers := fs.Int("brokers", 1, "brokers per cluster (1 or 3)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "deadline for all clusters to be ready")
+	acls := fs.Bool("acls", false, "turn ACLs on: each broker's authorizer (2.3.0: the ZooKeeper one, 3.7.1: StandardAuthorizer), PLAINTEXT clients (User:ANONYMOUS) super users")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), `usage: kcluster -dir RUNDIR [-brokers N] VERSION...
+		fmt.Fprintf(fs.Output(), `usage: kcluster -dir RUNDIR [-brokers N] [-acls] VERSION...
 
 Starts Kafka clusters (2.3.0 on ZooKeeper, 3.7.1 on KRaft, or kfake) and keeps them until
 SIGTERM/SIGINT. Normally run by scripts/cluster.sh up; stop it with scripts/cluster.sh down.
@@ -46,14 +47,14 @@ Flags:
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := serve(ctx, *dir, *brokers, *timeout, fs.Args()); err != nil {
+	if err := serve(ctx, *dir, *brokers, *acls, *timeout, fs.Args()); err != nil {
 		fmt.Fprintf(os.Stderr, "kcluster: %v\n", err)
 		return 1
 	}
 	return 0
 }
 
-func serve(ctx context.Context, dir string, brokers int, timeout time.Duration, versions []string) error {
+func serve(ctx context.Context, dir string, brokers int, acls bool, timeout time.Duration, versions []string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -64,7 +65,11 @@ func serve(ctx context.Context, dir string, brokers int, timeout time.Duration, 
 	for _, v := range versions {
 		name := "kafka-" + v
 		start := time.Now()
-		c, err := cluster.Start(startCtx, cluster.Spec{Version: v, Brokers: brokers, Name: name, Dir: filepath.Join(dir, name)})
+		spec := cluster.Spec{Version: v, Brokers: brokers, Name: name, Dir: filepath.Join(dir, name)}
+		if acls {
+			spec.Config = authorizer(v)
+		}
+		c, err := cluster.Start(startCtx, spec)
 		if err != nil {
 			return fmt.Errorf("start %s: %w", name, err)
 		}
@@ -100,4 +105,16 @@ func stateLine(c cluster.Cluster, dir string) string {
 		}
 	}
 	return fmt.Sprintf("%s %s %d %s %s %s", c.Name(), c.Version(), c.Brokers(), strings.Join(c.Bootstrap(), ","), dir, pids)
+}
+
+// authorizer are the broker properties that turn ACLs on for version v: the ZooKeeper-based
+// authorizer on 2.3.0, the StandardAuthorizer on KRaft, and PLAINTEXT clients (User:ANONYMOUS,
+// the brokers themselves included) super users, so that every tool keeps working while ACLs are
+// written and read.
+func authorizer(v string) map[string]string {
+	class := "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+	if v == cluster.V230 {
+		class = "kafka.security.auth.SimpleAclAuthorizer"
+	}
+	return map[string]string{"authorizer.class.name": class, "super.users": "User:ANONYMOUS"}
 }
