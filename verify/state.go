@@ -254,16 +254,8 @@ func DiffState(ctx context.Context, src, dst *kgo.Client, cfg Config, prev *Stat
 	if err := prev.matches(ids, cfg, opt.Name); err != nil {
 		return nil, err
 	}
-	next := &State{Version: StateVersion, SourceClusterID: ids.sCluster, TargetClusterID: ids.tCluster,
-		SourceTopic: cfg.SourceTopic, TargetTopic: cfg.TargetTopic, SourceTopicID: ids.sTopic, TargetTopicID: ids.tTopic,
-		Compared: cfg.Fields.Names(), ReadUncommitted: cfg.ReadUncommitted, Updated: time.Now().UTC()}
-	if prev != nil {
-		next.Partitions = slices.Clone(prev.Partitions)
-	}
-	run := &StateRun{State: next}
-	res := &Result{SourceTopic: cfg.SourceTopic, TargetTopic: cfg.TargetTopic, Compared: cfg.Fields.Names(), Partitions: []align.PartitionResult{}}
-	om := &offsetmap.TopicMap{Version: offsetmap.Version, SourceTopic: cfg.SourceTopic, TargetTopic: cfg.TargetTopic, Partitions: []*offsetmap.PartitionMap{}}
-	run.Result, run.Map = res, om
+	run := newStateRun(cfg, ids, prev)
+	next, res, om := run.State, run.Result, run.Map
 	common, ok, err := d.partitions(ctx, res)
 	if err != nil {
 		return nil, err
@@ -276,51 +268,16 @@ func DiffState(ctx context.Context, src, dst *kgo.Client, cfg Config, prev *Stat
 	if err != nil {
 		return nil, err
 	}
-	var compare []int32
-	for _, p := range common {
-		if ps := prev.Partition(p); ps.resumable() {
-			if ps.Verified.Differs() {
-				res.Problems = append(res.Problems, fmt.Sprintf("partition %d: earlier runs (state %s) found %s in source offsets %d-%d: no later run is identical; delete the state to verify from the start",
-					p, opt.Name, describeCounts(ps.Verified), ps.SourceStart, ps.SourceEnd-1))
-			}
-			findings, err := d.checkBoundary(ctx, prev, ids, ps, offs)
-			if err != nil {
-				return nil, err
-			}
-			if len(findings) > 0 {
-				run.Boundary = append(run.Boundary, findings...)
-				res.Problems = append(res.Problems, findings...)
-				res.Partitions = append(res.Partitions, align.PartitionResult{Partition: p,
-					SourceStart: ps.SourceEnd, SourceEnd: ps.SourceEnd, TargetStart: ps.TargetEnd, TargetEnd: ps.TargetEnd,
-					NotCompared: "not compared: the verified boundary no longer holds (see the problems)"})
-				res.NotCompared = append(res.NotCompared, p)
-				continue
-			}
-			if len(ps.SourceMarks) > 0 {
-				d.resume[p] = ps
-			}
-		}
-		d.taps[p] = &tap{}
-		compare = append(compare, p)
+	compare, err := d.resumePartitions(ctx, common, prev, ids, offs, opt.Name, run)
+	if err != nil {
+		return nil, err
 	}
 	done, err := d.compare(ctx, compare, offs, d.syncs(ctx))
 	if err != nil {
 		return nil, err
 	}
-	for _, p := range compare {
-		pr, pm := done.results[p], done.maps[p]
-		if pr.Err != "" || pm == nil {
-			continue
-		}
-		ps, _, err := d.advance(ctx, p, &pr, pm, offs)
-		if err != nil {
-			return nil, err
-		}
-		if pr.Counts == (align.Counts{}) && d.resume[p] == nil && ps.SourceEnd == ps.SourceStart && pr.SourceEnd > pr.SourceStart {
-			done.why[p] = fmt.Sprintf("no source record from offset %d has reached the target yet (lag %d)", pr.SourceStart, ps.SourceListedEnd-ps.SourceEnd)
-		}
-		done.results[p] = pr
-		setPartition(next, ps)
+	if err := d.advanceState(ctx, compare, done, offs, next); err != nil {
+		return nil, err
 	}
 	err = d.collect(res, om, compare, done)
 	if errors.Is(err, ErrNothingToCompare) && opt.Follow {
@@ -339,6 +296,71 @@ func DiffState(ctx context.Context, src, dst *kgo.Client, cfg Config, prev *Stat
 		next.SourceTopicID, next.TargetTopicID = prev.SourceTopicID, prev.TargetTopicID
 	}
 	return run, nil
+}
+
+// newStateRun starts an empty result and map, and the state this run writes: its identities and settings, the partitions of prev.
+func newStateRun(cfg Config, ids identities, prev *State) *StateRun {
+	next := &State{Version: StateVersion, SourceClusterID: ids.sCluster, TargetClusterID: ids.tCluster,
+		SourceTopic: cfg.SourceTopic, TargetTopic: cfg.TargetTopic, SourceTopicID: ids.sTopic, TargetTopicID: ids.tTopic,
+		Compared: cfg.Fields.Names(), ReadUncommitted: cfg.ReadUncommitted, Updated: time.Now().UTC()}
+	if prev != nil {
+		next.Partitions = slices.Clone(prev.Partitions)
+	}
+	return &StateRun{State: next,
+		Result: &Result{SourceTopic: cfg.SourceTopic, TargetTopic: cfg.TargetTopic, Compared: cfg.Fields.Names(), Partitions: []align.PartitionResult{}},
+		Map:    &offsetmap.TopicMap{Version: offsetmap.Version, SourceTopic: cfg.SourceTopic, TargetTopic: cfg.TargetTopic, Partitions: []*offsetmap.PartitionMap{}}}
+}
+
+// resumePartitions picks the partitions of common to compare, resuming from prev where the verified boundary holds and reporting in run those where it does not.
+func (d *differ) resumePartitions(ctx context.Context, common []int32, prev *State, ids identities, offs listedOffsets, name string, run *StateRun) ([]int32, error) {
+	var compare []int32
+	for _, p := range common {
+		if ps := prev.Partition(p); ps.resumable() {
+			if ps.Verified.Differs() {
+				run.Result.Problems = append(run.Result.Problems, fmt.Sprintf("partition %d: earlier runs (state %s) found %s in source offsets %d-%d: no later run is identical; delete the state to verify from the start",
+					p, name, describeCounts(ps.Verified), ps.SourceStart, ps.SourceEnd-1))
+			}
+			findings, err := d.checkBoundary(ctx, prev, ids, ps, offs)
+			if err != nil {
+				return nil, err
+			}
+			if len(findings) > 0 {
+				run.Boundary = append(run.Boundary, findings...)
+				run.Result.Problems = append(run.Result.Problems, findings...)
+				run.Result.Partitions = append(run.Result.Partitions, align.PartitionResult{Partition: p,
+					SourceStart: ps.SourceEnd, SourceEnd: ps.SourceEnd, TargetStart: ps.TargetEnd, TargetEnd: ps.TargetEnd,
+					NotCompared: "not compared: the verified boundary no longer holds (see the problems)"})
+				run.Result.NotCompared = append(run.Result.NotCompared, p)
+				continue
+			}
+			if len(ps.SourceMarks) > 0 {
+				d.resume[p] = ps
+			}
+		}
+		d.taps[p] = &tap{}
+		compare = append(compare, p)
+	}
+	return compare, nil
+}
+
+// advanceState moves each compared partition's entry in next past the records this run verified.
+func (d *differ) advanceState(ctx context.Context, compare []int32, done compared, offs listedOffsets, next *State) error {
+	for _, p := range compare {
+		pr, pm := done.results[p], done.maps[p]
+		if pr.Err != "" || pm == nil {
+			continue
+		}
+		ps, _, err := d.advance(ctx, p, &pr, pm, offs)
+		if err != nil {
+			return err
+		}
+		if pr.Counts == (align.Counts{}) && d.resume[p] == nil && ps.SourceEnd == ps.SourceStart && pr.SourceEnd > pr.SourceStart {
+			done.why[p] = fmt.Sprintf("no source record from offset %d has reached the target yet (lag %d)", pr.SourceStart, ps.SourceListedEnd-ps.SourceEnd)
+		}
+		done.results[p] = pr
+		setPartition(next, ps)
+	}
+	return nil
 }
 
 // describeCounts says "3 missing, 1 extra records".
