@@ -174,42 +174,13 @@ func Preflight(ctx context.Context, src, dst *kgo.Client, cfg PreflightConfig) (
 	}
 	res.ClusterFindings = clusterFindings(res.Source, res.Target)
 
-	srcTopics, err := sa.ListTopics(ctx)
+	srcTopics, names, err := sourceTopics(ctx, sa, f, cfg, narrow)
 	if err != nil {
-		return nil, fmt.Errorf("source cluster %s: list topics: %w", f.Source, err)
+		return nil, err
 	}
-	var names []string
-	for _, td := range srcTopics.Sorted() {
-		if td.Err != nil {
-			return nil, fmt.Errorf("source cluster %s: describe topic %s: %w", f.Source, td.Topic, td.Err)
-		}
-		if td.IsInternal || !f.TopicMatches(td.Topic) || len(cfg.Topics) > 0 && !narrow.Matches(td.Topic) {
-			continue
-		}
-		names = append(names, td.Topic)
-	}
-	if len(names) == 0 {
-		return nil, fmt.Errorf("source cluster %s: flow %s: %w (the flow's topics filter%s matches none of the %d topics)",
-			f.Source, f.Name(), ErrNoTopics, map[bool]string{true: " and --topics", false: ""}[len(cfg.Topics) > 0], len(srcTopics))
-	}
-	targets := make([]string, len(names))
-	for i, n := range names {
-		targets[i] = f.TargetTopic(n)
-	}
-	dstTopics, err := da.ListTopics(ctx, targets...)
+	targets, dstTopics, present, err := targetTopics(ctx, da, f, names)
 	if err != nil {
-		return nil, fmt.Errorf("target cluster %s: describe topics: %w", f.Target, err)
-	}
-	var present []string
-	for _, t := range targets {
-		td, ok := dstTopics[t]
-		switch {
-		case !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition):
-		case td.Err != nil:
-			return nil, fmt.Errorf("target cluster %s: describe topic %s: %w", f.Target, t, td.Err)
-		default:
-			present = append(present, t)
-		}
+		return nil, err
 	}
 	srcCfg, err := topicConfigs(ctx, sa, f.Source, "source", names)
 	if err != nil {
@@ -225,28 +196,84 @@ func Preflight(ctx context.Context, src, dst *kgo.Client, cfg PreflightConfig) (
 	}
 	for i, s := range names {
 		t := targets[i]
-		tc := TopicCheck{SourceTopic: s, TargetTopic: t, Findings: []Finding{}}
-		sd := srcTopics[s]
-		tc.SourcePartitions, tc.SourceRF = len(sd.Partitions), replicationFactor(sd)
-		if cfg.ScanRecords {
-			if tc.LargestRecord, err = largestRecord(ctx, src, sa, f.Source, sd); err != nil {
-				return nil, err
-			}
-		}
 		td, ok := dstTopics[t]
-		if !ok || td.Err != nil {
-			rules.missing(&tc, srcCfg[s])
-		} else {
-			tc.TargetPartitions, tc.TargetRF = len(td.Partitions), replicationFactor(td)
-			rules.compare(&tc, srcCfg[s], dstCfg[t])
+		tc, err := checkTopic(ctx, src, sa, f, cfg.ScanRecords, rules, srcTopics[s], td, ok, srcCfg[s], dstCfg[t])
+		if err != nil {
+			return nil, err
 		}
-		tc.Status = topicStatus(tc)
 		res.Findings += len(tc.Findings)
 		res.Topics = append(res.Topics, tc)
 	}
 	res.Findings += len(res.ClusterFindings)
 	res.OK = res.Findings == 0
 	return res, nil
+}
+
+// sourceTopics lists the source topics and names, sorted, those the flow mirrors and narrow (if --topics is given) matches.
+func sourceTopics(ctx context.Context, sa *kadm.Client, f *mm2.Flow, cfg PreflightConfig, narrow mm2.Pattern) (kadm.TopicDetails, []string, error) {
+	srcTopics, err := sa.ListTopics(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("source cluster %s: list topics: %w", f.Source, err)
+	}
+	var names []string
+	for _, td := range srcTopics.Sorted() {
+		if td.Err != nil {
+			return nil, nil, fmt.Errorf("source cluster %s: describe topic %s: %w", f.Source, td.Topic, td.Err)
+		}
+		if td.IsInternal || !f.TopicMatches(td.Topic) || len(cfg.Topics) > 0 && !narrow.Matches(td.Topic) {
+			continue
+		}
+		names = append(names, td.Topic)
+	}
+	if len(names) == 0 {
+		return nil, nil, fmt.Errorf("source cluster %s: flow %s: %w (the flow's topics filter%s matches none of the %d topics)",
+			f.Source, f.Name(), ErrNoTopics, map[bool]string{true: " and --topics", false: ""}[len(cfg.Topics) > 0], len(srcTopics))
+	}
+	return srcTopics, names, nil
+}
+
+// targetTopics describes the target topics of names, in their order, and lists those that exist; a missing one is no error.
+func targetTopics(ctx context.Context, da *kadm.Client, f *mm2.Flow, names []string) ([]string, kadm.TopicDetails, []string, error) {
+	targets := make([]string, len(names))
+	for i, n := range names {
+		targets[i] = f.TargetTopic(n)
+	}
+	dstTopics, err := da.ListTopics(ctx, targets...)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("target cluster %s: describe topics: %w", f.Target, err)
+	}
+	var present []string
+	for _, t := range targets {
+		td, ok := dstTopics[t]
+		switch {
+		case !ok || errors.Is(td.Err, kerr.UnknownTopicOrPartition):
+		case td.Err != nil:
+			return nil, nil, nil, fmt.Errorf("target cluster %s: describe topic %s: %w", f.Target, t, td.Err)
+		default:
+			present = append(present, t)
+		}
+	}
+	return targets, dstTopics, present, nil
+}
+
+// checkTopic checks source topic sd against its target td (tdOK false: missing) with their configurations sc and tc.
+func checkTopic(ctx context.Context, src *kgo.Client, sa *kadm.Client, f *mm2.Flow, scan bool, rules *rules, sd, td kadm.TopicDetail, tdOK bool, sc, tc map[string]kadm.Config) (TopicCheck, error) {
+	check := TopicCheck{SourceTopic: sd.Topic, TargetTopic: f.TargetTopic(sd.Topic), Findings: []Finding{}}
+	check.SourcePartitions, check.SourceRF = len(sd.Partitions), replicationFactor(sd)
+	if scan {
+		var err error
+		if check.LargestRecord, err = largestRecord(ctx, src, sa, f.Source, sd); err != nil {
+			return TopicCheck{}, err
+		}
+	}
+	if !tdOK || td.Err != nil {
+		rules.missing(&check, sc)
+	} else {
+		check.TargetPartitions, check.TargetRF = len(td.Partitions), replicationFactor(td)
+		rules.compare(&check, sc, tc)
+	}
+	check.Status = topicStatus(check)
+	return check, nil
 }
 
 func topicStatus(tc TopicCheck) TopicStatus {
