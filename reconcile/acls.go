@@ -636,19 +636,54 @@ func ApplyACLs(ctx context.Context, dst *kgo.Client, p *ACLPlan, cfg ACLApplyCon
 	if len(create)+len(del) == 0 {
 		return nil
 	}
-	now, err := describeAllACLs(ctx, dst, alias)
+	has, err := aclSet(ctx, dst, alias)
 	if err != nil {
 		return err
-	}
-	has := map[ACL]bool{}
-	for _, a := range now {
-		has[a] = true
 	}
 	create = filterACLs(create, func(a ACL) bool { return !has[a] })
 	del = filterACLs(del, func(a ACL) bool { return has[a] })
 	if len(create)+len(del) == 0 {
 		return nil
 	}
+	path, err := backupACLWrites(p, cfg, create, del)
+	if err != nil {
+		return err
+	}
+	p.Backup = path
+	p.Applied = true
+	cerrs := createACLs(ctx, dst, create)
+	derrs := deleteACLs(ctx, dst, del)
+	hasAfter, rerr := aclSet(ctx, dst, alias)
+	outcome, failed := checkACLWrites(create, del, cerrs, derrs, hasAfter, rerr)
+	for i := range p.ACLs {
+		it := &p.ACLs[i]
+		if it.Status != ACLMissing && it.Status != ACLTargetOnly {
+			continue
+		}
+		a := it.target()
+		if msg, ok := failed[a]; ok {
+			it.Err = msg
+			continue
+		}
+		if act := outcome[a]; act != "" && (act == "created") == (it.Status == ACLMissing) {
+			it.Action = act
+		}
+	}
+	return aclErrors(alias, failed)
+}
+
+// aclSet reads every ACL of the cluster connected to as alias into a set (empty on error).
+func aclSet(ctx context.Context, cl *kgo.Client, alias string) (map[ACL]bool, error) {
+	acls, err := describeAllACLs(ctx, cl, alias)
+	set := map[ACL]bool{}
+	for _, a := range acls {
+		set[a] = true
+	}
+	return set, err
+}
+
+// backupACLWrites writes the ACL backup of the plan's writes create and del and returns its path.
+func backupACLWrites(p *ACLPlan, cfg ACLApplyConfig, create, del []ACL) (string, error) {
 	clock := cfg.Now
 	if clock == nil {
 		clock = time.Now
@@ -661,20 +696,14 @@ func ApplyACLs(ctx context.Context, dst *kgo.Client, p *ACLPlan, cfg ACLApplyCon
 	b := &ACLBackup{Kind: ACLBackupKind, Version: ACLBackupVersion, Holds: aclBackupHolds, Taken: t.UTC(),
 		SourceCluster: p.SourceCluster, TargetCluster: p.TargetCluster, CreatedACLs: nonNil(create), DeletedACLs: nonNil(del)}
 	if err := writeBackup(path, b); err != nil {
-		return err
+		return "", err
 	}
-	p.Backup = path
-	p.Applied = true
-	cerrs := createACLs(ctx, dst, create)
-	derrs := deleteACLs(ctx, dst, del)
-	after, rerr := describeAllACLs(ctx, dst, alias)
-	hasAfter := map[ACL]bool{}
-	for _, a := range after {
-		hasAfter[a] = true
-	}
-	outcome := map[ACL]string{}
-	failed := map[ACL]string{}
-	var errs []error
+	return path, nil
+}
+
+// checkACLWrites says, from the brokers' answers and the re-read target hasAfter, which ACLs were created or deleted (outcome) and why the others were not (failed).
+func checkACLWrites(create, del []ACL, cerrs, derrs []error, hasAfter map[ACL]bool, rerr error) (outcome, failed map[ACL]string) {
+	outcome, failed = map[ACL]string{}, map[ACL]string{}
 	for i, a := range create {
 		switch {
 		case cerrs[i] != nil:
@@ -699,20 +728,12 @@ func ApplyACLs(ctx context.Context, dst *kgo.Client, p *ACLPlan, cfg ACLApplyCon
 			outcome[a] = "deleted"
 		}
 	}
-	for i := range p.ACLs {
-		it := &p.ACLs[i]
-		if it.Status != ACLMissing && it.Status != ACLTargetOnly {
-			continue
-		}
-		a := it.target()
-		if msg, ok := failed[a]; ok {
-			it.Err = msg
-			continue
-		}
-		if act := outcome[a]; act != "" && (act == "created") == (it.Status == ACLMissing) {
-			it.Action = act
-		}
-	}
+	return outcome, failed
+}
+
+// aclErrors joins one error per failed ACL, in ACL order, naming the cluster alias (nil: none failed).
+func aclErrors(alias string, failed map[ACL]string) error {
+	var errs []error
 	for _, a := range sortedACLKeys(failed) {
 		errs = append(errs, fmt.Errorf("%s cluster: ACL %s: %s", alias, a, failed[a]))
 	}
