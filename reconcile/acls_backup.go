@@ -169,32 +169,13 @@ func RollbackACLs(ctx context.Context, dst *kgo.Client, backupFile string, cfg R
 	if err := checkBackupCluster(ref, backupFile, alias, id, ""); err != nil {
 		return nil, err
 	}
-	now, err := describeAllACLs(ctx, dst, alias)
+	has, err := aclSet(ctx, dst, alias)
 	if err != nil {
 		return nil, err
 	}
-	has := map[ACL]bool{}
-	for _, a := range now {
-		has[a] = true
-	}
-	out := &ACLRollbackResult{Backup: backupFile, TargetCluster: ClusterRef{Alias: alias, ID: id}, ACLs: []RolledBackACL{}}
+	out := &ACLRollbackResult{Backup: backupFile, TargetCluster: ClusterRef{Alias: alias, ID: id}}
 	var del, create []ACL
-	for _, a := range b.CreatedACLs {
-		r := RolledBackACL{ACL: a, Was: "created", Action: "unchanged"}
-		if has[a] {
-			r.Action = "deleted"
-			del = append(del, a)
-		}
-		out.ACLs = append(out.ACLs, r)
-	}
-	for _, a := range b.DeletedACLs {
-		r := RolledBackACL{ACL: a, Was: "deleted", Action: "unchanged"}
-		if !has[a] {
-			r.Action = "recreated"
-			create = append(create, a)
-		}
-		out.ACLs = append(out.ACLs, r)
-	}
+	out.ACLs, del, create = rollbackWrites(b, has)
 	derrs := deleteACLs(ctx, dst, del)
 	cerrs := createACLs(ctx, dst, create)
 	failed := map[ACL]string{}
@@ -209,34 +190,53 @@ func RollbackACLs(ctx context.Context, dst *kgo.Client, backupFile string, cfg R
 		}
 	}
 	if len(del)+len(create) > 0 {
-		after, rerr := describeAllACLs(ctx, dst, alias)
-		hasAfter := map[ACL]bool{}
-		for _, a := range after {
-			hasAfter[a] = true
-		}
-		for i := range out.ACLs {
-			r := &out.ACLs[i]
-			if _, bad := failed[r.ACL]; bad || r.Action == "unchanged" {
-				continue
-			}
-			switch {
-			case rerr != nil:
-				failed[r.ACL] = "re-reading the target failed: " + rerr.Error()
-			case r.Action == "deleted" && hasAfter[r.ACL]:
-				failed[r.ACL] = "the broker accepted the deletion but the ACL is still on the target when re-read"
-			case r.Action == "recreated" && !hasAfter[r.ACL]:
-				failed[r.ACL] = "the broker accepted the creation but the ACL is not on the target when re-read"
-			}
-		}
+		hasAfter, rerr := aclSet(ctx, dst, alias)
+		checkRollback(out.ACLs, failed, hasAfter, rerr)
 	}
-	var errs []error
 	for i := range out.ACLs {
 		if msg, bad := failed[out.ACLs[i].ACL]; bad {
 			out.ACLs[i].Err = msg
 		}
 	}
-	for _, a := range sortedACLKeys(failed) {
-		errs = append(errs, fmt.Errorf("%s cluster: ACL %s: %s", alias, a, failed[a]))
+	return out, aclErrors(alias, failed)
+}
+
+// rollbackWrites lists, for every ACL of backup b, what undoing it does given the target's ACLs has, and the ACLs to delete and to create again.
+func rollbackWrites(b *ACLBackup, has map[ACL]bool) (acls []RolledBackACL, del, create []ACL) {
+	acls = []RolledBackACL{}
+	for _, a := range b.CreatedACLs {
+		r := RolledBackACL{ACL: a, Was: "created", Action: "unchanged"}
+		if has[a] {
+			r.Action = "deleted"
+			del = append(del, a)
+		}
+		acls = append(acls, r)
 	}
-	return out, errors.Join(errs...)
+	for _, a := range b.DeletedACLs {
+		r := RolledBackACL{ACL: a, Was: "deleted", Action: "unchanged"}
+		if !has[a] {
+			r.Action = "recreated"
+			create = append(create, a)
+		}
+		acls = append(acls, r)
+	}
+	return acls, del, create
+}
+
+// checkRollback adds to failed each ACL of acls the brokers accepted to change but the re-read target hasAfter (or its error rerr) does not show changed.
+func checkRollback(acls []RolledBackACL, failed map[ACL]string, hasAfter map[ACL]bool, rerr error) {
+	for i := range acls {
+		r := &acls[i]
+		if _, bad := failed[r.ACL]; bad || r.Action == "unchanged" {
+			continue
+		}
+		switch {
+		case rerr != nil:
+			failed[r.ACL] = "re-reading the target failed: " + rerr.Error()
+		case r.Action == "deleted" && hasAfter[r.ACL]:
+			failed[r.ACL] = "the broker accepted the deletion but the ACL is still on the target when re-read"
+		case r.Action == "recreated" && !hasAfter[r.ACL]:
+			failed[r.ACL] = "the broker accepted the creation but the ACL is not on the target when re-read"
+		}
+	}
 }
