@@ -283,6 +283,27 @@ func PlanACLs(ctx context.Context, src, dst *kgo.Client, cfg ACLConfig) (*ACLPla
 		return nil, err
 	}
 	p.MM2SyncEnabled = enabled
+	if err := planClusters(ctx, src, dst, f, p); err != nil {
+		return nil, err
+	}
+	srcACLs, err := describeAllACLs(ctx, src, f.Source)
+	if err != nil {
+		return nil, err
+	}
+	dstACLs, err := describeAllACLs(ctx, dst, f.Target)
+	if err != nil {
+		return nil, err
+	}
+	p.SourceACLs, p.TargetACLs = len(srcACLs), len(dstACLs)
+	if p.ACLs, err = planItems(srcACLs, dstACLs, cfg, enabled); err != nil {
+		return nil, err
+	}
+	sortACLItems(p.ACLs)
+	return p, nil
+}
+
+// planClusters sets the plan's source and target cluster from src and dst, refusing when both are the same cluster.
+func planClusters(ctx context.Context, src, dst *kgo.Client, f *mm2.Flow, p *ACLPlan) error {
 	var errs []error
 	for _, side := range []struct {
 		cl    *kgo.Client
@@ -297,21 +318,18 @@ func PlanACLs(ctx context.Context, src, dst *kgo.Client, cfg ACLConfig) (*ACLPla
 		*side.ref = ClusterRef{Alias: side.alias, ID: id}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return err
 	}
 	if p.SourceCluster.ID == p.TargetCluster.ID {
-		return nil, fmt.Errorf("the source cluster %q and the target cluster %q are the same cluster (cluster ID %s): check --source-brokers and --target-brokers (or the MM2 file)",
+		return fmt.Errorf("the source cluster %q and the target cluster %q are the same cluster (cluster ID %s): check --source-brokers and --target-brokers (or the MM2 file)",
 			f.Source, f.Target, p.SourceCluster.ID)
 	}
-	srcACLs, err := describeAllACLs(ctx, src, f.Source)
-	if err != nil {
-		return nil, err
-	}
-	dstACLs, err := describeAllACLs(ctx, dst, f.Target)
-	if err != nil {
-		return nil, err
-	}
-	p.SourceACLs, p.TargetACLs = len(srcACLs), len(dstACLs)
+	return nil
+}
+
+// planItems plans each source ACL against the target's ACLs and adds the target ACLs no source ACL maps to.
+func planItems(srcACLs, dstACLs []ACL, cfg ACLConfig, enabled bool) ([]ACLItem, error) {
+	items := []ACLItem{}
 	onTarget := map[ACL]bool{}
 	for _, a := range dstACLs {
 		onTarget[a] = true
@@ -331,18 +349,17 @@ func PlanACLs(ctx context.Context, src, dst *kgo.Client, cfg ACLConfig) (*ACLPla
 				it.Status = ACLPresent
 			}
 		}
-		p.ACLs = append(p.ACLs, it)
+		items = append(items, it)
 	}
 	for _, a := range dstACLs {
 		if images[a] {
 			continue
 		}
-		p.ACLs = append(p.ACLs, ACLItem{TargetPrincipal: a.Principal, ResourceType: a.ResourceType, TargetResourceName: a.ResourceName,
+		items = append(items, ACLItem{TargetPrincipal: a.Principal, ResourceType: a.ResourceType, TargetResourceName: a.ResourceName,
 			PatternType: a.PatternType, Operation: a.Operation, Permission: a.Permission, Host: a.Host, Status: ACLTargetOnly,
 			Reason: "no source ACL maps to it", MM2: "MM2 never deletes target ACLs"})
 	}
-	sortACLItems(p.ACLs)
-	return p, nil
+	return items, nil
 }
 
 var aclStatusRank = map[ACLStatus]int{ACLMissing: 0, ACLTargetOnly: 1, ACLSkipped: 2, ACLPresent: 3}
