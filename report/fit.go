@@ -40,56 +40,8 @@ func (ft *fitTable) render(tw table.Writer, width int) string {
 	var hidden, wrapped []string
 	if width > 0 {
 		widths, words := ft.widths(cfg)
-		total := func() int {
-			t := 1
-			for i, w := range widths {
-				if !cfg[i+1].Hidden {
-					t += w + 3 // "│ " cell " "
-				}
-			}
-			return t
-		}
-		for rank := 1; total() > width; rank++ {
-			found := false
-			for i, g := range ft.give {
-				if g.drop < rank {
-					continue
-				}
-				found = true
-				if g.drop == rank && (!g.zeroOnly || ft.allZero(i)) {
-					c := cfg[i+1]
-					c.Number, c.Hidden = i+1, true
-					cfg[i+1] = c
-					hidden = append(hidden, fmt.Sprint(ft.header[i]))
-				}
-			}
-			if !found {
-				break
-			}
-		}
-		over := total() - width
-		shrunk := map[int]bool{}
-		for ; over > 0; over-- {
-			best := -1
-			for i, g := range ft.give {
-				if g.wrap > 0 && !cfg[i+1].Hidden && widths[i] > max(g.wrap, words[i]) && (best < 0 || widths[i] > widths[best]) {
-					best = i
-				}
-			}
-			if best < 0 {
-				break
-			}
-			widths[best]--
-			shrunk[best] = true
-		}
-		for i := range ft.give {
-			if shrunk[i] {
-				c := cfg[i+1]
-				c.Number, c.WidthMax, c.WidthMaxEnforcer = i+1, widths[i], text.WrapSoft
-				cfg[i+1] = c
-				wrapped = append(wrapped, fmt.Sprint(ft.header[i]))
-			}
-		}
+		hidden = ft.hideColumns(cfg, widths, width)
+		wrapped = ft.wrapColumns(cfg, widths, words, width)
 	}
 	tw.AppendHeader(ft.header)
 	for _, r := range ft.rows {
@@ -118,6 +70,70 @@ func (ft *fitTable) render(tw table.Writer, width int) string {
 		s += fmt.Sprintf("\n(%s to fit %d columns; --wide shows the full table)", strings.Join(what, "; "), width)
 	}
 	return s
+}
+
+// drawnWidth is the width in cells of the table with the columns of widths that cfg does not hide.
+func drawnWidth(cfg map[int]table.ColumnConfig, widths []int) int {
+	t := 1
+	for i, w := range widths {
+		if !cfg[i+1].Hidden {
+			t += w + 3 // "│ " cell " "
+		}
+	}
+	return t
+}
+
+// hideColumns hides in cfg, drop rank by drop rank, the columns that may go until the table fits width, and returns their headers.
+func (ft *fitTable) hideColumns(cfg map[int]table.ColumnConfig, widths []int, width int) []string {
+	var hidden []string
+	for rank := 1; drawnWidth(cfg, widths) > width; rank++ {
+		found := false
+		for i, g := range ft.give {
+			if g.drop < rank {
+				continue
+			}
+			found = true
+			if g.drop == rank && (!g.zeroOnly || ft.allZero(i)) {
+				c := cfg[i+1]
+				c.Number, c.Hidden = i+1, true
+				cfg[i+1] = c
+				hidden = append(hidden, fmt.Sprint(ft.header[i]))
+			}
+		}
+		if !found {
+			break
+		}
+	}
+	return hidden
+}
+
+// wrapColumns narrows in widths and cfg the widest wrappable shown column, one cell at a time, until the table fits width, and returns the wrapped columns' headers.
+func (ft *fitTable) wrapColumns(cfg map[int]table.ColumnConfig, widths, words []int, width int) []string {
+	var wrapped []string
+	over := drawnWidth(cfg, widths) - width
+	shrunk := map[int]bool{}
+	for ; over > 0; over-- {
+		best := -1
+		for i, g := range ft.give {
+			if g.wrap > 0 && !cfg[i+1].Hidden && widths[i] > max(g.wrap, words[i]) && (best < 0 || widths[i] > widths[best]) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		widths[best]--
+		shrunk[best] = true
+	}
+	for i := range ft.give {
+		if shrunk[i] {
+			c := cfg[i+1]
+			c.Number, c.WidthMax, c.WidthMaxEnforcer = i+1, widths[i], text.WrapSoft
+			cfg[i+1] = c
+			wrapped = append(wrapped, fmt.Sprint(ft.header[i]))
+		}
+	}
+	return wrapped
 }
 
 // widths is the width of each column as drawn unwrapped (within a WidthMax already set), and
