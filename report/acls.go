@@ -90,6 +90,12 @@ func newACLsReport(title string, p *reconcile.ACLPlan) *aclsReport {
 	}
 	c := rep.Counts
 	rep.Missing, rep.Present, rep.TargetOnly, rep.Skipped = c[reconcile.ACLMissing], c[reconcile.ACLPresent], c[reconcile.ACLTargetOnly], c[reconcile.ACLSkipped]
+	rep.Verdict = aclsVerdict(p, c, created, deleted, failed, rep.MM2Differs)
+	return rep
+}
+
+// aclsVerdict judges plan p from its status counts c and the ACLs created, deleted and failed, with details on clusters, policy, mappings, MM2 and backup.
+func aclsVerdict(p *reconcile.ACLPlan, c map[reconcile.ACLStatus]int, created, deleted, failed, mm2Differs int) verdict {
 	v := verdict{Level: levelOK, Word: "IN SYNC", Headline: fmt.Sprintf("nothing to do: %d present, %d skipped, %d target-only",
 		c[reconcile.ACLPresent], c[reconcile.ACLSkipped], c[reconcile.ACLTargetOnly])}
 	switch {
@@ -112,7 +118,7 @@ func newACLsReport(title string, p *reconcile.ACLPlan) *aclsReport {
 	if len(p.PrincipalMappings) > 0 {
 		v.Details = append(v.Details, "principal mappings (first match wins): "+strings.Join(p.PrincipalMappings, "; "))
 	}
-	mm := fmt.Sprintf("MirrorMaker 2 3.7.1's ACL sync would differ on %s", plural(int64(rep.MM2Differs), "ACL", "ACLs"))
+	mm := fmt.Sprintf("MirrorMaker 2 3.7.1's ACL sync would differ on %s", plural(int64(mm2Differs), "ACL", "ACLs"))
 	if !p.MM2SyncEnabled {
 		mm += " (sync.topic.acls.enabled=false: it copies none)"
 	}
@@ -120,8 +126,7 @@ func newACLsReport(title string, p *reconcile.ACLPlan) *aclsReport {
 	if p.Backup != "" {
 		v.Details = append(v.Details, "backup "+p.Backup+" (undo: kreconcile rollback --backup "+p.Backup+")")
 	}
-	rep.Verdict = v
-	return rep
+	return v
 }
 
 func writeACLs(w io.Writer, f Format, p *reconcile.ACLPlan, opt Options) error {
