@@ -63,18 +63,7 @@ func newTopicsReport(title string, r *verify.PreflightResult) *topicsReport {
 	if rep.Title == "" {
 		rep.Title = "kverify topics " + r.Flow
 	}
-	for _, side := range []struct {
-		name string
-		c    verify.ClusterCheck
-	}{{"source", r.Source}, {"target", r.Target}} {
-		for _, b := range side.c.Brokers {
-			rack := b.Rack
-			if rack == "" {
-				rack = "-"
-			}
-			rep.Brokers = append(rep.Brokers, topicsBroker{Cluster: side.c.Alias, Side: side.name, B: b, Rack: rack})
-		}
-	}
+	rep.Brokers = topicsBrokers(r)
 	addFinding := func(topic, where string, f verify.Finding) {
 		tf := topicsFinding{Topic: topic, Where: where, F: f, Level: severityLevel(f.Severity)}
 		if f.MM2Syncs != nil {
@@ -117,6 +106,30 @@ func newTopicsReport(title string, r *verify.PreflightResult) *topicsReport {
 			rep.Notes = append(rep.Notes, t.SourceTopic+": "+n)
 		}
 	}
+	rep.Verdict = topicsVerdict(rep, r, counts)
+	return rep
+}
+
+// topicsBrokers lists the brokers of both clusters of r, source first, with "-" for no rack.
+func topicsBrokers(r *verify.PreflightResult) []topicsBroker {
+	var brokers []topicsBroker
+	for _, side := range []struct {
+		name string
+		c    verify.ClusterCheck
+	}{{"source", r.Source}, {"target", r.Target}} {
+		for _, b := range side.c.Brokers {
+			rack := b.Rack
+			if rack == "" {
+				rack = "-"
+			}
+			brokers = append(brokers, topicsBroker{Cluster: side.c.Alias, Side: side.name, B: b, Rack: rack})
+		}
+	}
+	return brokers
+}
+
+// topicsVerdict judges the report rep of r by its findings and sums up its topics, counted by status in counts, and clusters.
+func topicsVerdict(rep *topicsReport, r *verify.PreflightResult, counts map[verify.TopicStatus]int) verdict {
 	v := verdict{Level: levelOK, Word: "ALL OK", Headline: "no findings"}
 	if n := len(rep.Findings); n > 0 {
 		v.Word, v.Level = "FINDINGS", levelWarn
@@ -129,8 +142,7 @@ func newTopicsReport(title string, r *verify.PreflightResult) *topicsReport {
 	v.Details = append(v.Details, fmt.Sprintf("%s: %d ok, %d differ, %d at risk, %d missing on the target",
 		plural(int64(len(r.Topics)), "topic", "topics"), counts[verify.TopicOK], counts[verify.TopicDiffers], counts[verify.TopicRisk], counts[verify.TopicMissing]))
 	v.Details = append(v.Details, "source "+clusterSummary(r.Source)+"; target "+clusterSummary(r.Target))
-	rep.Verdict = v
-	return rep
+	return v
 }
 
 // clusterSummary is "old: 3 brokers, Kafka 2.3".
