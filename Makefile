@@ -42,7 +42,7 @@ lint: ## gofmt, go vet, staticcheck (pinned in go.mod as a tool: no separate ins
 	$(GO) vet $(PKGS)
 	$(GO) tool staticcheck $(PKGS)
 
-demo: build ## the seed case end to end on two in-process clusters (no Java): the 30-vs-38 gap and its fix
+demo: build ## the seed case on in-process clusters (no Java): the 30-vs-38 gap, its fix, and kmirror exact on its own
 	$(GO) run ./scripts/demo -bin $(BIN)
 
 demo-real: fetch-kafka ## the same story on real Kafka 2.3.0 -> 3.7.1 with the real MirrorMaker 2 (Java 17, Maven)

@@ -158,11 +158,101 @@ func run(ctx context.Context, bin string) error {
 	}
 
 	step("the group switches to the target and consumes")
-	got, err := consumeGroup(ctx, dst.ListenAddrs(), late)
+	if err := switchAndConsume(ctx, dst.ListenAddrs()); err != nil {
+		return err
+	}
+	if err := mirrorWithKmirror(ctx, bin, sc); err != nil {
+		return err
+	}
+	step("done in %.1fs: source lag %d, target lag %d before the fix; exact after it (kreconcile on MM2's copy, kmirror on its own)", time.Since(start).Seconds(), late, late+consumed-int(mm2Target))
+	return nil
+}
+
+// mirrorWithKmirror mirrors the source to a third, empty cluster with kmirror, whose group
+// offset sync writes the exact target offset itself: no kreconcile step. The fence is off
+// (<target>.exactly.once.source.support=disabled) so that the target's offsets are the
+// source's and the lags compare one to one; with it on, commit markers take target offsets.
+func mirrorWithKmirror(ctx context.Context, bin string, sc *kgo.Client) error {
+	nw, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		return fmt.Errorf("start the third cluster: %w", err)
+	}
+	defer nw.Close()
+	nc, err := kgo.NewClient(kgo.SeedBrokers(nw.ListenAddrs()...))
 	if err != nil {
 		return err
 	}
-	redelivered, skipped := 0, 0
+	defer nc.Close()
+	props := filepath.Join(os.TempDir(), fmt.Sprintf("kmigrate-demo-mm2-%d.properties", time.Now().UnixNano()))
+	defer os.Remove(props)
+	text := fmt.Sprintf(`clusters=old,new
+old.bootstrap.servers=%s
+new.bootstrap.servers=%s
+old->new.enabled=true
+old->new.topics=%s
+replication.policy.class=org.apache.kafka.connect.mirror.IdentityReplicationPolicy
+sync.group.offsets.enabled=true
+sync.group.offsets.interval.seconds=1
+emit.checkpoints.interval.seconds=1
+refresh.groups.interval.seconds=1
+new.exactly.once.source.support=disabled
+offset-syncs.topic.location=target
+replication.factor=1
+offset-syncs.topic.replication.factor=1
+checkpoints.topic.replication.factor=1
+`, strings.Join(sc.OptValue(kgo.SeedBrokers).([]string), ","), strings.Join(nw.ListenAddrs(), ","), topic)
+	if err := os.WriteFile(props, []byte(text), 0o600); err != nil {
+		return err
+	}
+	step("the same idle group with kmirror as the mirror, to a third, empty cluster: no kreconcile")
+	fmt.Printf("$ kmirror run --mm2-config %s --flow old->new   (identity policy, group offsets synced every second)\n", filepath.Base(props))
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "kmirror"), "run", "--mm2-config", props, "--flow", "old->new", "--log-level", "error")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("run kmirror (build it with make build): %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stop := func() error {
+		cmd.Process.Signal(syscall.SIGTERM)
+		return <-exited
+	}
+	adm := kadm.NewClient(nc)
+	for {
+		comm, cerr := adm.FetchOffsets(ctx, group)
+		ends, eerr := adm.ListEndOffsets(ctx, topic)
+		c, okc := comm.Lookup(topic, 0)
+		e, oke := ends.Lookup(topic, 0)
+		if cerr == nil && eerr == nil && okc && oke && c.At == consumed && e.Offset == consumed+late {
+			break
+		}
+		select {
+		case err := <-exited:
+			return fmt.Errorf("kmirror exited before it synced group %s: %v", group, err)
+		case <-ctx.Done():
+			stop()
+			return fmt.Errorf("kmirror did not sync group %s in time: %w", group, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if err := stop(); err != nil {
+		return fmt.Errorf("kmirror after SIGTERM: %w", err)
+	}
+	if err := printLags(ctx, sc, nc); err != nil {
+		return err
+	}
+	step("the group switches to kmirror's target and consumes")
+	return switchAndConsume(ctx, nw.ListenAddrs())
+}
+
+// switchAndConsume runs the group on a target cluster and checks that it reads exactly the
+// records it had not consumed on the source: none again, none skipped.
+func switchAndConsume(ctx context.Context, addrs []string) error {
+	got, err := consumeGroup(ctx, addrs, late)
+	if err != nil {
+		return err
+	}
+	redelivered := 0
 	want := map[string]bool{}
 	for i := consumed; i < consumed+late; i++ {
 		want[value(i)] = true
@@ -173,13 +263,12 @@ func run(ctx context.Context, bin string) error {
 		}
 		delete(want, v)
 	}
-	skipped = len(want)
+	skipped := len(want)
 	fmt.Printf("read %d records on the target: %s..%s; re-delivered %d, skipped %d\n",
 		len(got), got[0], got[len(got)-1], redelivered, skipped)
 	if redelivered != 0 || skipped != 0 {
 		return errors.New("the target group did not read exactly the unconsumed records")
 	}
-	step("done in %.1fs: source lag %d, target lag %d before the fix; exact after it", time.Since(start).Seconds(), late, late+consumed-int(mm2Target))
 	return nil
 }
 
