@@ -1075,14 +1075,23 @@ offset-syncs.topic.location=target
 	// MirrorMaker 2, default and tuned (KMIGRATE_BENCH_SKIP_MM2=1 leaves them out)
 	mms := []struct{ alias, name, extra string }{
 		{"md", "MirrorMaker 2 3.7.1 (defaults)", ""},
-		{"mt", "MirrorMaker 2 3.7.1 (tuned)", `tasks.max=6
+		// Tuned, best effort, each value for a reason (BENCHMARKS.md repeats them):
+		//   tasks.max = the partition count: one task per partition, the most parallelism
+		//     MM2 can use (the default, 1, runs every partition through one task);
+		//   linger.ms 20 and batch.size 512 KiB: full producer batches instead of one request
+		//     per poll (defaults 0 ms and 16 KiB);
+		//   max.poll.records 5000, max.partition.fetch.bytes 4 MiB, fetch.max.bytes 50 MiB:
+		//     larger polls and fetches per task (defaults 500, 1 MiB, 50 MiB);
+		//   offset.flush.interval.ms 10 s: fewer offset commits and offset syncs to wait
+		//     for (default 60 s would hold more in flight on a crash, not speed the copy).
+		{"mt", "MirrorMaker 2 3.7.1 (tuned)", fmt.Sprintf(`tasks.max=%d
 B.producer.linger.ms=20
 B.producer.batch.size=524288
 mt.consumer.max.poll.records=5000
 mt.consumer.max.partition.fetch.bytes=4194304
 mt.consumer.fetch.max.bytes=52428800
 offset.flush.interval.ms=10000
-`},
+`, parts)},
 	}
 	if os.Getenv("KMIGRATE_BENCH_SKIP_MM2") == "1" {
 		mms = nil
@@ -1106,7 +1115,8 @@ emit.heartbeats.enabled=false
 `, mm.alias, strings.Join(src.Bootstrap(), ","), strings.Join(dst.Bootstrap(), ","), topic) + mm.extra
 		target := mm.alias + "." + topic
 		start := time.Now()
-		m, err := cluster.StartMM2(ctx, cluster.MM2Spec{Properties: text, Target: "B", Name: "bench-" + mm.alias, Dir: t.TempDir()})
+		// MM2 as its own start script runs it: the script's heap and G1 options, full JIT.
+		m, err := cluster.StartMM2(ctx, cluster.MM2Spec{Properties: text, Target: "B", Name: "bench-" + mm.alias, Dir: t.TempDir(), JVMFlags: cluster.MM2ScriptJVMFlags})
 		if err != nil {
 			t.Fatalf("start %s: %v", mm.name, err)
 		}

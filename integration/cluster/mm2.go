@@ -34,6 +34,18 @@ type MM2Spec struct {
 	JVMFlags []string
 }
 
+// MM2ScriptJVMFlags are the JVM options Kafka 3.7.1's own bin/connect-mirror-maker.sh starts
+// MirrorMaker 2 with: its heap (KAFKA_HEAP_OPTS "-Xms256M -Xmx2G") and kafka-run-class.sh's
+// performance options (G1 with a 20 ms pause goal, full JIT). Give them as MM2Spec.JVMFlags
+// to measure MM2 as operators run it; they undo the test defaults (serial GC, C1 only), which
+// HotSpot would otherwise combine with them ("-XX:-UseSerialGC" lets G1 be the only collector).
+var MM2ScriptJVMFlags = []string{
+	"-Xms256M", "-Xmx2G",
+	"-server", "-XX:-UseSerialGC", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+	"-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent", "-XX:MaxInlineLevel=15",
+	"-XX:TieredStopAtLevel=4", "-Djava.awt.headless=true",
+}
+
 // MM2 is a running MirrorMaker 2. Its log stays in LogPath until Close removes a temporary
 // directory; StartMM2T prints its tail when the test fails.
 type MM2 struct {
