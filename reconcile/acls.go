@@ -550,26 +550,11 @@ func createACLs(ctx context.Context, cl *kgo.Client, acls []ACL) []error {
 		req.Creations = append(req.Creations, c)
 	}
 	resp, err := req.RequestWith(ctx, cl)
-	j := 0
-	for i := range acls {
-		if errs[i] != nil {
-			continue
-		}
-		switch {
-		case err != nil:
-			errs[i] = err
-		case j >= len(resp.Results):
-			errs[i] = errors.New("the broker did not answer for this ACL")
-		default:
-			if e := kerr.ErrorForCode(resp.Results[j].ErrorCode); e != nil {
-				if m := resp.Results[j].ErrorMessage; m != nil && *m != "" {
-					e = fmt.Errorf("%w: %s", e, *m)
-				}
-				errs[i] = e
-			}
-		}
-		j++
+	n := 0
+	if err == nil {
+		n = len(resp.Results)
 	}
+	answerErrs(errs, err, n, func(j int) (int16, *string) { return resp.Results[j].ErrorCode, resp.Results[j].ErrorMessage })
 	return errs
 }
 
@@ -593,27 +578,39 @@ func deleteACLs(ctx context.Context, cl *kgo.Client, acls []ACL) []error {
 		req.Filters = append(req.Filters, fl)
 	}
 	resp, err := req.RequestWith(ctx, cl)
+	n := 0
+	if err == nil {
+		n = len(resp.Results)
+	}
+	answerErrs(errs, err, n, func(j int) (int16, *string) { return resp.Results[j].ErrorCode, resp.Results[j].ErrorMessage })
+	return errs
+}
+
+// answerErrs fills errs, one per ACL of a create or delete request, from the broker's answers:
+// the ACLs that already have an error were not sent, the others take the next of n results in
+// order (result(j) gives its code and message); with reqErr set, every ACL sent failed with it.
+func answerErrs(errs []error, reqErr error, n int, result func(j int) (int16, *string)) {
 	j := 0
-	for i := range acls {
+	for i := range errs {
 		if errs[i] != nil {
 			continue
 		}
 		switch {
-		case err != nil:
-			errs[i] = err
-		case j >= len(resp.Results):
+		case reqErr != nil:
+			errs[i] = reqErr
+		case j >= n:
 			errs[i] = errors.New("the broker did not answer for this ACL")
 		default:
-			if e := kerr.ErrorForCode(resp.Results[j].ErrorCode); e != nil {
-				if m := resp.Results[j].ErrorMessage; m != nil && *m != "" {
-					e = fmt.Errorf("%w: %s", e, *m)
+			code, msg := result(j)
+			if e := kerr.ErrorForCode(code); e != nil {
+				if msg != nil && *msg != "" {
+					e = fmt.Errorf("%w: %s", e, *msg)
 				}
 				errs[i] = e
 			}
 		}
 		j++
 	}
-	return errs
 }
 
 // ACLApplyConfig says where ApplyACLs saves its backup.
