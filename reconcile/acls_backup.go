@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
@@ -70,18 +69,9 @@ func BackupKind(path string) (string, error) {
 // type, LITERAL or PREFIXED, a known operation, ALLOW or DENY, non-empty principal, host and
 // name) and listed once.
 func ReadACLBackup(path string) (*ACLBackup, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("open backup: %w", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var b ACLBackup
-	if err := dec.Decode(&b); err != nil {
-		return nil, fmt.Errorf("read ACL backup %s: %w (is it a file kreconcile acls --apply wrote?)", path, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("read ACL backup %s: unexpected bytes after the JSON value at byte %d: the file is not what kreconcile wrote", path, dec.InputOffset())
+	if err := decodeBackupFile(path, &b, true, "ACL backup", "kreconcile acls --apply"); err != nil {
+		return nil, err
 	}
 	if err := b.validate(); err != nil {
 		return nil, fmt.Errorf("ACL backup %s: %w", path, err)

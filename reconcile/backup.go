@@ -116,22 +116,34 @@ func DefaultBackupName(now time.Time) string {
 // value, empty group or topic names, negative partitions or offsets, a partition listed twice,
 // and version 2 files without cluster IDs or committed offsets.
 func ReadBackup(path string) (*Backup, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("open backup: %w", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
 	var b Backup
-	if err := dec.Decode(&b); err != nil {
-		return nil, fmt.Errorf("read backup %s: %w (is it a file kreconcile groups --apply wrote?)", path, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("read backup %s: unexpected bytes after the JSON value at byte %d: the file is not what kreconcile wrote", path, dec.InputOffset())
+	if err := decodeBackupFile(path, &b, false, "backup", "kreconcile groups --apply"); err != nil {
+		return nil, err
 	}
 	if err := b.validate(); err != nil {
 		return nil, fmt.Errorf("backup %s: %w", path, err)
 	}
 	return &b, nil
+}
+
+// decodeBackupFile reads path as exactly one JSON value into v (with strict, no unknown
+// field); the errors call the file a what and name the command that writes it.
+func decodeBackupFile(path string, v any, strict bool, what, writer string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("open backup: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if strict {
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("read %s %s: %w (is it a file %s wrote?)", what, path, err, writer)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("read %s %s: unexpected bytes after the JSON value at byte %d: the file is not what kreconcile wrote", what, path, dec.InputOffset())
+	}
+	return nil
 }
 
 func (b *Backup) validate() error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
 
 	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
@@ -67,19 +68,11 @@ func runRollback(c *cli.Context) error {
 	if kind == reconcile.ACLBackupKind {
 		return runACLRollback(c)
 	}
-	conn, err := clikit.ConnectTarget(c)
+	dst, alias, err := targetClient(c)
 	if err != nil {
 		return err
 	}
-	dst, err := clikit.Client(conn.Target)
-	if err != nil {
-		return clikit.Fail(err)
-	}
 	defer dst.Close()
-	alias := "target"
-	if conn.Flow != nil && conn.Flow.Target != "" {
-		alias = conn.Flow.Target
-	}
 	res, rbErr := reconcile.Rollback(c.Context, dst, c.String("backup"), reconcile.RollbackConfig{
 		Force: c.Bool("force"), TargetAlias: alias, LegacyClusterID: c.String("legacy-cluster-id")})
 	if res == nil {
@@ -113,19 +106,11 @@ func runACLRollback(c *cli.Context) error {
 			return clikit.Failf("--%s is for backups of consumer group offsets; %s is an ACL backup", f, c.String("backup"))
 		}
 	}
-	conn, err := clikit.ConnectTarget(c)
+	dst, alias, err := targetClient(c)
 	if err != nil {
 		return err
 	}
-	dst, err := clikit.Client(conn.Target)
-	if err != nil {
-		return clikit.Fail(err)
-	}
 	defer dst.Close()
-	alias := "target"
-	if conn.Flow != nil && conn.Flow.Target != "" {
-		alias = conn.Flow.Target
-	}
 	res, rbErr := reconcile.RollbackACLs(c.Context, dst, c.String("backup"), reconcile.RollbackConfig{TargetAlias: alias})
 	if res == nil {
 		return clikit.Fail(rbErr)
@@ -137,4 +122,23 @@ func runACLRollback(c *cli.Context) error {
 		return clikit.Failf("rollback of %s: %w", c.String("backup"), rbErr)
 	}
 	return nil
+}
+
+// targetClient connects to the target cluster only (a rollback never needs the source) and
+// returns the client and the name that cluster goes by in errors: the flow's target alias,
+// else "target".
+func targetClient(c *cli.Context) (*kgo.Client, string, error) {
+	conn, err := clikit.ConnectTarget(c)
+	if err != nil {
+		return nil, "", err
+	}
+	dst, err := clikit.Client(conn.Target)
+	if err != nil {
+		return nil, "", clikit.Fail(err)
+	}
+	alias := "target"
+	if conn.Flow != nil && conn.Flow.Target != "" {
+		alias = conn.Flow.Target
+	}
+	return dst, alias, nil
 }
