@@ -27,6 +27,7 @@ type Engine struct {
 	srcOpts, dstOpts []kgo.Opt
 	src, dst         *kgo.Client
 	srcAdm, dstAdm   *kadm.Client
+	srcCl            *kgo.Client // srcAdm's client: source reads that are no group's (resume checks)
 
 	mu     sync.Mutex
 	parts  map[tp]*partState
@@ -277,7 +278,7 @@ func (e *Engine) connect(ctx context.Context) error {
 		dst.Close()
 		return fmt.Errorf("source cluster %s: create client: %w", e.cfg.SourceAlias, err)
 	}
-	e.dst, e.dstAdm, e.srcAdm = dst, kadm.NewClient(dst), kadm.NewClient(srcAdmCl)
+	e.dst, e.dstAdm, e.srcCl, e.srcAdm = dst, kadm.NewClient(dst), srcAdmCl, kadm.NewClient(srcAdmCl)
 	for _, c := range []struct {
 		side, alias string
 		adm         *kadm.Client

@@ -243,11 +243,11 @@ func (e *Engine) fingerprintCheck(ctx context.Context, t tp, target string, pm o
 		return nil, nil // only an origin: nothing mirrored to compare
 	}
 	srcOff, dstOff := last.Source+last.Len-1, last.Target+last.Len-1
-	srcRec, err := e.readOne(ctx, e.srcOpts, t.topic, t.partition, srcOff, srcStart, srcEnd, true)
+	srcRec, err := e.readOne(ctx, e.srcCl, t.topic, t.partition, srcOff, srcStart, srcEnd, true)
 	if err != nil {
 		return nil, fmt.Errorf("source cluster %s: read topic %s partition %d offset %d to check it is the mirrored one: %w", e.cfg.SourceAlias, t.topic, t.partition, srcOff, err)
 	}
-	dstRec, err := e.readOne(ctx, e.dstOpts, target, t.partition, dstOff, 0, dstEnd, false)
+	dstRec, err := e.readOne(ctx, e.dst, target, t.partition, dstOff, 0, dstEnd, false)
 	if err != nil {
 		return nil, fmt.Errorf("target cluster %s: read topic %s partition %d offset %d to check it is the mirrored one: %w", e.cfg.TargetAlias, target, t.partition, dstOff, err)
 	}
@@ -273,14 +273,14 @@ func (e *Engine) fingerprintCheck(ctx context.Context, t tp, target string, pm o
 }
 
 // readOne reads the record at off of topic/partition, or nil when the log does not hold it.
-func (e *Engine) readOne(ctx context.Context, opts []kgo.Opt, topic string, partition int32, off, start, end int64, committed bool) (*kgo.Record, error) {
+func (e *Engine) readOne(ctx context.Context, cl *kgo.Client, topic string, partition int32, off, start, end int64, committed bool) (*kgo.Record, error) {
 	if off < start || off >= end {
 		return nil, nil
 	}
 	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	var got *kgo.Record
-	err := readRange(rctx, opts, topic, partition, off, off+1, committed, func(r *kgo.Record) (bool, error) {
+	err := readRange(rctx, cl, topic, partition, off, off+1, committed, func(r *kgo.Record) (bool, error) {
 		if r.Offset == off && !r.Attrs.IsControl() {
 			got = r
 		}

@@ -89,11 +89,11 @@ func mapEnd(ctx context.Context, adm *kadm.Client, topic string) (int64, error) 
 // the segments, and the identity records (identity.go) by source topic. The newest record of
 // each key wins, as compaction would decide. committed reads with read_committed: records of
 // aborted transactions (a fenced owner's) are not trusted.
-func readMap(ctx context.Context, opts []kgo.Opt, topic string, end int64, committed bool) (persistedMap, map[string]topicIDs, error) {
+func readMap(ctx context.Context, cl *kgo.Client, topic string, end int64, committed bool) (persistedMap, map[string]topicIDs, error) {
 	latest := map[tp]map[int64]offsetmap.Segment{}
 	ids := map[string]topicIDs{}
 	if end > 0 {
-		err := readRange(ctx, opts, topic, 0, 0, end, committed, func(r *kgo.Record) (bool, error) {
+		err := readRange(ctx, cl, topic, 0, 0, end, committed, func(r *kgo.Record) (bool, error) {
 			if r.Attrs.IsControl() {
 				return true, nil
 			}
@@ -130,16 +130,11 @@ func readMap(ctx context.Context, opts []kgo.Opt, topic string, end int64, commi
 // order, control records included, until fn returns false. committed reads with
 // read_committed (aborted records are skipped). It returns when the position reaches end
 // (offsets past the last record, markers or compacted gaps, need no record) or fn stopped;
-// a log that ends before end, listed by the caller, is an error. It reads with logread over a
-// client of its own built from opts.
-func readRange(ctx context.Context, opts []kgo.Opt, topic string, partition int32, from, end int64, committed bool, fn func(*kgo.Record) (bool, error)) error {
+// a log that ends before end, listed by the caller, is an error. It reads with logread's raw
+// fetches through cl, any client of the cluster (the engine's own: no client per read).
+func readRange(ctx context.Context, cl *kgo.Client, topic string, partition int32, from, end int64, committed bool, fn func(*kgo.Record) (bool, error)) error {
 	if from >= end {
 		return nil
 	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
 	return logread.Each(ctx, cl, logread.Options{Topic: topic, Partition: partition, From: from, To: end, Committed: committed, Controls: true}, fn)
 }

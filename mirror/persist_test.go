@@ -43,7 +43,7 @@ func TestReadRangeEnds(t *testing.T) {
 	}
 	var offs []int64
 	controls := 0
-	err = readRange(ctx, opts, topic, 0, 0, 3, true, func(r *kgo.Record) (bool, error) {
+	err = readRange(ctx, reader(t, opts), topic, 0, 0, 3, true, func(r *kgo.Record) (bool, error) {
 		offs = append(offs, r.Offset)
 		if r.Attrs.IsControl() {
 			controls++
@@ -53,7 +53,7 @@ func TestReadRangeEnds(t *testing.T) {
 	if err != nil || len(offs) != 3 || controls != 1 {
 		t.Fatalf("range [0, 3): got offsets %v (%d controls), %v; want 0, 1 and the marker at 2", offs, controls, err)
 	}
-	err = readRange(ctx, opts, topic, 0, 0, 10, true, func(*kgo.Record) (bool, error) { return true, nil })
+	err = readRange(ctx, reader(t, opts), topic, 0, 0, 10, true, func(*kgo.Record) (bool, error) { return true, nil })
 	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "the log ends at 3, before the end offset 10") {
 		t.Fatalf("range past the log: got %v (context %v), want an error naming the end of the log", err, ctx.Err())
 	}
@@ -113,7 +113,7 @@ func TestReadMapAboveOpenTransaction(t *testing.T) {
 	}
 	read := make(chan persistedMap, 1)
 	go func() {
-		m, _, err := readMap(ctx, opts, topic, end, true)
+		m, _, err := readMap(ctx, admCl, topic, end, true)
 		if err != nil {
 			t.Error(err)
 		}
@@ -126,4 +126,14 @@ func TestReadMapAboveOpenTransaction(t *testing.T) {
 	if got := m[mine]; len(got) != 1 || got[0].Len != 7 {
 		t.Fatalf("segments of %v read from the map up to %d: %v, want the committed segment of 7 records (all read: %v)", mine, end, got, m)
 	}
+}
+
+// reader is a plain client of the cluster, closed with the test.
+func reader(t *testing.T, opts []kgo.Opt) *kgo.Client {
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
 }

@@ -49,7 +49,7 @@ func (e *Engine) resume(ctx context.Context, assigned []tp) (_ []*partState, err
 	if err != nil {
 		return nil, fmt.Errorf("target cluster %s: %w", e.cfg.TargetAlias, err)
 	}
-	persisted, recorded, err := readMap(ctx, e.dstOpts, e.cfg.MapTopic, end, txn)
+	persisted, recorded, err := readMap(ctx, e.dst, e.cfg.MapTopic, end, txn)
 	if err != nil {
 		return nil, fmt.Errorf("target cluster %s: %w", e.cfg.TargetAlias, err)
 	}
@@ -293,7 +293,7 @@ func (e *Engine) alignTail(ctx context.Context, ps *partState, srcFrom, dstFrom,
 	// are not copies to keep, they are mirrored again.
 	committed := e.cfg.Fencing == FenceTransactions
 	var seen int64
-	err := readRange(ctx, e.dstOpts, ps.target, ps.partition, dstFrom, dstEnd, committed, func(r *kgo.Record) (bool, error) {
+	err := readRange(ctx, e.dst, ps.target, ps.partition, dstFrom, dstEnd, committed, func(r *kgo.Record) (bool, error) {
 		seen++
 		if !r.Attrs.IsControl() {
 			tail = append(tail, rec{r.Offset, offsetmap.Fingerprint(r, offsetmap.DefaultFields)})
@@ -308,7 +308,7 @@ func (e *Engine) alignTail(ctx context.Context, ps *partState, srcFrom, dstFrom,
 		return 0, aborted, nil
 	}
 	i := 0
-	err = readRange(ctx, e.srcOpts, ps.topic, ps.partition, srcFrom, srcEnd, true, func(r *kgo.Record) (bool, error) {
+	err = readRange(ctx, e.srcCl, ps.topic, ps.partition, srcFrom, srcEnd, true, func(r *kgo.Record) (bool, error) {
 		if r.Attrs.IsControl() {
 			return true, nil
 		}
