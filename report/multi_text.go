@@ -34,10 +34,14 @@ func multiTable(w io.Writer, rep *multiReport, opt Options) error {
 		b.WriteString(ft.render(tw, opt.Width))
 		b.WriteString("\n")
 	}
+	var probs []string
 	for _, t := range rep.Topics {
 		for _, pr := range t.Problems {
-			fmt.Fprintf(&b, "\n%s: %s %s", t.Source, p.paint(levelBad, "problem:"), oneLine(pr))
+			probs = append(probs, fmt.Sprintf("%s: %s %s", t.Source, p.paint(levelBad, "problem:"), oneLine(pr)))
 		}
+	}
+	if len(probs) > 0 {
+		fmt.Fprintf(&b, "\n%s\n", strings.Join(probs, "\n"))
 	}
 	if len(rep.Parts) > 0 {
 		fmt.Fprintf(&b, "\n%s\n", p.bold("Partitions that differ or could not be read"))

@@ -368,3 +368,35 @@ func TestEmptyShard(t *testing.T) {
 		t.Errorf("merge: exit %d, %+v, stderr %q; want identical over 1 partition", code, m, errs)
 	}
 }
+
+// TestDiffAllMM2File: with an MM2 file, --all takes the flow's topics filters and names each
+// target topic by the flow's replication policy.
+func TestDiffAllMM2File(t *testing.T) {
+	src, srcSeeds := clitest.Cluster(t)
+	dst, dstSeeds := clitest.Cluster(t)
+	for _, topic := range []string{"orders", "payments", "scratch"} {
+		create(t, src, topic, 2)
+		create(t, dst, "east."+topic, 2)
+		for p := int32(0); p < 2; p++ {
+			produce(t, src, topic, p, recs(0, 9))
+			produce(t, dst, "east."+topic, p, recs(0, 9))
+		}
+	}
+	// The target's own topics and MM2's are no topics of the flow's source.
+	create(t, dst, "east.checkpoints.internal", 1)
+	props := clitest.WriteFile(t, "mm2.properties", "clusters = east, west\neast.bootstrap.servers = "+srcSeeds+"\nwest.bootstrap.servers = "+dstSeeds+
+		"\neast->west.enabled = true\neast->west.topics = orders, pay.*, scratch\neast->west.topics.exclude = scratch\n"+
+		"replication.policy.class = org.apache.kafka.connect.mirror.DefaultReplicationPolicy\n")
+	code, out, errs := run(t, "diff", "--mm2-config", props, "--all", "--format", "json")
+	if code != 0 {
+		t.Fatalf("exit %d, want 0; stderr: %s\n%s", code, errs, out)
+	}
+	m := decodeMulti(t, out)
+	targets := map[string]string{}
+	for _, tp := range m.Topics {
+		targets[tp.Source] = tp.Target
+	}
+	if want := map[string]string{"orders": "east.orders", "payments": "east.payments"}; fmt.Sprint(targets) != fmt.Sprint(want) || !m.Identical || m.Selection.Flow != "east->west" {
+		t.Errorf("topics %v (flow %s, identical %v), want %v: topics.exclude leaves out scratch", targets, m.Selection.Flow, m.Identical, want)
+	}
+}
