@@ -125,4 +125,3 @@ func vaStatuses(mr *verify.MultiResult) map[string]verify.DiffStatus {
 	}
 	return out
 }
-
