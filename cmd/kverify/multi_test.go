@@ -205,6 +205,8 @@ func TestDiffTopicsSelection(t *testing.T) {
 		{name: "--offset-map takes one topic", args: []string{"--all", "--offset-map", filepath.Join(t.TempDir(), "m.json")}, code: 2, wantE: "--offset-map takes one topic"},
 		{name: "bad shard", args: []string{"--all", "--shard", "3/3"}, code: 2, wantE: "0 <= INDEX < COUNT"},
 		{name: "no topic at all", args: nil, code: 2, wantE: "give --topic TOPIC"},
+		{name: "nothing to compare in any topic", args: []string{"--topics", "alpha|bravo", "--from", "100000"}, code: 2, wantE: "nothing to compare"},
+		{name: "from an offset in every topic", args: []string{"--topics", "alpha|bravo", "--from", "5"}, code: 0, want: map[string]string{"alpha": "identical", "bravo": "identical"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
