@@ -39,7 +39,7 @@ partition that could not be read while nothing differs, or nothing to compare in
 partition p of topic t belongs to shard (xxhash64(t) + p) mod COUNT, which every process
 computes alike whatever topics the others see, so COUNT processes (a Kubernetes Indexed Job
 with --shard $JOB_COMPLETION_INDEX/COUNT) verify a flow together. A shard that gets no
-partition says so (0 partitions in this shard) and exits 0 without a verdict. Write each
+partition, or whose partitions hold nothing to compare, says so and exits 0 without a verdict. Write each
 shard's report with --format json and join them with "kverify merge" (see its --help), which
 checks that every shard and every partition is there exactly once.
 
@@ -193,7 +193,7 @@ func multiAnswered(mr *verify.MultiResult) error {
 	if len(failed) > 0 {
 		return clikit.Failf("could not compare %s: %s; nothing written", plural(len(failed), "partition"), joinFirst(failed, 10))
 	}
-	if mr.Total.Identical == 0 {
+	if mr.Total.Identical == 0 && mr.Shard == nil {
 		return clikit.Failf("%w: no source record in the range asked (--from %s, --to %s) in any of the %d topics (%s): check --from and --to; nothing written",
 			verify.ErrNothingToCompare, mr.Selection.From, mr.Selection.To, len(nothing), joinFirst(nothing, 10))
 	}
@@ -209,6 +209,11 @@ func multiExit(c *cli.Context, mr *verify.MultiResult) error {
 		return nil
 	case mr.Total.Differs > 0:
 		return clikit.Differs(fmt.Sprintf("%d of %d topics differ", mr.Total.Differs, mr.Total.Topics))
+	case mr.Total.Identical == 0:
+		// Only a shard gets here: its partitions held nothing to compare, which the merge
+		// weighs with the other shards'.
+		fmt.Fprintf(c.App.ErrWriter, "kverify: shard %s: none of its %d partitions had a source record in the range asked: nothing compared; merge every shard's report for the verdict\n",
+			mr.Shard, mr.Total.Partitions)
 	}
 	return nil
 }

@@ -402,3 +402,38 @@ func TestDiffAllMM2File(t *testing.T) {
 		t.Errorf("topics %v (flow %s, identical %v), want %v: topics.exclude leaves out scratch", targets, m.Selection.Flow, m.Identical, want)
 	}
 }
+
+// TestShardWithNothingToCompare: a shard whose only partition is empty writes its report and
+// exits 0 (the merge decides), and the merge names that topic as not compared, the other
+// identical.
+func TestShardWithNothingToCompare(t *testing.T) {
+	src, srcSeeds := clitest.Cluster(t)
+	dst, dstSeeds := clitest.Cluster(t)
+	for _, cl := range []*kgo.Client{src, dst} {
+		create(t, cl, "solo", 1)
+		create(t, cl, "hollow", 1)
+		produce(t, cl, "solo", 0, recs(0, 9))
+	}
+	count := 2
+	for verify.ShardOf("solo", 0, count) == verify.ShardOf("hollow", 0, count) {
+		count++
+	}
+	dir := t.TempDir()
+	var files []string
+	for i := 0; i < count; i++ {
+		f := filepath.Join(dir, fmt.Sprintf("s%d.json", i))
+		code, _, errs := run(t, "diff", "--all", "--shard", fmt.Sprintf("%d/%d", i, count), "--format", "json", "--out", f, "--source-brokers", srcSeeds, "--target-brokers", dstSeeds)
+		if code != 0 {
+			t.Fatalf("shard %d/%d: exit %d, want 0: %s", i, count, code, errs)
+		}
+		if i == verify.ShardOf("hollow", 0, count) && !strings.Contains(errs, "nothing compared") {
+			t.Errorf("shard %d/%d with only the empty partition: stderr %q, want it to say nothing was compared", i, count, errs)
+		}
+		files = append(files, f)
+	}
+	code, out, errs := run(t, append([]string{"merge", "--format", "json"}, files...)...)
+	m := decodeMulti(t, out)
+	if code != 0 || !m.Identical || fmt.Sprint(m.statuses()) != fmt.Sprint(map[string]string{"hollow": "nothing to compare", "solo": "identical"}) {
+		t.Errorf("merge: exit %d, statuses %v, identical %v, stderr %q", code, m.statuses(), m.Identical, errs)
+	}
+}
