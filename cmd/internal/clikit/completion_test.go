@@ -43,9 +43,9 @@ func TestBashCompletion(t *testing.T) {
 		words []string
 		want  []string
 	}{
-		{"kverify", []string{""}, []string{"completion", "diff", "topics"}},
+		{"kverify", []string{""}, []string{"completion", "diff", "merge", "topics"}},
 		{"kverify", []string{"d"}, []string{"diff"}},
-		{"kverify", []string{"diff", "--to"}, []string{"--topic"}},
+		{"kverify", []string{"diff", "--to"}, []string{"--topic", "--topics"}},
 		{"kreconcile", []string{"gr"}, []string{"groups"}},
 		{"kreconcile", []string{"groups", "--app"}, []string{"--apply"}},
 		{"kmirror", []string{""}, []string{"completion", "lint", "run"}},
