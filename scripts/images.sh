@@ -4,7 +4,9 @@
 # sources, the Kafka images copy the jars scripts/fetch-kafka.sh cached, kmigrate's image
 # copies binaries built here.
 #
-#   scripts/images.sh [build]     build what is missing or whose inputs changed (default)
+#   scripts/images.sh [build [base|kafka|mm2|kmigrate ...]]
+#                                 build what is missing or whose inputs changed (default: all;
+#                                 kafka needs base, mm2 needs kafka; kmigrate is FROM scratch)
 #   scripts/images.sh list        the image names and their input hashes
 #
 # Images (each labelled org.kmigrate.inputs=<sha256 of its inputs>; rebuilt only when that
@@ -88,9 +90,12 @@ build_mm2() {
   rmdir "$ctx"
 }
 
+# kmigrate_inputs: the Dockerfile, the module files and the Go source the binaries are built
+# from (tests and the integration harness excluded), committed or not.
 kmigrate_inputs() {
-  { cat Dockerfile go.mod go.sum; git ls-files -s -- '*.go' 2>/dev/null || find . -name '*.go' -exec sha256sum {} +;
-    git diff HEAD -- '*.go' 2>/dev/null; } | hash_of
+  { cat Dockerfile go.mod go.sum
+    go list -deps -f '{{if not .Standard}}{{range .GoFiles}}{{$.Dir}}/{{.}} {{end}}{{end}}' ./cmd/... | xargs sha256sum
+  } | hash_of
 }
 
 build_kmigrate() {
@@ -116,12 +121,20 @@ ensure() {
 }
 
 cmd=${1:-build}
+[ $# -gt 0 ] && shift
 case $cmd in
   build)
-    ensure "$base" "$(base_inputs)" build_base
-    for v in 2.3.0 3.7.1; do ensure "kmigrate-local/kafka:$v" "$(kafka_inputs $v)" build_kafka "$v"; done
-    ensure kmigrate-local/mirrormaker2:3.7.1 "$(current kmigrate-local/kafka:3.7.1)$(hash_of <scripts/images/mirrormaker2.Dockerfile)" build_mm2
-    ensure kmigrate-local/kmigrate:dev "$(kmigrate_inputs)" build_kmigrate
+    which=("$@")
+    [ ${#which[@]} -gt 0 ] || which=(base kafka mm2 kmigrate)
+    for w in "${which[@]}"; do
+      case $w in
+        base) ensure "$base" "$(base_inputs)" build_base ;;
+        kafka) for v in 2.3.0 3.7.1; do ensure "kmigrate-local/kafka:$v" "$(kafka_inputs $v)" build_kafka "$v"; done ;;
+        mm2) ensure kmigrate-local/mirrormaker2:3.7.1 "$(current kmigrate-local/kafka:3.7.1)$(hash_of <scripts/images/mirrormaker2.Dockerfile)" build_mm2 ;;
+        kmigrate) ensure kmigrate-local/kmigrate:dev "$(kmigrate_inputs)" build_kmigrate ;;
+        *) die "unknown image $w (want base, kafka, mm2 or kmigrate)" ;;
+      esac
+    done
     ;;
   list)
     for i in "$base" kmigrate-local/kafka:2.3.0 kmigrate-local/kafka:3.7.1 kmigrate-local/mirrormaker2:3.7.1 kmigrate-local/kmigrate:dev; do

@@ -33,8 +33,8 @@ type MM2Spec struct {
 	// them, e.g. {"-XX:TieredStopAtLevel=4", "-Xmx1g"} for a throughput benchmark.
 	JVMFlags []string
 	// Provider is "jvm" (a JVM process on the 3.7.1 jars) or "testcontainers" (the image
-	// $KMIGRATE_IMAGE_MM2 names, on the host network). Default: testcontainers when
-	// $KMIGRATE_PROVIDER says so, else jvm.
+	// $KMIGRATE_IMAGE_MM2 names, on the host network). Default: $KMIGRATE_MM2_PROVIDER, else
+	// testcontainers when $KMIGRATE_PROVIDER says so, else jvm.
 	Provider string
 }
 

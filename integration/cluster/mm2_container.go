@@ -18,9 +18,16 @@ type mm2Ctr struct {
 	logf *os.File
 }
 
+// EnvMM2Provider, when set (jvm or testcontainers), picks MirrorMaker's provider apart from
+// the brokers': the nightly job runs public broker images and MirrorMaker as a JVM.
+const EnvMM2Provider = "KMIGRATE_MM2_PROVIDER"
+
 func mm2Provider(spec MM2Spec) string {
 	if spec.Provider != "" {
 		return spec.Provider
+	}
+	if p := os.Getenv(EnvMM2Provider); p != "" {
+		return p
 	}
 	if os.Getenv(EnvProvider) == ProviderTestcontainers {
 		return ProviderTestcontainers
