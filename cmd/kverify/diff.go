@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -372,31 +371,13 @@ func writeResults(outs []output, format report.Format, res *verify.Result, om *o
 
 // progress prints records/s and per-partition positions on one stderr line, once a second.
 type progress struct {
-	w     io.Writer
-	mu    sync.Mutex
+	progressLine
 	parts map[int32]verify.Progress
-	start time.Time
-	done  chan struct{}
-	once  sync.Once
-	wg    sync.WaitGroup
 }
 
 func newProgress(w io.Writer) *progress {
-	p := &progress{w: w, parts: map[int32]verify.Progress{}, start: time.Now(), done: make(chan struct{})}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.done:
-				return
-			case <-t.C:
-				p.print()
-			}
-		}
-	}()
+	p := &progress{parts: map[int32]verify.Progress{}}
+	p.run(w, p.print)
 	return p
 }
 
@@ -434,12 +415,4 @@ func (p *progress) print() {
 	}
 	b.WriteString("\x1b[K")
 	io.WriteString(p.w, b.String())
-}
-
-func (p *progress) stop() {
-	p.once.Do(func() {
-		close(p.done)
-		p.wg.Wait()
-		io.WriteString(p.w, "\r\x1b[K")
-	})
 }
