@@ -1,0 +1,142 @@
+package deploy_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// container is what TestManifestFlags reads of a container spec.
+type container struct {
+	where   string
+	command []string
+	args    []string
+}
+
+// containers finds every container (with a command) in the YAML documents of path.
+func containers(t *testing.T, path string) []container {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []container
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	for {
+		var doc any
+		if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+			return out
+		} else if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		var walk func(v any)
+		walk = func(v any) {
+			switch v := v.(type) {
+			case map[string]any:
+				if cs, ok := v["containers"].([]any); ok {
+					for _, c := range cs {
+						c, _ := c.(map[string]any)
+						if cmd := strings_(c["command"]); len(cmd) > 0 {
+							out = append(out, container{where: path + ": container " + c["name"].(string), command: cmd, args: strings_(c["args"])})
+						}
+					}
+				}
+				for _, x := range v {
+					walk(x)
+				}
+			case []any:
+				for _, x := range v {
+					walk(x)
+				}
+			}
+		}
+		walk(doc)
+	}
+}
+
+func strings_(v any) []string {
+	l, _ := v.([]any)
+	out := make([]string, 0, len(l))
+	for _, x := range l {
+		s, _ := x.(string)
+		out = append(out, s)
+	}
+	return out
+}
+
+var (
+	helpFlagLineRE = regexp.MustCompile(`^\s{2,}--[a-z]`)
+	helpFlagRE     = regexp.MustCompile(`--([a-z0-9][a-z0-9-]*)`)
+)
+
+// helpFlags runs "bin sub... --help" and returns the flags its help lists, or an error when
+// the command does not exist.
+func helpFlags(binary string, sub []string) (map[string]bool, error) {
+	out, err := exec.Command(filepath.Join(bin, binary), append(sub, "--help")...).CombinedOutput()
+	if err != nil || bytes.Contains(out, []byte("No help topic")) {
+		return nil, errors.New(strings.TrimSpace(string(out)))
+	}
+	flags := map[string]bool{}
+	for _, line := range strings.Split(string(out), "\n") {
+		if !helpFlagLineRE.MatchString(line) {
+			continue
+		}
+		spec, _, _ := strings.Cut(strings.TrimSpace(line), "  ") // the flag names, before the usage
+		for _, m := range helpFlagRE.FindAllStringSubmatch(spec, -1) {
+			flags[m[1]] = true
+		}
+	}
+	return flags, nil
+}
+
+// TestManifestFlags checks every container of the manifests that runs one of kmigrate's
+// binaries: its subcommand exists and every --flag it passes is one the subcommand's --help
+// lists. A typo, or a flag a manifest expects before the binary has it, fails here.
+func TestManifestFlags(t *testing.T) {
+	files, err := filepath.Glob("*/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, f := range files {
+		for _, c := range containers(t, f) {
+			binary := filepath.Base(c.command[0])
+			if c.command[0] != "/usr/local/bin/"+binary || !strings.HasPrefix(binary, "k") {
+				t.Errorf("%s: command %q: the image has the tools in /usr/local/bin", c.where, c.command)
+				continue
+			}
+			checked++
+			var sub []string
+			for len(c.args) > 0 && !strings.HasPrefix(c.args[0], "-") {
+				sub, c.args = append(sub, c.args[0]), c.args[1:]
+			}
+			known, err := helpFlags(binary, sub)
+			if err != nil {
+				t.Errorf("%s: %s %s: no such command: %v", c.where, binary, strings.Join(sub, " "), err)
+				continue
+			}
+			for _, a := range c.args {
+				name, ok := strings.CutPrefix(a, "--")
+				if !ok {
+					continue // an operand, such as merge's files
+				}
+				name, _, _ = strings.Cut(name, "=")
+				if !known[name] {
+					t.Errorf("%s: %s %s has no flag --%s", c.where, binary, strings.Join(sub, " "), name)
+				}
+			}
+		}
+	}
+	if checked < 6 {
+		t.Fatalf("checked %d containers, want the 6 of deploy/ (kmirror, kverify diff x3, kverify merge, kreconcile)", checked)
+	}
+	t.Logf("%d containers checked", checked)
+}
