@@ -145,6 +145,14 @@ emit.checkpoints.enabled=false
 		}
 		return "no address logged yet"
 	})
+	resp, err := http.Get("http://" + addr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/healthz: %d, want 200", resp.StatusCode)
+	}
 	waitFor(t, "kmirror ready, 100 records mirrored, a partition stopped", out, func() string {
 		resp, err := http.Get("http://" + addr + "/readyz")
 		if err != nil {
