@@ -140,3 +140,13 @@ func TestManifestFlags(t *testing.T) {
 	}
 	t.Logf("%d containers checked", checked)
 }
+
+// TestExampleConfig checks that the mm2.properties of the ConfigMap lints clean: MirrorMaker 2
+// would read every key as written, and kmigrate reads it (users from the JAAS configs, the
+// passwords from the Secret's files).
+func TestExampleConfig(t *testing.T) {
+	out, err := exec.Command(filepath.Join(bin, "kmirror"), "lint", "mm2.properties").CombinedOutput()
+	if err != nil || !bytes.Contains(out, []byte("CLEAN: no findings")) {
+		t.Fatalf("kmirror lint mm2.properties: %v\n%s", err, out)
+	}
+}
