@@ -103,10 +103,9 @@ func freeAddr(t *testing.T) string {
 
 var servingRE = regexp.MustCompile(`msg="serving metrics" addr=(\S+)`)
 
-// runKmirror mirrors topic (2 partitions, the second with a record over the target topic's
-// max.message.bytes, so that a partition is stopped) and returns kmirror's HTTP address once
-// it is ready, every record before the big one is mirrored and the partition is stopped.
-func runKmirror(t *testing.T, src *kgo.Client, srcSeeds, dstSeeds string, dst *kgo.Client, topic string) string {
+// seedTopic creates topic with 2 partitions on both clusters, the target's with
+// max.message.bytes 2000, and produces 100 records and then one of 5000 bytes to partition 1.
+func seedTopic(t *testing.T, src, dst *kgo.Client, topic string) {
 	t.Helper()
 	ctx := context.Background()
 	limit := "2000"
@@ -124,6 +123,14 @@ func runKmirror(t *testing.T, src *kgo.Client, srcSeeds, dstSeeds string, dst *k
 	if err := src.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// runKmirror mirrors topic (2 partitions, the second with a record over the target topic's
+// max.message.bytes, so that a partition is stopped) and returns kmirror's HTTP address once
+// it is ready, every record before the big one is mirrored and the partition is stopped.
+func runKmirror(t *testing.T, src *kgo.Client, srcSeeds, dstSeeds string, dst *kgo.Client, topic string) string {
+	t.Helper()
+	seedTopic(t, src, dst, topic)
 	props := filepath.Join(t.TempDir(), "mm2.properties")
 	writeFile(t, props, fmt.Sprintf(`clusters=A,B
 A.bootstrap.servers=%s
@@ -171,20 +178,16 @@ emit.checkpoints.enabled=false
 	return addr
 }
 
-// TestDashboards checks that every metric the dashboards query is exported: kmirror.json by
-// kmirror run, kverify-follow.json by kverify diff --follow (see doc.go).
-func TestDashboards(t *testing.T) {
-	src, srcSeeds := cluster(t)
-	dst, dstSeeds := cluster(t)
-	const topic = "dashboard"
-	kmirror := runKmirror(t, src, srcSeeds, dstSeeds, dst, topic)
-
-	verifyAddr := freeAddr(t)
+// runKverifyFollow runs kverify diff --follow on topic and returns its metrics address once the
+// first round is done.
+func runKverifyFollow(t *testing.T, srcSeeds, dstSeeds, topic string) string {
+	t.Helper()
+	addr := freeAddr(t)
 	state := filepath.Join(t.TempDir(), "state.json")
-	vout := start(t, "kverify", "diff", "--source-brokers", srcSeeds, "--target-brokers", dstSeeds, "--topic", topic,
-		"--state", state, "--follow", "--interval", "200ms", "--metrics-addr", verifyAddr)
-	waitFor(t, "kverify's first round", vout, func() string {
-		names, _, err := exported(verifyAddr)
+	out := start(t, "kverify", "diff", "--source-brokers", srcSeeds, "--target-brokers", dstSeeds, "--topic", topic,
+		"--state", state, "--follow", "--interval", "200ms", "--metrics-addr", addr)
+	waitFor(t, "kverify's first round", out, func() string {
+		names, _, err := exported(addr)
 		if err != nil {
 			return err.Error()
 		}
@@ -193,6 +196,18 @@ func TestDashboards(t *testing.T) {
 		}
 		return ""
 	})
+	return addr
+}
+
+// TestDashboards checks that every metric the dashboards query is exported: kmirror.json by
+// kmirror run, kverify-follow.json by kverify diff --follow (see doc.go).
+func TestDashboards(t *testing.T) {
+	src, srcSeeds := cluster(t)
+	dst, dstSeeds := cluster(t)
+	const topic = "dashboard"
+	kmirror := runKmirror(t, src, srcSeeds, dstSeeds, dst, topic)
+
+	verifyAddr := runKverifyFollow(t, srcSeeds, dstSeeds, topic)
 
 	for _, tc := range []struct{ file, addr string }{
 		{"grafana/kmirror.json", kmirror},
@@ -222,32 +237,35 @@ func TestDashboards(t *testing.T) {
 		}
 	})
 
-	// The check itself: a dashboard that queries a metric kmirror does not export, in a panel
-	// and in a variable, must be caught.
-	t.Run("a metric not exported is caught", func(t *testing.T) {
-		names, _, err := exported(kmirror)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := readDashboard(t, "grafana/kmirror.json")
-		d.Panels = append(d.Panels, panel{Title: "bogus", Type: "timeseries"})
-		d.Panels[len(d.Panels)-1].Targets = append(d.Panels[len(d.Panels)-1].Targets, struct {
-			RefID string `json:"refId"`
-			Expr  string `json:"expr"`
-		}{"A", `sum(rate(kmirror_records_total[$__rate_interval])) / sum(rate(kmirror_no_such_metric_total{job=~"$job"}[$__rate_interval]))`})
-		d.Templating.List[1].Definition = "label_values(kmirror_no_such_gauge, job)"
-		miss, _ := missing(t, d, names)
-		sort.Strings(miss)
-		want := []string{`kmirror_no_such_gauge (variable "job")`, `kmirror_no_such_metric_total (panel "bogus" query A)`}
-		if strings.Join(miss, "|") != strings.Join(want, "|") {
-			t.Errorf("got missing %q, want %q", miss, want)
-		}
-	})
+	t.Run("a metric not exported is caught", func(t *testing.T) { checkCatches(t, kmirror) })
 }
 
 func writeFile(t *testing.T, path, text string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// checkCatches checks the check itself: a dashboard that queries metrics kmirror (at addr) does
+// not export, in a panel and in a variable, must have both reported.
+func checkCatches(t *testing.T, addr string) {
+	t.Helper()
+	names, _, err := exported(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := readDashboard(t, "grafana/kmirror.json")
+	d.Panels = append(d.Panels, panel{Title: "bogus", Type: "timeseries"})
+	d.Panels[len(d.Panels)-1].Targets = append(d.Panels[len(d.Panels)-1].Targets, struct {
+		RefID string `json:"refId"`
+		Expr  string `json:"expr"`
+	}{"A", `sum(rate(kmirror_records_total[$__rate_interval])) / sum(rate(kmirror_no_such_metric_total{job=~"$job"}[$__rate_interval]))`})
+	d.Templating.List[1].Definition = "label_values(kmirror_no_such_gauge, job)"
+	miss, _ := missing(t, d, names)
+	sort.Strings(miss)
+	want := []string{`kmirror_no_such_gauge (variable "job")`, `kmirror_no_such_metric_total (panel "bogus" query A)`}
+	if strings.Join(miss, "|") != strings.Join(want, "|") {
+		t.Errorf("got missing %q, want %q", miss, want)
 	}
 }

@@ -48,6 +48,17 @@ func (g *gate) waitEntered(t *testing.T, what string) {
 	}
 }
 
+// gatedEngine is an engine of topic whose resumes wait for g.
+func gatedEngine(t *testing.T, p pair, topic string, g *gate) *mirror.Engine {
+	t.Helper()
+	e, err := mirror.New(testConfig(topic), seeds(p.src), seeds(p.dst), testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.SetBeforeResume(g.hook)
+	return e
+}
+
 // TestReadyz follows /readyz through an engine's life: 503 before Run, 503 while its assigned
 // partitions resume (held by a hook), 200 once they are; when a second engine joins, the first
 // one's revoke callback sees 503 (a rebalance), the second answers 503 while its share resumes
@@ -59,16 +70,8 @@ func TestReadyz(t *testing.T) {
 	createTopic(t, p.src, topic, parts, nil)
 	produce(t, p.src, topic, parts, 0, 50)
 
-	newEngine := func(g *gate) *mirror.Engine {
-		e, err := mirror.New(testConfig(topic), seeds(p.src), seeds(p.dst), testLogger(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.SetBeforeResume(g.hook)
-		return e
-	}
 	g1 := newGate()
-	e1 := newEngine(g1)
+	e1 := gatedEngine(t, p, topic, g1)
 	var mu sync.Mutex
 	var duringRevoke []string // what e1's Ready said inside its revoke callbacks
 	e1.SetDuringRevoke(func() {
@@ -90,7 +93,7 @@ func TestReadyz(t *testing.T) {
 	wantReadyz(t, e1, http.StatusOK, "ready: 4 assigned partitions resumed")
 
 	g2 := newGate()
-	e2 := newEngine(g2)
+	e2 := gatedEngine(t, p, topic, g2)
 	stop2 := run(t, e2)
 	g2.waitEntered(t, "engine 2 to resume its share")
 	mu.Lock()

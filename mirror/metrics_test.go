@@ -92,24 +92,7 @@ func TestMetrics(t *testing.T) {
 	})
 	mfs := scrape(t, e)
 
-	h := sample(t, mfs, "kmirror_replication_latency_seconds", nil).GetHistogram()
-	if h.GetSampleCount() != n*parts {
-		t.Errorf("latency histogram: %d observations, want %d (one per acknowledged record)", h.GetSampleCount(), n*parts)
-	}
-	if h.GetSampleSum() < 3*n*parts {
-		t.Errorf("latency histogram: sum %.1fs, want at least %ds (every record was 3s old)", h.GetSampleSum(), 3*n*parts)
-	}
-	for _, b := range h.Bucket {
-		switch {
-		case b.GetUpperBound() <= 2.5 && b.GetCumulativeCount() != 0:
-			t.Errorf("latency bucket le=%g holds %d records, want 0 (every record was 3s old)", b.GetUpperBound(), b.GetCumulativeCount())
-		case b.GetUpperBound() >= 600 && b.GetCumulativeCount() != n*parts:
-			t.Errorf("latency bucket le=%g holds %d records, want all %d", b.GetUpperBound(), b.GetCumulativeCount(), n*parts)
-		}
-	}
-	if len(h.Bucket) != len(mirror.LatencyBuckets)+1 { // and +Inf
-		t.Errorf("latency histogram has %d buckets, want %d and +Inf", len(h.Bucket), len(mirror.LatencyBuckets))
-	}
+	checkLatency(t, mfs, n*parts)
 
 	if v := value(sample(t, mfs, "kmirror_owned_partitions", nil)); v != parts {
 		t.Errorf("kmirror_owned_partitions %g, want %d", v, parts)
@@ -137,6 +120,40 @@ func TestMetrics(t *testing.T) {
 	sample(t, mfs, "kmirror_checkpoint_age_seconds", nil) // -1: no group sync configured
 	sample(t, mfs, "go_goroutines", nil)
 	sample(t, mfs, "process_resident_memory_bytes", nil)
+	checkClientMetrics(t, mfs, topic)
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
+// checkLatency checks the latency histogram after n records whose timestamps were 3s old were
+// acknowledged.
+func checkLatency(t *testing.T, mfs map[string]*dto.MetricFamily, n uint64) {
+	t.Helper()
+	h := sample(t, mfs, "kmirror_replication_latency_seconds", nil).GetHistogram()
+	if h.GetSampleCount() != n {
+		t.Errorf("latency histogram: %d observations, want %d (one per acknowledged record)", h.GetSampleCount(), n)
+	}
+	if h.GetSampleSum() < 3*float64(n) {
+		t.Errorf("latency histogram: sum %.1fs, want at least %gs (every record was 3s old)", h.GetSampleSum(), 3*float64(n))
+	}
+	for _, b := range h.Bucket {
+		switch {
+		case b.GetUpperBound() <= 2.5 && b.GetCumulativeCount() != 0:
+			t.Errorf("latency bucket le=%g holds %d records, want 0 (every record was 3s old)", b.GetUpperBound(), b.GetCumulativeCount())
+		case b.GetUpperBound() >= 600 && b.GetCumulativeCount() != n:
+			t.Errorf("latency bucket le=%g holds %d records, want all %d", b.GetUpperBound(), b.GetCumulativeCount(), n)
+		}
+	}
+	if len(h.Bucket) != len(mirror.LatencyBuckets)+1 { // and +Inf
+		t.Errorf("latency histogram has %d buckets, want %d and +Inf", len(h.Bucket), len(mirror.LatencyBuckets))
+	}
+}
+
+// checkClientMetrics checks the franz-go client metrics of every role after records of topic
+// were mirrored.
+func checkClientMetrics(t *testing.T, mfs map[string]*dto.MetricFamily, topic string) {
+	t.Helper()
 	for _, role := range []string{"source", "source_admin", "target"} {
 		if v := value(sample(t, mfs, "kmirror_kafka_connects_total", map[string]string{"client": role})); v < 1 {
 			t.Errorf("kmirror_kafka_connects_total{client=%q} %g, want at least 1", role, v)
@@ -148,8 +165,5 @@ func TestMetrics(t *testing.T) {
 	}
 	if v := value(sample(t, mfs, "kmirror_kafka_fetch_bytes_total", map[string]string{"client": "source", "topic": topic})); v <= 0 {
 		t.Errorf("kmirror_kafka_fetch_bytes_total{client=source} %g, want > 0", v)
-	}
-	if err := stop(); err != nil {
-		t.Fatalf("Run: %v", err)
 	}
 }
