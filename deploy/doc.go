@@ -9,7 +9,9 @@
 //     label_values, is exported by the binary the dashboard is for. A histogram counts as its
 //     _bucket, _sum and _count series.
 //   - TestManifestFlags checks that every flag and subcommand the manifests pass to the
-//     binaries exists (their --help lists it).
+//     binaries exists (their --help lists it); TestExampleConfig that the example
+//     mm2.properties lints clean; TestScrapeAnnotations that the scraped pods' annotations,
+//     container ports, --metrics-addr and probes agree, and that the scrape job uses them.
 //
 // Rendering and schema validation are scripts/validate-deploy.sh (make validate-deploy).
 package deploy

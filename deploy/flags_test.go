@@ -3,11 +3,13 @@ package deploy_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -149,4 +151,78 @@ func TestExampleConfig(t *testing.T) {
 	if err != nil || !bytes.Contains(out, []byte("CLEAN: no findings")) {
 		t.Fatalf("kmirror lint mm2.properties: %v\n%s", err, out)
 	}
+}
+
+// TestScrapeAnnotations checks that each pod annotated for scraping serves metrics where the
+// annotations say: prometheus.io/port is a port of its container, the one its --metrics-addr
+// listens on, and its probes use that port; and that the scrape job keeps annotated pods.
+func TestScrapeAnnotations(t *testing.T) {
+	pods := 0
+	for _, f := range []string{"kmirror/deployment.yaml", "kverify/follow-deployment.yaml"} {
+		var d struct {
+			Spec struct {
+				Template struct {
+					Metadata struct {
+						Annotations map[string]string `yaml:"annotations"`
+					} `yaml:"metadata"`
+					Spec struct {
+						Containers []struct {
+							Args  []string `yaml:"args"`
+							Ports []struct {
+								Name          string `yaml:"name"`
+								ContainerPort int    `yaml:"containerPort"`
+							} `yaml:"ports"`
+							Liveness  *probe `yaml:"livenessProbe"`
+							Readiness *probe `yaml:"readinessProbe"`
+						} `yaml:"containers"`
+					} `yaml:"spec"`
+				} `yaml:"template"`
+			} `yaml:"spec"`
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal(b, &d); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		ann := d.Spec.Template.Metadata.Annotations
+		if ann["prometheus.io/scrape"] != "true" || ann["prometheus.io/path"] != "/metrics" {
+			t.Errorf("%s: annotations %v: want prometheus.io/scrape true and path /metrics", f, ann)
+		}
+		c := d.Spec.Template.Spec.Containers[0]
+		if len(c.Ports) != 1 || c.Ports[0].Name != "metrics" || fmt.Sprint(c.Ports[0].ContainerPort) != ann["prometheus.io/port"] {
+			t.Errorf("%s: container ports %+v, want one named metrics on prometheus.io/port %s", f, c.Ports, ann["prometheus.io/port"])
+		}
+		if !slices.Contains(c.Args, "--metrics-addr=:"+ann["prometheus.io/port"]) {
+			t.Errorf("%s: args %q do not listen on :%s", f, c.Args, ann["prometheus.io/port"])
+		}
+		for _, p := range []*probe{c.Liveness, c.Readiness} {
+			if p != nil && p.HTTPGet.Port != "metrics" {
+				t.Errorf("%s: a probe on port %q, want metrics", f, p.HTTPGet.Port)
+			}
+		}
+		pods++
+	}
+	b, err := os.ReadFile("prometheus/kmigrate-scrape.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"role: pod", "__meta_kubernetes_pod_annotation_prometheus_io_scrape", "__meta_kubernetes_pod_annotation_prometheus_io_port", "__meta_kubernetes_pod_annotation_prometheus_io_path"} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("kmigrate-scrape.yml does not use %s", want)
+		}
+	}
+	var scrape map[string]any
+	if err := yaml.Unmarshal(b, &scrape); err != nil {
+		t.Fatalf("kmigrate-scrape.yml: %v", err)
+	}
+	t.Logf("%d scraped pod templates checked", pods)
+}
+
+type probe struct {
+	HTTPGet struct {
+		Path string `yaml:"path"`
+		Port string `yaml:"port"`
+	} `yaml:"httpGet"`
 }
