@@ -165,6 +165,8 @@
 // # Testing
 //
 // Unit tests run two kfake clusters in process (engine_test.go): data path, map, resume after a
-// simulated crash (records produced but not persisted), scale-out with two engines. Real-broker
+// simulated crash (records produced but not persisted), scale-out with two engines; the metrics
+// exposition and the latency histogram (metrics_test.go) and readiness through resumes and a
+// rebalance, held by test hooks (health_test.go). Real-broker
 // tests are in integration/mirror_test.go and integration/mirror_safety_test.go.
 package mirror
