@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    ?= ./...
 BIN     ?= bin
 
-.PHONY: help build test test-short seed cluster-up cluster-down it it-containers images lint bench demo demo-real nightly fetch-kafka clean
+.PHONY: help build test test-short seed cluster-up cluster-down it it-containers images lint bench demo demo-real nightly fetch-kafka clean validate-deploy
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -60,6 +60,9 @@ bench: ## benchmarks against peers in the same run (real brokers; see BENCHMARKS
 
 nightly: ## the nightly end-to-end run locally: reports/ gets the HTML and JUnit files
 	scripts/nightly.sh
+
+validate-deploy: ## render deploy/ with kustomize and validate it against the Kubernetes schemas (needs go, python3-venv; installs kubernetes-validate from PyPI once)
+	scripts/validate-deploy.sh
 
 clean: ## remove build outputs
 	rm -rf $(BIN) reports
