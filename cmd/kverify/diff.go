@@ -87,7 +87,8 @@ the verdict so far (a second signal exits at once; the state file stays whole). 
 --metrics-addr HOST:PORT it serves Prometheus text metrics on /metrics:
 kverify_verified_offset{topic,partition} (the verified end), kverify_lag_records (source
 offsets listed and not verified yet, all partitions) and kverify_problems_total (records found
-missing, duplicated, mismatched or extra so far, plus topic and boundary findings). At cutover,
+missing, duplicated, mismatched or extra so far, plus topic and boundary findings), with the Go
+runtime and process metrics (go_*, process_*). At cutover,
 stop the producers, wait for lag 0, stop it: only the tail was left to check.
 
 ` + multiDiffHelp + `Exit status: 0 identical (in every partition compared); 1 differences (or a topic problem);
