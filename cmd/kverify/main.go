@@ -15,6 +15,9 @@ partition in order, hashes the bytes of every record, and reports every missing,
 altered or extra record at its exact offsets. No replication tool checks what it copied:
 "lag 0" is not proof. See "kverify diff --help". Before the producers move, "kverify topics"
 compares the mirrored topics' metadata and configs on both clusters (see its --help).
+Across sites, "kverify digest" on each side and "kverify compare" find the differing ranges
+from two small files; "kverify diff --evidence" and "kverify check-evidence" keep and re-check
+what was proved.
 
 Exit status: 0 identical; 1 differences found; 2 usage, configuration or connection error,
 or nothing to compare (no source record in the range asked); on exit 2 nothing is written.`
@@ -23,5 +26,5 @@ func main() { os.Exit(clikit.Main(app(), os.Args)) }
 
 func app() *cli.App {
 	return clikit.NewApp("kverify", "record-by-record proof that a mirrored Kafka topic is complete and unaltered",
-		description, diffCommand(), topicsCommand())
+		description, diffCommand(), topicsCommand(), digestCommand(), compareCommand(), checkEvidenceCommand())
 }
