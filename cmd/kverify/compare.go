@@ -61,15 +61,19 @@ func compareCommand() *cli.Command {
 }
 
 func runCompare(c *cli.Context) error {
-	if c.NArg() != 2 {
-		return clikit.Failf("give two digest files: kverify compare SOURCE.digest TARGET.digest (got %d arguments)", c.NArg())
+	args, err := positional(c)
+	if err != nil {
+		return err
+	}
+	if len(args) != 2 {
+		return clikit.Failf("give two digest files: kverify compare SOURCE.digest TARGET.digest (got %d)", len(args))
 	}
 	format, err := report.ParseFormat(c.String("format"))
 	if err != nil {
 		return clikit.Failf("--format: %w", err)
 	}
 	var files [2]*digest.File
-	for i, path := range c.Args().Slice() {
+	for i, path := range args {
 		if files[i], err = digest.ReadFile(path); err != nil {
 			return clikit.Fail(err)
 		}
@@ -79,7 +83,7 @@ func runCompare(c *cli.Context) error {
 		return err
 	}
 	for _, o := range outs {
-		for _, in := range c.Args().Slice() {
+		for _, in := range args {
 			if sameFile(resolve(in), o.real) {
 				return clikit.Failf("--out %s is the digest %s: writing it would destroy an input; give another file", o.path, in)
 			}
@@ -90,7 +94,7 @@ func runCompare(c *cli.Context) error {
 		return clikit.Fail(err)
 	}
 	if c.Bool("drill") {
-		return runDrill(c, files, cmp, format, outs)
+		return runDrill(c, args, files, cmp, format, outs)
 	}
 	var b bytes.Buffer
 	if format == report.JSON {
@@ -145,10 +149,10 @@ func writeComparison(w io.Writer, cmp *digest.Comparison) error {
 
 // runDrill reads the differing regions of cmp from both clusters and reports them as kverify
 // diff does.
-func runDrill(c *cli.Context, files [2]*digest.File, cmp *digest.Comparison, format report.Format, outs []output) error {
+func runDrill(c *cli.Context, args []string, files [2]*digest.File, cmp *digest.Comparison, format report.Format, outs []output) error {
 	fields, err := offsetmap.ParseFields(strings.Join(files[0].Compared, ","))
 	if err != nil {
-		return clikit.Failf("digest %s: compared fields: %w", c.Args().Get(0), err)
+		return clikit.Failf("digest %s: compared fields: %w", args[0], err)
 	}
 	conn, err := clikit.Open(c)
 	if err != nil {
@@ -165,7 +169,7 @@ func runDrill(c *cli.Context, files [2]*digest.File, cmp *digest.Comparison, for
 			return clikit.Fail(err)
 		}
 		if id != files[i].ClusterID {
-			return clikit.Failf("the %s cluster %s has ID %q, the digest %s was taken of cluster %q (%s): connect to that cluster", side.name, side.alias, id, c.Args().Get(i), files[i].ClusterID, files[i].Cluster)
+			return clikit.Failf("the %s cluster %s has ID %q, the digest %s was taken of cluster %q (%s): connect to that cluster", side.name, side.alias, id, args[i], files[i].ClusterID, files[i].Cluster)
 		}
 	}
 	specs := drillSpecs(cmp, fields, files[0].Isolation != "read_committed", c.Int("max-listed"))

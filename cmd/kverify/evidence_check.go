@@ -78,32 +78,37 @@ func (ec *evidenceCheck) add(ok bool, format string, args ...any) {
 }
 
 func runCheckEvidence(c *cli.Context) error {
-	if c.NArg() != 1 {
-		return clikit.Failf("give one evidence file: kverify check-evidence FILE (got %d arguments)", c.NArg())
+	args, err := positional(c)
+	if err != nil {
+		return err
 	}
-	e, err := digest.ReadEvidence(c.Args().First())
+	if len(args) != 1 {
+		return clikit.Failf("give one evidence file: kverify check-evidence FILE (got %d)", len(args))
+	}
+	path := args[0]
+	e, err := digest.ReadEvidence(path)
 	if err != nil {
 		return clikit.Fail(err)
 	}
 	ec := &evidenceCheck{}
 	checked := map[string]string{}
-	if path := c.String("report"); path != "" {
-		if err := checkReport(ec, e, path); err != nil {
+	if rep := c.String("report"); rep != "" {
+		if err := checkReport(ec, e, rep); err != nil {
 			return err
 		}
 	}
-	for _, path := range c.StringSlice("digest") {
-		side, err := checkDigest(ec, e, path)
+	for _, dpath := range c.StringSlice("digest") {
+		side, err := checkDigest(ec, e, dpath)
 		if err != nil {
 			return err
 		}
-		checked[side] = "digest " + path
+		checked[side] = "digest " + dpath
 	}
-	if err := checkClusters(c, ec, e, checked); err != nil {
+	if err := checkClusters(c, path, ec, e, checked); err != nil {
 		return err
 	}
 	if len(ec.lines) == 0 {
-		return clikit.Failf("nothing to check %s against: give --source-brokers/--target-brokers (or --mm2-config), --digest FILE or --report FILE", c.Args().First())
+		return clikit.Failf("nothing to check %s against: give --source-brokers/--target-brokers (or --mm2-config), --digest FILE or --report FILE", path)
 	}
 	w := c.App.Writer
 	for _, side := range []string{"source", "target"} {
@@ -117,7 +122,7 @@ func runCheckEvidence(c *cli.Context) error {
 		fmt.Fprintln(w, l)
 	}
 	if len(ec.bad) > 0 {
-		return clikit.DiffersErr(fmt.Errorf("the data does not match the evidence %s: %s", c.Args().First(), strings.Join(ec.bad, "; ")))
+		return clikit.DiffersErr(fmt.Errorf("the data does not match the evidence %s: %s", path, strings.Join(ec.bad, "; ")))
 	}
 	return nil
 }
@@ -173,14 +178,14 @@ func checkDigest(ec *evidenceCheck, e *digest.Evidence, path string) (string, er
 }
 
 // checkClusters reads the recorded ranges again on every side whose connection is given.
-func checkClusters(c *cli.Context, ec *evidenceCheck, e *digest.Evidence, checked map[string]string) error {
+func checkClusters(c *cli.Context, path string, ec *evidenceCheck, e *digest.Evidence, checked map[string]string) error {
 	conn, err := clikit.ConnectSides(c, false, false)
 	if err != nil {
 		return err
 	}
 	fields, err := offsetmap.ParseFields(strings.Join(e.Compared, ","))
 	if err != nil {
-		return clikit.Failf("evidence %s: compared fields: %w", c.Args().First(), err)
+		return clikit.Failf("evidence %s: compared fields: %w", path, err)
 	}
 	for _, side := range []string{"source", "target"} {
 		cl := conn.Source
