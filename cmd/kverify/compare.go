@@ -89,6 +89,9 @@ func runCompare(c *cli.Context) error {
 			}
 		}
 	}
+	if !c.Bool("drill") && format != report.JSON && format != report.Table {
+		return clikit.Failf("--format %s: without --drill, compare prints table (text) or json; with --drill every format of kverify diff", format)
+	}
 	cmp, err := digest.Compare(files[0], files[1])
 	if err != nil {
 		return clikit.Fail(err)

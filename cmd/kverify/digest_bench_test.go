@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -38,6 +39,7 @@ func (r *readCounter) OnBrokerRead(_ kgo.BrokerMetadata, _ int16, n int, _, _ ti
 //
 //	go test ./cmd/kverify -run '^$' -bench LinkBytes -benchtime 1x
 //	KVERIFY_LINK_MIB=1024 go test ./cmd/kverify -run '^$' -bench LinkBytes -benchtime 1x -timeout 60m
+//	KVERIFY_LINK_SOURCE=127.0.0.1:9092 KVERIFY_LINK_TARGET=127.0.0.1:9093 KVERIFY_LINK_MIB=1024 go test ...
 func BenchmarkLinkBytes(b *testing.B) {
 	mib := 64
 	if s := os.Getenv("KVERIFY_LINK_MIB"); s != "" {
@@ -116,7 +118,7 @@ func measure(b *testing.B, seeds string, f func(*kgo.Client)) int64 {
 }
 
 func benchClient(b *testing.B, seeds string, opts ...kgo.Opt) *kgo.Client {
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(64 << 10)}, opts...)...)
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(strings.Split(seeds, ",")...), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(64 << 10)}, opts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -125,31 +127,39 @@ func benchClient(b *testing.B, seeds string, opts ...kgo.Opt) *kgo.Client {
 
 // linkTopic fills two kfake clusters: mib MiB of 1 KiB records in 4 partitions on the source,
 // their copy with 10 faults on the target.
+// With KVERIFY_LINK_SOURCE and KVERIFY_LINK_TARGET (bootstrap addresses) it uses those
+// clusters instead, e.g. real brokers from scripts/cluster.sh up 2.3.0 3.7.1.
 func linkTopic(b *testing.B, mib int) (string, string, string) {
-	var seeds [2]string
+	seeds := [2]string{os.Getenv("KVERIFY_LINK_SOURCE"), os.Getenv("KVERIFY_LINK_TARGET")}
 	var cls [2]*kgo.Client
 	for i := range seeds {
-		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ClusterID(fmt.Sprintf("link-%d", i)))
+		if seeds[i] == "" {
+			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ClusterID(fmt.Sprintf("link-%d", i)))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(c.Close)
+			seeds[i] = c.ListenAddrs()[0]
+		}
+		cls[i] = benchClient(b, seeds[i], kgo.RequiredAcks(kgo.AllISRAcks()), kgo.MaxProduceRequestsInflightPerBroker(1))
+		b.Cleanup(cls[i].Close)
+	}
+	topic, parts := fmt.Sprintf("link-%x", time.Now().UnixNano()), int32(4)
+	ctx := context.Background()
+	for _, cl := range cls {
+		resp, err := kadm.NewClient(cl).CreateTopic(ctx, parts, 1, nil, topic)
+		if err == nil {
+			err = resp.Err
+		}
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Cleanup(c.Close)
-		seeds[i] = c.ListenAddrs()[0]
-		cls[i] = benchClient(b, seeds[i])
-		b.Cleanup(cls[i].Close)
 	}
-	const topic, parts = "link", 4
-	ctx := context.Background()
-	for _, cl := range cls {
-		if _, err := kadm.NewClient(cl).CreateTopic(ctx, parts, 1, nil, topic); err != nil {
-			b.Fatal(err)
-		}
-	}
-	per := mib << 10 / parts // 1 KiB records per partition
+	per := mib << 10 / int(parts) // 1 KiB records per partition
 	r := rand.New(rand.NewPCG(7, 7))
 	faults := map[[2]int]int{} // (partition, index) -> kind
 	for len(faults) < 10 {
-		faults[[2]int{r.IntN(parts), r.IntN(per)}] = len(faults) % 4
+		faults[[2]int{r.IntN(int(parts)), r.IntN(per)}] = len(faults) % 4
 	}
 	for p := int32(0); p < parts; p++ {
 		var src, dst []*kgo.Record

@@ -376,3 +376,25 @@ func recreate(t *testing.T, seeds, topic string, partitions int32) *kgo.Client {
 	create(t, cl, topic, partitions)
 	return cl
 }
+
+// The report hash in the evidence is of the --out file's bytes, in every format.
+func TestEvidenceReportHashEveryFormat(t *testing.T) {
+	src, srcSeeds, _ := fakeCluster(t)
+	dst, dstSeeds, _ := fakeCluster(t)
+	topic := topicName()
+	create(t, src, topic, 1)
+	create(t, dst, topic, 1)
+	produce(t, src, topic, 0, recs(0, 99))
+	produce(t, dst, topic, 0, recs(0, 98))
+	dir := t.TempDir()
+	for _, format := range []string{"table", "json", "markdown", "html", "junit"} {
+		ev, rep := filepath.Join(dir, format+".ev"), filepath.Join(dir, format+".report")
+		code, _, errs := run(t, "diff", "--topic", topic, "--format", format, "--out", rep, "--evidence", ev, "--source-brokers", srcSeeds, "--target-brokers", dstSeeds)
+		if code != 1 {
+			t.Fatalf("%s: diff exit %d, want 1 (a record missing)\n%s", format, code, errs)
+		}
+		if code, out, errs := run(t, "check-evidence", ev, "--report", rep); code != 0 {
+			t.Errorf("%s: check-evidence --report: exit %d, want 0\n%s%s", format, code, out, errs)
+		}
+	}
+}
