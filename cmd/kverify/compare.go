@@ -182,6 +182,16 @@ func runDrill(c *cli.Context, args []string, files [2]*digest.File, cmp *digest.
 			return clikit.Failf("drill %s (cluster %s) -> %s (cluster %s): %w", cmp.SourceTopic, conn.Source.Alias, cmp.TargetTopic, conn.Target.Alias, err)
 		}
 	}
+	var failed []string
+	for _, p := range res.Partitions {
+		if p.Err != "" {
+			failed = append(failed, fmt.Sprintf("partition %d: %s", p.Partition, p.Err))
+		}
+	}
+	if len(failed) > 0 {
+		return clikit.Failf("drill %s (cluster %s) -> %s (cluster %s): could not read a region: %s; nothing written (take the digests again if the logs changed)",
+			cmp.SourceTopic, conn.Source.Alias, cmp.TargetTopic, conn.Target.Alias, strings.Join(failed, "; "))
+	}
 	res.Problems = append(res.Problems, cmp.Problems...)
 	res.Identical = res.Identical && len(res.Problems) == 0
 	title := fmt.Sprintf("kverify compare --drill %s → %s", res.SourceTopic, res.TargetTopic)

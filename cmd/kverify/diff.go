@@ -138,7 +138,7 @@ func diffCommand() *cli.Command {
 	flags = append(flags, clikit.ConnectionFlags()...)
 	return clikit.ReportCommand("diff", runDiff, flags,
 		"align a source topic with its copy and report every missing, duplicated, altered or extra record",
-		"kverify diff --topic TOPIC [--target-topic T] [--partitions 0,3,5-9] [--from ..] [--to ..] [--compare ..] [--format ..] [--out FILE] [--offset-map FILE] [--state FILE [--follow [--interval 10s] [--metrics-addr HOST:PORT]]] [connection flags]",
+		"kverify diff --topic TOPIC [--target-topic T] [--partitions 0,3,5-9] [--from ..] [--to ..] [--compare ..] [--format ..] [--out FILE] [--offset-map FILE] [--evidence FILE] [--state FILE [--follow [--interval 10s] [--metrics-addr HOST:PORT]]] [connection flags]",
 		diffHelp)
 }
 

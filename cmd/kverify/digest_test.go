@@ -200,6 +200,26 @@ func TestDigestCompareDrill(t *testing.T) {
 	}
 }
 
+// A region the source no longer holds (deleted since the digest) is an error, not an answer.
+func TestDrillRegionGone(t *testing.T) {
+	src, srcSeeds, _ := fakeCluster(t)
+	dst, dstSeeds, _ := fakeCluster(t)
+	topic := topicName()
+	create(t, src, topic, 1)
+	create(t, dst, topic, 1)
+	produce(t, src, topic, 0, recs(0, 2999))
+	produce(t, dst, topic, 0, faultyCopy())
+	sd, td := digests(t, srcSeeds, dstSeeds, topic, "--chunk-records", "64")
+	if _, err := kadm.NewClient(src).DeleteRecords(context.Background(), kadm.Offsets{topic: {0: {At: 2990}}}); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "drill.json")
+	code, _, errs := run(t, "compare", sd, td, "--drill", "--out", out, "--source-brokers", srcSeeds, "--target-brokers", dstSeeds)
+	if _, err := os.Stat(out); code != 2 || !strings.Contains(errs, "could not read a region") || err == nil {
+		t.Errorf("drill over deleted records: exit %d, report written %v; want 2 and nothing written\n%s", code, err == nil, errs)
+	}
+}
+
 func inDrill(o int64, regions []digest.Region, source bool) bool {
 	for _, r := range regions {
 		from, to := r.ContextTargetFrom, r.TargetTo
