@@ -121,7 +121,23 @@ func buildEvidence(ctx context.Context, conn *clikit.Session, cfg verify.Config,
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	return e, nil
+	return e, sameAsCompared(e, parts, cfg.To.Kind == verify.Latest)
+}
+
+// sameAsCompared checks that the ranges read again hold as many records as the comparison
+// counted (source: matched + mismatched + missing; target, when it was read to its end:
+// matched + mismatched + duplicated + extra), so that the roots are of what was compared, not
+// of a log that changed since (compaction, retention, a recreated topic).
+func sameAsCompared(e *digest.Evidence, parts []align.PartitionResult, wholeTarget bool) error {
+	for i, pr := range parts {
+		ep := e.Partitions[i]
+		src := pr.Matched + pr.Mismatched + pr.Missing
+		dst := pr.Matched + pr.Mismatched + pr.Duplicated + pr.Extra
+		if ep.Source.Records != src || wholeTarget && ep.Target.Records != dst {
+			return fmt.Errorf("partition %d changed between the comparison and the evidence read: the comparison counted %d source and %d target records, reading the ranges again gave %d and %d; run again", pr.Partition, src, dst, ep.Source.Records, ep.Target.Records)
+		}
+	}
+	return nil
 }
 
 // rangeRoot reads r and returns its record count and root.
