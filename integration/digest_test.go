@@ -76,26 +76,47 @@ func TestDigest(t *testing.T) {
 	}
 
 	t.Run("evidence", func(t *testing.T) {
-		ev, rep := filepath.Join(dir, "ev.json"), filepath.Join(dir, "report.json")
-		dgRun(t, 0, bin, append([]string{"diff", "--topic", topic, "--target-topic", same, "--format", "json", "--out", rep, "--evidence", ev}, conn...)...)
-		dgRun(t, 0, bin, append([]string{"check-evidence", ev, "--report", rep}, conn...)...)
-		tdig := filepath.Join(dir, "same.digest")
-		dgRun(t, 0, bin, append([]string{"digest", "--side", "target", "--topic", topic, "--target-topic", same, "--ranges", ev, "--out", tdig}, dstFlag...)...)
-		dgRun(t, 0, bin, "check-evidence", ev, "--digest", tdig)
-
-		dgRecreate(ctx, t, dst, same)
-		changed := append([]*kgo.Record(nil), recs[1]...)
-		c := *changed[1234]
-		c.Value = []byte("changed after the evidence")
-		changed[1234] = &c
-		bedProduce(ctx, t, dst, same, 0, recs[0])
-		bedProduce(ctx, t, dst, same, 1, changed)
-		code, out, errs := bedOutput(t, bin, append([]string{"check-evidence", ev}, dstFlag...)...)
-		if code != 1 || !strings.Contains(errs, fmt.Sprintf("target topic %q partition 1", same)) || strings.Contains(errs, "partition 0 [") {
-			t.Errorf("check-evidence after the change: exit %d, want 1 naming target partition 1 only\n%s%s", code, out, errs)
-		}
-		t.Logf("after the change:\n%s%s", out, errs)
+		dgEvidence(ctx, t, dgBed{bin: bin, dst: dst, dir: dir, topic: topic, faulty: faulty, same: same, recs: recs, conn: conn, dstFlag: dstFlag})
 	})
+}
+
+// dgBed is what the evidence part of TestDigest works on.
+type dgBed struct {
+	bin                 string
+	dst                 cluster.Cluster
+	dir                 string
+	topic, faulty, same string
+	recs                [2][]*kgo.Record
+	conn, dstFlag       []string
+}
+
+// dgEvidence: evidence of the identical copy checks out from both clusters, from a target
+// digest of its ranges and against the report, evidence of the faulty copy too; after the
+// target's partition 1 changed, check-evidence names it.
+func dgEvidence(ctx context.Context, t *testing.T, b dgBed) {
+	ev, rep := filepath.Join(b.dir, "ev.json"), filepath.Join(b.dir, "report.json")
+	dgRun(t, 0, b.bin, append([]string{"diff", "--topic", b.topic, "--target-topic", b.same, "--format", "json", "--out", rep, "--evidence", ev}, b.conn...)...)
+	dgRun(t, 0, b.bin, append([]string{"check-evidence", ev, "--report", rep}, b.conn...)...)
+	tdig := filepath.Join(b.dir, "same.digest")
+	dgRun(t, 0, b.bin, append([]string{"digest", "--side", "target", "--topic", b.topic, "--target-topic", b.same, "--ranges", ev, "--out", tdig}, b.dstFlag...)...)
+	dgRun(t, 0, b.bin, "check-evidence", ev, "--digest", tdig)
+	// Evidence of the faulty copy (exit 1) checks out too: it proves what was found.
+	evf := filepath.Join(b.dir, "faulty.ev.json")
+	dgRun(t, 1, b.bin, append([]string{"diff", "--topic", b.topic, "--target-topic", b.faulty, "--format", "json", "--evidence", evf}, b.conn...)...)
+	dgRun(t, 0, b.bin, append([]string{"check-evidence", evf}, b.conn...)...)
+
+	dgRecreate(ctx, t, b.dst, b.same)
+	changed := append([]*kgo.Record(nil), b.recs[1]...)
+	c := *changed[1234]
+	c.Value = []byte("changed after the evidence")
+	changed[1234] = &c
+	bedProduce(ctx, t, b.dst, b.same, 0, b.recs[0])
+	bedProduce(ctx, t, b.dst, b.same, 1, changed)
+	code, out, errs := bedOutput(t, b.bin, append([]string{"check-evidence", ev}, b.dstFlag...)...)
+	if code != 1 || !strings.Contains(errs, fmt.Sprintf("target topic %q partition 1", b.same)) || strings.Contains(errs, "partition 0 [") {
+		t.Errorf("check-evidence after the change: exit %d, want 1 naming target partition 1 only\n%s%s", code, out, errs)
+	}
+	t.Logf("after the change:\n%s%s", out, errs)
 }
 
 // dgFaultyCopy is p0 with source 500..502 lost, 1000..1010 replayed after 1010, 2000 altered and
