@@ -55,6 +55,11 @@ type Region struct {
 	TargetRecords     int64 `json:"target_records"`
 	ContextSourceFrom int64 `json:"context_source_from"`
 	ContextTargetFrom int64 `json:"context_target_from"`
+	// TargetFromLowerBound is set on a partition's first region when the source digest does
+	// not start at offset 0 (retention, or digest --from): the target may hold records older
+	// than the source's first one there, and a drill skips the target records before the copy
+	// of the first source record instead of calling them extra, as kverify diff does.
+	TargetFromLowerBound bool `json:"target_from_lower_bound,omitempty"`
 }
 
 // ErrNothingToCompare is returned by Compare when no partition has a record in either digest.
@@ -142,6 +147,8 @@ func region(sp, tp *Partition, prev, next pair) Region {
 	if prev.i >= 0 {
 		r.SourceFrom, r.TargetFrom = sp.Chunks[prev.i].Last+1, tp.Chunks[prev.j].Last+1
 		r.ContextSourceFrom, r.ContextTargetFrom = sp.Chunks[prev.i].First, tp.Chunks[prev.j].First
+	} else {
+		r.TargetFromLowerBound = sp.From > 0
 	}
 	if next.i < len(sp.Chunks) {
 		r.SourceTo, r.TargetTo = sp.Chunks[next.i].First, tp.Chunks[next.j].First

@@ -79,8 +79,12 @@
 // `kverify compare --drill` aligns each region with verify.DiffRanges, strict on both ends of
 // both sides, from the start of the matched chunk before it (ContextSourceFrom,
 // ContextTargetFrom): a replay of records of that chunk is then duplicated, not extra, as in
-// kverify diff. Only these ranges are fetched (a fetch returns whole record batches, so a few
-// records around each end are read too).
+// kverify diff. The target end of each range is strict (every target record up to it is
+// compared); so is its start, except in a partition's first region when the source digest does
+// not start at offset 0 (Region.TargetFromLowerBound: retention removed older source records,
+// or digest --from): target records before the copy of the first source record are then
+// skipped, not extra, as kverify diff does. Only these ranges are fetched (a fetch returns
+// whole record batches, so a few records around each end are read too).
 //
 // # Evidence (version 1)
 //

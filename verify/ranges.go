@@ -17,10 +17,12 @@ import (
 // DiffRanges aligns explicit offset ranges (the regions `kverify compare --drill` found) and
 // returns them as one Result, the JSON of `kverify diff`: the ranges of a partition are
 // merged into its one PartitionResult (counts added, lists joined, SourceStart and TargetStart
-// of the first range, SourceEnd and TargetEnd of the last). Each range is read exactly: both
-// ends of both sides are strict, so only [SourceFrom, SourceTo) and [TargetFrom, TargetTo)
-// are fetched. All specs name the same topics and fields; parallel ranges are read at once.
-// A range that cannot be read sets its partition's Err.
+// of the first range, SourceEnd and TargetEnd of the last). Only [SourceFrom, SourceTo) and
+// [TargetFrom, TargetTo) are fetched: the target end is strict (every target record up to
+// TargetTo is compared), the target start as the spec says (StrictTargetFrom; false: target
+// records before the copy of the first source record are skipped, not extra). All specs name
+// the same topics and fields; parallel ranges are read at once. A range that cannot be read
+// sets its partition's Err.
 func DiffRanges(ctx context.Context, src, dst *kgo.Client, specs []PartitionSpec, parallel int) (*Result, error) {
 	if len(specs) == 0 {
 		return nil, errors.New("no range to compare")
@@ -65,9 +67,9 @@ func DiffRanges(ctx context.Context, src, dst *kgo.Client, specs []PartitionSpec
 	return res, nil
 }
 
-// rangeSpec makes sp strict on both sides and cuts the window and history to the range's size.
+// rangeSpec makes sp's target end strict and cuts the window and history to the range's size.
 func rangeSpec(sp PartitionSpec) PartitionSpec {
-	sp.StrictTargetFrom, sp.StrictTargetTo = true, true
+	sp.StrictTargetTo = true
 	if sp.TargetTopic == "" {
 		sp.TargetTopic = sp.SourceTopic
 	}

@@ -30,8 +30,8 @@ func TestDiffRanges(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	specs := []PartitionSpec{
-		{SourceTopic: topic, Partition: 0, SourceFrom: 28, SourceTo: 45, TargetFrom: 25, TargetTo: 42},
-		{SourceTopic: topic, Partition: 0, SourceFrom: 0, SourceTo: 15, TargetFrom: 0, TargetTo: 12},
+		{SourceTopic: topic, Partition: 0, SourceFrom: 28, SourceTo: 45, TargetFrom: 25, TargetTo: 42, StrictTargetFrom: true},
+		{SourceTopic: topic, Partition: 0, SourceFrom: 0, SourceTo: 15, TargetFrom: 0, TargetTo: 12, StrictTargetFrom: true},
 	}
 	res, err := DiffRanges(ctx, src, dst, specs, 2)
 	if err != nil {
@@ -55,7 +55,7 @@ func TestDiffRanges(t *testing.T) {
 	}
 
 	// A range past the target's end is that partition's error, not a short answer.
-	res, err = DiffRanges(ctx, src, dst, []PartitionSpec{{SourceTopic: topic, Partition: 0, SourceFrom: 50, SourceTo: 60, TargetFrom: 47, TargetTo: 80}}, 1)
+	res, err = DiffRanges(ctx, src, dst, []PartitionSpec{{SourceTopic: topic, Partition: 0, SourceFrom: 50, SourceTo: 60, TargetFrom: 47, TargetTo: 80, StrictTargetFrom: true}}, 1)
 	if err != nil || res.Identical || !strings.Contains(res.Partitions[0].Err, "80") {
 		t.Errorf("range past the end: got %+v, %v; want the partition's error naming the end", res, err)
 	}

@@ -29,7 +29,8 @@ source does not (transaction markers), lines up by content. No cluster is read.
 clusters, each from the start of the matched chunk before it (so that a replay of it is
 called duplicated, as kverify diff calls it), and prints kverify diff's report for them: the
 same JSON (--format json), every missing, duplicated, mismatched or extra record at its
-exact offsets. The clusters must be the ones the digests were taken of (their cluster IDs);
+exact offsets (target records older than a source log that starts above offset 0 are skipped,
+as kverify diff skips them). The clusters must be the ones the digests were taken of (their cluster IDs);
 records the source wrote after its digest are not read.
 
 Partitions one digest has and the other does not are problems. Both digests must fingerprint
@@ -139,6 +140,9 @@ func writeComparison(w io.Writer, cmp *digest.Comparison) error {
 		for _, r := range p.Regions {
 			fmt.Fprintf(w, "  differs: source [%d, %d) %d records in %d chunks, target [%d, %d) %d records in %d chunks\n",
 				r.SourceFrom, r.SourceTo, r.SourceRecords, r.SourceChunks, r.TargetFrom, r.TargetTo, r.TargetRecords, r.TargetChunks)
+			if r.TargetFromLowerBound {
+				fmt.Fprintf(w, "    (the source digest starts at offset %d: target records before its copy may be older than the source's log; --drill skips them, as kverify diff does)\n", p.SourceFrom)
+			}
 		}
 	}
 	for _, p := range cmp.NotCompared {
@@ -217,7 +221,7 @@ func drillSpecs(cmp *digest.Comparison, fields offsetmap.Fields, uncommitted boo
 			specs = append(specs, verify.PartitionSpec{
 				SourceTopic: cmp.SourceTopic, TargetTopic: cmp.TargetTopic, Partition: p.Partition,
 				SourceFrom: r.ContextSourceFrom, SourceTo: r.SourceTo, TargetFrom: r.ContextTargetFrom, TargetTo: r.TargetTo,
-				Fields: fields, ReadUncommitted: uncommitted, MaxListed: maxListed,
+				Fields: fields, ReadUncommitted: uncommitted, MaxListed: maxListed, StrictTargetFrom: !r.TargetFromLowerBound,
 			})
 		}
 	}

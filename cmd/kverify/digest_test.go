@@ -438,3 +438,31 @@ func TestEvidenceSameAsCompared(t *testing.T) {
 		t.Errorf("a bounded target range is not counted: %v", err)
 	}
 }
+
+// A source whose log starts above 0 (retention) and a target that kept the older records: the
+// first region's target start is a lower bound, and the drill skips the older target records,
+// as kverify diff does, instead of calling them extra.
+func TestDrillSourceAfterRetention(t *testing.T) {
+	src, srcSeeds, _ := fakeCluster(t)
+	dst, dstSeeds, _ := fakeCluster(t)
+	topic := topicName()
+	create(t, src, topic, 1)
+	create(t, dst, topic, 1)
+	produce(t, src, topic, 0, recs(0, 1999))
+	produce(t, dst, topic, 0, recs(0, 1999))
+	if _, err := kadm.NewClient(src).DeleteRecords(context.Background(), kadm.Offsets{topic: {0: {At: 300}}}); err != nil {
+		t.Fatal(err)
+	}
+	sd, td := digests(t, srcSeeds, dstSeeds, topic, "--chunk-records", "64")
+	conn := []string{"--source-brokers", srcSeeds, "--target-brokers", dstSeeds}
+	_, want := findingsOf(t, func() string {
+		_, out, _ := run(t, append([]string{"diff", "--topic", topic, "--format", "json"}, conn...)...)
+		return out
+	}())
+	code, out, errs := run(t, append([]string{"compare", sd, td, "--drill", "--format", "json"}, conn...)...)
+	_, got := findingsOf(t, out)
+	if code != 0 || !got.Identical || !want.Identical || got.Partitions[0].TargetSkipped == 0 {
+		t.Errorf("drill: exit %d, identical %v (kverify diff: %v), target skipped %d; want 0, identical, the older target records skipped\n%s%s",
+			code, got.Identical, want.Identical, got.Partitions[0].TargetSkipped, out, errs)
+	}
+}
