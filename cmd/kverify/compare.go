@@ -29,9 +29,9 @@ source does not (transaction markers), lines up by content. No cluster is read.
 clusters, each from the start of the matched chunk before it (so that a replay of it is
 called duplicated, as kverify diff calls it), and prints kverify diff's report for them: the
 same JSON (--format json), every missing, duplicated, mismatched or extra record at its
-exact offsets (target records older than a source log that starts above offset 0 are skipped,
-as kverify diff skips them). The clusters must be the ones the digests were taken of (their cluster IDs);
-records the source wrote after its digest are not read.
+exact offsets. Target records older than a source log that starts above offset 0 are skipped,
+as kverify diff skips them. The clusters must be the ones the digests were taken of (their
+cluster IDs); records the source wrote after its digest are not read.
 
 Partitions one digest has and the other does not are problems. Both digests must fingerprint
 the same fields with the same isolation and chunking, else exit 2.
