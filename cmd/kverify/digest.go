@@ -203,7 +203,24 @@ func runDigest(c *cli.Context) error {
 		return err
 	}
 	fmt.Fprintln(c.App.Writer, digestSummary(f, b.Len(), c.String("out")))
+	if over := overBound(f, b.Len()); over != "" {
+		fmt.Fprintf(c.App.ErrWriter, "kverify: warning: %s\n", over)
+	}
 	return nil
+}
+
+// overBound says so when the file is more than 0.1% of the record bytes read (records of a
+// few bytes each): a larger --chunk-records makes it smaller.
+func overBound(f *digest.File, size int) string {
+	var bytes int64
+	for _, p := range f.Partitions {
+		bytes += p.Bytes
+	}
+	if bytes == 0 || float64(size) <= 0.001*float64(bytes) {
+		return ""
+	}
+	return fmt.Sprintf("the digest (%d bytes) is more than 0.1%% of the %d record bytes read: the records are small; take both digests with a larger --chunk-records (now %d)",
+		size, bytes, f.Chunking.MinRecords*16)
 }
 
 // digestSummary is the line runDigest prints: what was read and how large the file is.

@@ -187,6 +187,12 @@ func TestDigestCompareDrill(t *testing.T) {
 	if res.Summary.Matched >= 2900 {
 		t.Errorf("the drill matched %d records: it read more than the regions", res.Summary.Matched)
 	}
+	checkFetches(t, regions, srcLog, dstLog)
+}
+
+// checkFetches checks that every fetch of either cluster was inside a drilled range.
+func checkFetches(t *testing.T, regions []digest.Region, srcLog, dstLog *fetchLog) {
+	t.Helper()
 	for name, log := range map[string]*fetchLog{"source": srcLog, "target": dstLog} {
 		offs := log.fetches()
 		if len(offs) == 0 {
@@ -305,6 +311,10 @@ func TestDigestOneSideAndSize(t *testing.T) {
 	}
 	if again, _ := digest.ReadFile(out); again == nil || again.Partitions[0].Root != f.Partitions[0].Root {
 		t.Errorf("a refused digest changed the file")
+	}
+	// Chunks of 16 records of ~200 bytes: ~60 bytes a chunk is about 2% of the records. Said.
+	if code, _, errs := run(t, "digest", "--side", "source", "--source-brokers", srcSeeds, "--topic", topic, "--out", out, "--chunk-records", "16"); code != 0 || !strings.Contains(errs, "more than 0.1%") {
+		t.Errorf("a digest over the bound: exit %d, %q; want 0 and a warning", code, errs)
 	}
 }
 
