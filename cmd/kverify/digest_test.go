@@ -260,6 +260,13 @@ func TestCompareIdentical(t *testing.T) {
 	if code != 0 || len(dstLog.fetches()) != 0 {
 		t.Fatalf("compare --drill: exit %d, %d fetches; want 0 and none\n%s%s", code, len(dstLog.fetches()), out, errs)
 	}
+	// An unknown flag after the files, --out onto an input: refused.
+	if code, _, errs := run(t, "compare", sd, td, "--drlil"); code != 2 || !strings.Contains(errs, "--drlil") {
+		t.Errorf("unknown flag after the files: exit %d, %s; want 2 naming it", code, errs)
+	}
+	if code, _, errs := run(t, "compare", sd, td, "--out", td); code != 2 || !strings.Contains(errs, "destroy an input") {
+		t.Errorf("--out onto the target digest: exit %d, %s; want 2", code, errs)
+	}
 	// The wrong way round, or a digest of another cluster: refused, nothing read.
 	if code, _, errs := run(t, "compare", td, sd); code != 2 || !strings.Contains(errs, "source digest first") {
 		t.Errorf("swapped digests: exit %d, %s; want 2 saying which goes first", code, errs)
