@@ -13,6 +13,9 @@
 //     its field names are the tools' interface, and any value can be written), Markdown, a
 //     self-contained HTML page, or JUnit XML. Other types give an error naming the types
 //     this package draws.
+//   - WriteMulti(w, format, *verify.MultiResult, Options) renders `kverify diff` over several
+//     topics and `kverify merge` (multi*.go): the verdict, one row per topic, then only the
+//     partitions that differ; JUnit has one suite and one case per topic.
 //   - WriteFiles(dir, name, v) writes name.html, name.xml (JUnit) and name.json into dir; an
 //     empty dir writes nothing. Tests and scripts pass os.Getenv(ReportDirEnv), so
 //     KMIGRATE_REPORT_DIR=reports/ collects every scenario's reports (scripts/nightly.sh).

@@ -96,6 +96,19 @@
 // resumed run covers its own range only (SourceFrom is where it resumed); kreconcile uses a
 // map only where it covers a group's offset, and finds the others by content.
 //
+// # Several topics, shards and their merge
+//
+// DiffTopics (multi_diff.go) is Diff over every topic a MultiConfig selects from a flow (all
+// its topics, those matching MM2-style regexes, or exact names), with one metadata request per
+// cluster, one offset listing per kind for all topics and one pool of Parallel partition
+// workers shared by all topics; it returns a MultiResult (per topic the Result of Diff and a
+// status, totals, the selection). Unlike Diff, a target topic or partition that does not exist
+// has every source record missing (read against an empty target). Shard assigns partition p
+// of topic t to shard (xxhash64(t) + p) mod COUNT, a function of the name and the number only;
+// MergeShards joins the MultiResults of every shard and refuses incomplete, duplicated,
+// overlapping or mismatched ones. docs/verify-topics.md describes the selection, the verdict,
+// the shards and the JSON form.
+//
 // # Testing
 //
 // `go test ./verify` runs Diff against two kfake clusters (the aligner's own tables and fuzz

@@ -97,7 +97,7 @@ offsets listed and not verified yet, all partitions) and kverify_problems_total 
 missing, duplicated, mismatched or extra so far, plus topic and boundary findings). At cutover,
 stop the producers, wait for lag 0, stop it: only the tail was left to check.
 
-Exit status: 0 identical (in every partition compared); 1 differences (or a topic problem);
+` + multiDiffHelp + `Exit status: 0 identical (in every partition compared); 1 differences (or a topic problem);
 2 usage, configuration or connection error, or nothing to compare, naming the cluster,
 topic or partition; nothing is written.
 
@@ -111,12 +111,15 @@ Examples:
   kverify diff --mm2-config mm2.properties --topic orders --state orders.state.json
   kverify diff --mm2-config mm2.properties --topic orders --state orders.state.json \
       --follow --interval 10s --metrics-addr 127.0.0.1:9309
+  kverify diff --mm2-config mm2.properties --all --format junit --out flow.xml
+  kverify diff --mm2-config mm2.properties --topics 'orders.*,payments' --parallel 8
+  kverify diff --mm2-config mm2.properties --all --shard 2/4 --format json --out shard-2.json
 
 ` + clikit.ConnectionHelp
 
 func diffCommand() *cli.Command {
 	flags := []cli.Flag{
-		&cli.StringFlag{Name: "topic", Usage: "source `TOPIC` to verify (required)", Required: true},
+		&cli.StringSliceFlag{Name: "topic", Usage: "source `TOPIC` to verify; give it again for several (or --all, --topics)"},
 		&cli.StringFlag{Name: "target-topic", Usage: "`TOPIC` name on the target (default: from the flow's replication policy)"},
 		&cli.StringFlag{Name: "partitions", Usage: "source partitions to compare, e.g. `0,3,5-9` (default: all)"},
 		&cli.StringFlag{Name: "from", Value: "earliest", Usage: "start in every partition: earliest, an `OFFSET` or an RFC 3339 time"},
@@ -135,16 +138,17 @@ func diffCommand() *cli.Command {
 		&cli.StringFlag{Name: "metrics-addr", Usage: "with --follow: serve Prometheus metrics on `HOST:PORT` /metrics"},
 		&cli.StringFlag{Name: "evidence", Usage: "write what an auditor keeps to `FILE`: per partition the ranges compared and a SHA-256 root of their fingerprints, the version, cluster IDs, time and the report's SHA-256 (see kverify check-evidence --help)"},
 	}
+	flags = append(flags, multiFlags()...)
 	flags = append(flags, clikit.ConnectionFlags()...)
 	return clikit.ReportCommand("diff", runDiff, flags,
 		"align a source topic with its copy and report every missing, duplicated, altered or extra record",
-		"kverify diff --topic TOPIC [--target-topic T] [--partitions 0,3,5-9] [--from ..] [--to ..] [--compare ..] [--format ..] [--out FILE] [--offset-map FILE] [--evidence FILE] [--state FILE [--follow [--interval 10s] [--metrics-addr HOST:PORT]]] [connection flags]",
+		"kverify diff --topic TOPIC [--topic T2 ...] | --all | --topics REGEX,... [--shard INDEX/COUNT] [--target-topic T] [--partitions 0,3,5-9] [--from ..] [--to ..] [--compare ..] [--format ..] [--out FILE] [--offset-map FILE] [--evidence FILE] [--state FILE [--follow [--interval 10s] [--metrics-addr HOST:PORT]]] [connection flags]",
 		diffHelp)
 }
 
 // diffConfig reads the flags into a verify.Config (without the target topic and hints).
 func diffConfig(c *cli.Context) (verify.Config, error) {
-	cfg := verify.Config{SourceTopic: strings.TrimSpace(c.String("topic")), TargetTopic: strings.TrimSpace(c.String("target-topic"))}
+	cfg := verify.Config{SourceTopic: diffTopic(c), TargetTopic: strings.TrimSpace(c.String("target-topic"))}
 	var err error
 	if c.IsSet("partitions") {
 		s := c.String("partitions")
@@ -244,6 +248,12 @@ func tuneGC() {
 
 func runDiff(c *cli.Context) error {
 	tuneGC()
+	if multi, err := multiMode(c); err != nil || multi {
+		if err != nil {
+			return err
+		}
+		return runMulti(c)
+	}
 	cfg, err := diffConfig(c)
 	if err != nil {
 		return err

@@ -15,6 +15,8 @@ partition in order, hashes the bytes of every record, and reports every missing,
 altered or extra record at its exact offsets. No replication tool checks what it copied:
 "lag 0" is not proof. See "kverify diff --help". Before the producers move, "kverify topics"
 compares the mirrored topics' metadata and configs on both clusters (see its --help).
+"kverify diff --all" verifies every topic of a flow, "--shard I/N" a share of it, and
+"kverify merge" joins the shards' reports into one verdict.
 Across sites, "kverify digest" on each side and "kverify compare" find the differing ranges
 from two small files; "kverify diff --evidence" and "kverify check-evidence" keep and re-check
 what was proved.
@@ -26,5 +28,5 @@ func main() { os.Exit(clikit.Main(app(), os.Args)) }
 
 func app() *cli.App {
 	return clikit.NewApp("kverify", "record-by-record proof that a mirrored Kafka topic is complete and unaltered",
-		description, diffCommand(), topicsCommand(), digestCommand(), compareCommand(), checkEvidenceCommand())
+		description, diffCommand(), topicsCommand(), mergeCommand(), digestCommand(), compareCommand(), checkEvidenceCommand())
 }
