@@ -22,6 +22,7 @@ type output struct {
 	flag string // "--out"
 	path string // as given
 	real string // absolute, symbolic links resolved: what is compared and replaced
+	data []byte // rendered before writeResults, which writes it as is (--evidence)
 }
 
 // inputFlags name the files a run reads: an output must never be one of them.
