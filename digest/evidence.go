@@ -1,12 +1,9 @@
 package digest
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 )
 
@@ -64,38 +61,16 @@ func NewEvidence() *Evidence {
 }
 
 // WriteEvidence encodes e, indented (an evidence file is small and read by people).
-func WriteEvidence(w io.Writer, e *Evidence) error {
-	b, err := json.MarshalIndent(e, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
-}
+func WriteEvidence(w io.Writer, e *Evidence) error { return writeJSON(w, e, true) }
 
 // ReadEvidence reads and checks an evidence file: one object of this format and version, no
 // unknown field, nothing after it, each partition once, valid ranges and roots.
-func ReadEvidence(path string) (*Evidence, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	e, err := parseEvidence(data)
-	if err != nil {
-		return nil, fmt.Errorf("evidence file %s: %w", path, err)
-	}
-	return e, nil
-}
+func ReadEvidence(path string) (*Evidence, error) { return readNamed(path, "evidence", parseEvidence) }
 
 func parseEvidence(data []byte) (*Evidence, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var e Evidence
-	if err := dec.Decode(&e); err != nil {
-		return nil, fmt.Errorf("not evidence (JSON): %w", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("data after the evidence object")
+	if err := decodeOne(data, &e, "evidence"); err != nil {
+		return nil, err
 	}
 	if e.Format != EvidenceFormat || e.Version != EvidenceVersion {
 		return nil, fmt.Errorf("format %q version %d: this kverify reads %s version %d", e.Format, e.Version, EvidenceFormat, EvidenceVersion)

@@ -1,13 +1,11 @@
 package digest
 
 import (
-	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 )
 
@@ -95,40 +93,18 @@ func (c *Chunk) UnmarshalJSON(b []byte) error {
 
 // Write encodes f as compact JSON (indenting would put every chunk member on a line of its
 // own and double the size).
-func Write(w io.Writer, f *File) error {
-	b, err := json.Marshal(f)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
-}
+func Write(w io.Writer, f *File) error { return writeJSON(w, f, false) }
 
 // ReadFile reads and checks a digest file; errors name the file.
-func ReadFile(path string) (*File, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	f, err := Parse(data)
-	if err != nil {
-		return nil, fmt.Errorf("digest file %s: %w", path, err)
-	}
-	return f, nil
-}
+func ReadFile(path string) (*File, error) { return readNamed(path, "digest", Parse) }
 
 // Parse decodes one digest object and checks it: the format and version, no unknown field,
 // nothing after it, each partition once and consistent chunks (inside [from, to), in
 // increasing order, counts adding up to the records).
 func Parse(data []byte) (*File, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var f File
-	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("not a digest (JSON): %w", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("data after the digest object")
+	if err := decodeOne(data, &f, "digest"); err != nil {
+		return nil, err
 	}
 	if f.Format != Format || f.Version != Version {
 		return nil, fmt.Errorf("format %q version %d: this kverify reads %s version %d", f.Format, f.Version, Format, Version)

@@ -133,15 +133,7 @@ func runMulti(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	format, err := report.ParseFormat(c.String("format"))
-	if err != nil {
-		return clikit.Failf("--format: %w", err)
-	}
-	outs, err := checkOutputs(c, "out")
-	if err != nil {
-		return err
-	}
-	conn, err := clikit.Open(c)
+	format, outs, conn, err := openReport(c)
 	if err != nil {
 		return err
 	}
