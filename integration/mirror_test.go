@@ -1175,6 +1175,8 @@ emit.heartbeats.enabled=false
 // TestMirrorBareHelper is the bare consume-to-produce loop of TestMirrorBench, run as its own
 // process: every record of the source topic to the same partition of the target topic, with
 // an idempotent acks=all producer, and nothing else (no offset map, no group).
+// KMIGRATE_BARE_COMPRESSION sets the producer's compression (TestMirrorBenchProd: as the
+// source's).
 func TestMirrorBareHelper(t *testing.T) {
 	if os.Getenv("KMIGRATE_BARE_HELPER") != "1" {
 		t.Skip("helper process of TestMirrorBench")
@@ -1188,9 +1190,17 @@ func TestMirrorBareHelper(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	dst, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(os.Getenv("KMIGRATE_BARE_DST"), ",")...),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5*time.Millisecond),
-		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(10000))
+	opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(os.Getenv("KMIGRATE_BARE_DST"), ",")...),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5 * time.Millisecond),
+		kgo.ProducerBatchMaxBytes(1 << 20), kgo.MaxBufferedRecords(10000)}
+	if c := os.Getenv("KMIGRATE_BARE_COMPRESSION"); c != "" { // else franz-go's default, snappy
+		codec, err := bpCodec(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts = append(opts, kgo.ProducerBatchCompression(codec))
+	}
+	dst, err := kgo.NewClient(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
