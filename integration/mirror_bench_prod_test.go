@@ -159,9 +159,11 @@ func bpStored(ctx context.Context, adm *kadm.Client, topic string) (int64, error
 	return n, nil
 }
 
-// bpEnds is the sum of topic's end offsets (0 while the topic does not exist).
+// bpEnds is the sum of topic's last stable offsets (0 while the topic does not exist): what
+// a read_committed consumer can read, so a transactional contender counts as done when its
+// last records are committed, not merely written (for the others it is the high watermark).
 func bpEnds(ctx context.Context, adm *kadm.Client, topic string) int64 {
-	ends, err := adm.ListEndOffsets(ctx, topic)
+	ends, err := adm.ListCommittedOffsets(ctx, topic)
 	if err != nil {
 		return 0
 	}
@@ -488,7 +490,7 @@ func bpReport(s bpShape, payload, stored int64, runs []bpRun, loadBefore, loadAf
 	fmt.Fprintf(&b, "| contender | wall time | records/s (wall) | records/s (steady) | MiB/s (steady) | CPU s | CPU s per GiB | peak RSS |\n|---|---|---|---|---|---|---|---|\n")
 	for _, r := range runs {
 		fmt.Fprintf(&b, "| %s | %.1f s | %.0f | %.0f | %.1f | %.1f | %.2f | %.0f MiB |\n", r.name, r.wall.Seconds(), r.wallRate, r.steadyRate,
-			float64(payload)/r.steady.Seconds()/(1<<20), r.cpu.Seconds(), r.cpuPerGiB, float64(r.rssKiB)/1024)
+			r.steadyRate*float64(payload)/float64(r.records)/(1<<20), r.cpu.Seconds(), r.cpuPerGiB, float64(r.rssKiB)/1024)
 	}
 	bare, km := runs[0], runs[1]
 	steady, wall := km.steadyRate/bare.steadyRate, km.wallRate/bare.wallRate
