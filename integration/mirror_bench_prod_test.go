@@ -143,8 +143,12 @@ func bpSeed(ctx context.Context, t *testing.T, c cluster.Cluster, topic string, 
 }
 
 // bpStored is the size of topic's partitions in the cluster's log directories.
-func bpStored(ctx context.Context, adm *kadm.Client, topic string) (int64, error) {
-	dirs, err := adm.DescribeAllLogDirs(ctx, kadm.TopicsSet{topic: nil})
+func bpStored(ctx context.Context, adm *kadm.Client, topic string, partitions int) (int64, error) {
+	set := make(kadm.TopicsSet)
+	for p := range int32(partitions) {
+		set.Add(topic, p) // a topic listed without partitions asks for none
+	}
+	dirs, err := adm.DescribeAllLogDirs(ctx, set)
 	if err != nil {
 		return 0, err
 	}
@@ -437,7 +441,7 @@ func TestMirrorBenchProd(t *testing.T) {
 	bedCreateTopic(t, src, topic, int32(s.partitions), map[string]*string{"retention.ms": bedPtr("-1"), "segment.bytes": bedPtr("268435456")})
 	t0 := time.Now()
 	payload := bpSeed(ctx, t, src, topic, s)
-	stored, err := bpStored(ctx, sadm, topic)
+	stored, err := bpStored(ctx, sadm, topic, s.partitions)
 	if err != nil {
 		t.Fatalf("size of %s on %s: %v", topic, src.Name(), err)
 	}
