@@ -224,7 +224,12 @@ type bpRun struct {
 	cpuPerGiB     float64 // CPU seconds per GiB of key and value bytes
 	records, size int64
 	markers       int64 // end offsets past the records once stopped (transaction markers)
+	key           string
+	copied        int64 // records on the target when measured: fewer than records if it stalled or died
 }
+
+// done says whether the contender copied every record.
+func (r bpRun) done() bool { return r.copied >= r.records }
 
 func (r *bpRun) finish(records, payload int64) {
 	r.records, r.size = records, payload
@@ -242,24 +247,37 @@ type bpProc struct {
 }
 
 // bpWaitCopied polls the target topic until it holds want records and returns when the first
-// record and the last arrived. It fails the test when p dies or ctx ends first.
-func bpWaitCopied(ctx context.Context, t *testing.T, adm *kadm.Client, target string, want int64, p bpProc) (first, end time.Time) {
+// record and the last arrived, and how many it holds. It returns early, with fewer, when p
+// dies or stops making progress for bpStall (MirrorMaker 2 keeps running when its tasks die,
+// e.g. of an OutOfMemoryError); it fails the test when ctx ends first.
+func bpWaitCopied(ctx context.Context, t *testing.T, adm *kadm.Client, target string, want int64, p bpProc) (first, end time.Time, got int64) {
 	t.Helper()
-	start := time.Now()
+	start, moved, last := time.Now(), time.Now(), int64(0)
 	for {
-		got := bpEnds(ctx, adm, target)
+		got = bpEnds(ctx, adm, target)
 		if got > 0 && first.IsZero() {
 			first = time.Now()
 		}
 		if got >= want {
-			return first, time.Now()
+			return first, time.Now(), got
 		}
-		if ctx.Err() != nil || !p.alive() {
-			t.Fatalf("%s: %d of %d records copied after %v (contender alive: %v)", target, got, want, time.Since(start), p.alive())
+		if got != last {
+			moved, last = time.Now(), got
+		}
+		if !p.alive() || time.Since(moved) > bpStall {
+			t.Logf("%s: %d of %d records copied after %v (contender alive: %v; no progress for %v)", target, got, want,
+				time.Since(start).Round(time.Second), p.alive(), time.Since(moved).Round(time.Second))
+			return first, moved, got
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s: %d of %d records copied after %v", target, got, want, time.Since(start))
 		}
 		time.Sleep(bpPoll)
 	}
 }
+
+// bpStall is how long a contender may copy nothing before it is reported as stalled.
+const bpStall = 2 * time.Minute
 
 // bpPoll is how often bpWaitCopied reads the target's end offsets: the resolution of the
 // first and last record's times.
@@ -273,8 +291,8 @@ func bpMeasure(ctx context.Context, t *testing.T, adm *kadm.Client, name, target
 	t0 := time.Now()
 	p := start()
 	watch := peakrss.Start(p.pid)
-	first, end := bpWaitCopied(ctx, t, adm, target, want, p)
-	r := bpRun{name: name, wall: end.Sub(t0), steady: end.Sub(first), rssKiB: watch.Stop()}
+	first, end, got := bpWaitCopied(ctx, t, adm, target, want, p)
+	r := bpRun{name: name, wall: end.Sub(t0), steady: end.Sub(first), rssKiB: watch.Stop(), copied: got}
 	cpu, err := bpCPU(p.pid)
 	if err != nil {
 		t.Fatalf("%s: CPU time: %v", name, err)
@@ -283,7 +301,7 @@ func bpMeasure(ctx context.Context, t *testing.T, adm *kadm.Client, name, target
 	p.stop()
 	// A transactional contender's end offsets count its commit markers too, so it reached want
 	// up to that many records early: the excess once it stopped.
-	r.markers = bpEnds(ctx, adm, target) - want
+	r.markers = max(0, bpEnds(ctx, adm, target)-want)
 	return r
 }
 
@@ -318,14 +336,17 @@ func bpBare(ctx context.Context, t *testing.T, src, dst cluster.Cluster, adm *ka
 			return true
 		}
 	}}
-	first, end := bpWaitCopied(ctx, t, adm, target, want, p)
+	first, end, got := bpWaitCopied(ctx, t, adm, target, want, p)
+	if got < want {
+		cmd.Process.Kill()
+	}
 	<-exited
-	if !cmd.ProcessState.Success() {
+	if got >= want && !cmd.ProcessState.Success() {
 		t.Fatalf("bare loop helper: %v\n%s", cmd.ProcessState, out)
 	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
 	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-	return bpRun{name: "bare franz-go loop", wall: end.Sub(t0), steady: end.Sub(first), cpu: cpu, rssKiB: watch.Stop()}
+	return bpRun{name: "bare franz-go loop", wall: end.Sub(t0), steady: end.Sub(first), cpu: cpu, rssKiB: watch.Stop(), copied: got}
 }
 
 // bpKmirrorProps is a kmirror config mirroring topic from src (as alias) to dst (as B).
@@ -388,14 +409,18 @@ func bpMM2(ctx context.Context, t *testing.T, src, dst cluster.Cluster, alias, t
 
 // bpMM2Tuned is the best-effort tuning of MirrorMaker 2 for throughput (BENCHMARKS.md gives
 // each value's reason): a task per partition, full producer batches compressed as the source
-// was, larger polls and fetches.
+// was, larger polls and fetches, with each task's memory bounded so that 24 of them fit the
+// start script's 2 GiB heap (with the 200-byte benchmark's settings, max.poll.records 5000,
+// max.partition.fetch.bytes 4 MiB and the default 32 MiB producer buffer.memory per task, the
+// tasks died of OutOfMemoryError on 1 KiB records).
 func bpMM2Tuned(alias string, s bpShape) string {
 	return fmt.Sprintf(`tasks.max=%d
 B.producer.linger.ms=20
 B.producer.batch.size=524288
+B.producer.buffer.memory=8388608
 B.producer.compression.type=%s
-%[3]s.consumer.max.poll.records=5000
-%[3]s.consumer.max.partition.fetch.bytes=4194304
+%[3]s.consumer.max.poll.records=2000
+%[3]s.consumer.max.partition.fetch.bytes=2097152
 %[3]s.consumer.fetch.max.bytes=52428800
 offset.flush.interval.ms=10000
 `, s.partitions, s.compression, alias)
@@ -450,31 +475,25 @@ func TestMirrorBenchProd(t *testing.T) {
 	want := int64(s.records)
 	bin := filepath.Join(bedBuild(t, "kmirror"), "kmirror")
 	var runs []bpRun
-	add := func(r bpRun, target string) {
+	for _, c := range bpContenders(t, s) {
+		target := c.key + "." + topic
+		var r bpRun
+		switch c.key {
+		case "bare": // writes to a topic made beforehand; kmirror and MM2 create theirs
+			bedCreateTopic(t, dst, target, int32(s.partitions), nil)
+			r = bpBare(ctx, t, src, dst, dadm, topic, target, want, s.compression)
+		case "km":
+			r = bpMeasure(ctx, t, dadm, c.name, target, want, func() bpProc {
+				return bpKmirror(t, bin, src, dst, c.key, topic, "B.producer.compression.type="+s.compression+"\n")
+			})
+		default:
+			r = bpMeasure(ctx, t, dadm, c.name, target, want, func() bpProc { return bpMM2(ctx, t, src, dst, c.key, topic, c.extra) })
+		}
+		r.key = c.key
 		r.finish(want, payload)
-		t.Logf("%s: wall %v, steady %v, CPU %v, peak RSS %d KiB", r.name, r.wall, r.steady, r.cpu, r.rssKiB)
+		t.Logf("%s: %d of %d copied; wall %v, steady %v, CPU %v, peak RSS %d KiB", r.name, r.copied, want, r.wall, r.steady, r.cpu, r.rssKiB)
 		runs = append(runs, r)
 		bpDelete(ctx, t, dadm, target)
-	}
-	bedCreateTopic(t, dst, "bare."+topic, int32(s.partitions), nil)
-	add(bpBare(ctx, t, src, dst, dadm, topic, "bare."+topic, want, s.compression), "bare."+topic)
-	// The bare loop writes to a topic made beforehand; kmirror and MM2 create theirs.
-	contenders := []struct {
-		name, alias string
-		start       func(alias string) bpProc
-	}{
-		{"kmirror", "km", func(a string) bpProc {
-			return bpKmirror(t, bin, src, dst, a, topic, "B.producer.compression.type="+s.compression+"\n")
-		}},
-		{"MirrorMaker 2 3.7.1, defaults", "md", func(a string) bpProc { return bpMM2(ctx, t, src, dst, a, topic, "") }},
-		{"MirrorMaker 2 3.7.1, tuned", "mt", func(a string) bpProc { return bpMM2(ctx, t, src, dst, a, topic, bpMM2Tuned(a, s)) }},
-	}
-	if os.Getenv("KMIGRATE_BENCH_SKIP_MM2") == "1" {
-		contenders = contenders[:1]
-	}
-	for _, c := range contenders {
-		target := c.alias + "." + topic
-		add(bpMeasure(ctx, t, dadm, c.name, target, want, func() bpProc { return c.start(c.alias) }), target)
 	}
 	bpDelete(ctx, t, sadm, topic)
 	text := bpReport(s, payload, stored, runs, loadBefore, bpLoad())
@@ -486,35 +505,89 @@ func TestMirrorBenchProd(t *testing.T) {
 	}
 }
 
+// bpContender is one contender of the production-shape benchmark: key is also the target
+// topic's prefix (the source alias for kmirror and MM2).
+type bpContender struct{ key, name, extra string }
+
+// bpContenders are the contenders KMIGRATE_BENCH_CONTENDERS names (bare, km, md, mt; default
+// all; KMIGRATE_BENCH_SKIP_MM2=1 leaves out md and mt), in that order.
+func bpContenders(t *testing.T, s bpShape) []bpContender {
+	t.Helper()
+	all := []bpContender{{"bare", "bare franz-go loop", ""}, {"km", "kmirror", ""},
+		{"md", "MirrorMaker 2 3.7.1, defaults", ""}, {"mt", "MirrorMaker 2 3.7.1, tuned", bpMM2Tuned("mt", s)}}
+	want := map[string]bool{"bare": true, "km": true, "md": true, "mt": true}
+	if v := os.Getenv("KMIGRATE_BENCH_CONTENDERS"); v != "" {
+		want = map[string]bool{}
+		for _, k := range strings.Split(v, ",") {
+			want[strings.TrimSpace(k)] = true
+		}
+	}
+	if os.Getenv("KMIGRATE_BENCH_SKIP_MM2") == "1" {
+		want["md"], want["mt"] = false, false
+	}
+	var out []bpContender
+	for _, c := range all {
+		if want[c.key] {
+			out = append(out, c)
+			delete(want, c.key)
+		}
+	}
+	for k, v := range want {
+		if v {
+			t.Fatalf("KMIGRATE_BENCH_CONTENDERS: unknown contender %q (bare, km, md, mt)", k)
+		}
+	}
+	return out
+}
+
 // bpReport is the Markdown table of the runs and the ratios against issue 14's goals.
 func bpReport(s bpShape, payload, stored int64, runs []bpRun, loadBefore, loadAfter string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n%d records of %d B in %d partitions, %s on the producer (stored %s), Kafka 2.3.0 -> 3.7.1, one broker each; %.2f GiB of keys and values; load average %s before, %s after:\n\n",
 		s.records, s.value, s.partitions, s.compression, bpRatio(payload, stored), float64(payload)/(1<<30), loadBefore, loadAfter)
 	fmt.Fprintf(&b, "| contender | wall time | records/s (wall) | records/s (steady) | MiB/s (steady) | CPU s | CPU s per GiB | peak RSS |\n|---|---|---|---|---|---|---|---|\n")
+	by := map[string]bpRun{}
 	for _, r := range runs {
+		by[r.key] = r
+		if !r.done() {
+			fmt.Fprintf(&b, "| %s | did not finish: %d of %d records, then no progress for %v | - | - | - | %.1f | - | %.0f MiB |\n",
+				r.name, r.copied, r.records, bpStall, r.cpu.Seconds(), float64(r.rssKiB)/1024)
+			continue
+		}
 		fmt.Fprintf(&b, "| %s | %.1f s | %.0f | %.0f | %.1f | %.1f | %.2f | %.0f MiB |\n", r.name, r.wall.Seconds(), r.wallRate, r.steadyRate,
 			r.steadyRate*float64(payload)/float64(r.records)/(1<<20), r.cpu.Seconds(), r.cpuPerGiB, float64(r.rssKiB)/1024)
 	}
-	bare, km := runs[0], runs[1]
-	steady, wall := km.steadyRate/bare.steadyRate, km.wallRate/bare.wallRate
-	fmt.Fprintf(&b, "\nGoals (issue 14):\n")
-	fmt.Fprintf(&b, "- kmirror / bare loop, steady: %.2f (goal >= 0.95: %s)\n", steady, bpGoal(steady >= 0.95))
-	fmt.Fprintf(&b, "- kmirror / bare loop, wall: %.2f (goal >= 0.9: %s)\n", wall, bpGoal(wall >= 0.9))
-	if len(runs) == 4 {
-		md, mt := runs[2], runs[3]
+	fmt.Fprintf(&b, "\nGoals (issue 14; a ratio needs both contenders in this run, complete):\n")
+	bpGoals(&b, by)
+	return b.String()
+}
+
+// bpGoals writes the ratios against issue 14's goals that the runs allow.
+func bpGoals(b *strings.Builder, by map[string]bpRun) {
+	km, ok := by["km"]
+	if !ok || !km.done() {
+		fmt.Fprintf(b, "- no complete kmirror run: no ratio\n")
+		return
+	}
+	if bare, ok := by["bare"]; ok && bare.done() {
+		steady, wall := km.steadyRate/bare.steadyRate, km.wallRate/bare.wallRate
+		fmt.Fprintf(b, "- kmirror / bare loop, steady: %.2f (goal >= 0.95: %s)\n", steady, bpGoal(steady >= 0.95))
+		fmt.Fprintf(b, "- kmirror / bare loop, wall: %.2f (goal >= 0.9: %s)\n", wall, bpGoal(wall >= 0.9))
+	}
+	if mt, ok := by["mt"]; ok && mt.done() {
 		vs, cpu := km.steadyRate/mt.steadyRate, km.cpuPerGiB/mt.cpuPerGiB
-		fmt.Fprintf(&b, "- kmirror / MM2 tuned, steady: %.2f (goal >= 4: %s); wall: %.2f; kmirror / MM2 defaults, steady: %.2f, wall: %.2f\n",
-			vs, bpGoal(vs >= 4), km.wallRate/mt.wallRate, km.steadyRate/md.steadyRate, km.wallRate/md.wallRate)
-		fmt.Fprintf(&b, "- kmirror CPU per GiB / MM2 tuned's: %.2f (goal <= 0.25: %s); / MM2 defaults': %.2f\n", cpu, bpGoal(cpu <= 0.25), km.cpuPerGiB/md.cpuPerGiB)
+		fmt.Fprintf(b, "- kmirror / MM2 tuned, steady: %.2f (goal >= 4: %s); wall: %.2f\n", vs, bpGoal(vs >= 4), km.wallRate/mt.wallRate)
+		fmt.Fprintf(b, "- kmirror CPU per GiB / MM2 tuned's: %.2f (goal <= 0.25: %s)\n", cpu, bpGoal(cpu <= 0.25))
+	}
+	if md, ok := by["md"]; ok && md.done() {
+		fmt.Fprintf(b, "- kmirror / MM2 defaults: steady %.2f, wall %.2f, CPU per GiB %.2f\n", km.steadyRate/md.steadyRate, km.wallRate/md.wallRate, km.cpuPerGiB/md.cpuPerGiB)
 	}
 	if km.markers > 0 {
-		fmt.Fprintf(&b, "- kmirror's target end offsets count %d transaction markers (%.2f%% of the records): it was measured as done up to that many records early\n",
+		fmt.Fprintf(b, "- kmirror's target end offsets count %d transaction markers (%.2f%% of the records): it was measured as done up to that many records early\n",
 			km.markers, 100*float64(km.markers)/float64(km.records))
 	}
 	rss := float64(km.rssKiB) / 1024
-	fmt.Fprintf(&b, "- kmirror peak RSS: %.0f MiB (goal <= 256 MiB: %s)\n", rss, bpGoal(rss <= 256))
-	return b.String()
+	fmt.Fprintf(b, "- kmirror peak RSS: %.0f MiB (goal <= 256 MiB: %s)\n", rss, bpGoal(rss <= 256))
 }
 
 // bpGoal says whether a goal was met.
