@@ -39,36 +39,63 @@ type latResult struct {
 	ownP99         float64 // seconds, from kmirror's histogram; NaN for MM2
 	produceSeconds float64
 	srcP50, srcP99 time.Duration // the source producer's own: send to the source's acknowledgement
+	mirP50, mirP99 time.Duration // arrival on the target minus the source's acknowledgement: the mirror's share
+}
+
+// latFigures sets r's quantiles: arrival minus the header's send time (issue 14's figure),
+// the source's acknowledgement minus the send, and arrival minus that acknowledgement.
+func latFigures(r *latResult, sendAt, ackAt []time.Time, arrivals []latArrival) {
+	var lat, src, mir []time.Duration
+	for _, a := range arrivals {
+		lat = append(lat, a.at.Sub(time.UnixMilli(a.sent)))
+		if a.seq >= 0 && a.seq < len(ackAt) && !ackAt[a.seq].IsZero() {
+			mir = append(mir, a.at.Sub(ackAt[a.seq]))
+		}
+	}
+	for i := range sendAt {
+		if !ackAt[i].IsZero() {
+			src = append(src, ackAt[i].Sub(sendAt[i]))
+		}
+	}
+	for _, l := range [][]time.Duration{lat, src, mir} {
+		slices.Sort(l)
+	}
+	r.p50, r.p99, r.max = latQuantile(lat, 0.5), latQuantile(lat, 0.99), latQuantile(lat, 1)
+	r.srcP50, r.srcP99 = latQuantile(src, 0.5), latQuantile(src, 0.99)
+	r.mirP50, r.mirP99 = latQuantile(mir, 0.5), latQuantile(mir, 0.99)
 }
 
 // latProduce sends records to topic at rate per second for d, each with its send time in the
-// header and as its timestamp, and returns how many it sent and, sorted, each one's time from
-// send to the source's acknowledgement (a source that cannot take the rate shows here, not
-// only in the mirror's figures).
-func latProduce(ctx context.Context, t *testing.T, c cluster.Cluster, topic string, s bpShape, rate float64, d time.Duration) (int, []time.Duration) {
+// header and as its timestamp, keyed lat-<sequence number>, and returns each record's send
+// and source acknowledgement times by sequence number (a source that cannot take the rate
+// shows in the second, not only in the mirror's figures).
+func latProduce(ctx context.Context, t *testing.T, c cluster.Cluster, topic string, s bpShape, rate float64, d time.Duration) (sendAt, ackAt []time.Time) {
 	t.Helper()
 	codec, _ := bpCodec(s.compression)
 	cl := bedClient(t, c.Bootstrap(), kgo.ProducerBatchCompression(codec), kgo.ProducerLinger(0), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	vals := newBPValues(2)
 	var perr error
 	var mu sync.Mutex
-	var acks []time.Duration
+	capacity := int(rate*d.Seconds()) + 1
+	sendAt, ackAt = make([]time.Time, capacity), make([]time.Time, capacity)
 	start := time.Now()
 	sent := 0
 	for time.Since(start) < d && ctx.Err() == nil {
 		due := int(rate * time.Since(start).Seconds())
-		for ; sent < due; sent++ {
+		for ; sent < min(due, capacity); sent++ {
 			now := time.Now()
+			sendAt[sent] = now
+			seq := sent
 			r := &kgo.Record{Topic: topic, Partition: int32(sent % s.partitions), Key: fmt.Appendf(nil, "lat-%d", sent), Value: vals.next(s.value),
 				Timestamp: now, Headers: []kgo.RecordHeader{{Key: latHeader, Value: strconv.AppendInt(nil, now.UnixMilli(), 10)}}}
 			cl.Produce(ctx, r, func(r *kgo.Record, err error) {
-				took := time.Since(r.Timestamp)
+				at := time.Now()
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
 					perr = err
 				}
-				acks = append(acks, took)
+				ackAt[seq] = at
 			})
 		}
 		time.Sleep(time.Millisecond) // pacing: the next batch of records falls due
@@ -81,18 +108,24 @@ func latProduce(ctx context.Context, t *testing.T, c cluster.Cluster, topic stri
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	slices.Sort(acks)
-	return sent, acks
+	return sendAt[:sent], ackAt[:sent]
+}
+
+// latArrival is a record as the consumer on the target saw it.
+type latArrival struct {
+	seq  int   // from the key, -1 if unreadable
+	sent int64 // the header's Unix milliseconds
+	at   time.Time
 }
 
 // latConsume reads target from its start and records, per record that carries the header,
 // arrival minus send time, until it has want records (want is read once production ended:
 // until then it is negative) or until ctx ends.
-func latConsume(ctx context.Context, t *testing.T, c cluster.Cluster, target string, want func() int) []time.Duration {
+func latConsume(ctx context.Context, t *testing.T, c cluster.Cluster, target string, want func() int) []latArrival {
 	t.Helper()
 	cl := bedClient(t, c.Bootstrap(), kgo.ConsumeTopics(target), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(100*time.Millisecond))
-	var lat []time.Duration
+	var lat []latArrival
 	for {
 		if w := want(); w >= 0 && len(lat) >= w {
 			return lat
@@ -106,7 +139,11 @@ func latConsume(ctx context.Context, t *testing.T, c cluster.Cluster, target str
 				if h.Key == latHeader {
 					ms, err := strconv.ParseInt(string(h.Value), 10, 64)
 					if err == nil {
-						lat = append(lat, now.Sub(time.UnixMilli(ms)))
+						seq, err := strconv.Atoi(strings.TrimPrefix(string(r.Key), "lat-"))
+						if err != nil {
+							seq = -1
+						}
+						lat = append(lat, latArrival{seq: seq, sent: ms, at: now})
 					}
 				}
 			}
@@ -214,23 +251,22 @@ func latRun(ctx context.Context, t *testing.T, src, dst cluster.Cluster, adm [2]
 	sent := -1
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	done := make(chan []time.Duration)
+	done := make(chan []latArrival)
 	go func() {
 		done <- latConsume(cctx, t, dst, target, func() int { want.Lock(); defer want.Unlock(); return sent })
 	}()
 	t0 := time.Now()
-	n, acks := latProduce(ctx, t, src, topic, s, rate, d)
+	sendAt, ackAt := latProduce(ctx, t, src, topic, s, rate, d)
+	n := len(sendAt)
 	produced := time.Since(t0).Seconds()
 	want.Lock()
 	sent = n
 	want.Unlock()
 	drain := time.AfterFunc(max(time.Minute, 2*d), cancel) // a contender that cannot keep up: report what arrived
-	lat := <-done
+	arrivals := <-done
 	drain.Stop()
-	r := latResult{name: name, sent: n, arrived: len(lat), ownP99: math.NaN(), produceSeconds: produced,
-		srcP50: latQuantile(acks, 0.5), srcP99: latQuantile(acks, 0.99)}
-	slices.Sort(lat)
-	r.p50, r.p99, r.max = latQuantile(lat, 0.5), latQuantile(lat, 0.99), latQuantile(lat, 1)
+	r := latResult{name: name, sent: n, arrived: len(arrivals), ownP99: math.NaN(), produceSeconds: produced}
+	latFigures(&r, sendAt, ackAt, arrivals)
 	if p.metrics != "" {
 		after, err := latScrape(p.metrics)
 		if err != nil {
@@ -337,15 +373,15 @@ func latReport(s bpShape, label string, rate, bare float64, d time.Duration, res
 	}
 	fmt.Fprintf(&b, "\n%.0f records/s (%s) for %v, %d B values in %d partitions, %s, Kafka 2.3.0 -> 3.7.1; load average %s before, %s after:\n\n",
 		rate, what, d, s.value, s.partitions, s.compression, loadBefore, loadAfter)
-	fmt.Fprintf(&b, "| contender | sent | arrived | send rate achieved | source ack p50 / p99 | p50 | p99 | max | kmirror_replication_latency_seconds p99 |\n|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| contender | sent | arrived | send rate achieved | p50 | p99 | max | kmirror_replication_latency_seconds p99 | source ack p50 / p99 | arrival - source ack p50 / p99 |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	ms := latMS
 	for _, r := range res {
 		own := "-"
 		if !math.IsNaN(r.ownP99) {
 			own = ms(time.Duration(r.ownP99 * float64(time.Second)))
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d | %.0f/s | %s / %s | %s | %s | %s | %s |\n", r.name, r.sent, r.arrived, float64(r.sent)/r.produceSeconds,
-			ms(r.srcP50), ms(r.srcP99), ms(r.p50), ms(r.p99), ms(r.max), own)
+		fmt.Fprintf(&b, "| %s | %d | %d | %.0f/s | %s | %s | %s | %s | %s / %s | %s / %s |\n", r.name, r.sent, r.arrived, float64(r.sent)/r.produceSeconds,
+			ms(r.p50), ms(r.p99), ms(r.max), own, ms(r.srcP50), ms(r.srcP99), ms(r.mirP50), ms(r.mirP99))
 	}
 	km := res[0]
 	if !goals {
