@@ -57,7 +57,7 @@ for b in "${which[@]}"; do
     verify) run verify scripts/bench-verify.sh KMIGRATE_BENCH_RECORDS=200000 KMIGRATE_BENCH_ROUNDS=1 ;;
     reconcile) run reconcile scripts/bench-reconcile.sh KMIGRATE_BENCH_GROUPS=50 ;;
     mirror) run mirror scripts/bench-mirror.sh KMIGRATE_BENCH_RECORDS=200000 ;;
-    latency) run latency scripts/bench-latency.sh KMIGRATE_BENCH_RECORDS=200000 KMIGRATE_BENCH_LATENCY_SECONDS=10 ;;
+    latency) run latency scripts/bench-latency.sh KMIGRATE_BENCH_RECORDS=200000 KMIGRATE_BENCH_LATENCY_SECONDS=6 ;;
     startup) run startup scripts/bench-startup.sh KMIGRATE_STARTUP_RUNS=2 KMIGRATE_STARTUP_PARTITIONS=100 ;;
     mirror-fence) run mirror-fence scripts/bench-mirror-fence.sh KMIGRATE_BENCH_RECORDS=100000 ;;
   esac
