@@ -951,13 +951,13 @@ func mirStaleOwner(t *testing.T, src, dst cluster.Cluster, bin string) {
 // TestMirrorBench compares, on the same brokers (2.3.0 -> 3.7.1) and the same data, the time
 // to copy N records and the peak RSS of: kmirror (the binary), MirrorMaker 2 3.7.1 with
 // default settings, MM2 tuned, and a bare franz-go consume-to-produce loop (this test binary
-// re-run as a helper process). It runs only with KMIGRATE_BENCH=1 (scripts/bench-mirror.sh);
+// re-run as a helper process). It runs only with KMIGRATE_BENCH=1 (scripts/bench-mirror-fence.sh);
 // KMIGRATE_BENCH_RECORDS sets N (default 500000, 200-byte values compressible ~2:1, 6
 // partitions, snappy as franz-go produces by default). It prints a
 // Markdown table.
 func TestMirrorBench(t *testing.T) {
 	if os.Getenv("KMIGRATE_BENCH") != "1" {
-		t.Skip("set KMIGRATE_BENCH=1 (or run scripts/bench-mirror.sh) to run the mirror benchmark")
+		t.Skip("set KMIGRATE_BENCH=1 (or run scripts/bench-mirror-fence.sh) to run the 200-byte mirror benchmark")
 	}
 	n := 500000
 	if v := os.Getenv("KMIGRATE_BENCH_RECORDS"); v != "" {
