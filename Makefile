@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    ?= ./...
 BIN     ?= bin
 
-.PHONY: help build test test-short seed cluster-up cluster-down it it-containers images lint bench demo demo-real nightly fetch-kafka clean validate-deploy
+.PHONY: help build test test-short seed cluster-up cluster-down it it-containers images lint bench bench-quick demo demo-real nightly fetch-kafka clean validate-deploy
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -55,8 +55,11 @@ demo: build ## the seed case on in-process clusters (no Java): the 30-vs-38 gap,
 demo-real: fetch-kafka ## the same story on real Kafka 2.3.0 -> 3.7.1 with the real MirrorMaker 2 (Java 17, Maven)
 	KMIGRATE_DEMO_REAL=1 KMIGRATE_REQUIRE_REAL=1 $(GO) test -count=1 -v -timeout 15m -run '^TestDemoReal$$' ./integration/
 
-bench: ## benchmarks against peers in the same run (real brokers; see BENCHMARKS.md)
+bench: ## benchmarks against peers in the same run, full size (real brokers; see BENCHMARKS.md)
 	scripts/bench.sh
+
+bench-quick: ## a small version of every benchmark, same code (results in reports/quick/)
+	scripts/bench.sh --quick
 
 nightly: ## the nightly end-to-end run locally: reports/ gets the HTML and JUnit files
 	scripts/nightly.sh

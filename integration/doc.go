@@ -45,4 +45,18 @@
 // bedWaitFor), our binaries (bedBuild, bedRun, bedOutput), MM2 configuration (bedProperties,
 // bedFlow), and bedReport, which drops a result's HTML, JUnit and JSON reports into
 // $KMIGRATE_REPORT_DIR for the nightly job.
+//
+// # Benchmarks
+//
+// They run only with KMIGRATE_BENCH=1 (scripts/bench.sh, make bench, make bench-quick) and
+// report ratios against a peer in the same run; they assert nothing about speed.
+// mirror_bench_prod_test.go is issue 14's production shape (TestMirrorBenchProd: a bare
+// franz-go loop, kmirror, MM2 defaults and tuned on the same source topic, each contender's
+// own CPU from /proc/PID/stat and peak RSS from internal/peakrss; a contender counts as done
+// when the target's last stable offsets reach the record count, and as stalled after two
+// minutes without progress). mirror_bench_latency_test.go is the latency benchmark
+// (TestMirrorLatency: a fixed rate derived from the bare loop measured first, send time in
+// an x-source-timestamp header, arrival measured by a consumer on the target, and per record
+// the source's acknowledgement, so that the mirror's share can be told from the source's).
+// TestMirrorBench (mirror_test.go) is the older 200-byte benchmark with and without the fence.
 package integration

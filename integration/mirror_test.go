@@ -951,13 +951,13 @@ func mirStaleOwner(t *testing.T, src, dst cluster.Cluster, bin string) {
 // TestMirrorBench compares, on the same brokers (2.3.0 -> 3.7.1) and the same data, the time
 // to copy N records and the peak RSS of: kmirror (the binary), MirrorMaker 2 3.7.1 with
 // default settings, MM2 tuned, and a bare franz-go consume-to-produce loop (this test binary
-// re-run as a helper process). It runs only with KMIGRATE_BENCH=1 (scripts/bench-mirror.sh);
+// re-run as a helper process). It runs only with KMIGRATE_BENCH=1 (scripts/bench-mirror-fence.sh);
 // KMIGRATE_BENCH_RECORDS sets N (default 500000, 200-byte values compressible ~2:1, 6
 // partitions, snappy as franz-go produces by default). It prints a
 // Markdown table.
 func TestMirrorBench(t *testing.T) {
 	if os.Getenv("KMIGRATE_BENCH") != "1" {
-		t.Skip("set KMIGRATE_BENCH=1 (or run scripts/bench-mirror.sh) to run the mirror benchmark")
+		t.Skip("set KMIGRATE_BENCH=1 (or run scripts/bench-mirror-fence.sh) to run the 200-byte mirror benchmark")
 	}
 	n := 500000
 	if v := os.Getenv("KMIGRATE_BENCH_RECORDS"); v != "" {
@@ -1175,6 +1175,8 @@ emit.heartbeats.enabled=false
 // TestMirrorBareHelper is the bare consume-to-produce loop of TestMirrorBench, run as its own
 // process: every record of the source topic to the same partition of the target topic, with
 // an idempotent acks=all producer, and nothing else (no offset map, no group).
+// KMIGRATE_BARE_COMPRESSION sets the producer's compression (TestMirrorBenchProd: as the
+// source's).
 func TestMirrorBareHelper(t *testing.T) {
 	if os.Getenv("KMIGRATE_BARE_HELPER") != "1" {
 		t.Skip("helper process of TestMirrorBench")
@@ -1188,9 +1190,17 @@ func TestMirrorBareHelper(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	dst, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(os.Getenv("KMIGRATE_BARE_DST"), ",")...),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5*time.Millisecond),
-		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(10000))
+	opts := []kgo.Opt{kgo.SeedBrokers(strings.Split(os.Getenv("KMIGRATE_BARE_DST"), ",")...),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5 * time.Millisecond),
+		kgo.ProducerBatchMaxBytes(1 << 20), kgo.MaxBufferedRecords(10000)}
+	if c := os.Getenv("KMIGRATE_BARE_COMPRESSION"); c != "" { // else franz-go's default, snappy
+		codec, err := bpCodec(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts = append(opts, kgo.ProducerBatchCompression(codec))
+	}
+	dst, err := kgo.NewClient(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -557,7 +558,7 @@ func rcSeq(from, to int) []int {
 	return out
 }
 
-// TestReconcileBench is issue 4's benchmark: 1,000 groups x 24 partitions on real 3.7.1
+// TestReconcileBench is issue 4's benchmark: 1,000 groups (KMIGRATE_BENCH_GROUPS) x 24 partitions on real 3.7.1
 // clusters mirrored by MirrorMaker 2; it reports the plan time and how many partitions MM2's
 // own checkpoints got exact against Plan's proven E(G). It runs only with KMIGRATE_BENCH=1:
 //
@@ -568,9 +569,16 @@ func TestReconcileBench(t *testing.T) {
 	}
 	const (
 		partitions = 24
-		groups     = 1000
 		perPart    = 500
 	)
+	groups := 1000 // KMIGRATE_BENCH_GROUPS: fewer for make bench-quick
+	if v := os.Getenv("KMIGRATE_BENCH_GROUPS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			t.Fatalf("KMIGRATE_BENCH_GROUPS=%q: want a positive integer", v)
+		}
+		groups = n
+	}
 	src := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "source"})
 	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "destination"})
 	ctx := bedCtx(t, 25*time.Minute)

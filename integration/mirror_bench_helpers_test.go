@@ -1,0 +1,67 @@
+package integration
+
+import (
+	"math"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The benchmarks' own arithmetic, checked without brokers.
+
+func TestLatHistQuantile(t *testing.T) {
+	inf := math.Inf(1)
+	// 10 observations before; then 50 more at or under 10 ms, 49 in (10 ms, 100 ms], 1 in (100 ms, 1 s].
+	before := map[float64]float64{0.01: 10, 0.1: 10, 1: 10, inf: 10}
+	after := map[float64]float64{0.01: 60, 0.1: 109, 1: 110, inf: 110}
+	for _, tt := range []struct{ q, want float64 }{{0.5, 0.01}, {0.99, 0.1}, {0.25, 0.005}, {1, 1}} {
+		if got := latHistQuantile(before, after, tt.q); math.Abs(got-tt.want) > 1e-9 {
+			t.Errorf("q %v: %v, want %v", tt.q, got, tt.want)
+		}
+	}
+	// Past the last finite bound: that bound, as histogram_quantile answers.
+	if got := latHistQuantile(map[float64]float64{}, map[float64]float64{1: 1, inf: 2}, 0.9); got != 1 {
+		t.Errorf("+Inf bucket: %v, want 1", got)
+	}
+	if got := latHistQuantile(after, after, 0.5); !math.IsNaN(got) {
+		t.Errorf("no observations between the scrapes: %v, want NaN", got)
+	}
+}
+
+func TestLatQuantile(t *testing.T) {
+	s := make([]time.Duration, 100)
+	for i := range s {
+		s[i] = time.Duration(i+1) * time.Millisecond
+	}
+	for _, tt := range []struct {
+		q    float64
+		want time.Duration
+	}{{0.5, 50 * time.Millisecond}, {0.99, 99 * time.Millisecond}, {1, 100 * time.Millisecond}, {0, time.Millisecond}} {
+		if got := latQuantile(s, tt.q); got != tt.want {
+			t.Errorf("q %v: %v, want %v", tt.q, got, tt.want)
+		}
+	}
+}
+
+// TestBPCPU compares bpCPU's reading of /proc/self/stat with the process's own rusage.
+func TestBPCPU(t *testing.T) {
+	deadline := time.Now().Add(300 * time.Millisecond)
+	x := 0
+	for time.Now().Before(deadline) {
+		x++
+	}
+	_ = x
+	got, err := bpCPU(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	want := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	if got < 200*time.Millisecond || got > want+50*time.Millisecond || got < want-100*time.Millisecond {
+		t.Errorf("bpCPU = %v, rusage says %v (and at least 200ms were burnt)", got, want)
+	}
+}
