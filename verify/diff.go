@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kmigrate/kmigrate/align"
+	"github.com/kmigrate/kmigrate/logread"
 	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
@@ -214,7 +215,7 @@ func Diff(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, *offs
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
-	d := &differ{cfg: cfg, src: src, dst: dst, sadm: kadm.NewClient(src), tadm: kadm.NewClient(dst)}
+	d := newDiffer(cfg, src, dst, kadm.NewClient(src), kadm.NewClient(dst))
 	res := &Result{SourceTopic: cfg.SourceTopic, TargetTopic: cfg.TargetTopic, Compared: cfg.Fields.Names(),
 		Partitions: []align.PartitionResult{}}
 	om := &offsetmap.TopicMap{Version: offsetmap.Version, SourceTopic: cfg.SourceTopic, TargetTopic: cfg.TargetTopic, Partitions: []*offsetmap.PartitionMap{}}
@@ -244,6 +245,9 @@ type differ struct {
 	cfg        Config
 	src, dst   *kgo.Client
 	sadm, tadm *kadm.Client
+	// sLeaders and tLeaders hold the partition leaders of the metadata the call read
+	// first, so that no partition read asks for them again.
+	sLeaders, tLeaders *logread.Leaders
 
 	// Set by DiffState (state.go) only. resume holds the partitions resumed from their
 	// verified ends, taps what each job read, and pendingTail says the target is not
@@ -253,12 +257,17 @@ type differ struct {
 	pendingTail bool
 }
 
+// newDiffer is a differ with empty leader caches.
+func newDiffer(cfg Config, src, dst *kgo.Client, sadm, tadm *kadm.Client) *differ {
+	return &differ{cfg: cfg, src: src, dst: dst, sadm: sadm, tadm: tadm, sLeaders: &logread.Leaders{}, tLeaders: &logread.Leaders{}}
+}
+
 // partitions finds the partitions to compare, those asked for that both topics have, and
 // records in res the topic-level problems and the partitions the target lacks. ok is false
 // when the target topic does not exist (res then says so for every partition asked).
 func (d *differ) partitions(ctx context.Context, res *Result) (common []int32, ok bool, err error) {
 	cfg := d.cfg
-	sparts, err := topicPartitions(ctx, d.sadm, "source", cfg.SourceTopic)
+	sparts, err := topicPartitions(ctx, d.sadm, "source", cfg.SourceTopic, d.sLeaders)
 	if err != nil {
 		return nil, false, err
 	}
@@ -270,7 +279,7 @@ func (d *differ) partitions(ctx context.Context, res *Result) (common []int32, o
 		return nil, false, err
 	}
 	asked := cfg.Partitions != nil || cfg.PartitionRanges != nil
-	tparts, err := topicPartitions(ctx, d.tadm, "target", cfg.TargetTopic)
+	tparts, err := topicPartitions(ctx, d.tadm, "target", cfg.TargetTopic, d.tLeaders)
 	if err != nil {
 		return nil, false, err
 	}
@@ -481,6 +490,7 @@ func (d *differ) job(o listedOffsets, p int32, from, to int64, syncs *mm2.SyncIn
 		syncs:    syncs,
 		progress: cfg.Progress,
 		logger:   cfg.Logger,
+		leaders:  [2]*logread.Leaders{d.sLeaders, d.tLeaders},
 	}
 	if ps := d.resume[p]; ps != nil {
 		// Resumed: the next target record must copy the source record at the verified end.
@@ -609,8 +619,9 @@ func notComparedWhy(cfg Config, ss, se, from, to int64, fromT, toT int64) string
 	return fmt.Sprintf("source offsets %d-%d hold no record to compare (only transaction markers, aborted or compacted records)", from, to-1)
 }
 
-// topicPartitions lists the partitions of topic, or nil if it does not exist.
-func topicPartitions(ctx context.Context, adm *kadm.Client, side, topic string) ([]int32, error) {
+// topicPartitions lists the partitions of topic, or nil if it does not exist, and puts their
+// leaders in leaders.
+func topicPartitions(ctx context.Context, adm *kadm.Client, side, topic string, leaders *logread.Leaders) ([]int32, error) {
 	tds, err := adm.ListTopics(ctx, topic)
 	if err != nil {
 		return nil, fmt.Errorf("list topic %q on the %s cluster: %w (check --%s-brokers)", topic, side, err, side)
@@ -622,9 +633,8 @@ func topicPartitions(ctx context.Context, adm *kadm.Client, side, topic string) 
 		}
 		return nil, nil
 	}
-	ps := td.Partitions.Numbers()
-	slices.Sort(ps)
-	return ps, nil
+	rememberLeaders(leaders, td)
+	return partitionNumbers(td), nil
 }
 
 // PartitionSpec is one partition over explicit offset ranges (one job of Diff).
@@ -661,6 +671,9 @@ type partJob struct {
 	progress func(Progress)
 	logger   *slog.Logger
 	tap      *tap // DiffState only: records what each side yielded
+	// leaders are the source's and the target's leader caches; nil: each read looks its
+	// leader up.
+	leaders [2]*logread.Leaders
 }
 
 // hintMargin is how many target records before the estimated start of the copy are read.
@@ -674,7 +687,7 @@ func (j *partJob) run(ctx context.Context, src, dst *kgo.Client) (align.Partitio
 	committed := !sp.ReadUncommitted
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ss := startFetch(sctx, src, fetchSpec{cluster: "source", topic: sp.SourceTopic, partition: sp.Partition, from: sp.SourceFrom, to: sp.SourceTo, committed: committed, fields: sp.Fields})
+	ss := startFetch(sctx, src, fetchSpec{cluster: "source", topic: sp.SourceTopic, partition: sp.Partition, from: sp.SourceFrom, to: sp.SourceTo, committed: committed, fields: sp.Fields, leaders: j.leaders[0]})
 	defer ss.close()
 	if j.hint {
 		from, err := j.targetStart(ctx, ss, dst)
@@ -686,7 +699,7 @@ func (j *partJob) run(ctx context.Context, src, dst *kgo.Client) (align.Partitio
 	if sp.SourceFrom >= sp.SourceTo && !(sp.StrictTargetFrom && sp.StrictTargetTo) {
 		sp.TargetFrom = sp.TargetTo // nothing to compare against
 	}
-	ts := startFetch(sctx, dst, fetchSpec{cluster: "target", topic: sp.TargetTopic, partition: sp.Partition, from: sp.TargetFrom, to: sp.TargetTo, committed: committed, fields: sp.Fields})
+	ts := startFetch(sctx, dst, fetchSpec{cluster: "target", topic: sp.TargetTopic, partition: sp.Partition, from: sp.TargetFrom, to: sp.TargetTo, committed: committed, fields: sp.Fields, leaders: j.leaders[1]})
 	defer ts.close()
 	opt := align.Options{
 		Partition: sp.Partition, Fields: sp.Fields, Window: sp.Window, History: sp.History, MaxListed: sp.MaxListed,

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kmigrate/kmigrate/align"
+	"github.com/kmigrate/kmigrate/logread"
 	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
@@ -107,8 +108,17 @@ func DiffTopics(ctx context.Context, src, dst *kgo.Client, mc MultiConfig) (*Mul
 		return nil, fmt.Errorf("target cluster %s: read metadata: %w (check --target-brokers)", mc.Flow.Target, err)
 	}
 	mr := newMultiResult(mc, smeta.Cluster, tmeta.Cluster)
+	// One leader cache per cluster for all topics, filled from the metadata just read: no
+	// partition read asks for its leader again.
+	sLeaders, tLeaders := &logread.Leaders{}, &logread.Leaders{}
 	runs, err := mc.plan(mr, names, smeta.Topics, tmeta.Topics, func(cfg Config) *differ {
-		return &differ{cfg: cfg, src: src, dst: dst, sadm: sadm, tadm: tadm}
+		d := newDiffer(cfg, src, dst, sadm, tadm)
+		d.sLeaders, d.tLeaders = sLeaders, tLeaders
+		rememberLeaders(sLeaders, smeta.Topics[cfg.SourceTopic])
+		if td, ok := tmeta.Topics[cfg.TargetTopic]; ok && td.Err == nil {
+			rememberLeaders(tLeaders, td)
+		}
+		return d
 	})
 	if err != nil {
 		return nil, err
