@@ -37,6 +37,7 @@ import (
 //	KMIGRATE_BENCH_PARTITIONS   partitions per topic (default 1)
 //	KMIGRATE_BENCH_ROUNDS       runs of each contender, alternating (default 3; the best counts)
 //	KMIGRATE_BENCH_FAULTS       0: skip the run against a faulty copy (default 1; one partition only)
+//	KMIGRATE_BENCH_KVERIFY      a kverify binary to measure (default: build this tree's)
 //	KMIGRATE_BENCH_OUT          also write the Markdown result to this file
 //
 // The topics' names carry the shape (records, value size, compression, partitions), so a
@@ -179,8 +180,12 @@ func TestBenchVerify(t *testing.T) {
 	}
 }
 
+// buildKverify builds this tree's kverify, or returns KMIGRATE_BENCH_KVERIFY when set.
 func buildKverify(t *testing.T) string {
 	t.Helper()
+	if bin := os.Getenv("KMIGRATE_BENCH_KVERIFY"); bin != "" {
+		return bin
+	}
 	bin := filepath.Join(t.TempDir(), "kverify")
 	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/kverify").CombinedOutput(); err != nil {
 		t.Fatalf("go build kverify: %v\n%s", err, out)
@@ -287,8 +292,11 @@ func benchRatios(results map[string][]benchRun, peer, c string) (ratios []float6
 	for r := range results[c] {
 		ratios = append(ratios, results[peer][r].secs/results[c][r].secs)
 	}
-	sorted := slices.Sorted(slices.Values(ratios))
-	return ratios, sorted[len(sorted)/2]
+	sorted, m := slices.Sorted(slices.Values(ratios)), len(ratios)/2
+	if len(sorted)%2 == 0 {
+		return ratios, (sorted[m-1] + sorted[m]) / 2
+	}
+	return ratios, sorted[m]
 }
 
 // benchReport is the Markdown result, the median ratio of kverify diff against the two
