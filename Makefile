@@ -3,10 +3,10 @@ GO      ?= go
 PKGS    ?= ./...
 BIN     ?= bin
 
-.PHONY: help build test test-short seed cluster-up cluster-down it lint bench demo demo-real nightly fetch-kafka clean
+.PHONY: help build test test-short seed cluster-up cluster-down it it-containers images lint bench demo demo-real nightly fetch-kafka clean validate-deploy
 
 help: ## list the targets
-	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 # --version prints VERSION (release builds); without it, what go build records (module version, vcs.revision).
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null)
@@ -16,11 +16,18 @@ LDFLAGS ?= $(if $(VERSION),-X github.com/kmigrate/kmigrate/cmd/internal/clikit.V
 build: ## build kverify, kreconcile and kmirror into bin/ (--version: git describe --always --dirty)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
-test: ## every test this machine can run (real-broker tests skip, saying why, without Java 17/Maven)
+test: ## every test this machine can run (real-broker tests skip, saying why, without Java 17/Maven; the container suite without a Docker engine)
 	$(GO) test -count=1 -timeout 40m $(PKGS)
+	scripts/it-containers.sh
 
 it: fetch-kafka ## real-broker tests only (Kafka 2.3.0, 3.7.1, MirrorMaker 2 as JVM processes)
 	KMIGRATE_REQUIRE_REAL=1 $(GO) test -count=1 -timeout 40m -v ./integration/...
+
+it-containers: ## the container suite alone: seed, verify, reconcile, kmigrate's image and faults on containers (needs a Docker engine)
+	scripts/it-containers.sh
+
+images: fetch-kafka ## build the local images (Java 17 base, Kafka 2.3.0, 3.7.1, MirrorMaker 2, kmigrate) when their inputs changed
+	scripts/images.sh build
 
 test-short: ## the fast tests only: kfake and pure code, no JVM
 	$(GO) test -short -count=1 $(PKGS)
@@ -53,6 +60,9 @@ bench: ## benchmarks against peers in the same run (real brokers; see BENCHMARKS
 
 nightly: ## the nightly end-to-end run locally: reports/ gets the HTML and JUnit files
 	scripts/nightly.sh
+
+validate-deploy: ## render deploy/ with kustomize and validate it against the Kubernetes schemas (needs go, python3-venv; installs kubernetes-validate from PyPI once)
+	scripts/validate-deploy.sh
 
 clean: ## remove build outputs
 	rm -rf $(BIN) reports

@@ -64,7 +64,7 @@ func TestMirror(t *testing.T) {
 	t.Run("kill9", func(t *testing.T) { mirKill9(t, src, dst, bin) })
 	t.Run("shared", func(t *testing.T) { mirShared(t, src, dst, bin) })
 	t.Run("stale-owner", func(t *testing.T) { mirStaleOwner(t, src, dst, bin) })
-	t.Run("seed", func(t *testing.T) { mirSeed(t, src, dst, bin) })
+	t.Run("seed", func(t *testing.T) { mirSeed(t, src, dst, mirBinary(bin)) })
 }
 
 // mirSeed is the seed case (docs/design.md "Root cause: the 30-vs-38 gap") with kmirror in
@@ -74,7 +74,7 @@ func TestMirror(t *testing.T) {
 // target lag equals source lag, the checkpoint says the same, and reconcile.Plan finds every
 // partition of both groups exact without any Apply, although the target partition held 10
 // foreign records before mirroring (so every target offset is the source offset + 10).
-func mirSeed(t *testing.T, src, dst cluster.Cluster, bin string) {
+func mirSeed(t *testing.T, src, dst cluster.Cluster, launch mirLauncher) {
 	const parts = 3
 	topic, group, activeGroup := bedUnique("mir-seed"), bedUnique("app"), bedUnique("app-active")
 	bedCreateTopic(t, src, topic, parts, nil)
@@ -125,7 +125,7 @@ sync.group.offsets.interval.seconds=1`, 1))
 	if err := os.WriteFile(props, text, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := mirStart(t, bin, props, "S3->T3", "kmirror-seed")
+	p := launch(t, props, "S3->T3", "kmirror-seed")
 	produceN(src, 100, 30) // 30 more records after the consumer stopped; then the producer stops
 
 	srcAdm, dstAdm := bedAdmin(t, src), bedAdmin(t, dst)
@@ -614,13 +614,31 @@ func mirProps(t *testing.T, src, dst cluster.Cluster, srcAlias, dstAlias, topics
 
 // mirProc is a running kmirror process.
 type mirProc struct {
-	cmd     *exec.Cmd
-	log     string
-	metrics string
-	exited  chan error
+	cmd       *exec.Cmd
+	log       string
+	metrics   string
+	exited    chan error
+	container string // the container's name when kmirror runs in kmigrate's image
+}
+
+// mirLauncher starts kmirror on the flow of an mm2.properties file.
+type mirLauncher func(t *testing.T, props, flow, name string) *mirProc
+
+// mirBinary launches the kmirror binary at bin.
+func mirBinary(bin string) mirLauncher {
+	return func(t *testing.T, props, flow, name string) *mirProc { return mirStart(t, bin, props, flow, name) }
 }
 
 func mirStart(t *testing.T, bin, props, flow, name string) *mirProc {
+	t.Helper()
+	return mirLaunch(t, name, "", func(addr, level string) []string {
+		return []string{bin, "run", "--config", props, "--flow", flow, "--metrics-addr", addr, "--log-level", level}
+	})
+}
+
+// mirLaunch runs the command argv gives for a free metrics address and the log level, with its
+// output in a log file; container names the container it runs in, if any, for kill.
+func mirLaunch(t *testing.T, name, container string, argv func(addr, level string) []string) *mirProc {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -641,13 +659,14 @@ func mirStart(t *testing.T, bin, props, flow, name string) *mirProc {
 	if level == "" {
 		level = "info"
 	}
-	cmd := exec.Command(bin, "run", "--config", props, "--flow", flow, "--metrics-addr", addr, "--log-level", level)
+	args := argv(addr, level)
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start kmirror: %v", err)
 	}
-	p := &mirProc{cmd: cmd, log: logPath, metrics: "http://" + addr + "/metrics", exited: make(chan error, 1)}
+	p := &mirProc{cmd: cmd, log: logPath, metrics: "http://" + addr + "/metrics", exited: make(chan error, 1), container: container}
 	go func() {
 		p.exited <- cmd.Wait()
 		f.Close()
@@ -670,6 +689,10 @@ func (p *mirProc) logCount(s string) int {
 }
 
 func (p *mirProc) kill() {
+	if p.container != "" {
+		// SIGKILL to the docker client would leave the container running.
+		_ = exec.Command("docker", "kill", "--signal", "KILL", p.container).Run()
+	}
 	if p.cmd.ProcessState == nil {
 		p.cmd.Process.Signal(syscall.SIGKILL)
 	}

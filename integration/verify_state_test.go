@@ -122,7 +122,7 @@ func TestVerifyState(t *testing.T) {
 			}
 			last = body
 			for p := 0; p < 2; p++ {
-				if got := m[fmt.Sprintf(`kverify_verified_offset{topic=%q,partition="%d"}`, topic, p)]; got != int64(produced) {
+				if got := m[fmt.Sprintf(`kverify_verified_offset{partition="%d",topic=%q}`, p, topic)]; got != int64(produced) {
 					return fmt.Sprintf("partition %d verified to %d of %d", p, got, produced)
 				}
 			}

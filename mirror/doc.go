@@ -70,9 +70,21 @@
 // synced again; a source topic that gains partitions is followed (the group rebalances and
 // the target grows first).
 //
-// Operations: WriteMetrics / MetricsHandler expose Prometheus text metrics (records and bytes
-// mirrored, replication lag per partition, map segments, offset map persist age, checkpoint
-// age). Run drains on context cancellation: it leaves the group (revoking every partition:
+// Operations: the engine's metrics live in a Prometheus registry of its own (Registry; served
+// by MetricsHandler, written by WriteMetrics): records and bytes mirrored, replication lag per
+// partition, map segments, offset map persist age, checkpoint age, stopped partitions, fetch
+// and produce errors, readiness, the replication latency histogram, franz-go's client metrics
+// (plugin kprom, kmirror_kafka_*, labelled client=source|source_admin|target: the per-partition
+// transactional producers and the group sync clients add to their side's counters) and the Go
+// runtime and process collectors. kmirror_replication_latency_seconds observes, when the
+// target acknowledges a copy, the time since the source record's timestamp: the producer's
+// CreateTime (LogAppendTime on topics that use it, which excludes the source producer's own
+// buffering); clock skew between the source's producers and kmirror shifts it, a negative
+// value counts as 0, and a backlog mirrored after a stop shows as its age. Ready
+// (ReadyHandler, /readyz) is true once every partition the group assigned to this process is
+// resumed, and false before Run, while joining, from a revoke callback (a rebalance began)
+// until the next assignment, while assigned partitions resume, while draining, and after a
+// fatal error (health.go). Run drains on context cancellation: it leaves the group (revoking every partition:
 // wait for in-flight records, persist or commit), and gives up after 35s by failing what is
 // still in flight (safe: the map holds only acknowledged, and with transactions committed,
 // records).
@@ -153,6 +165,8 @@
 // # Testing
 //
 // Unit tests run two kfake clusters in process (engine_test.go): data path, map, resume after a
-// simulated crash (records produced but not persisted), scale-out with two engines. Real-broker
+// simulated crash (records produced but not persisted), scale-out with two engines; the metrics
+// exposition and the latency histogram (metrics_test.go) and readiness through resumes and a
+// rebalance, held by test hooks (health_test.go). Real-broker
 // tests are in integration/mirror_test.go and integration/mirror_safety_test.go.
 package mirror

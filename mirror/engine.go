@@ -41,13 +41,17 @@ type Engine struct {
 	fatal     chan error    // the first fatal error, put back by whoever reads it
 	failed    chan struct{} // closed at the first fatal error
 
-	metrics metrics
+	metrics *metrics
+	health  health // health.go: what /readyz answers
 	// stallAfter is how long an owned partition may not move, with records in flight or the
 	// source ahead, before a warning says what it waits for. Default: 30s.
 	stallAfter time.Duration
 	// crashed makes the engine stop like a killed process: no wait for in-flight records and
 	// no persist on revoke or at the end (tests set it through export_test.go).
 	crashed atomic.Bool
+
+	// testHooks run at group callbacks (tests set them through export_test.go).
+	testHooks struct{ beforeResume, duringRevoke func() }
 
 	safe safety // stopped partitions, topic identities, record size limits (halt.go, identity.go, recsize.go)
 }
@@ -63,7 +67,7 @@ func New(cfg Config, srcOpts, dstOpts []kgo.Opt, log *slog.Logger) (*Engine, err
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("flow", cfg.SourceAlias+"->"+cfg.TargetAlias)
-	return &Engine{
+	e := &Engine{
 		cfg:     cfg,
 		log:     log,
 		srcOpts: srcOpts,
@@ -74,7 +78,9 @@ func New(cfg Config, srcOpts, dstOpts []kgo.Opt, log *slog.Logger) (*Engine, err
 		failed:  make(chan struct{}),
 
 		stallAfter: 30 * time.Second,
-	}, nil
+	}
+	e.metrics = newMetrics(e)
+	return e, nil
 }
 
 // Config returns the engine's configuration after defaults.
@@ -84,6 +90,7 @@ func (e *Engine) Config() Config { return e.cfg }
 // fetching, waits for every produced record, persists the offset map and leaves the group,
 // so that another process resumes exactly where this one stopped.
 func (e *Engine) Run(ctx context.Context) error {
+	e.health.setRunning(false, "starting: connecting to both clusters and preparing the topics")
 	if err := e.connect(ctx); err != nil {
 		return err
 	}
@@ -102,6 +109,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		return err
 	}
 	defer bg.closeGroupSync()
+	e.health.setRunning(true, "")
 
 	e.log.Info("kmirror started", "group", e.cfg.GroupID, "fencing", e.cfg.Fencing, "topics", len(topics),
 		"map_topic", e.cfg.MapTopic, "offset_syncs_topic", e.offsetSyncsTopic())
@@ -172,8 +180,10 @@ func (e *Engine) newConsumer(topics map[string]int) (*kgo.Client, error) {
 		kgo.SessionTimeout(e.cfg.SessionTimeout),
 		kgo.HeartbeatInterval(min(3*time.Second, e.cfg.SessionTimeout/3)),
 		kgo.AdjustFetchOffsetsFn(e.onAssigned),
-		kgo.OnPartitionsRevoked(e.onRevoked),
-		kgo.OnPartitionsLost(e.onRevoked),
+		kgo.OnPartitionsAssigned(e.onSessionAssigned), // health.go
+		kgo.OnPartitionsRevoked(e.onSessionRevoked),
+		kgo.OnPartitionsLost(e.onSessionLost),
+		e.metrics.clientHooks(roleSource, true),
 		// The group notices new source partitions at a metadata refresh.
 		kgo.MetadataMaxAge(metaAge),
 		kgo.MetadataMinAge(min(metaAge, 5*time.Second)),
@@ -228,6 +238,7 @@ func (bg *background) closeGroupSync() {
 // then. Then the loops stop, background commits end, the map is persisted a last time and the
 // transactional writers close.
 func (e *Engine) drain(ctx context.Context, bg *background) {
+	e.health.setRunning(false, "draining: stopping")
 	drain, cancelDrain := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancelDrain()
 	// If the target does not take the in-flight records within the drain time, closing the
@@ -269,11 +280,12 @@ func (e *Engine) offsetSyncsTopic() string {
 
 // connect builds the clients and checks that both clusters answer.
 func (e *Engine) connect(ctx context.Context) error {
-	dst, err := kgo.NewClient(e.producerOpts()...)
+	dst, err := kgo.NewClient(append(e.producerOpts(), e.metrics.clientHooks(roleTarget, true))...)
 	if err != nil {
 		return fmt.Errorf("target cluster %s: create producer: %w", e.cfg.TargetAlias, err)
 	}
-	srcAdmCl, err := kgo.NewClient(append(append([]kgo.Opt(nil), e.srcOpts...), kgo.MetadataMinAge(500*time.Millisecond))...)
+	srcAdmCl, err := kgo.NewClient(append(append([]kgo.Opt(nil), e.srcOpts...), kgo.MetadataMinAge(500*time.Millisecond),
+		e.metrics.clientHooks(roleSourceAdmin, true))...)
 	if err != nil {
 		dst.Close()
 		return fmt.Errorf("source cluster %s: create client: %w", e.cfg.SourceAlias, err)
@@ -377,6 +389,7 @@ func (e *Engine) fetchFailed(t string, p int32, err error) {
 	if errors.Is(err, context.Canceled) {
 		return
 	}
+	e.metrics.fetchErrors.Inc()
 	if e.onFetchError(t, p, err) { // identity.go: out of range
 		return
 	}
@@ -411,7 +424,7 @@ func (e *Engine) copyFetched(pctx context.Context, fp kgo.FetchTopicPartition, n
 			continue
 		}
 		out := copyRecord(r, ps.target)
-		src := r.Offset
+		src, ts := r.Offset, r.Timestamp
 		size := int64(len(r.Key) + len(r.Value))
 		promise := func(o *kgo.Record, err error) {
 			ps.acked(src, o.Offset, err)
@@ -419,7 +432,7 @@ func (e *Engine) copyFetched(pctx context.Context, fp kgo.FetchTopicPartition, n
 				e.produceFailed(ps, src, err)
 				return
 			}
-			e.metrics.add(1, size)
+			e.metrics.acked(size, ts, time.Now())
 		}
 		if ps.w != nil {
 			ps.w.produce(pctx, out, promise)
@@ -433,6 +446,7 @@ func (e *Engine) copyFetched(pctx context.Context, fp kgo.FetchTopicPartition, n
 // (another process owns it now); anything else stops the engine, and a restart resumes from
 // the target's truth.
 func (e *Engine) produceFailed(ps *partState, src int64, err error) {
+	e.metrics.prodErrors.Inc()
 	if ps.w != nil && (isFencedErr(err) || errors.Is(err, kgo.ErrAborting)) {
 		e.fenced(ps, err)
 		return
@@ -491,6 +505,9 @@ func (e *Engine) onAssigned(ctx context.Context, offsets map[string]map[int32]kg
 	}
 	if len(assigned) == 0 {
 		return offsets, nil
+	}
+	if e.testHooks.beforeResume != nil {
+		e.testHooks.beforeResume()
 	}
 	sort.Slice(assigned, func(i, j int) bool {
 		return assigned[i].topic < assigned[j].topic || assigned[i].topic == assigned[j].topic && assigned[i].partition < assigned[j].partition

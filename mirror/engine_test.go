@@ -272,6 +272,12 @@ func start(t *testing.T, p pair, cfg mirror.Config) (*mirror.Engine, func() erro
 	if err != nil {
 		t.Fatal(err)
 	}
+	return e, run(t, e)
+}
+
+// run runs e until the returned stop function is called; stop returns Run's error.
+func run(t *testing.T, e *mirror.Engine) func() error {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
@@ -295,7 +301,7 @@ func start(t *testing.T, p pair, cfg mirror.Config) (*mirror.Engine, func() erro
 		return runErr
 	}
 	t.Cleanup(func() { stop() })
-	return e, stop
+	return stop
 }
 
 // checkMap fails unless the engine's map of the partition is proven by content: every

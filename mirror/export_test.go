@@ -33,3 +33,11 @@ func DecodeIdentityRecord(key, value []byte) (topic string, src, dst [16]byte, e
 	t, ids, err := decodeIdentityRecord(key, value)
 	return t, ids.src, ids.dst, err
 }
+
+// SetBeforeResume makes f run at the start of every resume of newly assigned partitions
+// (before Run: the group's fetch offset adjustment waits for it).
+func (e *Engine) SetBeforeResume(f func()) { e.testHooks.beforeResume = f }
+
+// SetDuringRevoke makes f run in every revoke callback of the group, after the engine noted
+// the end of the session and before it stops the revoked partitions.
+func (e *Engine) SetDuringRevoke(f func()) { e.testHooks.duringRevoke = f }

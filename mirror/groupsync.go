@@ -33,11 +33,11 @@ func (e *Engine) groupSync() (*groupSyncer, error) {
 	if err != nil {
 		return nil, err
 	}
-	src, err := kgo.NewClient(e.srcOpts...)
+	src, err := kgo.NewClient(append(append([]kgo.Opt(nil), e.srcOpts...), e.metrics.clientHooks(roleSourceAdmin, false))...)
 	if err != nil {
 		return nil, fmt.Errorf("source cluster %s: create group sync client: %w", e.cfg.SourceAlias, err)
 	}
-	dst, err := kgo.NewClient(e.dstOpts...)
+	dst, err := kgo.NewClient(append(append([]kgo.Opt(nil), e.dstOpts...), e.metrics.clientHooks(roleTarget, false))...)
 	if err != nil {
 		src.Close()
 		return nil, fmt.Errorf("target cluster %s: create group sync client: %w", e.cfg.TargetAlias, err)

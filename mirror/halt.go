@@ -2,9 +2,6 @@ package mirror
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -236,21 +233,6 @@ func (e *Engine) recheckDue(ctx context.Context, now time.Time) {
 		if ok && cur == st && err == nil {
 			e.reportStop(st)
 		}
-	}
-}
-
-// stopMetrics writes kmirror_partition_stopped.
-func (e *Engine) stopMetrics(w io.Writer) {
-	fmt.Fprintf(w, "# HELP kmirror_partition_stopped Partitions kmirror refuses to mirror until the logged condition clears (1 per partition, by reason).\n# TYPE kmirror_partition_stopped gauge\n")
-	e.safe.mu.Lock()
-	lines := make([]string, 0, len(e.safe.stops))
-	for t, st := range e.safe.stops {
-		lines = append(lines, fmt.Sprintf("kmirror_partition_stopped{topic=%q,partition=\"%d\",reason=%q} 1\n", t.topic, t.partition, st.reason))
-	}
-	e.safe.mu.Unlock()
-	sort.Strings(lines)
-	for _, l := range lines {
-		io.WriteString(w, l)
 	}
 }
 

@@ -72,6 +72,7 @@ func (e *Engine) newTxnWriter(ctx context.Context, t tp) (*txnWriter, error) {
 	cl, err := kgo.NewClient(append(e.producerOpts(),
 		kgo.TransactionalID(id),
 		kgo.TransactionTimeout(txnTimeout),
+		e.metrics.clientHooks(roleTarget, false),
 	)...)
 	if err != nil {
 		return nil, fmt.Errorf("target cluster %s: create transactional producer %s: %w", e.cfg.TargetAlias, id, err)

@@ -29,7 +29,7 @@ func runCommand() *cli.Command {
 		}
 	}
 	flags = append(flags,
-		&cli.StringFlag{Name: "metrics-addr", Usage: "serve Prometheus metrics on `ADDR` (e.g. :9102) at /metrics, and Go profiles at /debug/pprof/; empty: off"},
+		&cli.StringFlag{Name: "metrics-addr", Usage: "serve HTTP on `ADDR` (e.g. :9102): Prometheus metrics at /metrics, liveness at /healthz (200 while the process runs), readiness at /readyz (200 once every partition the group assigned is resumed, 503 with the reason before and during a rebalance), Go profiles at /debug/pprof/; empty: off"},
 		&cli.StringFlag{Name: "memory-limit", Value: "192MiB", Usage: "soft memory limit of the Go runtime (`SIZE` in KiB, MiB or GiB; off: none); GOMEMLIMIT, when set, wins. The garbage collector works harder near it, keeping peak RSS near the limit at full speed"},
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json (logs go to standard error)"},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log level: debug, info, warn or error"},
@@ -136,6 +136,8 @@ func serveMetrics(addr string, e *mirror.Engine, log *slog.Logger) (func(), erro
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", e.MetricsHandler())
+	mux.Handle("/healthz", mirror.LiveHandler())
+	mux.Handle("/readyz", e.ReadyHandler())
 	// Profiles for diagnosing memory and CPU (read-only; on the same address as the metrics).
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
@@ -145,7 +147,7 @@ func serveMetrics(addr string, e *mirror.Engine, log *slog.Logger) (func(), erro
 			log.Warn("metrics server stopped", "addr", addr, "err", err)
 		}
 	}()
-	log.Info("serving metrics", "addr", ln.Addr().String(), "path", "/metrics")
+	log.Info("serving metrics", "addr", ln.Addr().String(), "path", "/metrics", "health", "/healthz", "ready", "/readyz")
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -88,7 +87,8 @@ the verdict so far (a second signal exits at once; the state file stays whole). 
 --metrics-addr HOST:PORT it serves Prometheus text metrics on /metrics:
 kverify_verified_offset{topic,partition} (the verified end), kverify_lag_records (source
 offsets listed and not verified yet, all partitions) and kverify_problems_total (records found
-missing, duplicated, mismatched or extra so far, plus topic and boundary findings). At cutover,
+missing, duplicated, mismatched or extra so far, plus topic and boundary findings), with the Go
+runtime and process metrics (go_*, process_*). At cutover,
 stop the producers, wait for lag 0, stop it: only the tail was left to check.
 
 ` + multiDiffHelp + `Exit status: 0 identical (in every partition compared); 1 differences (or a topic problem);
@@ -372,31 +372,13 @@ func writeResults(outs []output, format report.Format, res *verify.Result, om *o
 
 // progress prints records/s and per-partition positions on one stderr line, once a second.
 type progress struct {
-	w     io.Writer
-	mu    sync.Mutex
+	progressLine
 	parts map[int32]verify.Progress
-	start time.Time
-	done  chan struct{}
-	once  sync.Once
-	wg    sync.WaitGroup
 }
 
 func newProgress(w io.Writer) *progress {
-	p := &progress{w: w, parts: map[int32]verify.Progress{}, start: time.Now(), done: make(chan struct{})}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.done:
-				return
-			case <-t.C:
-				p.print()
-			}
-		}
-	}()
+	p := &progress{parts: map[int32]verify.Progress{}}
+	p.run(w, p.print)
 	return p
 }
 
@@ -434,12 +416,4 @@ func (p *progress) print() {
 	}
 	b.WriteString("\x1b[K")
 	io.WriteString(p.w, b.String())
-}
-
-func (p *progress) stop() {
-	p.once.Do(func() {
-		close(p.done)
-		p.wg.Wait()
-		io.WriteString(p.w, "\r\x1b[K")
-	})
 }

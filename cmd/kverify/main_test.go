@@ -321,7 +321,7 @@ func TestHelpTeaches(t *testing.T) {
 
 func TestProgressLine(t *testing.T) {
 	var b bytes.Buffer
-	p := &progress{w: &b, parts: map[int32]verify.Progress{}, start: time.Now().Add(-2 * time.Second)}
+	p := &progress{progressLine: progressLine{w: &b, start: time.Now().Add(-2 * time.Second)}, parts: map[int32]verify.Progress{}}
 	p.update(verify.Progress{Partition: 3, SourceOffset: 120, SourceTo: 400, Records: 1000})
 	p.update(verify.Progress{Partition: 1, SourceOffset: 50, SourceTo: 50, Records: 200, Done: true})
 	p.print()

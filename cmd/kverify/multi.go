@@ -7,7 +7,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -160,7 +159,9 @@ func runMulti(c *cli.Context) error {
 		mc.Progress = prog.update
 	}
 	mr, err := verify.DiffTopics(c.Context, conn.Src, conn.Dst, mc)
-	prog.stop()
+	if prog != nil {
+		prog.stop()
+	}
 	if err != nil {
 		return clikit.Failf("diff flow %s (cluster %s -> cluster %s): %w", conn.Flow.Name(), conn.Source.Alias, conn.Target.Alias, err)
 	}
@@ -269,31 +270,13 @@ func renderMulti(c *cli.Context, outs []output, format report.Format, mr *verify
 // multiProgress prints, once a second on one stderr line, the records read and the
 // partitions done of all topics.
 type multiProgress struct {
-	w     io.Writer
-	mu    sync.Mutex
+	progressLine
 	parts map[string]verify.Progress
-	start time.Time
-	done  chan struct{}
-	once  sync.Once
-	wg    sync.WaitGroup
 }
 
 func newMultiProgress(w io.Writer) *multiProgress {
-	p := &multiProgress{w: w, parts: map[string]verify.Progress{}, start: time.Now(), done: make(chan struct{})}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-p.done:
-				return
-			case <-t.C:
-				p.print()
-			}
-		}
-	}()
+	p := &multiProgress{parts: map[string]verify.Progress{}}
+	p.run(w, p.print)
 	return p
 }
 
@@ -316,16 +299,4 @@ func (p *multiProgress) print() {
 	}
 	rate := float64(total) / max(time.Since(p.start).Seconds(), 0.001)
 	fmt.Fprintf(p.w, "\r%d records (%.0f/s), %d partitions done, %d reading\x1b[K", total, rate, done, len(p.parts)-done)
-}
-
-// stop ends the progress line; a nil p does nothing.
-func (p *multiProgress) stop() {
-	if p == nil {
-		return
-	}
-	p.once.Do(func() {
-		close(p.done)
-		p.wg.Wait()
-		io.WriteString(p.w, "\r\x1b[K")
-	})
 }

@@ -8,10 +8,15 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
@@ -113,14 +118,14 @@ func follow(c *cli.Context, st *verify.State, outs []output, format report.Forma
 			stateOut = append(stateOut, o)
 		}
 	}
-	m := &metrics{}
+	m := newMetrics()
 	m.set(st, nil)
 	if addr := c.String("metrics-addr"); addr != "" {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return clikit.Failf("--metrics-addr %s: %w", addr, err)
 		}
-		srv := &http.Server{Handler: m, ReadHeaderTimeout: 5 * time.Second}
+		srv := &http.Server{Handler: m.handler(), ReadHeaderTimeout: 5 * time.Second}
 		go srv.Serve(ln)
 		defer srv.Close()
 	}
@@ -160,66 +165,61 @@ func follow(c *cli.Context, st *verify.State, outs []output, format report.Forma
 	return finish(c, outs, format, last, title)
 }
 
-// metrics serves the Prometheus text format of the latest round.
+// metrics are the Prometheus metrics of --follow (client_golang, a registry of kverify's own,
+// with the Go runtime and process collectors): per partition the verified source offset, and,
+// once a round has a state, the lag and the problems found.
 type metrics struct {
-	mu       sync.Mutex
-	topic    string
-	verified map[int32]int64
-	lag      int64
-	count    int64
-	ready    bool
+	reg      *prometheus.Registry
+	verified *prometheus.GaugeVec
+	lag      prometheus.Gauge
+	found    prometheus.Gauge
+	ready    sync.Once
+	count    atomic.Int64
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		verified: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kverify_verified_offset",
+			Help: "Source offset up to which (exclusive) the partition is verified."}, []string{"topic", "partition"}),
+		lag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kverify_lag_records",
+			Help: "Source offsets listed by the last round and not verified yet."}),
+		found: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kverify_problems_total",
+			Help: "Records found missing, duplicated, mismatched or extra so far, plus topic and boundary findings."}),
+	}
+	m.reg.MustRegister(m.verified, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
 }
 
 func (m *metrics) set(st *verify.State, run *verify.StateRun) {
 	if st == nil {
 		return
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.topic, m.verified, m.ready = st.SourceTopic, map[int32]int64{}, true
+	m.ready.Do(func() { m.reg.MustRegister(m.lag, m.found) })
+	m.verified.Reset()
 	for _, p := range st.Partitions {
-		m.verified[p.Partition] = p.SourceEnd
+		m.verified.WithLabelValues(st.SourceTopic, strconv.Itoa(int(p.Partition))).Set(float64(p.SourceEnd))
 	}
-	m.lag = st.Lag()
-	m.count = st.Differing()
+	m.lag.Set(float64(st.Lag()))
+	count := st.Differing()
 	if run != nil {
 		// Topic and boundary problems of this round, not the earlier runs' findings (counted
 		// in Differing already).
 		for _, p := range run.Result.Problems {
 			if !strings.Contains(p, "earlier runs (state ") {
-				m.count++
+				count++
 			}
 		}
 	}
+	m.count.Store(count)
+	m.found.Set(float64(count))
 }
 
-func (m *metrics) problems() int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.count
-}
+func (m *metrics) problems() int64 { return m.count.Load() }
 
-func (m *metrics) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/metrics" {
-		http.NotFound(w, r)
-		return
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	var b strings.Builder
-	b.WriteString("# HELP kverify_verified_offset Source offset up to which (exclusive) the partition is verified.\n# TYPE kverify_verified_offset gauge\n")
-	parts := make([]int32, 0, len(m.verified))
-	for p := range m.verified {
-		parts = append(parts, p)
-	}
-	sort.Slice(parts, func(i, j int) bool { return parts[i] < parts[j] })
-	for _, p := range parts {
-		fmt.Fprintf(&b, "kverify_verified_offset{topic=%q,partition=\"%d\"} %d\n", m.topic, p, m.verified[p])
-	}
-	if m.ready {
-		fmt.Fprintf(&b, "# HELP kverify_lag_records Source offsets listed by the last round and not verified yet.\n# TYPE kverify_lag_records gauge\nkverify_lag_records %d\n", m.lag)
-		fmt.Fprintf(&b, "# HELP kverify_problems_total Records found missing, duplicated, mismatched or extra so far, plus topic and boundary findings.\n# TYPE kverify_problems_total gauge\nkverify_problems_total %d\n", m.count)
-	}
-	w.Write([]byte(b.String()))
+// handler serves the metrics at /metrics, nothing else.
+func (m *metrics) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
+	return mux
 }

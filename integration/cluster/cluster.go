@@ -31,6 +31,10 @@ const (
 	// EnvRequireReal set to 1 turns StartT's skips for a missing Java 17 or Maven into failures
 	// (CI sets it so that a real-broker test can never silently not run).
 	EnvRequireReal = "KMIGRATE_REQUIRE_REAL"
+	// EnvRequireContainers set to 1 turns StartT's skips for a missing Docker engine or a
+	// missing image into failures (CI sets it with KMIGRATE_PROVIDER=testcontainers, so that
+	// the container suite can never silently not run).
+	EnvRequireContainers = "KMIGRATE_REQUIRE_CONTAINERS"
 	// EnvCache is the cache of Kafka runtimes (default ~/.cache/kmigrate) that
 	// scripts/fetch-kafka.sh fills; the pid registry of running JVMs lives in it too.
 	EnvCache = "KMIGRATE_CACHE"
@@ -212,13 +216,18 @@ func StartT(t testing.TB, spec Spec) Cluster {
 }
 
 // skipOrFail ends the test for a start error: a skip for an unavailable provider, unless
-// KMIGRATE_REQUIRE_REAL=1 makes a missing Java or Maven a failure.
+// KMIGRATE_REQUIRE_REAL=1 makes a missing Java or Maven a failure, or
+// KMIGRATE_REQUIRE_CONTAINERS=1 a missing Docker engine or image.
 func skipOrFail(t testing.TB, err error) {
 	t.Helper()
 	var u *UnavailableError
 	if errors.As(err, &u) {
-		if u.Provider != ProviderTestcontainers && os.Getenv(EnvRequireReal) == "1" {
-			t.Fatalf("%v (%s=1 makes this a failure)", err, EnvRequireReal)
+		require := EnvRequireReal
+		if u.Provider == ProviderTestcontainers {
+			require = EnvRequireContainers
+		}
+		if os.Getenv(require) == "1" {
+			t.Fatalf("%v (%s=1 makes this a failure)", err, require)
 		}
 		t.Skipf("skip: %v", err)
 	}

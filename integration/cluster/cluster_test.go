@@ -282,6 +282,9 @@ func TestTestcontainers(t *testing.T) {
 				if d := time.Since(start); d > 5*time.Second {
 					t.Errorf("unavailable after %s, want within 5s", d)
 				}
+				if os.Getenv(cluster.EnvRequireContainers) == "1" {
+					t.Fatalf("%v (%s=1 makes this a failure)", err, cluster.EnvRequireContainers)
+				}
 				t.Skipf("skip: %v", err)
 			}
 			if err != nil {

@@ -19,12 +19,58 @@ import (
 	tcnetwork "github.com/testcontainers/testcontainers-go/network"
 )
 
-// Images of the testcontainers provider: Confluent Platform 5.3.0 ships Kafka 2.3.0.
+// Images of the testcontainers provider. The defaults are the ones scripts/images.sh builds on
+// this machine (no registry needed); each KMIGRATE_IMAGE_* variable names another, e.g. the
+// public confluentinc/cp-zookeeper:5.3.0 and confluentinc/cp-kafka:5.3.0 (Confluent Platform
+// 5.3.0 ships Kafka 2.3.0) and apache/kafka:3.7.1, which read the same environment.
+var images = []imageVar{
+	{EnvImageZooKeeper, "kmigrate-local/kafka:2.3.0"},
+	{EnvImageKafka230, "kmigrate-local/kafka:2.3.0"},
+	{EnvImageKafka371, "kmigrate-local/kafka:3.7.1"},
+	{EnvImageMM2, "kmigrate-local/mirrormaker2:3.7.1"},
+	{EnvImageKmigrate, "kmigrate-local/kmigrate:dev"},
+}
+
+// The variables that name the images.
 const (
-	imageZK230    = "confluentinc/cp-zookeeper:5.3.0"
-	imageKafka230 = "confluentinc/cp-kafka:5.3.0"
-	imageKafka371 = "apache/kafka:3.7.1"
+	EnvImageZooKeeper = "KMIGRATE_IMAGE_ZOOKEEPER"
+	EnvImageKafka230  = "KMIGRATE_IMAGE_KAFKA_2_3_0"
+	EnvImageKafka371  = "KMIGRATE_IMAGE_KAFKA_3_7_1"
+	EnvImageMM2       = "KMIGRATE_IMAGE_MM2"
+	EnvImageKmigrate  = "KMIGRATE_IMAGE_KMIGRATE"
 )
+
+type imageVar struct{ env, def string }
+
+// Image is the image the testcontainers provider runs for one of the EnvImage* variables:
+// the variable's value, else the local default.
+func Image(env string) string {
+	for _, i := range images {
+		if i.env == env {
+			if v := os.Getenv(env); v != "" {
+				return v
+			}
+			return i.def
+		}
+	}
+	panic("cluster: unknown image variable " + env)
+}
+
+// imagePresent reports an UnavailableError unless the engine has image locally: nothing is
+// ever pulled (no registry is reachable from the test machines; the nightly job pulls public
+// images itself before it runs the tests).
+func imagePresent(ctx context.Context, image string) error {
+	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	if err != nil {
+		return &UnavailableError{Provider: ProviderTestcontainers, Reason: fmt.Sprintf("docker client: %v", err)}
+	}
+	defer cli.Close()
+	if _, err := cli.ImageInspect(ctx, image); err != nil {
+		return &UnavailableError{Provider: ProviderTestcontainers, Reason: fmt.Sprintf(
+			"image %s is not on this Docker engine (%v): run scripts/images.sh to build the local images, or docker pull it", image, err)}
+	}
+	return nil
+}
 
 // dockerAvailable answers within about a second whether a Docker engine answers /_ping, so
 // that a machine without one skips instead of hanging in testcontainers' retries.
@@ -114,6 +160,16 @@ func startContainers(ctx context.Context, s Spec) (_ Cluster, err error) {
 	if err := dockerAvailable(); err != nil {
 		return nil, err
 	}
+	setupTestcontainers()
+	need := []string{Image(EnvImageKafka371)}
+	if s.Version == V230 {
+		need = []string{Image(EnvImageZooKeeper), Image(EnvImageKafka230)}
+	}
+	for _, image := range need {
+		if err := imagePresent(ctx, image); err != nil {
+			return nil, err
+		}
+	}
 	dir, removeDir, err := clusterDir(s)
 	if err != nil {
 		return nil, err
@@ -124,12 +180,12 @@ func startContainers(ctx context.Context, s Spec) (_ Cluster, err error) {
 			c.Close()
 		}
 	}()
-	if c.net, err = tcnetwork.New(ctx); err != nil {
+	if c.net, err = tcnetwork.New(ctx, tcnetwork.WithLabels(map[string]string{ownerLabel: ownerValue()})); err != nil {
 		return nil, fmt.Errorf("cluster %s: create docker network: %w", s.Name, err)
 	}
 	track(c)
 	if s.Version == V230 {
-		c.zk, err = c.run(ctx, "zookeeper", imageZK230, []string{"zookeeper"}, nil, map[string]string{
+		c.zk, err = c.run(ctx, "zookeeper", Image(EnvImageZooKeeper), []string{"zookeeper"}, nil, map[string]string{
 			"ZOOKEEPER_CLIENT_PORT": "2181",
 			"ZOOKEEPER_TICK_TIME":   "2000",
 		})
@@ -176,9 +232,9 @@ func startContainers(ctx context.Context, s Spec) (_ Cluster, err error) {
 		for k, v := range m {
 			env[envName(k)] = v
 		}
-		image := imageKafka230
+		image := Image(EnvImageKafka230)
 		if s.Version == V371 {
-			image = imageKafka371
+			image = Image(EnvImageKafka371)
 		}
 		port := network.MustParsePort(strconv.Itoa(n.port) + "/tcp")
 		n.ctr, err = c.run(ctx, fmt.Sprintf("broker-%d", n.id-1), image, []string{fmt.Sprintf("kafka-%d", n.id)},
@@ -212,6 +268,7 @@ func (c *tcCluster) run(ctx context.Context, name, image string, aliases []strin
 	c.logs = append(c.logs, logPath)
 	c.files = append(c.files, f)
 	opts := []testcontainers.ContainerCustomizer{
+		withOwner(),
 		testcontainers.WithEnv(env),
 		tcnetwork.WithNetwork(aliases, c.net),
 		testcontainers.WithLogConsumers(fileLog{f}),
@@ -270,15 +327,15 @@ func (c *tcCluster) StopBroker(ctx context.Context, i int) error {
 	return nil
 }
 
-// KillBroker stops the container with no grace period: Docker sends SIGKILL at once.
+// KillBroker sends the broker's container SIGKILL, as a crash would, and waits until it has
+// stopped.
 func (c *tcCluster) KillBroker(i int) error {
 	if err := checkIndex(c, i); err != nil {
 		return err
 	}
-	var zero time.Duration
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := c.nodes[i].ctr.Stop(ctx, &zero); err != nil {
+	if err := killContainer(ctx, c.nodes[i].ctr); err != nil {
 		return fmt.Errorf("cluster %s: kill broker %d: %w", c.spec.Name, i, err)
 	}
 	return nil

@@ -17,9 +17,20 @@
 //     2.3.0 runs on one ZooKeeper 3.5.9 node, 3.7.1 on KRaft with every node both broker and
 //     controller. Java 17 is pinned ($JAVA_HOME must be 17 when set, else
 //     /usr/lib/jvm/java-17-openjdk-amd64, else java on PATH); other versions are refused.
-//   - testcontainers: the same clusters as containers (confluentinc/cp-zookeeper and
-//     cp-kafka 5.3.0 = Kafka 2.3.0; apache/kafka:3.7.1) on machines with a Docker engine.
-//     Without one it reports [UnavailableError] within a second or two.
+//   - testcontainers: the same clusters as containers on one Docker network, each broker's
+//     client port published on 127.0.0.1 (the only way the tests reach them). The images are
+//     the ones scripts/images.sh builds on the machine with no registry (kmigrate-local/...:
+//     a Java 17 Debian base made from the machine's own package sources, the cached Kafka
+//     jars copied in); KMIGRATE_IMAGE_ZOOKEEPER, KMIGRATE_IMAGE_KAFKA_2_3_0 and
+//     KMIGRATE_IMAGE_KAFKA_3_7_1 name others, e.g. the public confluentinc/cp-zookeeper and
+//     cp-kafka 5.3.0 (Kafka 2.3.0) and apache/kafka:3.7.1, which read the same environment.
+//     Nothing is ever pulled: a missing image is an [UnavailableError] that says how to build
+//     it, as is a machine without an engine (within a second or two). MirrorMaker 2 runs in
+//     KMIGRATE_IMAGE_MM2 on the host network under this provider (KMIGRATE_MM2_PROVIDER=jvm
+//     keeps it a JVM). testcontainers' reaper (Ryuk, itself pulled from a registry) is off:
+//     every container and network carries its starter's pid and start time, and [Reap]
+//     removes those whose starter has ended. KillBroker sends SIGKILL; [Faulter] adds pause
+//     and network disconnection.
 //
 // Broker settings of the jvm provider (Spec.Config overrides any): listeners on 127.0.0.1 at
 // free ports (drawn below the ephemeral range), node ids index+1, num.partitions=1,
@@ -41,7 +52,8 @@
 //
 // Skipping: StartT skips, saying why, when Java 17 is missing or the jars are missing and
 // Maven is not there to fetch them; KMIGRATE_REQUIRE_REAL=1 (CI) turns that into a failure.
-// A missing Docker engine always skips. go test -short skips every real cluster and MM2.
+// A missing Docker engine or image skips; KMIGRATE_REQUIRE_CONTAINERS=1 (CI) makes that a
+// failure too. go test -short skips every real cluster and MM2.
 //
 // Logs: every process appends its console (log4j at INFO) to a file in the cluster's
 // directory (zookeeper/zookeeper.log, broker-<i>/broker.log, mm2.log). Under StartT that is

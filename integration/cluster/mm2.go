@@ -32,6 +32,10 @@ type MM2Spec struct {
 	// JVMFlags are added after the defaults (-Xmx512m, serial GC, C1 only) and win over
 	// them, e.g. {"-XX:TieredStopAtLevel=4", "-Xmx1g"} for a throughput benchmark.
 	JVMFlags []string
+	// Provider is "jvm" (a JVM process on the 3.7.1 jars) or "testcontainers" (the image
+	// $KMIGRATE_IMAGE_MM2 names, on the host network). Default: $KMIGRATE_MM2_PROVIDER, else
+	// testcontainers when $KMIGRATE_PROVIDER says so, else jvm.
+	Provider string
 }
 
 // MM2ScriptJVMFlags are the JVM options Kafka 3.7.1's own bin/connect-mirror-maker.sh starts
@@ -53,7 +57,9 @@ type MM2 struct {
 	dir       string
 	removeDir bool
 	props     string
-	proc      *proc
+	logPath   string
+	proc      *proc   // the JVM, for the jvm provider
+	ctr       *mm2Ctr // the container, for the testcontainers provider
 	once      sync.Once
 	closeErr  error
 }
@@ -70,39 +76,30 @@ func StartMM2(ctx context.Context, spec MM2Spec) (_ *MM2, err error) {
 		spec.Name = "mm2-" + spec.Target
 	}
 	reapOnce()
-	bin, err := java()
-	if err != nil {
-		return nil, err
-	}
-	lib, err := libDir(ctx, V371)
-	if err != nil {
-		return nil, err
-	}
 	dir, removeDir, err := clusterDir(Spec{Name: spec.Name, Dir: spec.Dir})
 	if err != nil {
 		return nil, err
 	}
-	m := &MM2{spec: spec, dir: dir, removeDir: removeDir, props: filepath.Join(dir, "mm2.properties")}
+	m := &MM2{spec: spec, dir: dir, removeDir: removeDir, props: filepath.Join(dir, "mm2.properties"), logPath: filepath.Join(dir, "mm2.log")}
 	defer func() {
 		if err != nil {
 			err = fmt.Errorf("%w\n--- tail of %s:\n%s", err, m.LogPath(), Tail(m.LogPath(), 30))
 			m.Close()
 		}
 	}()
-	if err := os.WriteFile(filepath.Join(dir, "log4j.properties"), []byte(log4jConsole), 0o644); err != nil {
-		return nil, fmt.Errorf("mm2 %s: %w", spec.Name, err)
-	}
 	if err := os.WriteFile(m.props, []byte(spec.Properties), 0o644); err != nil {
 		return nil, fmt.Errorf("mm2 %s: write mm2.properties: %w", spec.Name, err)
 	}
-	m.proc = &proc{
-		name:    spec.Name,
-		logPath: filepath.Join(dir, "mm2.log"),
-		argv: javaCommand(bin, lib, dir, heapMM2, spec.JVMFlags, "org.apache.kafka.connect.mirror.MirrorMaker",
-			m.props, "--clusters", spec.Target),
-	}
-	if err := m.proc.start(); err != nil {
-		return nil, fmt.Errorf("mm2 %s: %w", spec.Name, err)
+	var procs []*proc
+	if mm2Provider(spec) == ProviderTestcontainers {
+		if err := m.startMM2Container(ctx); err != nil {
+			return nil, err
+		}
+	} else {
+		if err := m.startMM2Process(ctx); err != nil {
+			return nil, err
+		}
+		procs = []*proc{m.proc}
 	}
 	track(m)
 	kv := parseProps(spec.Properties)
@@ -123,12 +120,37 @@ func StartMM2(ctx context.Context, spec MM2Spec) (_ *MM2, err error) {
 	}
 	defer cl.Close()
 	what := fmt.Sprintf("mm2 %s: status topics %v on target %s", spec.Name, topics, boot)
-	if err := poll(ctx, what, []*proc{m.proc}, func(ctx context.Context) error {
+	if err := poll(ctx, what, procs, func(ctx context.Context) error {
 		return topicsExist(ctx, cl, topics)
 	}); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// startMM2Process runs MirrorMaker as a JVM on the 3.7.1 jars.
+func (m *MM2) startMM2Process(ctx context.Context) error {
+	bin, err := java()
+	if err != nil {
+		return err
+	}
+	lib, err := libDir(ctx, V371)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(m.dir, "log4j.properties"), []byte(log4jConsole), 0o644); err != nil {
+		return fmt.Errorf("mm2 %s: %w", m.spec.Name, err)
+	}
+	m.proc = &proc{
+		name:    m.spec.Name,
+		logPath: m.logPath,
+		argv: javaCommand(bin, lib, m.dir, heapMM2, m.spec.JVMFlags, "org.apache.kafka.connect.mirror.MirrorMaker",
+			m.props, "--clusters", m.spec.Target),
+	}
+	if err := m.proc.start(); err != nil {
+		return fmt.Errorf("mm2 %s: %w", m.spec.Name, err)
+	}
+	return nil
 }
 
 // StartMM2T starts MirrorMaker 2 for a test, skipping as StartT does, and closes it in
@@ -200,7 +222,7 @@ func parseProps(text string) map[string]string {
 }
 
 // LogPath is MirrorMaker's log file (its console output, log4j at INFO).
-func (m *MM2) LogPath() string { return m.proc.logPath }
+func (m *MM2) LogPath() string { return m.logPath }
 
 // PropertiesPath is the mm2.properties file it runs with.
 func (m *MM2) PropertiesPath() string { return m.props }
@@ -208,8 +230,11 @@ func (m *MM2) PropertiesPath() string { return m.props }
 // Dir holds mm2.properties and the log.
 func (m *MM2) Dir() string { return m.dir }
 
-// Pid is the JVM's process id, 0 when it is not running.
+// Pid is the JVM's process id (in a container: its host pid), 0 when it is not running.
 func (m *MM2) Pid() int {
+	if m.ctr != nil {
+		return m.ctr.pid()
+	}
 	m.proc.mu.Lock()
 	defer m.proc.mu.Unlock()
 	if m.proc.cmd == nil || isClosed(m.proc.done) {
@@ -220,13 +245,32 @@ func (m *MM2) Pid() int {
 
 // Stop shuts MirrorMaker down cleanly (SIGTERM: tasks commit their offsets and flush their
 // offset syncs) and waits; it is killed when ctx ends first. Restart runs it again.
-func (m *MM2) Stop(ctx context.Context) error { return m.proc.stop(ctx, stopGrace) }
+func (m *MM2) Stop(ctx context.Context) error {
+	if m.ctr != nil {
+		return m.ctr.stop(ctx, stopGrace)
+	}
+	return m.proc.stop(ctx, stopGrace)
+}
 
 // Kill kills MirrorMaker at once (SIGKILL), as a crash would.
-func (m *MM2) Kill() { m.proc.kill() }
+func (m *MM2) Kill() {
+	if m.ctr != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = killContainer(ctx, m.ctr.ctr)
+		return
+	}
+	m.proc.kill()
+}
 
 // Restart starts a stopped or killed MirrorMaker again with the same properties and log.
 func (m *MM2) Restart() error {
+	if m.ctr != nil {
+		if err := m.ctr.start(); err != nil {
+			return fmt.Errorf("mm2 %s: restart: %w", m.spec.Name, err)
+		}
+		return nil
+	}
 	if m.proc.running() {
 		return fmt.Errorf("mm2 %s: restart: still running, Stop or Kill it first", m.spec.Name)
 	}
@@ -239,6 +283,9 @@ func (m *MM2) Close() error {
 		untrack(m)
 		if m.proc != nil {
 			m.proc.kill()
+		}
+		if m.ctr != nil {
+			m.ctr.close()
 		}
 		if m.removeDir {
 			m.closeErr = os.RemoveAll(m.dir)

@@ -64,8 +64,8 @@ func alive(pid int, start string) bool {
 	return start != "" && procStart(pid) == start
 }
 
-// Reap kills every JVM of the registry whose owning process has ended and returns a line per
-// process it killed. Processes of live owners (another `go test` running now) are left alone.
+// Reap kills every JVM of the registry whose owning process has ended, removes the containers
+// and networks of such processes (see ownerLabel), and returns a line per thing it removed. Processes of live owners (another `go test` running now) are left alone.
 func Reap() []string {
 	entries, err := os.ReadDir(registryDir())
 	if err != nil {
@@ -95,7 +95,7 @@ func Reap() []string {
 		}
 		_ = os.Remove(path)
 	}
-	return reaped
+	return append(reaped, reapContainers()...)
 }
 
 func reapOnce() { reapOnceGuard.Do(func() { Reap() }) }

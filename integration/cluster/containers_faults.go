@@ -1,0 +1,76 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+	"github.com/testcontainers/testcontainers-go"
+)
+
+// Faulter is what the testcontainers provider adds to Cluster for fault tests: a broker that
+// hangs (its processes frozen, its connections open and silent) and a broker cut off the
+// network (its connections fail at once), each undone by its pair. Other providers do not
+// implement it; a test asserts the interface and skips without it.
+type Faulter interface {
+	// PauseBroker freezes every process of broker i (docker pause): clients' requests to it
+	// time out, its ZooKeeper session or KRaft lease lapses.
+	PauseBroker(ctx context.Context, i int) error
+	// UnpauseBroker thaws it.
+	UnpauseBroker(ctx context.Context, i int) error
+	// DisconnectBroker takes broker i off the cluster's network: the other brokers, ZooKeeper
+	// and the clients (through its published port) lose it.
+	DisconnectBroker(ctx context.Context, i int) error
+	// ReconnectBroker puts it back on the network under its old name.
+	ReconnectBroker(ctx context.Context, i int) error
+}
+
+var _ Faulter = (*tcCluster)(nil)
+
+func (c *tcCluster) docker(ctx context.Context, i int, what string, f func(*testcontainers.DockerClient, string) error) error {
+	if err := checkIndex(c, i); err != nil {
+		return err
+	}
+	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
+	if err != nil {
+		return fmt.Errorf("cluster %s: %s broker %d: %w", c.spec.Name, what, i, err)
+	}
+	defer cli.Close()
+	if err := f(cli, c.nodes[i].ctr.GetContainerID()); err != nil {
+		return fmt.Errorf("cluster %s: %s broker %d: %w", c.spec.Name, what, i, err)
+	}
+	return nil
+}
+
+func (c *tcCluster) PauseBroker(ctx context.Context, i int) error {
+	return c.docker(ctx, i, "pause", func(cli *testcontainers.DockerClient, id string) error {
+		_, err := cli.ContainerPause(ctx, id, client.ContainerPauseOptions{})
+		return err
+	})
+}
+
+func (c *tcCluster) UnpauseBroker(ctx context.Context, i int) error {
+	return c.docker(ctx, i, "unpause", func(cli *testcontainers.DockerClient, id string) error {
+		_, err := cli.ContainerUnpause(ctx, id, client.ContainerUnpauseOptions{})
+		return err
+	})
+}
+
+func (c *tcCluster) DisconnectBroker(ctx context.Context, i int) error {
+	return c.docker(ctx, i, "disconnect", func(cli *testcontainers.DockerClient, id string) error {
+		_, err := cli.NetworkDisconnect(ctx, c.net.ID, client.NetworkDisconnectOptions{Container: id, Force: true})
+		return err
+	})
+}
+
+func (c *tcCluster) ReconnectBroker(ctx context.Context, i int) error {
+	if err := c.docker(ctx, i, "reconnect", func(cli *testcontainers.DockerClient, id string) error {
+		_, err := cli.NetworkConnect(ctx, c.net.ID, client.NetworkConnectOptions{Container: id,
+			EndpointConfig: &network.EndpointSettings{Aliases: []string{fmt.Sprintf("kafka-%d", c.nodes[i].id)}}})
+		return err
+	}); err != nil {
+		return err
+	}
+	return c.waitReady(ctx)
+}

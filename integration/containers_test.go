@@ -1,0 +1,144 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kmigrate/kmigrate/integration/cluster"
+)
+
+// The container suite (make it-containers: KMIGRATE_PROVIDER=testcontainers) runs the seed,
+// verify and reconcile scenarios on containers, and the tests below, which need containers
+// themselves: kmigrate's own image mirroring the seed case, and faults only a container
+// engine can make. Under any other provider they skip: the suite is where they run, and
+// KMIGRATE_REQUIRE_CONTAINERS=1 makes it fail instead of skipping when the engine or an image
+// is missing.
+func containerSuite(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("skip: -short: no containers")
+	}
+	if os.Getenv(cluster.EnvProvider) != cluster.ProviderTestcontainers {
+		t.Skipf("skip: a container test: runs in the container suite (make it-containers, %s=%s)", cluster.EnvProvider, cluster.ProviderTestcontainers)
+	}
+}
+
+// mirImage launches kmirror with `docker run` of kmigrate's image on the host network (the
+// brokers advertise 127.0.0.1 addresses), with the properties mounted read-only.
+func mirImage(image string) mirLauncher {
+	return func(t *testing.T, props, flow, name string) *mirProc {
+		t.Helper()
+		dir := t.TempDir()
+		b, err := os.ReadFile(props)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The image runs as uid 65532: the mounted directory and file must be readable to it.
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "mm2.properties"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ctr := bedUnique(name)
+		return mirLaunch(t, name, ctr, func(addr, level string) []string {
+			return []string{"docker", "run", "--rm", "--name", ctr, "--network", "host", "-v", dir + ":/etc/kmigrate:ro",
+				image, "run", "--config", "/etc/kmigrate/mm2.properties", "--flow", flow, "--metrics-addr", addr, "--log-level", level}
+		})
+	}
+}
+
+// TestContainerImage runs the seed case with kmirror from kmigrate's image (docker run),
+// between containerized Kafka 2.3.0 and 3.7.1: both target groups must be left exact.
+func TestContainerImage(t *testing.T) {
+	containerSuite(t)
+	src := cluster.StartT(t, cluster.Spec{Version: cluster.V230, Name: "image-src"})
+	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "image-dst"})
+	if t.Failed() || t.Skipped() {
+		return
+	}
+	mirSeed(t, src, dst, mirImage(cluster.Image(cluster.EnvImageKmigrate)))
+}
+
+// TestContainerFaults mirrors a topic under a steady producer while the brokers fail in the
+// ways only a container engine makes on one machine: the target broker frozen (docker pause:
+// connections open, nothing answers), the source broker off the network, the source broker
+// frozen. After each fault kmirror must still run, and after all of them the target must catch
+// up within 2 minutes and hold exactly the source's records, in order (no loss, no duplicate).
+func TestContainerFaults(t *testing.T) {
+	containerSuite(t)
+	src := cluster.StartT(t, cluster.Spec{Version: cluster.V230, Name: "faults-src"})
+	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "faults-dst"})
+	if t.Failed() || t.Skipped() {
+		return
+	}
+	sf, sok := src.(cluster.Faulter)
+	df, dok := dst.(cluster.Faulter)
+	if !sok || !dok {
+		t.Fatalf("the testcontainers provider's clusters do not implement cluster.Faulter")
+	}
+	const parts, total, hold = 6, 60000, 15 * time.Second
+	topic := bedUnique("ctr-faults")
+	bedCreateTopic(t, src, topic, parts, nil)
+	props := mirProps(t, src, dst, "F1", "G1", topic)
+	bin := filepath.Join(bedBuild(t, "kmirror"), "kmirror")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	waitProduced, produced := mirProducer(ctx, t, src, topic, parts, total, 75*time.Second)
+	p := mirStart(t, bin, props, "F1->G1", "kmirror-faults")
+	bedWaitFor(ctx, t, time.Second, "kmirror to own every partition", func() string {
+		if n := p.owned(); n != parts {
+			return fmt.Sprintf("owns %d of %d partitions", n, parts)
+		}
+		return ""
+	})
+	faults := []struct {
+		name      string
+		do, undo  func(context.Context, int) error
+		afterUndo string
+	}{
+		{"target broker paused", df.PauseBroker, df.UnpauseBroker, ""},
+		{"source broker off the network", sf.DisconnectBroker, sf.ReconnectBroker, ""},
+		{"source broker paused", sf.PauseBroker, sf.UnpauseBroker, ""},
+	}
+	for _, f := range faults {
+		before := produced.Load()
+		if err := f.do(ctx, 0); err != nil {
+			t.Fatalf("%s: %v", f.name, err)
+		}
+		// The fault's length is the point of the test, not a stand-in for a condition.
+		time.Sleep(hold)
+		if err := f.undo(ctx, 0); err != nil {
+			t.Fatalf("undo %s: %v", f.name, err)
+		}
+		select {
+		case err := <-p.exited:
+			t.Fatalf("kmirror exited during %q: %v", f.name, err)
+		default:
+		}
+		t.Logf("%s for %s: %d records produced meanwhile, %d in all", f.name, hold, produced.Load()-before, produced.Load())
+	}
+	waitProduced()
+	want := sumEnds(ctx, t, src, topic)
+	start := time.Now()
+	wctx, wcancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer wcancel()
+	bedWaitFor(wctx, t, 200*time.Millisecond, "the target to catch up after the faults", func() string { return mirBehind(wctx, t, dst, topic, want) })
+	t.Logf("caught up %s after the producer finished (%d records)", time.Since(start).Round(time.Millisecond), want)
+	select {
+	case err := <-p.exited:
+		t.Fatalf("kmirror exited: %v", err)
+	default:
+	}
+	p.term(t)
+	if got := sumRecords(ctx, t, dst, topic); got != want {
+		t.Errorf("target has %d committed records, source %d", got, want)
+	}
+	for part := int32(0); part < parts; part++ {
+		mirClean(t, topic, part, mirAlign(ctx, t, src, dst, topic, part))
+	}
+}

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# it-containers.sh: the container suite. Builds the local images when their inputs changed
+# (scripts/images.sh), then runs on containers (KMIGRATE_PROVIDER=testcontainers): the seed
+# scenario, the verify and reconcile suites, kmigrate's own image mirroring the seed case
+# (docker run), the container faults, and the provider's own tests (MirrorMaker 2 in its image).
+#
+# Without a Docker engine it says so and exits 0, unless KMIGRATE_REQUIRE_CONTAINERS=1 (CI),
+# which makes that, and every skip inside the suite, a failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! docker info >/dev/null 2>&1; then
+  if [ "${KMIGRATE_REQUIRE_CONTAINERS:-}" = 1 ]; then
+    echo "it-containers: no Docker engine answers (docker info failed) and KMIGRATE_REQUIRE_CONTAINERS=1" >&2
+    exit 1
+  fi
+  echo "it-containers: skipped: no Docker engine answers (docker info failed); start one (dockerd --storage-driver=vfs as root) to run the container suite"
+  exit 0
+fi
+
+start=$SECONDS
+scripts/fetch-kafka.sh >/dev/null
+scripts/images.sh build
+echo "it-containers: images ready in $(( SECONDS - start ))s"
+
+export KMIGRATE_PROVIDER=testcontainers
+start=$SECONDS
+go test -count=1 -timeout 30m ${KMIGRATE_IT_VERBOSE:+-v} ./integration/ \
+  -run '^(TestSeedScenario|TestVerify|TestVerifyNothingToCompare|TestReconcileSeed|TestReconcileCases|TestReconcileRollbackSafety|TestContainerImage|TestContainerFaults)$'
+go test -count=1 -timeout 10m ${KMIGRATE_IT_VERBOSE:+-v} ./integration/cluster/ -run '^(TestTestcontainers|TestMM2)$'
+echo "it-containers: suite took $(( SECONDS - start ))s"
