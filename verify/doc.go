@@ -53,6 +53,13 @@
 // records are extra; with a bounded To the comparison ends at the first target record after
 // the copy of the last source record that repeats nothing.
 //
+// # Explicit ranges
+//
+// DiffRanges (ranges.go) aligns given offset ranges of both sides, strictly on both ends
+// (only those ranges are fetched), and merges the ranges of a partition into one
+// PartitionResult of the same Result: the report of `kverify compare --drill`, which drills
+// the regions two digests differ in (package digest).
+//
 // # Offset map file
 //
 // `kverify diff --offset-map FILE` writes the map with offsetmap.Write; its format (version 1)

@@ -61,6 +61,12 @@ directory, not the same file twice, not an input file such as --mm2-config), and
 together at the end, only when the run has an answer (exit 0 or 1): on exit 2 nothing is
 written and an existing file is left as it was.
 
+--evidence FILE writes what an auditor keeps (with the other outputs, on exit 0 or 1): per
+compared partition the source and target ranges compared and a SHA-256 root over their
+record fingerprints (read again after the comparison), the tool version, both cluster IDs, the
+time and the SHA-256 of the report (the --out file, else its JSON rendering). "kverify
+check-evidence FILE" recomputes the roots later. Not with --state.
+
 --state FILE makes verification incremental. The file holds, per partition, the verified end
 on both sides, the log starts, the counts found so far and the fingerprints of the last 8
 records below each end; it names the clusters (their IDs), the topics (and their topic IDs where
@@ -130,12 +136,13 @@ func diffCommand() *cli.Command {
 		&cli.BoolFlag{Name: "follow", Usage: "with --state: verify as the mirror runs, a round every --interval, until SIGINT/SIGTERM"},
 		&cli.DurationFlag{Name: "interval", Value: 10 * time.Second, Usage: "with --follow: `DURATION` between rounds"},
 		&cli.StringFlag{Name: "metrics-addr", Usage: "with --follow: serve Prometheus metrics on `HOST:PORT` /metrics"},
+		&cli.StringFlag{Name: "evidence", Usage: "write what an auditor keeps to `FILE`: per partition the ranges compared and a SHA-256 root of their fingerprints, the version, cluster IDs, time and the report's SHA-256 (see kverify check-evidence --help)"},
 	}
 	flags = append(flags, multiFlags()...)
 	flags = append(flags, clikit.ConnectionFlags()...)
 	return clikit.ReportCommand("diff", runDiff, flags,
 		"align a source topic with its copy and report every missing, duplicated, altered or extra record",
-		"kverify diff --topic TOPIC [--topic T2 ...] | --all | --topics REGEX,... [--shard INDEX/COUNT] [--target-topic T] [--partitions 0,3,5-9] [--from ..] [--to ..] [--compare ..] [--format ..] [--out FILE] [--offset-map FILE] [--state FILE [--follow [--interval 10s] [--metrics-addr HOST:PORT]]] [connection flags]",
+		"kverify diff --topic TOPIC [--topic T2 ...] | --all | --topics REGEX,... [--shard INDEX/COUNT] [--target-topic T] [--partitions 0,3,5-9] [--from ..] [--to ..] [--compare ..] [--format ..] [--out FILE] [--offset-map FILE] [--evidence FILE] [--state FILE [--follow [--interval 10s] [--metrics-addr HOST:PORT]]] [connection flags]",
 		diffHelp)
 }
 
@@ -260,9 +267,12 @@ func runDiff(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	outs, err := checkOutputs(c, "offset-map", "out", "state")
+	outs, err := checkOutputs(c, "offset-map", "out", "state", "evidence")
 	if err != nil {
 		return err
+	}
+	if c.String("evidence") != "" && c.String("state") != "" {
+		return clikit.Failf("--evidence cannot be given with --state: run a full kverify diff for evidence")
 	}
 	conn, err := clikit.Open(c)
 	if err != nil {
@@ -292,6 +302,9 @@ func runDiff(c *cli.Context) error {
 		return err
 	}
 	title := fmt.Sprintf("kverify %s → %s", res.SourceTopic, res.TargetTopic)
+	if err := withEvidence(c, conn, cfg, res, format, title, outs); err != nil {
+		return err
+	}
 	if err := writeResults(outs, format, res, om, nil, title); err != nil {
 		return err
 	}
@@ -359,6 +372,8 @@ func writeResults(outs []output, format report.Format, res *verify.Result, om *o
 			err = offsetmap.Write(&b, om)
 		case "--state":
 			err = verify.WriteState(&b, st)
+		case "--evidence":
+			b.Write(o.data)
 		default:
 			err = report.Write(&b, format, res, report.Options{Title: title})
 		}

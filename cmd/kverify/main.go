@@ -17,6 +17,9 @@ altered or extra record at its exact offsets. No replication tool checks what it
 compares the mirrored topics' metadata and configs on both clusters (see its --help).
 "kverify diff --all" verifies every topic of a flow, "--shard I/N" a share of it, and
 "kverify merge" joins the shards' reports into one verdict.
+Across sites, "kverify digest" on each side and "kverify compare" find the differing ranges
+from two small files; "kverify diff --evidence" and "kverify check-evidence" keep and re-check
+what was proved.
 
 Exit status: 0 identical; 1 differences found; 2 usage, configuration or connection error,
 or nothing to compare (no source record in the range asked); on exit 2 nothing is written.`
@@ -25,5 +28,5 @@ func main() { os.Exit(clikit.Main(app(), os.Args)) }
 
 func app() *cli.App {
 	return clikit.NewApp("kverify", "record-by-record proof that a mirrored Kafka topic is complete and unaltered",
-		description, diffCommand(), topicsCommand(), mergeCommand())
+		description, diffCommand(), topicsCommand(), mergeCommand(), digestCommand(), compareCommand(), checkEvidenceCommand())
 }

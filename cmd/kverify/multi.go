@@ -32,7 +32,7 @@ has one test case per topic; the JSON form ("kind": "kverify-diff-topics") is in
 docs/verify-topics.md. Exit status over all topics: 0 every topic identical (topics with
 nothing to compare are named, never called identical), 1 any topic differs, 2 errors, a
 partition that could not be read while nothing differs, or nothing to compare in any topic.
---target-topic, --partitions, --offset-map and --state take one topic.
+--target-topic, --partitions, --offset-map, --state and --evidence take one topic.
 
 --shard INDEX/COUNT compares only the (topic, partition) pairs of shard INDEX of COUNT:
 partition p of topic t belongs to shard (xxhash64(t) + p) mod COUNT, which every process
@@ -100,7 +100,7 @@ func parseShard(s string) (verify.Shard, error) {
 
 // multiConfig reads the flags of diff over several topics, refusing the one-topic flags.
 func multiConfig(c *cli.Context) (verify.MultiConfig, error) {
-	for _, f := range []string{"target-topic", "partitions", "offset-map", "state", "follow", "metrics-addr"} {
+	for _, f := range []string{"target-topic", "partitions", "offset-map", "state", "follow", "metrics-addr", "evidence"} {
 		if c.IsSet(f) {
 			return verify.MultiConfig{}, clikit.Failf("--%s takes one topic: give --topic once, without --all, --topics or --shard (or run one kverify diff per topic)", f)
 		}
@@ -133,15 +133,7 @@ func runMulti(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	format, err := report.ParseFormat(c.String("format"))
-	if err != nil {
-		return clikit.Failf("--format: %w", err)
-	}
-	outs, err := checkOutputs(c, "out")
-	if err != nil {
-		return err
-	}
-	conn, err := clikit.Open(c)
+	format, outs, conn, err := openReport(c)
 	if err != nil {
 		return err
 	}

@@ -203,6 +203,7 @@ func TestDiffTopicsSelection(t *testing.T) {
 		{name: "bad regex", args: []string{"--topics", "a("}, code: 2, wantE: "invalid regex"},
 		{name: "--partitions takes one topic", args: []string{"--all", "--partitions", "0"}, code: 2, wantE: "--partitions takes one topic"},
 		{name: "--offset-map takes one topic", args: []string{"--all", "--offset-map", filepath.Join(t.TempDir(), "m.json")}, code: 2, wantE: "--offset-map takes one topic"},
+		{name: "--evidence takes one topic", args: []string{"--all", "--evidence", filepath.Join(t.TempDir(), "e.json")}, code: 2, wantE: "--evidence takes one topic"},
 		{name: "bad shard", args: []string{"--all", "--shard", "3/3"}, code: 2, wantE: "0 <= INDEX < COUNT"},
 		{name: "no topic at all", args: nil, code: 2, wantE: "give --topic TOPIC"},
 		{name: "nothing to compare in any topic", args: []string{"--topics", "alpha|bravo", "--from", "100000"}, code: 2, wantE: "nothing to compare"},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
 	"github.com/kmigrate/kmigrate/internal/atomicfile"
+	"github.com/kmigrate/kmigrate/report"
 )
 
 // output is a file the run writes (--out, --offset-map). Every output is checked before a
@@ -22,6 +23,7 @@ type output struct {
 	flag string // "--out"
 	path string // as given
 	real string // absolute, symbolic links resolved: what is compared and replaced
+	data []byte // rendered before writeResults, which writes it as is (--evidence)
 }
 
 // inputFlags name the files a run reads: an output must never be one of them.
@@ -152,4 +154,19 @@ func writeOutputs(outs []output, data [][]byte) error {
 		}
 	}
 	return nil
+}
+
+// openReport is the start of a command that writes one report (--format, --out) from both
+// clusters: the format and the output are checked before any cluster is contacted.
+func openReport(c *cli.Context) (report.Format, []output, *clikit.Session, error) {
+	format, err := report.ParseFormat(c.String("format"))
+	if err != nil {
+		return format, nil, nil, clikit.Failf("--format: %w", err)
+	}
+	outs, err := checkOutputs(c, "out")
+	if err != nil {
+		return format, nil, nil, err
+	}
+	conn, err := clikit.Open(c)
+	return format, outs, conn, err
 }

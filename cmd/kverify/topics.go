@@ -90,15 +90,7 @@ func runTopics(c *cli.Context) error {
 			return clikit.Failf("--topics %q: give at least one regex", c.String("topics"))
 		}
 	}
-	format, err := report.ParseFormat(c.String("format"))
-	if err != nil {
-		return clikit.Failf("--format: %w", err)
-	}
-	outs, err := checkOutputs(c, "out")
-	if err != nil {
-		return err
-	}
-	conn, err := clikit.Open(c)
+	format, outs, conn, err := openReport(c)
 	if err != nil {
 		return err
 	}

@@ -119,15 +119,3 @@ func killContainer(ctx context.Context, ctr testcontainers.Container) error {
 		}
 	}
 }
-
-// containerSignal sends sig (e.g. "STOP", "CONT") to the container's processes without
-// stopping the container, as a hung broker would look.
-func containerSignal(ctx context.Context, ctr testcontainers.Container, sig string) error {
-	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
-	if err != nil {
-		return err
-	}
-	defer cli.Close()
-	_, err = cli.ContainerKill(ctx, ctr.GetContainerID(), client.ContainerKillOptions{Signal: sig})
-	return err
-}

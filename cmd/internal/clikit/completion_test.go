@@ -43,8 +43,9 @@ func TestBashCompletion(t *testing.T) {
 		words []string
 		want  []string
 	}{
-		{"kverify", []string{""}, []string{"completion", "diff", "merge", "topics"}},
-		{"kverify", []string{"d"}, []string{"diff"}},
+		{"kverify", []string{""}, []string{"check-evidence", "compare", "completion", "diff", "digest", "merge", "topics"}},
+		{"kverify", []string{"d"}, []string{"diff", "digest"}},
+		{"kverify", []string{"dig"}, []string{"digest"}},
 		{"kverify", []string{"diff", "--to"}, []string{"--topic", "--topics"}},
 		{"kreconcile", []string{"gr"}, []string{"groups"}},
 		{"kreconcile", []string{"groups", "--app"}, []string{"--apply"}},

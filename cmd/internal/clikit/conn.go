@@ -66,17 +66,23 @@ file is read up to 4 MiB (1 MiB a line).`
 // source->target (or the aliases of --flow) with MM2's IdentityReplicationPolicy and defaults.
 // Errors name the flag or key and say what to do; they never contain a password.
 func Connect(c *cli.Context) (*Conn, error) {
-	return connectSides(c, true)
+	return connectSides(c, true, true)
 }
 
 // ConnectTarget is Connect for commands that only touch the target cluster (kreconcile
 // rollback): the source needs no bootstrap servers.
 func ConnectTarget(c *cli.Context) (*Conn, error) {
-	return connectSides(c, false)
+	return connectSides(c, false, true)
 }
 
-func connectSides(c *cli.Context, needSource bool) (*Conn, error) {
-	conn, err := connect(c, needSource)
+// ConnectSides is Connect for commands that read one cluster, or either (kverify digest,
+// check-evidence): only the sides needed must have bootstrap servers.
+func ConnectSides(c *cli.Context, needSource, needTarget bool) (*Conn, error) {
+	return connectSides(c, needSource, needTarget)
+}
+
+func connectSides(c *cli.Context, needSource, needTarget bool) (*Conn, error) {
+	conn, err := connect(c, [2]bool{needSource, needTarget})
 	if err != nil {
 		return nil, Fail(err)
 	}
@@ -93,7 +99,7 @@ func connectSides(c *cli.Context, needSource bool) (*Conn, error) {
 	return conn, nil
 }
 
-func connect(c *cli.Context, needSource bool) (*Conn, error) {
+func connect(c *cli.Context, need [2]bool) (*Conn, error) {
 	conn := &Conn{}
 	flowName := strings.TrimSpace(c.String(FlagFlow))
 	if path := c.String(FlagMM2Config); path != "" {
@@ -126,7 +132,7 @@ func connect(c *cli.Context, needSource bool) (*Conn, error) {
 		if err := applyFlags(c, sides[i], cl); err != nil {
 			return nil, err
 		}
-		if len(cl.Bootstrap) == 0 && (i == 1 || needSource) {
+		if len(cl.Bootstrap) == 0 && need[i] {
 			if conn.Config != nil {
 				return nil, fmt.Errorf("cluster %s has no bootstrap servers: set %s.bootstrap.servers in %s or pass --%s-brokers", cl.Alias, cl.Alias, c.String(FlagMM2Config), sides[i])
 			}
