@@ -77,17 +77,10 @@ func (s benchShape) topic(base string) string {
 }
 
 func (s benchShape) compression() (kgo.CompressionCodec, error) {
-	switch s.codec {
-	case "none":
-		return kgo.NoCompression(), nil
-	case "gzip":
-		return kgo.GzipCompression(), nil
-	case "snappy":
-		return kgo.SnappyCompression(), nil
-	case "lz4":
-		return kgo.Lz4Compression(), nil
-	case "zstd":
-		return kgo.ZstdCompression(), nil
+	codecs := map[string]func() kgo.CompressionCodec{"none": kgo.NoCompression, "gzip": kgo.GzipCompression,
+		"snappy": kgo.SnappyCompression, "lz4": kgo.Lz4Compression, "zstd": kgo.ZstdCompression}
+	if c, ok := codecs[s.codec]; ok {
+		return c(), nil
 	}
 	return kgo.NoCompression(), fmt.Errorf("KMIGRATE_BENCH_COMPRESSION=%q: want none, gzip, snappy, lz4 or zstd", s.codec)
 }
