@@ -109,6 +109,15 @@ func (l *Leaders) put(topic string, partition int32, ld leader) {
 	l.m[partitionKey{topic, partition}] = ld
 }
 
+// Remember records that broker leads partition of topic, whose ID is topicID (zero when the
+// cluster predates topic IDs): a caller that already holds a metadata answer gives it to the
+// reads of the cluster this way, so that none of them asks for it again.
+func (l *Leaders) Remember(topic string, partition, broker int32, topicID [16]byte) {
+	if broker >= 0 {
+		l.put(topic, partition, leader{broker, topicID})
+	}
+}
+
 func (l *Leaders) forget(topic string, partition int32) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

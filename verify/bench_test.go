@@ -5,10 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,14 +24,24 @@ import (
 )
 
 // The verify benchmark (scripts/bench-verify.sh starts a Kafka 3.7.1 broker and runs it):
-// kverify diff against two plain franz-go consumers reading the same two partitions (one of
-// a "source" topic, one of a "target" topic on the same broker) in the same run, each
-// contender in its own process so that its peak RSS (getrusage ru_maxrss) is its own.
+// kverify diff against two plain franz-go consumers reading the same partitions (those of a
+// "source" topic and of a "target" topic on the same broker) in the same run, and, when this
+// kverify has the digest command, kverify digest of the source topic against one plain
+// consumer reading it; each contender in its own process so that its peak RSS (VmHWM,
+// internal/peakrss) is its own.
 //
-//	KMIGRATE_BENCH_BROKERS  host:port of the broker (the benchmark skips without it)
-//	KMIGRATE_BENCH_RECORDS  records per topic (default 1000000)
-//	KMIGRATE_BENCH_ROUNDS   runs of each contender, alternating (default 3; the best counts)
-//	KMIGRATE_BENCH_OUT      also write the Markdown result to this file
+//	KMIGRATE_BENCH_BROKERS      host:port of the broker (the benchmark skips without it)
+//	KMIGRATE_BENCH_RECORDS      records per topic (default 1000000)
+//	KMIGRATE_BENCH_VALUE        value size in bytes (default 100)
+//	KMIGRATE_BENCH_COMPRESSION  producer compression: none, gzip, snappy, lz4, zstd (default snappy, kgo's)
+//	KMIGRATE_BENCH_PARTITIONS   partitions per topic (default 1)
+//	KMIGRATE_BENCH_ROUNDS       runs of each contender, alternating (default 3; the best counts)
+//	KMIGRATE_BENCH_FAULTS       0: skip the run against a faulty copy (default 1; one partition only)
+//	KMIGRATE_BENCH_KVERIFY      a kverify binary to measure (default: build this tree's)
+//	KMIGRATE_BENCH_OUT          also write the Markdown result to this file
+//
+// The topics' names carry the shape (records, value size, compression, partitions), so a
+// broker kept between runs never serves a run the records of another shape.
 
 const (
 	benchSource = "bench-verify-source"
@@ -45,130 +56,271 @@ func benchEnv(name string, def int) int {
 	return def
 }
 
+// benchShape is what the benchmark's topics hold.
+type benchShape struct {
+	records, value, partitions int
+	codec                      string
+}
+
+func benchShapeFromEnv() benchShape {
+	codec := os.Getenv("KMIGRATE_BENCH_COMPRESSION")
+	if codec == "" {
+		codec = "snappy"
+	}
+	return benchShape{records: benchEnv("KMIGRATE_BENCH_RECORDS", 1_000_000), value: benchEnv("KMIGRATE_BENCH_VALUE", 100),
+		partitions: benchEnv("KMIGRATE_BENCH_PARTITIONS", 1), codec: codec}
+}
+
+// topic is the name of the benchmark topic base for this shape.
+func (s benchShape) topic(base string) string {
+	return fmt.Sprintf("%s-%dr-%dB-%s-%dp", base, s.records, s.value, s.codec, s.partitions)
+}
+
+func (s benchShape) compression() (kgo.CompressionCodec, error) {
+	codecs := map[string]func() kgo.CompressionCodec{"none": kgo.NoCompression, "gzip": kgo.GzipCompression,
+		"snappy": kgo.SnappyCompression, "lz4": kgo.Lz4Compression, "zstd": kgo.ZstdCompression}
+	if c, ok := codecs[s.codec]; ok {
+		return c(), nil
+	}
+	return kgo.NoCompression(), fmt.Errorf("KMIGRATE_BENCH_COMPRESSION=%q: want none, gzip, snappy, lz4 or zstd", s.codec)
+}
+
+// benchProducer is a client for seeds that produces with the shape's compression.
+func benchProducer(t *testing.T, seeds []string, s benchShape) *kgo.Client {
+	t.Helper()
+	codec, err := s.compression()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(codec), kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerLinger(5*time.Millisecond),
+		kgo.MaxBufferedBytes(256<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// benchText is text of random words: values cut from it compress about as log lines do.
+var benchText = func() []byte {
+	words := strings.Fields("order payment customer shipped pending refund invoice account region east west " +
+		"north south item quantity price total currency status created updated warehouse carrier tracking " +
+		"priority express standard retry timeout accepted rejected user session device mobile desktop")
+	r := rand.New(rand.NewPCG(13, 2026))
+	var b bytes.Buffer
+	for b.Len() < 1<<20 {
+		b.WriteString(words[r.IntN(len(words))])
+		b.WriteByte(" ,:;.=\n"[r.IntN(7)])
+		if r.IntN(8) == 0 {
+			b.WriteString(strconv.FormatUint(r.Uint64()%1_000_000, 10))
+			b.WriteByte(' ')
+		}
+	}
+	return b.Bytes()
+}()
+
+// benchValue is the value of record i: size bytes of benchText from a place that depends on i.
+func benchValue(i, size int) []byte {
+	size = min(size, len(benchText)/2)
+	off := (i * 7919) % (len(benchText) - size)
+	return benchText[off : off+size]
+}
+
+type benchRun struct {
+	secs  float64
+	rssKB int64
+}
+
+// benchContender is one process the benchmark times; cmd makes it for a round.
+type benchContender struct {
+	name, label string
+	records     int // records it reads, for records/s
+	cmd         func(round int) *exec.Cmd
+	exit        int
+}
+
 func TestBenchVerify(t *testing.T) {
 	brokers := os.Getenv("KMIGRATE_BENCH_BROKERS")
 	if brokers == "" || os.Getenv("KMIGRATE_BENCH_CHILD") != "" {
 		t.Skip("set KMIGRATE_BENCH_BROKERS (scripts/bench-verify.sh does) to run the verify benchmark")
 	}
-	n := benchEnv("KMIGRATE_BENCH_RECORDS", 1_000_000)
+	shape := benchShapeFromEnv()
 	rounds := benchEnv("KMIGRATE_BENCH_ROUNDS", 3)
-	seeds := strings.Split(brokers, ",")
-	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerBatchMaxBytes(1<<20), kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(100_000))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	cl := benchProducer(t, strings.Split(brokers, ","), shape)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Hour)
 	defer cancel()
-	benchFill(ctx, t, cl, n)
+	benchFill(ctx, t, cl, shape, shape.topic(benchSource), shape.topic(benchTarget))
 
-	bin := filepath.Join(t.TempDir(), "kverify")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/kverify").CombinedOutput(); err != nil {
-		t.Fatalf("go build kverify: %v\n%s", err, out)
+	bin := buildKverify(t)
+	contenders := benchContenders(t, bin, brokers, shape)
+	results := benchRounds(t, contenders, rounds)
+	md, ratio, rssKB := benchReport(shape, rounds, contenders, results)
+	if os.Getenv("KMIGRATE_BENCH_FAULTS") != "0" && shape.partitions == 1 {
+		md += benchFaults(ctx, t, cl, bin, brokers, shape)
 	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	type run struct {
-		secs  float64
-		rssKB int64
-	}
-	results := map[string][]run{}
-	// A file of the test's own: kverify refuses to write its report over anything but a
-	// regular file (its outputs are renamed into place), /dev/null included.
-	report := filepath.Join(t.TempDir(), "kverify.json")
-	contenders := []struct {
-		name string
-		cmd  func() *exec.Cmd
-		exit int
-	}{
-		{"plain", func() *exec.Cmd {
-			c := exec.Command(self, "-test.run=^TestBenchPlainChild$", "-test.count=1")
-			c.Env = append(os.Environ(), "KMIGRATE_BENCH_CHILD=plain")
-			return c
-		}, 0},
-		{"kverify", func() *exec.Cmd {
-			return exec.Command(bin, "diff", "--source-brokers", brokers, "--target-brokers", brokers,
-				"--topic", benchSource, "--target-topic", benchTarget, "--quiet", "--format", "json", "--out", report)
-		}, 0},
-	}
-	for r := 0; r < rounds; r++ {
-		for _, c := range contenders {
-			cmd := c.cmd()
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			start := time.Now()
-			err := cmd.Start()
-			var rss int64
-			if err == nil {
-				watch := peakrss.Start(cmd.Process.Pid)
-				err = cmd.Wait()
-				rss = watch.Stop()
-			}
-			secs := time.Since(start).Seconds()
-			code := 0
-			if ee, ok := err.(*exec.ExitError); ok {
-				code = ee.ExitCode()
-			} else if err != nil {
-				t.Fatalf("%s: %v", c.name, err)
-			}
-			if code != c.exit {
-				t.Fatalf("%s: exit %d, want %d: %s", c.name, code, c.exit, stderr.String())
-			}
-			results[c.name] = append(results[c.name], run{secs, rss})
-			t.Logf("round %d %-8s %.2fs  %.0f records/s  peak RSS %.1f MiB", r+1, c.name, secs, float64(2*n)/secs, float64(rss)/1024)
-		}
-	}
-	best := func(name string) run {
-		rs := results[name]
-		sort.Slice(rs, func(i, j int) bool { return rs[i].secs < rs[j].secs })
-		b := rs[0]
-		for _, x := range rs {
-			b.rssKB = max(b.rssKB, x.rssKB)
-		}
-		return b
-	}
-	// Per-round ratios are robust to a machine whose load changes between rounds: each round
-	// runs the two contenders back to back.
-	var ratios []float64
-	for r := range results["plain"] {
-		ratios = append(ratios, results["plain"][r].secs/results["kverify"][r].secs)
-	}
-	sort.Float64s(ratios)
-	median := ratios[len(ratios)/2]
-	plain, kv := best("plain"), best("kverify")
-	ratio := plain.secs / kv.secs
-	md := fmt.Sprintf(`## kverify diff vs two plain franz-go consumers
-
-%d records per partition (one partition of %s and one of %s on one Kafka 3.7.1 broker), both
-read in the same run; best of %d alternating rounds; each contender in its own process.
-
-| contender | time | records/s (both sides) | peak RSS |
-|---|---|---|---|
-| two plain franz-go consumers (kgo defaults, read_committed) | %.2f s | %.0f | %.1f MiB |
-| kverify diff (align + fingerprints, window %d) | %.2f s | %.0f | %.1f MiB |
-
-Throughput ratio kverify / plain: **%.2f** best against best, **%.2f** median of the per-round
-ratios %s (goal >= 0.8); kverify peak RSS **%.1f MiB** (goal < 256 MiB).
-`, n, benchSource, benchTarget, rounds,
-		plain.secs, float64(2*n)/plain.secs, float64(plain.rssKB)/1024,
-		align.DefaultWindow, kv.secs, float64(2*n)/kv.secs, float64(kv.rssKB)/1024,
-		ratio, median, fmtRatios(ratios), float64(kv.rssKB)/1024)
-	md += benchFaults(ctx, t, cl, bin, brokers, n)
 	t.Log("\n" + md)
 	if out := os.Getenv("KMIGRATE_BENCH_OUT"); out != "" {
 		if err := os.WriteFile(out, []byte(md), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if median < 0.8 {
-		t.Errorf("median throughput ratio %.2f, want >= 0.8", median)
+	if ratio < 1.0 {
+		t.Errorf("median throughput ratio kverify diff / two plain consumers %.2f, want >= 1.0", ratio)
 	}
-	if kv.rssKB >= 256<<10 {
-		t.Errorf("peak RSS %.1f MiB, want < 256 MiB", float64(kv.rssKB)/1024)
+	if rssKB >= 256<<10 {
+		t.Errorf("peak RSS %.1f MiB, want < 256 MiB", float64(rssKB)/1024)
 	}
+}
+
+// buildKverify builds this tree's kverify, or returns KMIGRATE_BENCH_KVERIFY when set.
+func buildKverify(t *testing.T) string {
+	t.Helper()
+	if bin := os.Getenv("KMIGRATE_BENCH_KVERIFY"); bin != "" {
+		return bin
+	}
+	bin := filepath.Join(t.TempDir(), "kverify")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/kverify").CombinedOutput(); err != nil {
+		t.Fatalf("go build kverify: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// hasDigest reports whether the kverify at bin has the digest command (kverify digest --help
+// succeeds and names its --side flag).
+func hasDigest(bin string) bool {
+	out, err := exec.Command(bin, "digest", "--help").CombinedOutput()
+	return err == nil && bytes.Contains(out, []byte("--side"))
+}
+
+// benchChild runs this test binary as the child test name with KMIGRATE_BENCH_CHILD=mode.
+func benchChild(t *testing.T, name, mode string) func(int) *exec.Cmd {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(int) *exec.Cmd {
+		c := exec.Command(self, "-test.run=^"+name+"$", "-test.count=1")
+		c.Env = append(os.Environ(), "KMIGRATE_BENCH_CHILD="+mode)
+		return c
+	}
+}
+
+func benchContenders(t *testing.T, bin, brokers string, shape benchShape) []benchContender {
+	// Files of the test's own: kverify refuses to write its report over anything but a
+	// regular file (its outputs are renamed into place), /dev/null included.
+	dir := t.TempDir()
+	src, tgt := shape.topic(benchSource), shape.topic(benchTarget)
+	cs := []benchContender{
+		{"plain", "two plain franz-go consumers (kgo defaults, read_committed)", 2 * shape.records, benchChild(t, "TestBenchPlainChild", "plain"), 0},
+		{"kverify", fmt.Sprintf("kverify diff (align + fingerprints, window %d)", align.DefaultWindow), 2 * shape.records, func(int) *exec.Cmd {
+			return exec.Command(bin, "diff", "--source-brokers", brokers, "--target-brokers", brokers,
+				"--topic", src, "--target-topic", tgt, "--quiet", "--format", "json", "--out", filepath.Join(dir, "kverify.json"))
+		}, 0},
+	}
+	if hasDigest(bin) {
+		cs = append(cs,
+			benchContender{"plain1", "one plain franz-go consumer of the source topic", shape.records, benchChild(t, "TestBenchPlainChild", "plain1"), 0},
+			benchContender{"digest", "kverify digest --side source", shape.records, func(round int) *exec.Cmd {
+				return exec.Command(bin, "digest", "--side", "source", "--source-brokers", brokers, "--topic", src,
+					"--out", filepath.Join(dir, fmt.Sprintf("digest-%d.json", round)))
+			}, 0})
+	}
+	return cs
+}
+
+// benchRounds runs every contender once per round, one after the other.
+func benchRounds(t *testing.T, cs []benchContender, rounds int) map[string][]benchRun {
+	t.Helper()
+	results := map[string][]benchRun{}
+	for r := 0; r < rounds; r++ {
+		for _, c := range cs {
+			run, code, stderr, err := benchTime(c.cmd(r))
+			if err != nil {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			if code != c.exit {
+				t.Fatalf("%s: exit %d, want %d: %s", c.name, code, c.exit, stderr)
+			}
+			results[c.name] = append(results[c.name], run)
+			t.Logf("round %d %-8s %.2fs  %.0f records/s  peak RSS %.1f MiB", r+1, c.name, run.secs, float64(c.records)/run.secs, float64(run.rssKB)/1024)
+		}
+	}
+	return results
+}
+
+// benchTime runs cmd, sampling its peak RSS, and returns how long it took and its exit code.
+func benchTime(cmd *exec.Cmd) (benchRun, int, string, error) {
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err := cmd.Start()
+	var rss int64
+	if err == nil {
+		watch := peakrss.Start(cmd.Process.Pid)
+		err = cmd.Wait()
+		rss = watch.Stop()
+	}
+	run := benchRun{time.Since(start).Seconds(), rss}
+	if ee, ok := err.(*exec.ExitError); ok {
+		return run, ee.ExitCode(), stderr.String(), nil
+	}
+	return run, 0, stderr.String(), err
+}
+
+// benchBest is the fastest run of rs with the largest peak RSS of them all.
+func benchBest(rs []benchRun) benchRun {
+	b := rs[0]
+	for _, x := range rs {
+		b.secs = min(b.secs, x.secs)
+		b.rssKB = max(b.rssKB, x.rssKB)
+	}
+	return b
+}
+
+// benchRatios are the per-round ratios of peer's time to c's (above 1: c is faster) and their
+// median. Per-round ratios are robust to a machine whose load changes between rounds: each
+// round runs the contenders back to back.
+func benchRatios(results map[string][]benchRun, peer, c string) (ratios []float64, median float64) {
+	for r := range results[c] {
+		ratios = append(ratios, results[peer][r].secs/results[c][r].secs)
+	}
+	sorted, m := slices.Sorted(slices.Values(ratios)), len(ratios)/2
+	if len(sorted)%2 == 0 {
+		return ratios, (sorted[m-1] + sorted[m]) / 2
+	}
+	return ratios, sorted[m]
+}
+
+// benchReport is the Markdown result, the median ratio of kverify diff against the two
+// plain consumers and kverify diff's peak RSS.
+func benchReport(shape benchShape, rounds int, cs []benchContender, results map[string][]benchRun) (string, float64, int64) {
+	var b strings.Builder
+	fmt.Fprintf(&b, `## kverify diff vs two plain franz-go consumers
+
+%d records per topic in %d partition(s), %d-byte values, producer compression %s (topics %s
+and %s on one Kafka 3.7.1 broker), both read in the same run; best of %d alternating rounds;
+each contender in its own process.
+
+| contender | time | records/s | peak RSS |
+|---|---|---|---|
+`, shape.records, shape.partitions, shape.value, shape.codec, shape.topic(benchSource), shape.topic(benchTarget), rounds)
+	for _, c := range cs {
+		r := benchBest(results[c.name])
+		fmt.Fprintf(&b, "| %s | %.2f s | %.0f | %.1f MiB |\n", c.label, r.secs, float64(c.records)/r.secs, float64(r.rssKB)/1024)
+	}
+	ratios, median := benchRatios(results, "plain", "kverify")
+	kv := benchBest(results["kverify"])
+	fmt.Fprintf(&b, "\nThroughput ratio kverify diff / two plain consumers: **%.2f** median of the per-round ratios %s\n(goal >= 1.0); kverify diff peak RSS **%.1f MiB** (goal < 256 MiB).\n",
+		median, fmtRatios(ratios), float64(kv.rssKB)/1024)
+	if _, ok := results["digest"]; ok {
+		dr, dm := benchRatios(results, "plain1", "digest")
+		fmt.Fprintf(&b, "Throughput ratio kverify digest / one plain consumer: **%.2f** median of %s (goal >= 0.9); kverify digest peak RSS %.1f MiB.\n",
+			dm, fmtRatios(dr), float64(benchBest(results["digest"]).rssKB)/1024)
+	} else {
+		b.WriteString("kverify digest: not measured, this kverify has no digest command.\n")
+	}
+	return b.String(), median, kv.rssKB
 }
 
 func fmtRatios(rs []float64) string {
@@ -182,28 +334,16 @@ func fmtRatios(rs []float64) string {
 // benchFaults runs kverify once against a faulty copy of the source (a replay of 10% of the
 // records, 1000 lost, one value in 10000 altered) and checks the counts: memory under
 // divergence is bounded by the window and the replay history, not by the topic.
-func benchFaults(ctx context.Context, t *testing.T, cl *kgo.Client, bin, brokers string, n int) string {
+func benchFaults(ctx context.Context, t *testing.T, cl *kgo.Client, bin, brokers string, shape benchShape) string {
 	t.Helper()
+	n := shape.records
 	half, replay, lostAt := n/2, n/10, n*7/10
+	faulty := shape.topic(benchFaulty)
 	adm := kadm.NewClient(cl)
-	ends, err := adm.ListEndOffsets(ctx, benchFaulty)
+	ends, err := adm.ListEndOffsets(ctx, faulty)
 	want := int64(n + replay - 1000)
-	if o, ok := ends.Lookup(benchFaulty, 0); err != nil || !ok || o.Err != nil || o.Offset != want {
-		adm.DeleteTopics(ctx, benchFaulty)
-		deadline := time.Now().Add(time.Minute)
-		for {
-			resp, err := adm.CreateTopic(ctx, 1, 1, nil, benchFaulty)
-			if err == nil {
-				err = resp.Err
-			}
-			if err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("create %s: %v", benchFaulty, err)
-			}
-			time.Sleep(500 * time.Millisecond)
-		}
+	if o, ok := ends.Lookup(faulty, 0); err != nil || !ok || o.Err != nil || o.Offset != want {
+		benchCreate(ctx, t, adm, 1, faulty)
 		var idx []int
 		for i := 0; i < half; i++ {
 			idx = append(idx, i)
@@ -216,23 +356,17 @@ func benchFaults(ctx context.Context, t *testing.T, cl *kgo.Client, bin, brokers
 				idx = append(idx, i)
 			}
 		}
-		start := time.Now()
-		benchProduce(ctx, t, cl, benchFaulty, idx, start, func(i int) bool { return i >= half && i%10000 == 5 })
+		if err := benchProduce(ctx, cl, faulty, idx, shape, 1, func(i int) bool { return i >= half && i%10000 == 5 }); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cmd := exec.Command(bin, "diff", "--source-brokers", brokers, "--target-brokers", brokers,
-		"--topic", benchSource, "--target-topic", benchFaulty, "--quiet", "--format", "json")
-	var out, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &stderr
-	start := time.Now()
-	var rss int64
-	if err = cmd.Start(); err == nil {
-		watch := peakrss.Start(cmd.Process.Pid)
-		err = cmd.Wait()
-		rss = watch.Stop()
-	}
-	secs := time.Since(start).Seconds()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
-		t.Fatalf("kverify on the faulty copy: %v (want exit 1): %s", err, stderr.String())
+		"--topic", shape.topic(benchSource), "--target-topic", faulty, "--quiet", "--format", "json")
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	run, code, stderr, err := benchTime(cmd)
+	if err != nil || code != 1 {
+		t.Fatalf("kverify on the faulty copy: exit %d, %v (want exit 1): %s", code, err, stderr)
 	}
 	var res Result
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
@@ -250,30 +384,18 @@ func benchFaults(ctx context.Context, t *testing.T, cl *kgo.Client, bin, brokers
 	return fmt.Sprintf(`
 Under faults (a replay of %d records, 1000 lost, %d values altered: all reported at their
 offsets): kverify %.2f s, peak RSS **%.1f MiB**.
-`, replay, altered, secs, float64(rss)/1024)
+`, replay, altered, run.secs, float64(run.rssKB)/1024)
 }
 
-// benchFill makes sure both topics hold exactly the same n records in partition 0.
-func benchFill(ctx context.Context, t *testing.T, cl *kgo.Client, n int) {
+// benchCreate (re)creates topics with parts partitions each, waiting for an earlier deletion
+// of them to end.
+func benchCreate(ctx context.Context, t *testing.T, adm *kadm.Client, parts int32, topics ...string) {
 	t.Helper()
-	adm := kadm.NewClient(cl)
-	ends, err := adm.ListEndOffsets(ctx, benchSource, benchTarget)
-	if err != nil {
-		t.Fatalf("list offsets: %v", err)
-	}
-	ok := true
-	for _, topic := range []string{benchSource, benchTarget} {
-		o, found := ends.Lookup(topic, 0)
-		ok = ok && found && o.Err == nil && o.Offset == int64(n)
-	}
-	if ok {
-		return
-	}
-	adm.DeleteTopics(ctx, benchSource, benchTarget)
-	for _, topic := range []string{benchSource, benchTarget} {
+	adm.DeleteTopics(ctx, topics...)
+	for _, topic := range topics {
 		deadline := time.Now().Add(time.Minute)
 		for {
-			resp, err := adm.CreateTopic(ctx, 1, 1, nil, topic)
+			resp, err := adm.CreateTopic(ctx, parts, 1, nil, topic)
 			if err == nil {
 				err = resp.Err
 			}
@@ -286,31 +408,70 @@ func benchFill(ctx context.Context, t *testing.T, cl *kgo.Client, n int) {
 			time.Sleep(500 * time.Millisecond) // the deletion is still under way
 		}
 	}
+}
+
+// benchFilled reports whether every partition p of each of topics holds the records
+// i < n with i % parts == p, as benchProduce writes them.
+func benchFilled(ctx context.Context, adm *kadm.Client, n, parts int, topics ...string) bool {
+	ends, err := adm.ListEndOffsets(ctx, topics...)
+	if err != nil {
+		return false
+	}
+	for _, topic := range topics {
+		for p := 0; p < parts; p++ {
+			o, found := ends.Lookup(topic, int32(p))
+			if !found || o.Err != nil || o.Offset != int64(n/parts+btoi(p < n%parts)) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// benchFill makes sure the topics hold exactly the records of shape, the same in each.
+func benchFill(ctx context.Context, t *testing.T, cl *kgo.Client, shape benchShape, topics ...string) {
+	t.Helper()
+	adm := kadm.NewClient(cl)
+	if benchFilled(ctx, adm, shape.records, shape.partitions, topics...) {
+		return
+	}
+	benchCreate(ctx, t, adm, int32(shape.partitions), topics...)
 	start := time.Now()
-	idx := make([]int, n)
+	idx := make([]int, shape.records)
 	for i := range idx {
 		idx[i] = i
 	}
-	benchProduce(ctx, t, cl, benchSource, idx, start, nil)
-	benchProduce(ctx, t, cl, benchTarget, idx, start, nil)
-	t.Logf("produced %d records to each of %s and %s in %v", n, benchSource, benchTarget, time.Since(start).Round(time.Millisecond))
+	for _, topic := range topics {
+		if err := benchProduce(ctx, cl, topic, idx, shape, shape.partitions, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("produced %d records to each of %v in %v", shape.records, topics, time.Since(start).Round(time.Millisecond))
 }
 
-// benchProduce writes record i of the benchmark for each i of idx to partition 0 of topic;
-// alter(i) replaces its value.
-func benchProduce(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, idx []int, base time.Time, alter func(int) bool) {
-	t.Helper()
-	value := bytes.Repeat([]byte("x"), 100)
+// benchBase is the timestamp of record 0: records are a microsecond apart from it.
+var benchBase = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+
+// benchProduce writes record i of the benchmark for each i of idx to partition i % parts of
+// topic; alter(i) replaces its value.
+func benchProduce(ctx context.Context, cl *kgo.Client, topic string, idx []int, shape benchShape, parts int, alter func(int) bool) error {
 	var wg sync.WaitGroup
 	var errMu sync.Mutex
 	var firstErr error
 	for _, i := range idx {
-		v := value
+		v := benchValue(i, shape.value)
 		if alter != nil && alter(i) {
 			v = []byte("altered")
 		}
-		r := &kgo.Record{Topic: topic, Partition: 0, Key: []byte(strconv.Itoa(i)), Value: v,
-			Headers: []kgo.RecordHeader{{Key: "seq", Value: []byte(strconv.Itoa(i))}}, Timestamp: base.Add(time.Duration(i) * time.Microsecond)}
+		r := &kgo.Record{Topic: topic, Partition: int32(i % parts), Key: []byte(strconv.Itoa(i)), Value: v,
+			Headers: []kgo.RecordHeader{{Key: "seq", Value: []byte(strconv.Itoa(i))}}, Timestamp: benchBase.Add(time.Duration(i) * time.Microsecond)}
 		wg.Add(1)
 		cl.Produce(ctx, r, func(_ *kgo.Record, err error) {
 			defer wg.Done()
@@ -325,27 +486,40 @@ func benchProduce(ctx context.Context, t *testing.T, cl *kgo.Client, topic strin
 	}
 	wg.Wait()
 	if firstErr != nil {
-		t.Fatalf("produce to %s: %v", topic, firstErr)
+		return fmt.Errorf("produce to %s: %w", topic, firstErr)
 	}
+	return nil
 }
 
 // TestBenchPlainChild is the baseline contender, run as a child process by TestBenchVerify:
-// two plain franz-go consumers (defaults, read_committed like kverify) read partition 0 of the
-// two topics to their end at once.
+// plain franz-go consumers (defaults, read_committed like kverify), one per topic, read
+// every partition of their topic to its end at once: the source and target topics
+// (KMIGRATE_BENCH_CHILD=plain) or the source topic only (plain1).
 func TestBenchPlainChild(t *testing.T) {
-	if os.Getenv("KMIGRATE_BENCH_CHILD") != "plain" {
+	mode := os.Getenv("KMIGRATE_BENCH_CHILD")
+	if mode != "plain" && mode != "plain1" {
 		t.Skip("child process of TestBenchVerify")
 	}
-	seeds := strings.Split(os.Getenv("KMIGRATE_BENCH_BROKERS"), ",")
+	shape := benchShapeFromEnv()
+	sets := [][]string{{shape.topic(benchSource)}, {shape.topic(benchTarget)}}
+	if mode == "plain1" {
+		sets = sets[:1]
+	}
+	benchConsumeAll(t, strings.Split(os.Getenv("KMIGRATE_BENCH_BROKERS"), ","), sets)
+}
+
+// benchConsumeAll reads every partition of each set of topics to its end, a consumer per
+// set, all at once.
+func benchConsumeAll(t *testing.T, seeds []string, sets [][]string) {
 	ctx := context.Background()
 	var wg sync.WaitGroup
-	counts := make([]int64, 2)
-	errs := make([]error, 2)
-	for i, topic := range []string{benchSource, benchTarget} {
+	counts := make([]int64, len(sets))
+	errs := make([]error, len(sets))
+	for i, topics := range sets {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			counts[i], errs[i] = benchConsume(ctx, seeds, topic)
+			counts[i], errs[i] = benchConsume(ctx, seeds, topics...)
 		}()
 	}
 	wg.Wait()
@@ -357,34 +531,59 @@ func TestBenchPlainChild(t *testing.T) {
 	json.NewEncoder(os.Stderr).Encode(counts)
 }
 
-func benchConsume(ctx context.Context, seeds []string, topic string) (int64, error) {
+// benchConsume reads every partition of topics to the end offset listed first, with one
+// plain consumer.
+func benchConsume(ctx context.Context, seeds []string, topics ...string) (int64, error) {
+	adm, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		return 0, err
+	}
+	ends, err := kadm.NewClient(adm).ListEndOffsets(ctx, topics...)
+	adm.Close()
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return 0, err
+	}
+	type tp struct {
+		topic string
+		p     int32
+	}
+	left := map[tp]int64{} // partitions not read to their end yet: their end
+	start := map[string]map[int32]kgo.Offset{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if start[o.Topic] == nil {
+			start[o.Topic] = map[int32]kgo.Offset{}
+		}
+		start[o.Topic][o.Partition] = kgo.NewOffset().AtStart()
+		if o.Offset > 0 {
+			left[tp{o.Topic, o.Partition}] = o.Offset
+		}
+	})
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: kgo.NewOffset().AtStart()}}))
+		kgo.ConsumePartitions(start))
 	if err != nil {
 		return 0, err
 	}
 	defer cl.Close()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
-	if err != nil {
-		return 0, err
-	}
-	o, _ := ends.Lookup(topic, 0)
 	var n int64
 	var h uint64
-	for {
+	for len(left) > 0 {
 		fs := cl.PollFetches(ctx)
 		if err := fs.Err0(); err != nil {
 			return n, err
 		}
-		last := int64(-1)
-		fs.EachRecord(func(r *kgo.Record) {
-			n++
-			h += uint64(len(r.Value)) // touch the record, as any consumer would
-			last = r.Offset
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			for _, r := range p.Records {
+				n++
+				h += uint64(len(r.Value)) // touch the record, as any consumer would
+			}
+			if k := len(p.Records); k > 0 && p.Records[k-1].Offset >= left[tp{p.Topic, p.Partition}]-1 {
+				delete(left, tp{p.Topic, p.Partition})
+			}
 		})
-		if last >= o.Offset-1 {
-			_ = h
-			return n, nil
-		}
 	}
+	_ = h
+	return n, nil
 }

@@ -9,15 +9,14 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/kmigrate/kmigrate/align"
+	"github.com/kmigrate/kmigrate/logread"
 	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
@@ -214,7 +213,7 @@ func Diff(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, *offs
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
 	}
-	d := &differ{cfg: cfg, src: src, dst: dst, sadm: kadm.NewClient(src), tadm: kadm.NewClient(dst)}
+	d := newDiffer(cfg, src, dst, kadm.NewClient(src), kadm.NewClient(dst))
 	res := &Result{SourceTopic: cfg.SourceTopic, TargetTopic: cfg.TargetTopic, Compared: cfg.Fields.Names(),
 		Partitions: []align.PartitionResult{}}
 	om := &offsetmap.TopicMap{Version: offsetmap.Version, SourceTopic: cfg.SourceTopic, TargetTopic: cfg.TargetTopic, Partitions: []*offsetmap.PartitionMap{}}
@@ -244,6 +243,9 @@ type differ struct {
 	cfg        Config
 	src, dst   *kgo.Client
 	sadm, tadm *kadm.Client
+	// sLeaders and tLeaders hold the partition leaders of the metadata the call read
+	// first, so that no partition read asks for them again.
+	sLeaders, tLeaders *logread.Leaders
 
 	// Set by DiffState (state.go) only. resume holds the partitions resumed from their
 	// verified ends, taps what each job read, and pendingTail says the target is not
@@ -253,12 +255,17 @@ type differ struct {
 	pendingTail bool
 }
 
+// newDiffer is a differ with empty leader caches.
+func newDiffer(cfg Config, src, dst *kgo.Client, sadm, tadm *kadm.Client) *differ {
+	return &differ{cfg: cfg, src: src, dst: dst, sadm: sadm, tadm: tadm, sLeaders: &logread.Leaders{}, tLeaders: &logread.Leaders{}}
+}
+
 // partitions finds the partitions to compare, those asked for that both topics have, and
 // records in res the topic-level problems and the partitions the target lacks. ok is false
 // when the target topic does not exist (res then says so for every partition asked).
 func (d *differ) partitions(ctx context.Context, res *Result) (common []int32, ok bool, err error) {
 	cfg := d.cfg
-	sparts, err := topicPartitions(ctx, d.sadm, "source", cfg.SourceTopic)
+	sparts, err := topicPartitions(ctx, d.sadm, "source", cfg.SourceTopic, d.sLeaders)
 	if err != nil {
 		return nil, false, err
 	}
@@ -270,33 +277,49 @@ func (d *differ) partitions(ctx context.Context, res *Result) (common []int32, o
 		return nil, false, err
 	}
 	asked := cfg.Partitions != nil || cfg.PartitionRanges != nil
-	tparts, err := topicPartitions(ctx, d.tadm, "target", cfg.TargetTopic)
+	tparts, err := topicPartitions(ctx, d.tadm, "target", cfg.TargetTopic, d.tLeaders)
 	if err != nil {
 		return nil, false, err
 	}
-	if tparts == nil {
-		res.Problems = append(res.Problems, fmt.Sprintf("target topic %q does not exist: nothing of source topic %q has been mirrored (check --target-topic and the replication policy)", cfg.TargetTopic, cfg.SourceTopic))
-		for _, p := range want {
-			msg := fmt.Sprintf("target topic %q does not exist", cfg.TargetTopic)
-			res.Partitions = append(res.Partitions, align.PartitionResult{Partition: p, Err: msg, Cause: &targetMissingError{msg}})
-		}
-		return nil, false, nil
-	}
-	// A different partition count is a problem of the topic, unless only partitions that the
-	// target has were asked for.
-	onTarget := !slices.ContainsFunc(want, func(p int32) bool { _, ok := slices.BinarySearch(tparts, p); return !ok })
-	if len(sparts) != len(tparts) && !(asked && onTarget) {
-		res.Problems = append(res.Problems, fmt.Sprintf("partition count differs: source topic %q has %d partitions, target topic %q has %d; the common partitions are compared", cfg.SourceTopic, len(sparts), cfg.TargetTopic, len(tparts)))
-	}
+	problems, absent := topicProblems(res, sparts, tparts, want, asked, topicAdvice{
+		missing: " (check --target-topic and the replication policy)", count: "the common partitions are compared"})
+	res.Problems = append(res.Problems, problems...)
 	for _, p := range want {
-		if _, ok := slices.BinarySearch(tparts, p); ok {
+		if !absent[p] {
 			common = append(common, p)
-		} else {
-			msg := fmt.Sprintf("target topic %q has no partition %d", cfg.TargetTopic, p)
-			res.Partitions = append(res.Partitions, align.PartitionResult{Partition: p, Err: msg, Cause: &targetMissingError{msg}})
+			continue
+		}
+		msg := fmt.Sprintf("target topic %q has no partition %d", cfg.TargetTopic, p)
+		if tparts == nil {
+			msg = fmt.Sprintf("target topic %q does not exist", cfg.TargetTopic)
+		}
+		res.Partitions = append(res.Partitions, align.PartitionResult{Partition: p, Err: msg, Cause: &targetMissingError{msg}})
+	}
+	return common, tparts != nil, nil
+}
+
+// topicAdvice words what a caller of topicProblems makes of a missing target topic (appended
+// to the problem) and of a partition count that differs (after it).
+type topicAdvice struct{ missing, count string }
+
+// topicProblems returns the topic-level problems of res's source topic, whose partitions are
+// sparts, with a target topic whose partitions are tparts (nil: it does not exist), and the
+// partitions of want the target lacks. A partition count that differs is a problem unless
+// only some partitions were asked for (asked) and the target has them all.
+func topicProblems(res *Result, sparts, tparts, want []int32, asked bool, advice topicAdvice) (problems []string, absent map[int32]bool) {
+	absent = map[int32]bool{}
+	for _, p := range want {
+		if _, ok := slices.BinarySearch(tparts, p); !ok {
+			absent[p] = true
 		}
 	}
-	return common, true, nil
+	switch {
+	case tparts == nil:
+		problems = append(problems, fmt.Sprintf("target topic %q does not exist: nothing of source topic %q has been mirrored%s", res.TargetTopic, res.SourceTopic, advice.missing))
+	case len(sparts) != len(tparts) && !(asked && len(absent) == 0):
+		problems = append(problems, fmt.Sprintf("partition count differs: source topic %q has %d partitions, target topic %q has %d; %s", res.SourceTopic, len(sparts), res.TargetTopic, len(tparts), advice.count))
+	}
+	return problems, absent
 }
 
 // listedOffsets are the offsets Diff bounds every partition with: the log start and end of
@@ -307,15 +330,26 @@ type listedOffsets struct {
 }
 
 func (d *differ) offsets(ctx context.Context) (listedOffsets, error) {
-	cfg := d.cfg
+	return listOffsets(ctx, d.sadm, d.tadm, d.cfg, []string{d.cfg.SourceTopic}, []string{d.cfg.TargetTopic})
+}
+
+// listOffsets lists the offsets of the source topics srcTopics and of the target topics
+// dstTopics that cfg bounds the partitions with, in one request per kind and cluster. The
+// target is listed first: while a mirror runs, every target record below the end listed is
+// then a copy of a source record below the source end listed after it, so no copy of a
+// record past the source range is mistaken for an extra record.
+func listOffsets(ctx context.Context, sadm, tadm *kadm.Client, cfg Config, srcTopics, dstTopics []string) (listedOffsets, error) {
 	var o listedOffsets
-	list := func(dst *kadm.ListedOffsets, what, side, topic string, f func(context.Context, ...string) (kadm.ListedOffsets, error)) error {
-		l, err := f(ctx, topic)
+	list := func(dst *kadm.ListedOffsets, what, side string, topics []string, f func(context.Context, ...string) (kadm.ListedOffsets, error)) error {
+		if len(topics) == 0 {
+			return nil // an empty list would mean every topic
+		}
+		l, err := f(ctx, topics...)
 		if err == nil {
 			err = l.Error()
 		}
 		if err != nil {
-			return fmt.Errorf("list %s offsets of %s topic %q: %w", what, side, topic, err)
+			return fmt.Errorf("%s of %s: %w", what, topicsNamed(side, topics), err)
 		}
 		*dst = l
 		return nil
@@ -326,41 +360,41 @@ func (d *differ) offsets(ctx context.Context) (listedOffsets, error) {
 		}
 		return adm.ListCommittedOffsets
 	}
-	// The target is listed first: while a mirror runs, every target record below the end
-	// listed is then a copy of a source record below the source end listed after it, so no
-	// copy of a record past the source range is mistaken for an extra record.
-	for _, l := range []func() error{
-		func() error { return list(&o.tStart, "start", "target", cfg.TargetTopic, d.tadm.ListStartOffsets) },
-		func() error { return list(&o.tEnd, "end", "target", cfg.TargetTopic, ends(d.tadm)) },
-		func() error { return list(&o.sStart, "start", "source", cfg.SourceTopic, d.sadm.ListStartOffsets) },
-		func() error { return list(&o.sEnd, "end", "source", cfg.SourceTopic, ends(d.sadm)) },
-	} {
-		if err := l(); err != nil {
-			return o, err
+	after := func(t time.Time) func(context.Context, ...string) (kadm.ListedOffsets, error) {
+		return func(ctx context.Context, topics ...string) (kadm.ListedOffsets, error) {
+			return sadm.ListOffsetsAfterMilli(ctx, t.UnixMilli(), topics...)
 		}
 	}
-	after := func(dst *kadm.ListedOffsets, t time.Time) error {
-		l, err := d.sadm.ListOffsetsAfterMilli(ctx, t.UnixMilli(), cfg.SourceTopic)
-		if err == nil {
-			err = l.Error()
-		}
-		if err != nil {
-			return fmt.Errorf("look up offsets of source topic %q at %s: %w", cfg.SourceTopic, t.Format(time.RFC3339), err)
-		}
-		*dst = l
-		return nil
+	steps := []func() error{
+		func() error { return list(&o.tStart, "list start offsets", "target", dstTopics, tadm.ListStartOffsets) },
+		func() error { return list(&o.tEnd, "list end offsets", "target", dstTopics, ends(tadm)) },
+		func() error { return list(&o.sStart, "list start offsets", "source", srcTopics, sadm.ListStartOffsets) },
+		func() error { return list(&o.sEnd, "list end offsets", "source", srcTopics, ends(sadm)) },
 	}
-	if cfg.From.Kind == AtTime {
-		if err := after(&o.sFromT, cfg.From.Time); err != nil {
-			return o, err
-		}
+	if t := cfg.From.Time; cfg.From.Kind == AtTime {
+		steps = append(steps, func() error {
+			return list(&o.sFromT, "look up offsets at --from "+t.Format(time.RFC3339), "source", srcTopics, after(t))
+		})
 	}
-	if cfg.To.Kind == AtTime {
-		if err := after(&o.sToT, cfg.To.Time); err != nil {
+	if t := cfg.To.Time; cfg.To.Kind == AtTime {
+		steps = append(steps, func() error {
+			return list(&o.sToT, "look up offsets at --to "+t.Format(time.RFC3339), "source", srcTopics, after(t))
+		})
+	}
+	for _, s := range steps {
+		if err := s(); err != nil {
 			return o, err
 		}
 	}
 	return o, nil
+}
+
+// topicsNamed names topics of side in an error: the topic, or how many.
+func topicsNamed(side string, topics []string) string {
+	if len(topics) == 1 {
+		return fmt.Sprintf("%s topic %q", side, topics[0])
+	}
+	return fmt.Sprintf("%d %s topics", len(topics), side)
 }
 
 // syncs reads MM2's offset syncs when they can tell where to start reading the target: nil
@@ -428,38 +462,13 @@ type compared struct {
 	why     map[int32]string
 }
 
-// compare aligns the common partitions, at most Parallel at once. A partition that fails has
-// its Err and Cause set; the error is the context's.
+// compare aligns the common partitions, at most Parallel at once (runPool, as DiffTopics
+// does for all its topics). A partition that fails has its Err and Cause set; the error is
+// the context's.
 func (d *differ) compare(ctx context.Context, common []int32, o listedOffsets, syncs *mm2.SyncIndex) (compared, error) {
-	cfg := d.cfg
-	done := compared{results: make(map[int32]align.PartitionResult, len(common)), maps: make(map[int32]*offsetmap.PartitionMap, len(common)), why: make(map[int32]string, len(common))}
-	var mu sync.Mutex
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(cfg.Parallel)
-	for _, p := range common {
-		from, to, why := d.sourceRange(o, p)
-		done.why[p] = why
-		job := d.job(o, p, from, to, syncs)
-		g.Go(func() error {
-			pr, pm, err := job.run(gctx, d.src, d.dst)
-			if err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				pr.Partition = p
-				pr.Err, pr.Cause = err.Error(), err
-				cfg.Logger.Warn("partition not compared", "topic", cfg.SourceTopic, "partition", p, "err", err)
-			}
-			mu.Lock()
-			done.results[p] = pr
-			if pm != nil && err == nil {
-				done.maps[p] = pm
-			}
-			mu.Unlock()
-			return nil
-		})
-	}
-	return done, g.Wait()
+	r := &topicRun{d: d, want: common}
+	err := runPool(ctx, d.cfg, []*topicRun{r}, o, syncs)
+	return r.done, err
 }
 
 // job is the alignment of partition p over the source range [from, to).
@@ -481,6 +490,7 @@ func (d *differ) job(o listedOffsets, p int32, from, to int64, syncs *mm2.SyncIn
 		syncs:    syncs,
 		progress: cfg.Progress,
 		logger:   cfg.Logger,
+		leaders:  [2]*logread.Leaders{d.sLeaders, d.tLeaders},
 	}
 	if ps := d.resume[p]; ps != nil {
 		// Resumed: the next target record must copy the source record at the verified end.
@@ -514,17 +524,8 @@ func (d *differ) collect(res *Result, om *offsetmap.TopicMap, common []int32, do
 		}
 		res.Partitions = append(res.Partitions, pr)
 	}
-	sort.Slice(res.Partitions, func(i, j int) bool { return res.Partitions[i].Partition < res.Partitions[j].Partition })
-	res.Identical = len(res.Problems) == 0 && len(res.NotCompared) < len(res.Partitions)
-	failed := false
-	for _, pr := range res.Partitions {
-		res.Summary.Add(pr.Counts)
-		if pr.Err != "" || pr.Differs() {
-			res.Identical = false
-		}
-		failed = failed || pr.Err != ""
-	}
-	if len(res.Problems) > 0 || failed || len(res.NotCompared) != len(res.Partitions) {
+	res.tally()
+	if res.verdict() != StatusNothing {
 		return nil
 	}
 	var b strings.Builder
@@ -540,6 +541,40 @@ func (d *differ) collect(res *Result, om *offsetmap.TopicMap, common []int32, do
 	}
 	return fmt.Errorf("%w: source topic %q has no record in the range asked (--from %s, --to %s) in any partition asked (%s): check --from, --to and --partitions",
 		ErrNothingToCompare, cfg.SourceTopic, cfg.From, cfg.To, b.String())
+}
+
+// tally sorts r's partitions, sums their counts in Summary and sets Identical from the
+// verdict: Diff, DiffTopics and a merge of shards judge a topic the same way.
+func (r *Result) tally() {
+	sort.Slice(r.Partitions, func(i, j int) bool { return r.Partitions[i].Partition < r.Partitions[j].Partition })
+	r.Summary = align.Counts{}
+	for _, pr := range r.Partitions {
+		r.Summary.Add(pr.Counts)
+	}
+	r.Identical = r.verdict() == StatusIdentical
+}
+
+// verdict judges a topic from its partitions (NotCompared listing those with nothing to
+// compare) and its problems: it differs when a partition differs or a topic problem was
+// found, is an error when a partition could not be read, has nothing to compare when no
+// partition had, and is identical otherwise.
+func (r *Result) verdict() DiffStatus {
+	failed := false
+	for _, pr := range r.Partitions {
+		if pr.Differs() {
+			return StatusDiffers
+		}
+		failed = failed || pr.Err != ""
+	}
+	switch {
+	case len(r.Problems) > 0:
+		return StatusDiffers
+	case failed:
+		return StatusError
+	case len(r.NotCompared) >= len(r.Partitions):
+		return StatusNothing
+	}
+	return StatusIdentical
 }
 
 // selectPartitions returns the sorted partitions of sparts (sorted) that cfg asks for, all
@@ -609,8 +644,9 @@ func notComparedWhy(cfg Config, ss, se, from, to int64, fromT, toT int64) string
 	return fmt.Sprintf("source offsets %d-%d hold no record to compare (only transaction markers, aborted or compacted records)", from, to-1)
 }
 
-// topicPartitions lists the partitions of topic, or nil if it does not exist.
-func topicPartitions(ctx context.Context, adm *kadm.Client, side, topic string) ([]int32, error) {
+// topicPartitions lists the partitions of topic, or nil if it does not exist, and puts their
+// leaders in leaders.
+func topicPartitions(ctx context.Context, adm *kadm.Client, side, topic string, leaders *logread.Leaders) ([]int32, error) {
 	tds, err := adm.ListTopics(ctx, topic)
 	if err != nil {
 		return nil, fmt.Errorf("list topic %q on the %s cluster: %w (check --%s-brokers)", topic, side, err, side)
@@ -622,9 +658,8 @@ func topicPartitions(ctx context.Context, adm *kadm.Client, side, topic string) 
 		}
 		return nil, nil
 	}
-	ps := td.Partitions.Numbers()
-	slices.Sort(ps)
-	return ps, nil
+	rememberLeaders(leaders, td)
+	return partitionNumbers(td), nil
 }
 
 // PartitionSpec is one partition over explicit offset ranges (one job of Diff).
@@ -661,6 +696,9 @@ type partJob struct {
 	progress func(Progress)
 	logger   *slog.Logger
 	tap      *tap // DiffState only: records what each side yielded
+	// leaders are the source's and the target's leader caches; nil: each read looks its
+	// leader up.
+	leaders [2]*logread.Leaders
 }
 
 // hintMargin is how many target records before the estimated start of the copy are read.
@@ -674,7 +712,7 @@ func (j *partJob) run(ctx context.Context, src, dst *kgo.Client) (align.Partitio
 	committed := !sp.ReadUncommitted
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ss := startFetch(sctx, src, fetchSpec{cluster: "source", topic: sp.SourceTopic, partition: sp.Partition, from: sp.SourceFrom, to: sp.SourceTo, committed: committed, fields: sp.Fields})
+	ss := startFetch(sctx, src, fetchSpec{cluster: "source", topic: sp.SourceTopic, partition: sp.Partition, from: sp.SourceFrom, to: sp.SourceTo, committed: committed, fields: sp.Fields, leaders: j.leaders[0]})
 	defer ss.close()
 	if j.hint {
 		from, err := j.targetStart(ctx, ss, dst)
@@ -686,7 +724,7 @@ func (j *partJob) run(ctx context.Context, src, dst *kgo.Client) (align.Partitio
 	if sp.SourceFrom >= sp.SourceTo && !(sp.StrictTargetFrom && sp.StrictTargetTo) {
 		sp.TargetFrom = sp.TargetTo // nothing to compare against
 	}
-	ts := startFetch(sctx, dst, fetchSpec{cluster: "target", topic: sp.TargetTopic, partition: sp.Partition, from: sp.TargetFrom, to: sp.TargetTo, committed: committed, fields: sp.Fields})
+	ts := startFetch(sctx, dst, fetchSpec{cluster: "target", topic: sp.TargetTopic, partition: sp.Partition, from: sp.TargetFrom, to: sp.TargetTo, committed: committed, fields: sp.Fields, leaders: j.leaders[1]})
 	defer ts.close()
 	opt := align.Options{
 		Partition: sp.Partition, Fields: sp.Fields, Window: sp.Window, History: sp.History, MaxListed: sp.MaxListed,

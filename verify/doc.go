@@ -100,14 +100,17 @@
 //
 // DiffTopics (multi_diff.go) is Diff over every topic a MultiConfig selects from a flow (all
 // its topics, those matching MM2-style regexes, or exact names), with one metadata request per
-// cluster, one offset listing per kind for all topics and one pool of Parallel partition
-// workers shared by all topics; it returns a MultiResult (per topic the Result of Diff and a
-// status, totals, the selection). Unlike Diff, a target topic or partition that does not exist
-// has every source record missing (read against an empty target). Shard assigns partition p
-// of topic t to shard (xxhash64(t) + p) mod COUNT, a function of the name and the number only;
-// MergeShards joins the MultiResults of every shard and refuses incomplete, duplicated,
-// overlapping or mismatched ones. docs/verify-topics.md describes the selection, the verdict,
-// the shards and the JSON form.
+// cluster (whose leaders every partition read takes, through one logread.Leaders per cluster,
+// as Diff's reads take those of its topic listing), one offset listing per kind for all topics
+// and one pool of Parallel partition workers shared by all topics; it returns a MultiResult
+// (per topic the Result of Diff and a status, totals, the selection). Unlike Diff, a target
+// topic or partition that does not exist has every source record missing (read against an empty
+// target). Shard assigns partition p of topic t to shard (xxhash64(t) + p) mod COUNT, a
+// function of the name and the number only; MergeShards joins the MultiResults of every shard
+// and refuses incomplete, duplicated, overlapping or mismatched ones. Diff and DiffTopics share
+// every rule of a topic: its problems (topicProblems), its offset listing (listOffsets), its
+// partition pool (runPool) and its verdict (Result.verdict, which a merge applies too).
+// docs/verify-topics.md describes the selection, the verdict, the shards and the JSON form.
 //
 // # Testing
 //

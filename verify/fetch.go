@@ -3,6 +3,7 @@ package verify
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/align"
@@ -26,6 +27,9 @@ type fetchSpec struct {
 	fields    offsetmap.Fields
 	// maxPartBytes is the partition fetch size. Default: 1 MiB (as kgo's).
 	maxPartBytes int32
+	// leaders is the cluster's leader cache shared by the reads of one call; nil: the read
+	// looks its leader up.
+	leaders *logread.Leaders
 }
 
 // startFetch starts reading; the log ending before to is an error (to was listed up front).
@@ -41,9 +45,17 @@ func startFetch(ctx context.Context, cl *kgo.Client, spec fetchSpec) *fetchStrea
 		Committed:      spec.committed,
 		Short:          logread.ShortError,
 		PartitionBytes: spec.maxPartBytes,
+		Leaders:        spec.leaders,
 	}, func(r *kgo.Record) align.Item {
 		return align.Item{Offset: r.Offset, FP: h.Sum(r, fields), Record: r}
 	})}
+}
+
+// rememberLeaders puts the leaders of td's partitions, as a metadata answer gave them, in l.
+func rememberLeaders(l *logread.Leaders, td kadm.TopicDetail) {
+	for _, pd := range td.Partitions {
+		l.Remember(td.Topic, pd.Partition, pd.Leader, td.ID)
+	}
 }
 
 // peek returns the first item without consuming it.

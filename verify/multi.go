@@ -196,28 +196,3 @@ func (mc *MultiConfig) validate() error {
 	mc.Base.SetDefaults()
 	return mc.Base.Validate()
 }
-
-// targetProblems records in res the topic-level problems of a source topic with partitions
-// sparts whose target topic has tparts (nil: the topic is missing), and returns the
-// partitions of want (this shard's) that the target lacks: their source records are all
-// missing (DiffTopics reads them against an empty target), a difference of the topic.
-func targetProblems(res *Result, sparts, tparts, want []int32, sharded bool) (absent map[int32]bool) {
-	src, tgt := res.SourceTopic, res.TargetTopic
-	switch {
-	case tparts == nil:
-		res.Problems = append(res.Problems, fmt.Sprintf("target topic %q does not exist: nothing of source topic %q has been mirrored, every source record is missing (check the replication policy and the mirror)", tgt, src))
-	case len(sparts) != len(tparts):
-		what := "the source records of the partitions the target lacks are missing"
-		if sharded {
-			what += " (in the shards that hold them)"
-		}
-		res.Problems = append(res.Problems, fmt.Sprintf("partition count differs: source topic %q has %d partitions, target topic %q has %d; %s", src, len(sparts), tgt, len(tparts), what))
-	}
-	absent = map[int32]bool{}
-	for _, p := range want {
-		if _, ok := slices.BinarySearch(tparts, p); !ok {
-			absent[p] = true
-		}
-	}
-	return absent
-}

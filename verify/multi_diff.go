@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -13,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kmigrate/kmigrate/align"
+	"github.com/kmigrate/kmigrate/logread"
 	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
@@ -107,8 +107,17 @@ func DiffTopics(ctx context.Context, src, dst *kgo.Client, mc MultiConfig) (*Mul
 		return nil, fmt.Errorf("target cluster %s: read metadata: %w (check --target-brokers)", mc.Flow.Target, err)
 	}
 	mr := newMultiResult(mc, smeta.Cluster, tmeta.Cluster)
+	// One leader cache per cluster for all topics, filled from the metadata just read: no
+	// partition read asks for its leader again.
+	sLeaders, tLeaders := &logread.Leaders{}, &logread.Leaders{}
 	runs, err := mc.plan(mr, names, smeta.Topics, tmeta.Topics, func(cfg Config) *differ {
-		return &differ{cfg: cfg, src: src, dst: dst, sadm: sadm, tadm: tadm}
+		d := newDiffer(cfg, src, dst, sadm, tadm)
+		d.sLeaders, d.tLeaders = sLeaders, tLeaders
+		rememberLeaders(sLeaders, smeta.Topics[cfg.SourceTopic])
+		if td, ok := tmeta.Topics[cfg.TargetTopic]; ok && td.Err == nil {
+			rememberLeaders(tLeaders, td)
+		}
+		return d
 	})
 	if err != nil {
 		return nil, err
@@ -184,17 +193,23 @@ func (mc MultiConfig) plan(mr *MultiResult, names []string, src, dst kadm.TopicD
 			cfg.Progress = func(p Progress) { mc.Progress(t, p) }
 		}
 		res := &Result{SourceTopic: t, TargetTopic: target, Compared: cfg.Fields.Names(), Partitions: []align.PartitionResult{}}
-		absent := targetProblems(res, sparts, tparts, want, mc.Shard.Sharded())
+		advice := topicAdvice{missing: ", every source record is missing (check the replication policy and the mirror)",
+			count: "the source records of the partitions the target lacks are missing"}
+		if mc.Shard.Sharded() {
+			advice.count += " (in the shards that hold them)"
+		}
+		// The partitions the target lacks are read against an empty target: their source
+		// records are all missing, a difference of the topic.
+		problems, absent := topicProblems(res, sparts, tparts, want, false, advice)
+		res.Problems = append(res.Problems, problems...)
 		runs = append(runs, &topicRun{d: newDiffer(cfg), res: res, want: want, absent: absent, onDst: tparts != nil})
 		mr.Topics = append(mr.Topics, TopicResult{Result: *res})
 	}
 	return runs, nil
 }
 
-// listAll lists the offsets of every topic of runs: the target first, then the source (as
-// Diff does, so that a running mirror's copies are never taken for extra records).
+// listAll lists the offsets of every topic of runs (listOffsets).
 func listAll(ctx context.Context, sadm, tadm *kadm.Client, cfg Config, runs []*topicRun) (listedOffsets, error) {
-	var o listedOffsets
 	var srcTopics, dstTopics []string
 	for _, r := range runs {
 		srcTopics = append(srcTopics, r.d.cfg.SourceTopic)
@@ -202,49 +217,7 @@ func listAll(ctx context.Context, sadm, tadm *kadm.Client, cfg Config, runs []*t
 			dstTopics = append(dstTopics, r.d.cfg.TargetTopic)
 		}
 	}
-	list := func(dst *kadm.ListedOffsets, what, side string, topics []string, f func(context.Context, ...string) (kadm.ListedOffsets, error)) error {
-		if len(topics) == 0 {
-			return nil // an empty list would mean every topic
-		}
-		l, err := f(ctx, topics...)
-		if err == nil {
-			err = l.Error()
-		}
-		if err != nil {
-			return fmt.Errorf("list %s offsets of %d %s topics: %w", what, len(topics), side, err)
-		}
-		*dst = l
-		return nil
-	}
-	ends := func(adm *kadm.Client) func(context.Context, ...string) (kadm.ListedOffsets, error) {
-		if cfg.ReadUncommitted {
-			return adm.ListEndOffsets
-		}
-		return adm.ListCommittedOffsets
-	}
-	after := func(t time.Time) func(context.Context, ...string) (kadm.ListedOffsets, error) {
-		return func(ctx context.Context, topics ...string) (kadm.ListedOffsets, error) {
-			return sadm.ListOffsetsAfterMilli(ctx, t.UnixMilli(), topics...)
-		}
-	}
-	steps := []func() error{
-		func() error { return list(&o.tStart, "start", "target", dstTopics, tadm.ListStartOffsets) },
-		func() error { return list(&o.tEnd, "end", "target", dstTopics, ends(tadm)) },
-		func() error { return list(&o.sStart, "start", "source", srcTopics, sadm.ListStartOffsets) },
-		func() error { return list(&o.sEnd, "end", "source", srcTopics, ends(sadm)) },
-	}
-	if cfg.From.Kind == AtTime {
-		steps = append(steps, func() error { return list(&o.sFromT, "--from time", "source", srcTopics, after(cfg.From.Time)) })
-	}
-	if cfg.To.Kind == AtTime {
-		steps = append(steps, func() error { return list(&o.sToT, "--to time", "source", srcTopics, after(cfg.To.Time)) })
-	}
-	for _, s := range steps {
-		if err := s(); err != nil {
-			return o, err
-		}
-	}
-	return o, nil
+	return listOffsets(ctx, sadm, tadm, cfg, srcTopics, dstTopics)
 }
 
 // runPool aligns the partitions of every run with one pool of cfg.Parallel workers.
@@ -293,7 +266,7 @@ func (mr *MultiResult) Finish() {
 	mr.Total = MultiTotals{Topics: len(mr.Topics)}
 	for i := range mr.Topics {
 		t := &mr.Topics[i]
-		t.Status = diffStatus(&t.Result)
+		t.Status = t.verdict()
 		switch t.Status {
 		case StatusIdentical:
 			mr.Total.Identical++
@@ -308,24 +281,4 @@ func (mr *MultiResult) Finish() {
 		mr.Total.Add(t.Summary)
 	}
 	mr.Identical = mr.Total.Identical > 0 && mr.Total.Identical+mr.Total.NothingToCompare == mr.Total.Topics
-}
-
-// topicStatus judges one topic's result.
-func diffStatus(r *Result) DiffStatus {
-	failed := false
-	for _, pr := range r.Partitions {
-		if pr.Differs() {
-			return StatusDiffers
-		}
-		failed = failed || pr.Err != ""
-	}
-	switch {
-	case len(r.Problems) > 0:
-		return StatusDiffers
-	case failed:
-		return StatusError
-	case r.Identical:
-		return StatusIdentical
-	}
-	return StatusNothing
 }

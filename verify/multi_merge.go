@@ -203,17 +203,11 @@ func coverage(reports []ShardReport) (map[string]map[int32]string, error) {
 // Diff does.
 func finishTopic(r *Result) {
 	sort.Slice(r.Partitions, func(i, j int) bool { return r.Partitions[i].Partition < r.Partitions[j].Partition })
-	r.Summary, r.NotCompared = align.Counts{}, nil
+	r.NotCompared = nil
 	for _, pr := range r.Partitions {
 		if pr.NotCompared != "" {
 			r.NotCompared = append(r.NotCompared, pr.Partition)
 		}
 	}
-	r.Identical = len(r.Problems) == 0 && len(r.NotCompared) < len(r.Partitions)
-	for _, pr := range r.Partitions {
-		r.Summary.Add(pr.Counts)
-		if pr.Err != "" || pr.Differs() {
-			r.Identical = false
-		}
-	}
+	r.tally()
 }

@@ -131,8 +131,8 @@ func TestDiffTopicsStartUp(t *testing.T) {
 	if multiLO*10 > singleLO {
 		t.Errorf("DiffTopics made %d list-offsets requests, a Diff per topic %d: want at most a tenth", multiLO, singleLO)
 	}
-	// Both look up each partition's leader when they read it; DiffTopics adds one metadata
-	// request per cluster, never one per topic.
+	// DiffTopics makes one metadata request per cluster, never one per topic (its partition
+	// reads take their leaders from it: TestDiffLeadersShared).
 	if multiMD > singleMD+4 {
 		t.Errorf("DiffTopics made %d metadata requests, a Diff per topic %d: want no more", multiMD, singleMD)
 	}
@@ -169,5 +169,41 @@ func TestDiffTopicsPartitionCount(t *testing.T) {
 	g := mr.Topics[slices.IndexFunc(mr.Topics, func(tr TopicResult) bool { return tr.SourceTopic == "grown" })]
 	if len(g.Problems) != 1 || g.Summary.Missing != 10 || g.Summary.Matched != 20 || g.Partitions[2].Missing != 10 {
 		t.Errorf("grown: problems %q, summary %+v; want a partition count problem and partition 2's 10 records missing", g.Problems, g.Summary)
+	}
+}
+
+// TestDiffLeadersShared: Diff and DiffTopics read every partition's leader from the metadata
+// they asked for once, so their metadata requests do not grow with the partitions read; a
+// read that looked its leader up itself would make one per partition (24 here).
+func TestDiffLeadersShared(t *testing.T) {
+	src, dst := newCountingCluster(t), newCountingCluster(t)
+	for _, c := range []*countingCluster{src, dst} {
+		createTopic(t, c.cl, "wide", 24)
+		for p := int32(0); p < 24; p++ {
+			produce(t, c.cl, "wide", p, span(0, 2))
+		}
+		for i := 0; i < 12; i++ {
+			createTopic(t, c.cl, fmt.Sprintf("pair-%02d", i), 2)
+			produce(t, c.cl, fmt.Sprintf("pair-%02d", i), 0, span(0, 2))
+			produce(t, c.cl, fmt.Sprintf("pair-%02d", i), 1, span(0, 2))
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	md0, _ := counts(src, dst)
+	res, _, err := Diff(ctx, src.cl, dst.cl, Config{SourceTopic: "wide", Parallel: 4})
+	if err != nil || !res.Identical || res.Summary.Matched != 24*3 {
+		t.Fatalf("Diff: %v, %+v", err, res)
+	}
+	md1, _ := counts(src, dst)
+	mr, err := DiffTopics(ctx, src.cl, dst.cl, MultiConfig{Flow: mm2.NewFlow("s", "t", mm2.IdentityPolicy{}), TopicsRegex: "pair-.*", Base: Config{Parallel: 4}})
+	if err != nil || !mr.Identical || mr.Total.Partitions != 24 {
+		t.Fatalf("DiffTopics: %v, %+v", err, mr)
+	}
+	md2, _ := counts(src, dst)
+	t.Logf("metadata requests for 24 partitions on each side: Diff %d, DiffTopics %d", md1-md0, md2-md1)
+	// At most one per cluster, and as many again for the client's own metadata refreshes.
+	if md1-md0 > 4 || md2-md1 > 4 {
+		t.Errorf("metadata requests: Diff %d, DiffTopics %d over 24 partitions; want at most 4 each (one answer per cluster, shared by the partition reads)", md1-md0, md2-md1)
 	}
 }

@@ -245,8 +245,8 @@ func DiffState(ctx context.Context, src, dst *kgo.Client, cfg Config, prev *Stat
 	if cfg.From.Kind != Earliest || cfg.To.Kind != Latest {
 		return nil, errors.New("a state resumes where it stopped: give no --from or --to with it")
 	}
-	d := &differ{cfg: cfg, src: src, dst: dst, sadm: kadm.NewClient(src), tadm: kadm.NewClient(dst),
-		resume: map[int32]*PartitionState{}, taps: map[int32]*tap{}, pendingTail: opt.Follow}
+	d := newDiffer(cfg, src, dst, kadm.NewClient(src), kadm.NewClient(dst))
+	d.resume, d.taps, d.pendingTail = map[int32]*PartitionState{}, map[int32]*tap{}, opt.Follow
 	ids, err := d.identity(ctx)
 	if err != nil {
 		return nil, err
