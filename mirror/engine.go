@@ -50,6 +50,9 @@ type Engine struct {
 	crashed atomic.Bool
 
 	safe safety // stopped partitions, topic identities, record size limits (halt.go, identity.go, recsize.go)
+
+	boot      startup     // start-up phase times (startup.go)
+	firstDone atomic.Bool // the first record was acknowledged
 }
 
 // New checks cfg and prepares an engine. srcOpts and dstOpts connect to the source and the
@@ -84,9 +87,11 @@ func (e *Engine) Config() Config { return e.cfg }
 // fetching, waits for every produced record, persists the offset map and leaves the group,
 // so that another process resumes exactly where this one stopped.
 func (e *Engine) Run(ctx context.Context) error {
+	e.boot.begin(time.Now())
 	if err := e.connect(ctx); err != nil {
 		return err
 	}
+	e.boot.mark("connect")
 	defer e.closeDst()
 	defer e.srcAdm.Close()
 	topics, err := e.prepareTopics(ctx)
@@ -96,6 +101,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	if e.src, err = e.newConsumer(topics); err != nil {
 		return err
 	}
+	e.boot.mark("consumer")
 	bg, err := e.startLoops(ctx)
 	if err != nil {
 		e.src.Close()
@@ -131,13 +137,16 @@ func (e *Engine) prepareTopics(ctx context.Context) (map[string]int, error) {
 			return nil, err
 		}
 	}
+	e.boot.mark("internal_topics")
 	topics, err := e.sourceTopics(ctx)
 	if err != nil {
 		return nil, err
 	}
+	e.boot.mark("source_topics")
 	if err := e.ensureTargets(ctx, topics); err != nil {
 		return nil, err
 	}
+	e.boot.mark("target_topics")
 	logTopics(e.log, topics)
 	e.mu.Lock()
 	e.topics = topics
@@ -365,6 +374,9 @@ func (e *Engine) poll(ctx context.Context) error {
 			return nil
 		}
 		fs.EachError(e.fetchFailed)
+		if !fs.Empty() {
+			e.boot.fetchedOnce()
+		}
 		now := time.Now()
 		fs.EachPartition(func(fp kgo.FetchTopicPartition) { e.copyFetched(pctx, fp, now) })
 	}
@@ -420,6 +432,7 @@ func (e *Engine) copyFetched(pctx context.Context, fp kgo.FetchTopicPartition, n
 				return
 			}
 			e.metrics.add(1, size)
+			e.produced() // startup.go
 		}
 		if ps.w != nil {
 			ps.w.produce(pctx, out, promise)
@@ -492,6 +505,7 @@ func (e *Engine) onAssigned(ctx context.Context, offsets map[string]map[int32]kg
 	if len(assigned) == 0 {
 		return offsets, nil
 	}
+	e.boot.mark("group_join")
 	sort.Slice(assigned, func(i, j int) bool {
 		return assigned[i].topic < assigned[j].topic || assigned[i].topic == assigned[j].topic && assigned[i].partition < assigned[j].partition
 	})
@@ -509,11 +523,13 @@ func (e *Engine) onAssigned(ctx context.Context, offsets map[string]map[int32]kg
 		if err = e.ensureTargets(ctx, topics); err != nil {
 			continue
 		}
+		e.boot.mark("ensure_targets")
 		var states []*partState
 		if states, err = e.resume(ctx, assigned); err != nil {
 			continue
 		}
 		e.producerSees(ctx, states)
+		e.boot.mark("producer_metadata")
 		e.mu.Lock()
 		for _, ps := range states {
 			e.parts[ps.tp] = ps

@@ -37,6 +37,7 @@ func (e *Engine) resume(ctx context.Context, assigned []tp) (_ []*partState, err
 		if writers, err = e.fenceAll(ctx, assigned); err != nil {
 			return nil, err
 		}
+		e.boot.mark("fence")
 		defer func() {
 			if err != nil {
 				for _, w := range writers {
@@ -53,14 +54,17 @@ func (e *Engine) resume(ctx context.Context, assigned []tp) (_ []*partState, err
 	if err != nil {
 		return nil, fmt.Errorf("target cluster %s: %w", e.cfg.TargetAlias, err)
 	}
+	e.boot.mark("map_load")
 	checks, err := e.prepareChecks(ctx, recorded, assigned) // identity.go
 	if err != nil {
 		return nil, err
 	}
+	e.boot.mark("identity_checks")
 	bounds, err := e.listBounds(ctx, assigned, txn)
 	if err != nil {
 		return nil, err
 	}
+	e.boot.mark("bounds")
 	var out []*partState
 	var origins []*kgo.Record
 	for _, t := range assigned {
@@ -83,10 +87,13 @@ func (e *Engine) resume(ctx context.Context, assigned []tp) (_ []*partState, err
 		}
 		out = append(out, ps)
 	}
+	e.boot.mark("tail_check")
 	if err := e.finishChecks(ctx, checks); err != nil { // identity.go
 		return nil, err
 	}
-	return out, e.writeResumed(ctx, out, origins, txn)
+	err = e.writeResumed(ctx, out, origins, txn)
+	e.boot.mark("finish")
+	return out, err
 }
 
 // resumeBounds are the listed log bounds of the partitions being resumed.

@@ -1,0 +1,135 @@
+package mirror
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Start-up timing (issue 14). Time to first record is measured from the process start (or,
+// when the caller does not say when that was, from Run) to the first record the target
+// acknowledged: the produce response that gives the record its target offset. With
+// transactions a read_committed reader sees it at the partition's first commit, up to
+// PersistInterval later; a read_uncommitted reader sees it at once.
+//
+// Each phase of start-up is the time from the end of the previous one, in the order they
+// run: client start (connect), internal topics, source topics, target topics, group join
+// (consumer creation to the assignment callback), then per assignment ensure targets,
+// fence (transactional ids initialised), map load, identity checks, bounds (log starts and
+// ends listed), tail check (per-partition identity and tail reconciliation), finish (identity
+// and origin records written), producer metadata, then the first fetch (assignment to the
+// first fetched records) and the first produce (to its acknowledgement). At the first record
+// one INFO line "first record produced" carries since_start_ms and every phase in
+// phases_ms; scripts and the start-up benchmark read it.
+
+// startup is the engine's start-up clock. Marks after the first record are ignored.
+type startup struct {
+	mu     sync.Mutex
+	begun  time.Time // process start, or Run
+	last   time.Time // end of the previous phase
+	phases []phaseTime
+	done   bool // the first record was acknowledged
+	// fetched is set at the first fetched records.
+	fetched bool
+	total   time.Duration // begun to the first acknowledged record
+}
+
+type phaseTime struct {
+	name string
+	d    time.Duration
+}
+
+// SetStartedAt tells the engine when the process started, so that the time to the first
+// record counts what happened before Run (flag and configuration parsing). Call it before Run.
+func (e *Engine) SetStartedAt(t time.Time) {
+	e.boot.mu.Lock()
+	defer e.boot.mu.Unlock()
+	e.boot.begun, e.boot.last = t, t
+}
+
+// begin starts the clock at Run unless SetStartedAt set it; the time before Run is the phase
+// "process".
+func (s *startup) begin(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.begun.IsZero() {
+		s.begun, s.last = now, now
+		return
+	}
+	s.phases = append(s.phases, phaseTime{"process", now.Sub(s.last)})
+	s.last = now
+}
+
+// mark ends phase name now.
+func (s *startup) mark(name string) {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done || s.begun.IsZero() {
+		return
+	}
+	s.phases = append(s.phases, phaseTime{name, now.Sub(s.last)})
+	s.last = now
+}
+
+// first ends phase name at the first call and returns true then, with the total and phases.
+func (s *startup) first(name string) (time.Duration, []phaseTime, bool) {
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done || s.begun.IsZero() {
+		return 0, nil, false
+	}
+	s.done = true
+	s.phases = append(s.phases, phaseTime{name, now.Sub(s.last)})
+	s.total = now.Sub(s.begun)
+	return s.total, s.phases, true
+}
+
+// StartUpPhase is one phase of start-up and how long it took.
+type StartUpPhase struct {
+	Name string
+	Took time.Duration
+}
+
+// FirstRecord returns the time from the start (SetStartedAt, else Run) to the first record the
+// target acknowledged, and the start-up phases, once there was one; ok is false before.
+func (e *Engine) FirstRecord() (since time.Duration, phases []StartUpPhase, ok bool) {
+	e.boot.mu.Lock()
+	defer e.boot.mu.Unlock()
+	if !e.boot.done {
+		return 0, nil, false
+	}
+	for _, p := range e.boot.phases {
+		phases = append(phases, StartUpPhase{p.name, p.d})
+	}
+	return e.boot.total, phases, true
+}
+
+// fetchedOnce ends the phase "first_fetch" at the first fetched records.
+func (s *startup) fetchedOnce() {
+	s.mu.Lock()
+	seen := s.fetched
+	s.fetched = true
+	s.mu.Unlock()
+	if !seen {
+		s.mark("first_fetch")
+	}
+}
+
+// produced is called at every acknowledged record; the first one logs the start-up figures.
+func (e *Engine) produced() {
+	if e.firstDone.Load() {
+		return
+	}
+	total, phases, ok := e.boot.first("first_produce")
+	e.firstDone.Store(true)
+	if !ok {
+		return
+	}
+	attrs := make([]any, 0, len(phases))
+	for _, p := range phases {
+		attrs = append(attrs, slog.Int64(p.name, p.d.Milliseconds()))
+	}
+	e.log.Info("first record produced", "since_start_ms", total.Milliseconds(), slog.Group("phases_ms", attrs...))
+}
