@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    ?= ./...
 BIN     ?= bin
 
-.PHONY: help build test test-short seed cluster-up cluster-down it lint bench demo demo-real nightly fetch-kafka clean
+.PHONY: help build test test-short seed cluster-up cluster-down it lint bench bench-startup demo demo-real nightly fetch-kafka clean
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-12s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -50,6 +50,9 @@ demo-real: fetch-kafka ## the same story on real Kafka 2.3.0 -> 3.7.1 with the r
 
 bench: ## benchmarks against peers in the same run (real brokers; see BENCHMARKS.md)
 	scripts/bench.sh
+
+bench-startup: fetch-kafka ## kmirror start-up on real brokers: time to first record, fresh and resumed (1,000 partitions of map)
+	scripts/bench-startup.sh
 
 nightly: ## the nightly end-to-end run locally: reports/ gets the HTML and JUnit files
 	scripts/nightly.sh
