@@ -51,8 +51,11 @@ type Engine struct {
 
 	safe safety // stopped partitions, topic identities, record size limits (halt.go, identity.go, recsize.go)
 
-	boot      startup     // start-up phase times (startup.go)
-	firstDone atomic.Bool // the first record was acknowledged
+	boot      startup       // start-up phase times (startup.go)
+	firstDone atomic.Bool   // the first record was acknowledged
+	prepDone  chan struct{} // closed when the target's topics are ready (prepareTarget)
+	prepErr   error
+	leaders   atomic.Pointer[clusterLeaders]
 }
 
 // New checks cfg and prepares an engine. srcOpts and dstOpts connect to the source and the
@@ -94,10 +97,19 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.boot.mark("connect")
 	defer e.closeDst()
 	defer e.srcAdm.Close()
-	topics, err := e.prepareTopics(ctx)
+	topics, err := e.sourceTopics(ctx)
 	if err != nil {
 		return err
 	}
+	e.boot.mark("source_topics")
+	logTopics(e.log, topics)
+	e.mu.Lock()
+	e.topics = topics
+	e.mu.Unlock()
+	// The target's topics are made ready while the group is joined (startup.go); the
+	// assignment callback waits for them.
+	e.prepareTarget(ctx, topics)
+	defer e.waitPrepared(context.Background())
 	if e.src, err = e.newConsumer(topics); err != nil {
 		return err
 	}
@@ -123,35 +135,6 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	e.log.Info("kmirror stopped")
 	return nil
-}
-
-// prepareTopics creates the internal topics on the target, finds the source topics to mirror,
-// creates or grows their targets and records them. It returns the topics and their partition
-// counts.
-func (e *Engine) prepareTopics(ctx context.Context) (map[string]int, error) {
-	if err := e.ensureInternal(ctx, e.cfg.MapTopic); err != nil {
-		return nil, err
-	}
-	if e.cfg.OffsetSyncsOnTarget {
-		if err := e.ensureInternal(ctx, e.cfg.OffsetSyncsTopic); err != nil {
-			return nil, err
-		}
-	}
-	e.boot.mark("internal_topics")
-	topics, err := e.sourceTopics(ctx)
-	if err != nil {
-		return nil, err
-	}
-	e.boot.mark("source_topics")
-	if err := e.ensureTargets(ctx, topics); err != nil {
-		return nil, err
-	}
-	e.boot.mark("target_topics")
-	logTopics(e.log, topics)
-	e.mu.Lock()
-	e.topics = topics
-	e.mu.Unlock()
-	return topics, nil
 }
 
 // newConsumer is the source client of Run: a member of the engine's consumer group, for
@@ -506,6 +489,9 @@ func (e *Engine) onAssigned(ctx context.Context, offsets map[string]map[int32]kg
 		return offsets, nil
 	}
 	e.boot.mark("group_join")
+	if err := e.waitPrepared(ctx); err != nil { // startup.go: Run stops on its error
+		return nil, err
+	}
 	sort.Slice(assigned, func(i, j int) bool {
 		return assigned[i].topic < assigned[j].topic || assigned[i].topic == assigned[j].topic && assigned[i].partition < assigned[j].partition
 	})

@@ -1,9 +1,15 @@
 package mirror
 
 import (
+	"context"
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/kmigrate/kmigrate/logread"
 )
 
 // Start-up timing (issue 14). Time to first record is measured from the process start (or,
@@ -132,4 +138,60 @@ func (e *Engine) produced() {
 		attrs = append(attrs, slog.Int64(p.name, p.d.Milliseconds()))
 	}
 	e.log.Info("first record produced", "since_start_ms", total.Milliseconds(), slog.Group("phases_ms", attrs...))
+}
+
+// clusterLeaders are the partition leaders of both clusters, looked up once for the reads of
+// one resume (identity checks and tail reconciliation read one or two records of each
+// partition: without them every read would ask for the metadata of its whole topic).
+type clusterLeaders struct{ src, dst logread.Leaders }
+
+// resetLeaders starts a resume with empty leader caches: what an earlier resume learnt may be
+// stale (a moved leader is forgotten by the read that meets it anyway).
+func (e *Engine) resetLeaders() { e.leaders.Store(&clusterLeaders{}) }
+
+// leadersOf returns the leader cache of cl's cluster, or nil for a client of neither.
+func (e *Engine) leadersOf(cl *kgo.Client) *logread.Leaders {
+	l := e.leaders.Load()
+	switch {
+	case l == nil:
+		return nil
+	case cl == e.dst:
+		return &l.dst
+	case cl == e.srcCl:
+		return &l.src
+	}
+	return nil
+}
+
+// prepareTarget makes the target ready in the background, while the consumer joins the group:
+// the internal topics (offset map, offset syncs) and the mirrored topics, all at once. The
+// assignment callback waits for it (waitPrepared) before it reads or writes the target; an
+// error stops the engine (fail), as it stopped Run before the group join when the steps ran
+// one after the other.
+func (e *Engine) prepareTarget(ctx context.Context, topics map[string]int) {
+	e.prepDone = make(chan struct{})
+	go func() {
+		defer close(e.prepDone)
+		var eg errgroup.Group
+		eg.Go(func() error { return e.ensureInternal(ctx, e.cfg.MapTopic) })
+		if e.cfg.OffsetSyncsOnTarget {
+			eg.Go(func() error { return e.ensureInternal(ctx, e.cfg.OffsetSyncsTopic) })
+		}
+		eg.Go(func() error { return e.ensureTargets(ctx, topics) })
+		e.prepErr = eg.Wait()
+		e.boot.mark("target_topics")
+		if e.prepErr != nil && ctx.Err() == nil {
+			e.fail(e.prepErr)
+		}
+	}()
+}
+
+// waitPrepared waits for prepareTarget and returns its error.
+func (e *Engine) waitPrepared(ctx context.Context) error {
+	select {
+	case <-e.prepDone:
+		return e.prepErr
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -170,7 +170,7 @@ func (e *Engine) ensureInternal(ctx context.Context, topic string) error {
 	}
 	e.log.Info("created internal topic", "cluster", e.cfg.TargetAlias, "topic", topic)
 	// Wait until the new partition has a leader, so the first read of the topic finds it.
-	for i := 0; i < 50; i++ {
+	for i := 0; i < 500; i++ {
 		ends, err := e.dstAdm.ListEndOffsets(ctx, topic)
 		if err == nil {
 			if o, ok := ends.Lookup(topic, 0); ok && o.Err == nil {
@@ -180,7 +180,7 @@ func (e *Engine) ensureInternal(ctx context.Context, topic string) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 	return nil
