@@ -55,7 +55,7 @@ type Engine struct {
 	firstDone atomic.Bool   // the first record was acknowledged
 	prepDone  chan struct{} // closed when the target's topics are ready (prepareTarget)
 	prepErr   error
-	leaders   atomic.Pointer[clusterLeaders]
+	leaders   atomic.Pointer[resumeReads] // one resume's leader caches and prefetched reads (startup_read.go)
 }
 
 // New checks cfg and prepares an engine. srcOpts and dstOpts connect to the source and the

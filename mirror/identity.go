@@ -296,7 +296,7 @@ func (e *Engine) readOne(ctx context.Context, cl *kgo.Client, topic string, part
 	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	var got *kgo.Record
-	err := readRangeWith(rctx, cl, e.leadersOf(cl), topic, partition, off, off+1, committed, func(r *kgo.Record) (bool, error) {
+	err := e.readResume(rctx, cl, topic, partition, off, off+1, committed, func(r *kgo.Record) (bool, error) {
 		if r.Offset == off && !r.Attrs.IsControl() {
 			got = r
 		}

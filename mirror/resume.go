@@ -32,7 +32,7 @@ import (
 // neither trusted nor kept: it is mirrored again.
 func (e *Engine) resume(ctx context.Context, assigned []tp) (_ []*partState, err error) {
 	txn := e.cfg.Fencing == FenceTransactions
-	e.resetLeaders() // startup.go: leaders looked up once for this resume's reads
+	defer e.endReads(e.resetLeaders()) // startup.go: leaders looked up once for this resume's reads
 	var writers map[tp]*txnWriter
 	if txn {
 		if writers, err = e.fenceAll(ctx, assigned); err != nil {
@@ -115,6 +115,7 @@ func (e *Engine) resumeEach(ctx context.Context, checks *resumeChecks, assigned 
 		origin *kgo.Record
 		err    error
 	}
+	e.prefetchResume(ctx, checks, assigned, persisted, bounds) // startup_read.go
 	res := make([]result, len(assigned))
 	var eg errgroup.Group
 	eg.SetLimit(resumeParallel)
@@ -318,7 +319,12 @@ func (e *Engine) writeResumed(ctx context.Context, out []*partState, origins []*
 	return nil
 }
 
-// fenceAll creates and initialises the transactional writers of assigned, a few at a time.
+// fenceParallel is how many transactional ids a resume initialises at once: each is a client
+// of its own and two round trips (coordinator, InitProducerId), mostly waiting.
+const fenceParallel = 64
+
+// fenceAll creates and initialises the transactional writers of assigned, fenceParallel at a
+// time.
 func (e *Engine) fenceAll(ctx context.Context, assigned []tp) (map[tp]*txnWriter, error) {
 	var (
 		mu   sync.Mutex
@@ -326,7 +332,7 @@ func (e *Engine) fenceAll(ctx context.Context, assigned []tp) (map[tp]*txnWriter
 		errs []error
 		eg   errgroup.Group
 	)
-	eg.SetLimit(16)
+	eg.SetLimit(fenceParallel)
 	for _, t := range assigned {
 		eg.Go(func() error {
 			w, err := e.newTxnWriter(ctx, t)
@@ -363,7 +369,7 @@ func (e *Engine) alignTail(ctx context.Context, ps *partState, srcFrom, dstFrom,
 	// are not copies to keep, they are mirrored again.
 	committed := e.cfg.Fencing == FenceTransactions
 	var seen int64
-	err := readRangeWith(ctx, e.dst, e.leadersOf(e.dst), ps.target, ps.partition, dstFrom, dstEnd, committed, func(r *kgo.Record) (bool, error) {
+	err := e.readResume(ctx, e.dst, ps.target, ps.partition, dstFrom, dstEnd, committed, func(r *kgo.Record) (bool, error) {
 		seen++
 		if !r.Attrs.IsControl() {
 			tail = append(tail, rec{r.Offset, offsetmap.Fingerprint(r, offsetmap.DefaultFields)})
@@ -378,7 +384,7 @@ func (e *Engine) alignTail(ctx context.Context, ps *partState, srcFrom, dstFrom,
 		return 0, aborted, nil
 	}
 	i := 0
-	err = readRangeWith(ctx, e.srcCl, e.leadersOf(e.srcCl), ps.topic, ps.partition, srcFrom, srcEnd, true, func(r *kgo.Record) (bool, error) {
+	err = e.readResume(ctx, e.srcCl, ps.topic, ps.partition, srcFrom, srcEnd, true, func(r *kgo.Record) (bool, error) {
 		if r.Attrs.IsControl() {
 			return true, nil
 		}

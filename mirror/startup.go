@@ -140,14 +140,17 @@ func (e *Engine) produced() {
 	e.log.Info("first record produced", "since_start_ms", total.Milliseconds(), slog.Group("phases_ms", attrs...))
 }
 
-// clusterLeaders are the partition leaders of both clusters, looked up once for the reads of
-// one resume (identity checks and tail reconciliation read one or two records of each
-// partition: without them every read would ask for the metadata of its whole topic).
-type clusterLeaders struct{ src, dst logread.Leaders }
+// resetLeaders starts a resume with empty leader caches and no prefetched reads
+// (startup_read.go): what an earlier resume learnt may be stale (a moved leader is forgotten
+// by the read that meets it anyway).
+func (e *Engine) resetLeaders() *resumeReads {
+	rr := &resumeReads{}
+	e.leaders.Store(rr)
+	return rr
+}
 
-// resetLeaders starts a resume with empty leader caches: what an earlier resume learnt may be
-// stale (a moved leader is forgotten by the read that meets it anyway).
-func (e *Engine) resetLeaders() { e.leaders.Store(&clusterLeaders{}) }
+// endReads drops rr's caches at the end of its resume (unless a newer resume replaced them).
+func (e *Engine) endReads(rr *resumeReads) { e.leaders.CompareAndSwap(rr, nil) }
 
 // leadersOf returns the leader cache of cl's cluster, or nil for a client of neither.
 func (e *Engine) leadersOf(cl *kgo.Client) *logread.Leaders {
@@ -161,6 +164,18 @@ func (e *Engine) leadersOf(cl *kgo.Client) *logread.Leaders {
 		return &l.src
 	}
 	return nil
+}
+
+// readResume is readRange for a resume: served from the prefetched answers when they cover
+// the range (startup_read.go), else read on its own with the resume's leader cache.
+func (e *Engine) readResume(ctx context.Context, cl *kgo.Client, topic string, partition int32, from, end int64, committed bool, fn func(*kgo.Record) (bool, error)) error {
+	if from >= end {
+		return nil
+	}
+	if ok, err := e.cachedRange(cl, topic, partition, from, end, committed, fn); ok {
+		return err
+	}
+	return readRangeWith(ctx, cl, e.leadersOf(cl), topic, partition, from, end, committed, fn)
 }
 
 // prepareTarget makes the target ready in the background, while the consumer joins the group:

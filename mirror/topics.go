@@ -97,6 +97,32 @@ func (e *Engine) createTarget(ctx context.Context, s, t string, partitions int) 
 	}
 	e.log.Info("created target topic", "cluster", e.cfg.TargetAlias, "topic", t, "partitions", partitions,
 		"replication_factor", e.cfg.ReplicationFactor, "configs", len(configs))
+	// The resume lists the new partitions' ends at once: wait until they have leaders, or it
+	// would find them missing and retry a second later.
+	return e.waitLeaders(ctx, t, partitions)
+}
+
+// waitLeaders polls (every 10 ms, up to 5 s) until every partition of topic, just created,
+// has a leader in the target's metadata. A metadata request refreshes the client's cache, so
+// the requests after it find the topic. Not ready in time is no error: the resume retries.
+func (e *Engine) waitLeaders(ctx context.Context, topic string, partitions int) error {
+	for i := 0; i < 500; i++ {
+		td, err := e.dstAdm.ListTopics(ctx, topic)
+		if d, ok := td[topic]; err == nil && ok && d.Err == nil && len(d.Partitions) >= partitions {
+			ready := true
+			for _, p := range d.Partitions {
+				ready = ready && p.Err == nil && p.Leader >= 0
+			}
+			if ready {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 	return nil
 }
 
@@ -170,20 +196,7 @@ func (e *Engine) ensureInternal(ctx context.Context, topic string) error {
 	}
 	e.log.Info("created internal topic", "cluster", e.cfg.TargetAlias, "topic", topic)
 	// Wait until the new partition has a leader, so the first read of the topic finds it.
-	for i := 0; i < 500; i++ {
-		ends, err := e.dstAdm.ListEndOffsets(ctx, topic)
-		if err == nil {
-			if o, ok := ends.Lookup(topic, 0); ok && o.Err == nil {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	return nil
+	return e.waitLeaders(ctx, topic, 1)
 }
 
 // clusterErr turns a request error into one that names the cluster and says what to do.
