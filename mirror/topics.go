@@ -103,19 +103,18 @@ func (e *Engine) createTarget(ctx context.Context, s, t string, partitions int) 
 }
 
 // waitLeaders polls (every 10 ms, up to 5 s) until every partition of topic, just created,
-// has a leader in the target's metadata. A metadata request refreshes the client's cache, so
-// the requests after it find the topic. Not ready in time is no error: the resume retries.
+// has a leader in the target's metadata. It asks the broker each time (a Metadata request,
+// not kadm's cached metadata, which would answer from a cache up to MetadataMinAge old), and
+// the answer refreshes the client's cache, so the requests after it find the topic. Not
+// ready in time is no error: the resume retries.
 func (e *Engine) waitLeaders(ctx context.Context, topic string, partitions int) error {
 	for i := 0; i < 500; i++ {
-		td, err := e.dstAdm.ListTopics(ctx, topic)
-		if d, ok := td[topic]; err == nil && ok && d.Err == nil && len(d.Partitions) >= partitions {
-			ready := true
-			for _, p := range d.Partitions {
-				ready = ready && p.Err == nil && p.Leader >= 0
-			}
-			if ready {
-				return nil
-			}
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		if resp, err := req.RequestWith(ctx, e.dst); err == nil && leadersReady(resp, topic, partitions) {
+			return nil
 		}
 		select {
 		case <-ctx.Done():
@@ -124,6 +123,23 @@ func (e *Engine) waitLeaders(ctx context.Context, topic string, partitions int) 
 		}
 	}
 	return nil
+}
+
+// leadersReady tells whether resp lists topic with at least partitions partitions, each with
+// a leader.
+func leadersReady(resp *kmsg.MetadataResponse, topic string, partitions int) bool {
+	for _, t := range resp.Topics {
+		if t.Topic == nil || *t.Topic != topic || t.ErrorCode != 0 || len(t.Partitions) < partitions {
+			continue
+		}
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 || p.Leader < 0 {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // sourceConfigs returns the configuration overrides of source topic s that MM2 would copy:
