@@ -33,7 +33,7 @@ import (
 // from the process's package initialisation, just after exec, to the produce response of the
 // first record) with its phases; the harness also times exec to the line appearing in the log.
 // With KMIGRATE_STARTUP_BASELINE=<git revision> the kmirror of that revision (it must log the
-// line too) runs in the same bed, alternating with the current one, so before and after are a
+// line too; or the path of a kmirror binary) runs in the same bed, alternating with the current one, so before and after are a
 // ratio of the same run. KMIGRATE_STARTUP_RUNS sets the runs per case (default 5). It runs only
 // with KMIGRATE_BENCH=1 and prints a Markdown table (also to KMIGRATE_BENCH_OUT when set).
 func TestMirrorStartupBench(t *testing.T) {
@@ -50,7 +50,11 @@ func TestMirrorStartupBench(t *testing.T) {
 	}
 	bins := []startupBin{{"current", filepath.Join(bedBuild(t, "kmirror"), "kmirror")}}
 	if rev := os.Getenv("KMIGRATE_STARTUP_BASELINE"); rev != "" {
-		bins = append(bins, startupBin{"baseline " + rev, buildAt(t, rev)})
+		if st, err := os.Stat(rev); err == nil && st.Mode().IsRegular() {
+			bins = append(bins, startupBin{"baseline " + filepath.Base(rev), rev}) // a kmirror binary built before
+		} else {
+			bins = append(bins, startupBin{"baseline " + rev, buildAt(t, rev)})
+		}
 	}
 	ctx := bedCtx(t, 50*time.Minute)
 	fresh, resumed := bedUnique("su-fresh"), bedUnique("su-resumed")
