@@ -27,7 +27,8 @@ import (
 //     topic of KMIGRATE_STARTUP_FRESH_PARTITIONS partitions (default 6) with one record each;
 //   - a resumed flow: a flow whose map already holds every partition of a source topic of
 //     KMIGRATE_STARTUP_PARTITIONS partitions (default 1000); before each run one record is
-//     added to every partition.
+//     added to every partition; the same again with fencing none
+//     (B.exactly.once.source.support=disabled: one idempotent producer, no transactional ids).
 //
 // The time is the engine's own (the "first record produced" log line: since_start_ms counts
 // from the process's package initialisation, just after exec, to the produce response of the
@@ -67,10 +68,11 @@ func TestMirrorStartupBench(t *testing.T) {
 	for i, b := range bins {
 		results[b.name] = map[string][]startupRun{}
 		// Prime the resumed flow: everything mirrored and committed, the map holds every partition.
-		alias := fmt.Sprintf("r%d", i)
-		p := mirStart(t, b.path, startupProps(t, src, dst, alias, resumed), alias+"->B", "startup-prime-"+alias)
-		startupWait(ctx, t, p, int64(resumedParts))
-		p.term(t)
+		for _, alias := range []string{fmt.Sprintf("r%d", i), fmt.Sprintf("n%d", i)} {
+			p := mirStart(t, b.path, startupProps(t, src, dst, alias, resumed), alias+"->B", "startup-prime-"+alias)
+			startupWait(ctx, t, p, int64(resumedParts))
+			p.term(t)
+		}
 	}
 	for run := range runs {
 		startupSeed(ctx, t, src, resumed, resumedParts)
@@ -83,6 +85,9 @@ func TestMirrorStartupBench(t *testing.T) {
 			alias = fmt.Sprintf("r%d", i)
 			r = startupOnce(ctx, t, b.path, startupProps(t, src, dst, alias, resumed), alias, fmt.Sprintf("startup-resumed-%d-%d", i, run))
 			results[b.name]["resumed"] = append(results[b.name]["resumed"], r)
+			alias = fmt.Sprintf("n%d", i)
+			r = startupOnce(ctx, t, b.path, startupProps(t, src, dst, alias, resumed), alias, fmt.Sprintf("startup-nofence-%d-%d", i, run))
+			results[b.name]["resumed, no fence"] = append(results[b.name]["resumed, no fence"], r)
 		}
 	}
 	out := startupTable(bins, results, freshParts, resumedParts, runs)
@@ -139,6 +144,9 @@ func startupProps(t *testing.T, src, dst cluster.Cluster, alias, topic string) s
 	text := fmt.Sprintf("clusters=%[1]s,B\n%[1]s.bootstrap.servers=%[2]s\nB.bootstrap.servers=%[3]s\n%[1]s->B.enabled=true\n%[1]s->B.topics=%[4]s\n"+
 		"replication.factor=1\noffset-syncs.topic.replication.factor=1\ncheckpoints.topic.replication.factor=1\noffset-syncs.topic.location=target\n",
 		alias, strings.Join(src.Bootstrap(), ","), strings.Join(dst.Bootstrap(), ","), topic)
+	if strings.HasPrefix(alias, "n") {
+		text += "B.exactly.once.source.support=disabled\n" // fencing none: one idempotent producer
+	}
 	path := filepath.Join(t.TempDir(), alias+".properties")
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
@@ -230,9 +238,9 @@ func startupTable(bins []startupBin, res map[string]map[string][]startupRun, fre
 	var b strings.Builder
 	fmt.Fprintf(&b, "kmirror start-up, Kafka 2.3.0 -> 3.7.1, %d runs per case; fresh: %d partitions, resumed: %d partitions of map\n\n", runs, freshParts, resumedParts)
 	b.WriteString("| kmirror | case | median to first record | max | median exec to log line | goal | median / goal | phases of the median run (ms) |\n|---|---|---|---|---|---|---|---|\n")
-	goals := map[string]time.Duration{"fresh": 500 * time.Millisecond, "resumed": time.Second}
+	goals := map[string]time.Duration{"fresh": 500 * time.Millisecond, "resumed": time.Second, "resumed, no fence": time.Second}
 	for _, bin := range bins {
-		for _, c := range []string{"fresh", "resumed"} {
+		for _, c := range []string{"fresh", "resumed", "resumed, no fence"} {
 			rs := slices.Clone(res[bin.name][c])
 			slices.SortFunc(rs, func(x, y startupRun) int { return int(x.since - y.since) })
 			seen := make([]time.Duration, len(rs))
