@@ -271,18 +271,27 @@ func (e *Engine) connect(ctx context.Context) error {
 		return fmt.Errorf("source cluster %s: create client: %w", e.cfg.SourceAlias, err)
 	}
 	e.dst, e.dstAdm, e.srcCl, e.srcAdm = dst, kadm.NewClient(dst), srcAdmCl, kadm.NewClient(srcAdmCl)
-	for _, c := range []struct {
+	// Both clusters are asked at once; the source's failure is reported first, as before.
+	sides := []struct {
 		side, alias string
 		adm         *kadm.Client
-	}{{"source", e.cfg.SourceAlias, e.srcAdm}, {"target", e.cfg.TargetAlias, e.dstAdm}} {
-		pctx, cancel := context.WithTimeout(ctx, e.cfg.ConnectTimeout)
-		_, err := c.adm.BrokerMetadata(pctx)
-		cancel()
-		if err != nil {
+		err         error
+	}{{side: "source", alias: e.cfg.SourceAlias, adm: e.srcAdm}, {side: "target", alias: e.cfg.TargetAlias, adm: e.dstAdm}}
+	var wg sync.WaitGroup
+	for i := range sides {
+		wg.Go(func() {
+			pctx, cancel := context.WithTimeout(ctx, e.cfg.ConnectTimeout)
+			defer cancel()
+			_, sides[i].err = sides[i].adm.BrokerMetadata(pctx)
+		})
+	}
+	wg.Wait()
+	for _, c := range sides {
+		if c.err != nil {
 			e.srcAdm.Close()
 			dst.Close()
 			return fmt.Errorf("%s cluster %s is unreachable: %w%s; check its bootstrap.servers and security settings",
-				c.side, c.alias, err, hint(err))
+				c.side, c.alias, c.err, hint(c.err))
 		}
 	}
 	return nil
