@@ -97,31 +97,7 @@ func (e *Engine) prefetch(ctx context.Context, dst bool, spans []span, committed
 
 // prefetchFrom sends one Fetch request for spans to broker and keeps what covers a range whole.
 func (e *Engine) prefetchFrom(ctx context.Context, cl *kgo.Client, broker int32, td kadm.TopicDetails, spans []span, dst, committed bool, rr *resumeReads) {
-	req := kmsg.NewPtrFetchRequest()
-	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.SessionEpoch = -1, 0, 1, prefetchRequestBytes, -1
-	if committed {
-		req.IsolationLevel = 1
-	}
-	want := map[string]map[int32]span{}
-	names := map[[16]byte]string{}
-	for _, s := range spans {
-		if want[s.topic] == nil {
-			want[s.topic] = map[int32]span{}
-			rt := kmsg.NewFetchRequestTopic()
-			rt.Topic, rt.TopicID = s.topic, td[s.topic].ID
-			names[td[s.topic].ID] = s.topic
-			req.Topics = append(req.Topics, rt)
-		}
-		want[s.topic][s.partition] = s
-		rp := kmsg.NewFetchRequestTopicPartition()
-		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = s.partition, s.from, prefetchPartitionBytes
-		rp.CurrentLeaderEpoch, rp.LogStartOffset = -1, -1
-		for i := range req.Topics {
-			if req.Topics[i].Topic == s.topic {
-				req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
-			}
-		}
-	}
+	req, want, names := prefetchRequest(td, spans, committed)
 	kresp, err := cl.Broker(int(broker)).Request(ctx, req)
 	if err != nil {
 		return
@@ -139,7 +115,7 @@ func (e *Engine) prefetchFrom(ctx context.Context, cl *kgo.Client, broker int32,
 		rt := &resp.Topics[i]
 		name := rt.Topic
 		if n, ok := names[rt.TopicID]; ok && rt.TopicID != ([16]byte{}) {
-			name = n
+			name = n // Fetch v13+ answers by topic ID
 		}
 		for j := range rt.Partitions {
 			part := &rt.Partitions[j]
@@ -152,6 +128,36 @@ func (e *Engine) prefetchFrom(ctx context.Context, cl *kgo.Client, broker int32,
 			}
 		}
 	}
+}
+
+// prefetchRequest is the Fetch request for spans (topic names and IDs from td), with the spans
+// by topic and partition and the topic names by ID, to read the answer.
+func prefetchRequest(td kadm.TopicDetails, spans []span, committed bool) (*kmsg.FetchRequest, map[string]map[int32]span, map[[16]byte]string) {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.SessionEpoch = -1, 0, 1, prefetchRequestBytes, -1
+	if committed {
+		req.IsolationLevel = 1
+	}
+	want := map[string]map[int32]span{}
+	names := map[[16]byte]string{}
+	index := map[string]int{}
+	for _, s := range spans {
+		if want[s.topic] == nil {
+			want[s.topic] = map[int32]span{}
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic, rt.TopicID = s.topic, td[s.topic].ID
+			names[td[s.topic].ID] = s.topic
+			index[s.topic] = len(req.Topics)
+			req.Topics = append(req.Topics, rt)
+		}
+		want[s.topic][s.partition] = s
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = s.partition, s.from, prefetchPartitionBytes
+		rp.CurrentLeaderEpoch, rp.LogStartOffset = -1, -1
+		rt := &req.Topics[index[s.topic]]
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	return req, want, names
 }
 
 // decodeSpan decodes one partition's answer for s when it covers offsets at or after s.from

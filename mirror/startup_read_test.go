@@ -24,39 +24,7 @@ func TestPrefetchMatchesRead(t *testing.T) {
 	opts := []kgo.Opt{kgo.SeedBrokers(fake.ListenAddrs()...)}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	// Partition p: plain records, then a committed and an aborted transaction (markers and
-	// aborted records in the log), then plain records again.
-	plain, err := kgo.NewClient(append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
-	txn, err := kgo.NewClient(append(opts, kgo.TransactionalID("prefetch"), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer txn.Close()
-	produce := func(cl *kgo.Client, p int32, n int, tag string) {
-		t.Helper()
-		for i := range n {
-			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: fmt.Appendf(nil, "%s-%d", tag, i)}).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	for p := int32(0); p < 3; p++ {
-		produce(plain, p, 3, "a")
-		for _, commit := range []kgo.TransactionEndTry{kgo.TryCommit, kgo.TryAbort} {
-			if err := txn.BeginTransaction(); err != nil {
-				t.Fatal(err)
-			}
-			produce(txn, p, 2, fmt.Sprint("txn", commit))
-			if err := txn.EndTransaction(ctx, commit); err != nil {
-				t.Fatal(err)
-			}
-		}
-		produce(plain, p, 2, "b")
-	}
+	seedPrefetch(ctx, t, opts, topic)
 	e, err := New(Config{SourceAlias: "A", TargetAlias: "B", Topics: []string{topic}, ReplicationFactor: 1, InternalReplicationFactor: 1}, opts, opts, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -98,5 +66,42 @@ func TestPrefetchMatchesRead(t *testing.T) {
 			}
 		}
 		e.endReads(rr)
+	}
+}
+
+// seedPrefetch writes to each of the 3 partitions of topic: plain records, then a committed
+// and an aborted transaction (markers and aborted records in the log), then plain records.
+func seedPrefetch(ctx context.Context, t *testing.T, opts []kgo.Opt, topic string) {
+	t.Helper()
+	plain, err := kgo.NewClient(append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	txn, err := kgo.NewClient(append(opts, kgo.TransactionalID("prefetch"), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer txn.Close()
+	produce := func(cl *kgo.Client, p int32, n int, tag string) {
+		t.Helper()
+		for i := range n {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: fmt.Appendf(nil, "%s-%d", tag, i)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for p := int32(0); p < 3; p++ {
+		produce(plain, p, 3, "a")
+		for _, commit := range []kgo.TransactionEndTry{kgo.TryCommit, kgo.TryAbort} {
+			if err := txn.BeginTransaction(); err != nil {
+				t.Fatal(err)
+			}
+			produce(txn, p, 2, fmt.Sprint("txn", commit))
+			if err := txn.EndTransaction(ctx, commit); err != nil {
+				t.Fatal(err)
+			}
+		}
+		produce(plain, p, 2, "b")
 	}
 }
