@@ -77,22 +77,28 @@ func (e *Engine) loadResume(ctx context.Context, assigned []tp, txn bool) (persi
 		eg        errgroup.Group
 	)
 	eg.Go(func() error {
-		end, err := mapEnd(ctx, e.dstAdm, e.cfg.MapTopic)
-		if err != nil {
-			return fmt.Errorf("target cluster %s: %w", e.cfg.TargetAlias, err)
-		}
-		if persisted, recorded, err = readMap(ctx, e.dst, e.cfg.MapTopic, end, txn); err != nil {
-			return fmt.Errorf("target cluster %s: %w", e.cfg.TargetAlias, err)
-		}
-		return nil
+		return e.boot.timed("map_read", func() error {
+			end, err := mapEnd(ctx, e.dstAdm, e.cfg.MapTopic)
+			if err != nil {
+				return fmt.Errorf("target cluster %s: %w", e.cfg.TargetAlias, err)
+			}
+			if persisted, recorded, err = readMap(ctx, e.dst, e.cfg.MapTopic, end, txn); err != nil {
+				return fmt.Errorf("target cluster %s: %w", e.cfg.TargetAlias, err)
+			}
+			return nil
+		})
 	})
-	eg.Go(func() (err error) {
-		checks, err = e.prepareChecks(ctx, assigned) // identity.go
-		return err
+	eg.Go(func() error {
+		return e.boot.timed("identities", func() (err error) {
+			checks, err = e.prepareChecks(ctx, assigned) // identity.go
+			return err
+		})
 	})
-	eg.Go(func() (err error) {
-		bounds, err = e.listBounds(ctx, assigned, txn)
-		return err
+	eg.Go(func() error {
+		return e.boot.timed("bounds", func() (err error) {
+			bounds, err = e.listBounds(ctx, assigned, txn)
+			return err
+		})
 	})
 	if err := eg.Wait(); err != nil {
 		return nil, nil, bounds, err

@@ -38,6 +38,8 @@ type startup struct {
 	// fetched is set at the first fetched records.
 	fetched bool
 	total   time.Duration // begun to the first acknowledged record
+	// parts are the durations of steps run at once within a phase (for the log only).
+	parts []phaseTime
 }
 
 type phaseTime struct {
@@ -112,6 +114,19 @@ func (e *Engine) FirstRecord() (since time.Duration, phases []StartUpPhase, ok b
 	return e.boot.total, phases, true
 }
 
+// timed runs fn and notes how long it took as a step of the current phase, run at once with
+// others (logged in concurrent_ms, not part of the phases' sum).
+func (s *startup) timed(name string, fn func() error) error {
+	t := time.Now()
+	err := fn()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.done {
+		s.parts = append(s.parts, phaseTime{name, time.Since(t)})
+	}
+	return err
+}
+
 // fetchedOnce ends the phase "first_fetch" at the first fetched records.
 func (s *startup) fetchedOnce() {
 	s.mu.Lock()
@@ -137,7 +152,13 @@ func (e *Engine) produced() {
 	for _, p := range phases {
 		attrs = append(attrs, slog.Int64(p.name, p.d.Milliseconds()))
 	}
-	e.log.Info("first record produced", "since_start_ms", total.Milliseconds(), slog.Group("phases_ms", attrs...))
+	e.boot.mu.Lock()
+	var steps []any
+	for _, p := range e.boot.parts {
+		steps = append(steps, slog.Int64(p.name, p.d.Milliseconds()))
+	}
+	e.boot.mu.Unlock()
+	e.log.Info("first record produced", "since_start_ms", total.Milliseconds(), slog.Group("phases_ms", attrs...), slog.Group("concurrent_ms", steps...))
 }
 
 // resetLeaders starts a resume with empty leader caches and no prefetched reads
@@ -188,11 +209,17 @@ func (e *Engine) prepareTarget(ctx context.Context, topics map[string]int) {
 	go func() {
 		defer close(e.prepDone)
 		var eg errgroup.Group
-		eg.Go(func() error { return e.ensureInternal(ctx, e.cfg.MapTopic) })
+		eg.Go(func() error {
+			return e.boot.timed("map_topic", func() error { return e.ensureInternal(ctx, e.cfg.MapTopic) })
+		})
 		if e.cfg.OffsetSyncsOnTarget {
-			eg.Go(func() error { return e.ensureInternal(ctx, e.cfg.OffsetSyncsTopic) })
+			eg.Go(func() error {
+				return e.boot.timed("offset_syncs_topic", func() error { return e.ensureInternal(ctx, e.cfg.OffsetSyncsTopic) })
+			})
 		}
-		eg.Go(func() error { return e.ensureTargets(ctx, topics) })
+		eg.Go(func() error {
+			return e.boot.timed("mirrored_topics", func() error { return e.ensureTargets(ctx, topics) })
+		})
 		e.prepErr = eg.Wait()
 		e.boot.mark("target_topics")
 		if e.prepErr != nil && ctx.Err() == nil {

@@ -103,7 +103,9 @@ func (e *Engine) createTarget(ctx context.Context, s, t string, partitions int) 
 }
 
 // waitLeaders polls (every 10 ms, up to 5 s) until every partition of topic, just created,
-// has a leader in the target's metadata. It asks the broker each time (a Metadata request,
+// has a leader in the target's metadata and that leader lists its offsets (a broker learns it
+// leads a new partition a little before it serves it, and a client that asks then backs off
+// for a quarter of a second). It asks the broker each time (a Metadata request,
 // not kadm's cached metadata, which would answer from a cache up to MetadataMinAge old), and
 // the answer refreshes the client's cache, so the requests after it find the topic. Not
 // ready in time is no error: the resume retries.
@@ -113,7 +115,7 @@ func (e *Engine) waitLeaders(ctx context.Context, topic string, partitions int) 
 		rt := kmsg.NewMetadataRequestTopic()
 		rt.Topic = kmsg.StringPtr(topic)
 		req.Topics = append(req.Topics, rt)
-		if resp, err := req.RequestWith(ctx, e.dst); err == nil && leadersReady(resp, topic, partitions) {
+		if resp, err := req.RequestWith(ctx, e.dst); err == nil && leadersReady(resp, topic, partitions) && e.offsetsReady(ctx, resp, topic) {
 			return nil
 		}
 		select {
@@ -123,6 +125,46 @@ func (e *Engine) waitLeaders(ctx context.Context, topic string, partitions int) 
 		}
 	}
 	return nil
+}
+
+// offsetsReady asks the leader of each partition of topic in resp (leadersReady said each has
+// one) for its end offset, once, without retries, and tells whether all answered.
+func (e *Engine) offsetsReady(ctx context.Context, resp *kmsg.MetadataResponse, topic string) bool {
+	var t kmsg.MetadataResponseTopic
+	for _, mt := range resp.Topics {
+		if mt.Topic != nil && *mt.Topic == topic {
+			t = mt
+		}
+	}
+	byLeader := map[int32]*kmsg.ListOffsetsRequest{}
+	for _, p := range t.Partitions {
+		req := byLeader[p.Leader]
+		if req == nil {
+			req = kmsg.NewPtrListOffsetsRequest()
+			req.ReplicaID = -1
+			rt := kmsg.NewListOffsetsRequestTopic()
+			rt.Topic = topic
+			req.Topics = append(req.Topics, rt)
+			byLeader[p.Leader] = req
+		}
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p.Partition, -1, -1
+		req.Topics[0].Partitions = append(req.Topics[0].Partitions, rp)
+	}
+	for leader, req := range byLeader {
+		kresp, err := e.dst.Broker(int(leader)).Request(ctx, req)
+		if err != nil {
+			return false
+		}
+		for _, rt := range kresp.(*kmsg.ListOffsetsResponse).Topics {
+			for _, rp := range rt.Partitions {
+				if rp.ErrorCode != 0 {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 // leadersReady tells whether resp lists topic with at least partitions partitions, each with
