@@ -19,14 +19,23 @@ import (
 // PersistInterval later; a read_uncommitted reader sees it at once.
 //
 // Each phase of start-up is the time from the end of the previous one, in the order they
-// run: client start (connect), internal topics, source topics, target topics, group join
-// (consumer creation to the assignment callback), then per assignment ensure targets,
-// fence (transactional ids initialised), map load, identity checks, bounds (log starts and
-// ends listed), tail check (per-partition identity and tail reconciliation), finish (identity
-// and origin records written), producer metadata, then the first fetch (assignment to the
-// first fetched records) and the first produce (to its acknowledgement). At the first record
-// one INFO line "first record produced" carries since_start_ms and every phase in
-// phases_ms; scripts and the start-up benchmark read it.
+// end, so the phases add up to the time to the first record: connect (both clusters asked at
+// once), source topics (listed), consumer (created: the group join starts), target topics
+// (offset map, offset syncs and mirrored topics made ready, at once and while the group is
+// joined), group join (to the assignment callback; after target topics when the join is the
+// slower), then per assignment ensure targets, fence (transactional ids initialised), map load
+// (map read, topic identities and log bounds, at once), tail check (per-partition identity
+// checks and tail reconciliation, from one prefetch per broker: startup_read.go), finish
+// (identity and origin records written), producer metadata, first fetch (to the first
+// fetched records) and first produce (to its acknowledgement). At the first record one INFO
+// line "first record produced" carries since_start_ms, every phase in phases_ms and the
+// durations of the steps run at once in concurrent_ms; the start-up benchmark
+// (integration/mirror_startup_test.go, make bench-startup) reads it.
+//
+// What may run at once and what may not: the target's topics are only needed once partitions
+// are assigned, so they are made ready during the join, and the assignment waits for them.
+// Nothing of the target is read before the fence (transactional ids initialised); after it the
+// reads are independent and run together. The checks themselves are unchanged.
 
 // startup is the engine's start-up clock. Marks after the first record are ignored.
 type startup struct {
