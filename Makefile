@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    ?= ./...
 BIN     ?= bin
 
-.PHONY: help build test test-short seed cluster-up cluster-down it it-containers images lint bench bench-quick demo demo-real nightly fetch-kafka clean validate-deploy
+.PHONY: help build test test-short seed cluster-up cluster-down it it-containers images lint bench bench-quick bench-startup demo demo-real nightly fetch-kafka clean validate-deploy
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -60,6 +60,9 @@ bench: ## benchmarks against peers in the same run, full size (real brokers; see
 
 bench-quick: ## a small version of every benchmark, same code (results in reports/quick/)
 	scripts/bench.sh --quick
+
+bench-startup: fetch-kafka ## kmirror start-up on real brokers: time to first record, fresh and resumed (1,000 partitions of map)
+	scripts/bench-startup.sh
 
 nightly: ## the nightly end-to-end run locally: reports/ gets the HTML and JUnit files
 	scripts/nightly.sh

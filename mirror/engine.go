@@ -54,6 +54,12 @@ type Engine struct {
 	testHooks struct{ beforeResume, duringRevoke func() }
 
 	safe safety // stopped partitions, topic identities, record size limits (halt.go, identity.go, recsize.go)
+
+	boot      startup       // start-up phase times (startup.go)
+	firstDone atomic.Bool   // the first record was acknowledged
+	prepDone  chan struct{} // closed when the target's topics are ready (prepareTarget)
+	prepErr   error
+	leaders   atomic.Pointer[resumeReads] // one resume's leader caches and prefetched reads (startup_read.go)
 }
 
 // New checks cfg and prepares an engine. srcOpts and dstOpts connect to the source and the
@@ -90,19 +96,31 @@ func (e *Engine) Config() Config { return e.cfg }
 // fetching, waits for every produced record, persists the offset map and leaves the group,
 // so that another process resumes exactly where this one stopped.
 func (e *Engine) Run(ctx context.Context) error {
+	e.boot.begin(time.Now())
 	e.health.setRunning(false, "starting: connecting to both clusters and preparing the topics")
 	if err := e.connect(ctx); err != nil {
 		return err
 	}
+	e.boot.mark("connect")
 	defer e.closeDst()
 	defer e.srcAdm.Close()
-	topics, err := e.prepareTopics(ctx)
+	topics, err := e.sourceTopics(ctx)
 	if err != nil {
 		return err
 	}
+	e.boot.mark("source_topics")
+	logTopics(e.log, topics)
+	e.mu.Lock()
+	e.topics = topics
+	e.mu.Unlock()
+	// The target's topics are made ready while the group is joined (startup.go); the
+	// assignment callback waits for them.
+	e.prepareTarget(ctx, topics)
+	defer e.waitPrepared(context.Background())
 	if e.src, err = e.newConsumer(topics); err != nil {
 		return err
 	}
+	e.boot.mark("consumer")
 	bg, err := e.startLoops(ctx)
 	if err != nil {
 		e.src.Close()
@@ -125,32 +143,6 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	e.log.Info("kmirror stopped")
 	return nil
-}
-
-// prepareTopics creates the internal topics on the target, finds the source topics to mirror,
-// creates or grows their targets and records them. It returns the topics and their partition
-// counts.
-func (e *Engine) prepareTopics(ctx context.Context) (map[string]int, error) {
-	if err := e.ensureInternal(ctx, e.cfg.MapTopic); err != nil {
-		return nil, err
-	}
-	if e.cfg.OffsetSyncsOnTarget {
-		if err := e.ensureInternal(ctx, e.cfg.OffsetSyncsTopic); err != nil {
-			return nil, err
-		}
-	}
-	topics, err := e.sourceTopics(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := e.ensureTargets(ctx, topics); err != nil {
-		return nil, err
-	}
-	logTopics(e.log, topics)
-	e.mu.Lock()
-	e.topics = topics
-	e.mu.Unlock()
-	return topics, nil
 }
 
 // newConsumer is the source client of Run: a member of the engine's consumer group, for
@@ -291,18 +283,27 @@ func (e *Engine) connect(ctx context.Context) error {
 		return fmt.Errorf("source cluster %s: create client: %w", e.cfg.SourceAlias, err)
 	}
 	e.dst, e.dstAdm, e.srcCl, e.srcAdm = dst, kadm.NewClient(dst), srcAdmCl, kadm.NewClient(srcAdmCl)
-	for _, c := range []struct {
+	// Both clusters are asked at once; the source's failure is reported first, as before.
+	sides := []struct {
 		side, alias string
 		adm         *kadm.Client
-	}{{"source", e.cfg.SourceAlias, e.srcAdm}, {"target", e.cfg.TargetAlias, e.dstAdm}} {
-		pctx, cancel := context.WithTimeout(ctx, e.cfg.ConnectTimeout)
-		_, err := c.adm.BrokerMetadata(pctx)
-		cancel()
-		if err != nil {
+		err         error
+	}{{side: "source", alias: e.cfg.SourceAlias, adm: e.srcAdm}, {side: "target", alias: e.cfg.TargetAlias, adm: e.dstAdm}}
+	var wg sync.WaitGroup
+	for i := range sides {
+		wg.Go(func() {
+			pctx, cancel := context.WithTimeout(ctx, e.cfg.ConnectTimeout)
+			defer cancel()
+			_, sides[i].err = sides[i].adm.BrokerMetadata(pctx)
+		})
+	}
+	wg.Wait()
+	for _, c := range sides {
+		if c.err != nil {
 			e.srcAdm.Close()
 			dst.Close()
 			return fmt.Errorf("%s cluster %s is unreachable: %w%s; check its bootstrap.servers and security settings",
-				c.side, c.alias, err, hint(err))
+				c.side, c.alias, c.err, hint(c.err))
 		}
 	}
 	return nil
@@ -377,6 +378,9 @@ func (e *Engine) poll(ctx context.Context) error {
 			return nil
 		}
 		fs.EachError(e.fetchFailed)
+		if !fs.Empty() {
+			e.boot.fetchedOnce()
+		}
 		now := time.Now()
 		fs.EachPartition(func(fp kgo.FetchTopicPartition) { e.copyFetched(pctx, fp, now) })
 	}
@@ -433,6 +437,7 @@ func (e *Engine) copyFetched(pctx context.Context, fp kgo.FetchTopicPartition, n
 				return
 			}
 			e.metrics.acked(size, ts, time.Now())
+			e.produced() // startup.go
 		}
 		if ps.w != nil {
 			ps.w.produce(pctx, out, promise)
@@ -506,6 +511,10 @@ func (e *Engine) onAssigned(ctx context.Context, offsets map[string]map[int32]kg
 	if len(assigned) == 0 {
 		return offsets, nil
 	}
+	e.boot.mark("group_join")
+	if err := e.waitPrepared(ctx); err != nil { // startup.go: Run stops on its error
+		return nil, err
+	}
 	if e.testHooks.beforeResume != nil {
 		e.testHooks.beforeResume()
 	}
@@ -526,11 +535,13 @@ func (e *Engine) onAssigned(ctx context.Context, offsets map[string]map[int32]kg
 		if err = e.ensureTargets(ctx, topics); err != nil {
 			continue
 		}
+		e.boot.mark("ensure_targets")
 		var states []*partState
 		if states, err = e.resume(ctx, assigned); err != nil {
 			continue
 		}
 		e.producerSees(ctx, states)
+		e.boot.mark("producer_metadata")
 		e.mu.Lock()
 		for _, ps := range states {
 			e.parts[ps.tp] = ps

@@ -6,10 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
@@ -90,26 +93,28 @@ func changed(recorded, current [16]byte) bool {
 type resumeChecks struct {
 	recorded map[string]topicIDs // from the offset map
 	current  map[string]topicIDs // now, by source topic
+	mu       sync.Mutex          // guards stopped: partitions are checked concurrently
 	stopped  map[string]bool     // source topics with a stopped partition: their identity is not rewritten
 }
 
-// prepareChecks takes the identities recorded in the offset map (readMap) and reads the current
-// topic IDs of the assigned partitions' topics, and the target topics' max.message.bytes
-// (recsize.go).
-func (e *Engine) prepareChecks(ctx context.Context, recorded map[string]topicIDs, assigned []tp) (*resumeChecks, error) {
+// prepareChecks reads the current topic IDs of the assigned partitions' topics, and the target
+// topics' max.message.bytes (recsize.go). The caller sets recorded, the identities the offset
+// map holds (readMap), before the checks run: both are read at once.
+func (e *Engine) prepareChecks(ctx context.Context, assigned []tp) (*resumeChecks, error) {
 	e.safe.init()
-	rc := &resumeChecks{recorded: recorded, current: map[string]topicIDs{}, stopped: map[string]bool{}}
+	rc := &resumeChecks{current: map[string]topicIDs{}, stopped: map[string]bool{}}
 	srcTopics, dstTopics := map[string]bool{}, map[string]bool{}
 	for _, t := range assigned {
 		srcTopics[t.topic] = true
 		dstTopics[e.cfg.targetTopic(t.topic)] = true
 	}
-	cur, err := e.currentIDs(ctx, keys(srcTopics))
-	if err != nil {
-		return nil, err
-	}
-	rc.current = cur
-	if err := e.loadLimits(ctx, keys(dstTopics)); err != nil {
+	var eg errgroup.Group
+	eg.Go(func() (err error) {
+		rc.current, err = e.currentIDs(ctx, keys(srcTopics))
+		return err
+	})
+	eg.Go(func() error { return e.loadLimits(ctx, keys(dstTopics)) })
+	if err := eg.Wait(); err != nil {
 		return nil, err
 	}
 	return rc, nil
@@ -117,17 +122,26 @@ func (e *Engine) prepareChecks(ctx context.Context, recorded map[string]topicIDs
 
 // currentIDs lists the topic IDs of source topics and of their target topics now.
 func (e *Engine) currentIDs(ctx context.Context, topics []string) (map[string]topicIDs, error) {
-	src, err := e.srcAdm.ListTopics(ctx, topics...)
-	if err != nil {
-		return nil, e.clusterErr("source", e.cfg.SourceAlias, "describe topics", err)
-	}
 	targets := make([]string, len(topics))
 	for i, t := range topics {
 		targets[i] = e.cfg.targetTopic(t)
 	}
-	dst, err := e.dstAdm.ListTopics(ctx, targets...)
-	if err != nil {
-		return nil, e.clusterErr("target", e.cfg.TargetAlias, "describe topics", err)
+	var src, dst kadm.TopicDetails
+	var eg errgroup.Group
+	eg.Go(func() (err error) {
+		if src, err = e.srcAdm.ListTopics(ctx, topics...); err != nil {
+			return e.clusterErr("source", e.cfg.SourceAlias, "describe topics", err)
+		}
+		return nil
+	})
+	eg.Go(func() (err error) {
+		if dst, err = e.dstAdm.ListTopics(ctx, targets...); err != nil {
+			return e.clusterErr("target", e.cfg.TargetAlias, "describe topics", err)
+		}
+		return nil
+	})
+	if err := eg.Wait(); err != nil {
+		return nil, err
 	}
 	out := map[string]topicIDs{}
 	for i, t := range topics {
@@ -158,7 +172,9 @@ func (e *Engine) checkPartition(ctx context.Context, rc *resumeChecks, t tp, tar
 	if st == nil {
 		return nil, nil
 	}
+	rc.mu.Lock()
 	rc.stopped[t.topic] = true
+	rc.mu.Unlock()
 	st.ps = newPartState(t, target, pm, pm.SourceTo)
 	st.ps.hwm = srcEnd
 	st.recheck = e.reresume
@@ -280,7 +296,7 @@ func (e *Engine) readOne(ctx context.Context, cl *kgo.Client, topic string, part
 	rctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	var got *kgo.Record
-	err := readRange(rctx, cl, topic, partition, off, off+1, committed, func(r *kgo.Record) (bool, error) {
+	err := e.readResume(rctx, cl, topic, partition, off, off+1, committed, func(r *kgo.Record) (bool, error) {
 		if r.Offset == off && !r.Attrs.IsControl() {
 			got = r
 		}

@@ -133,8 +133,14 @@ func readMap(ctx context.Context, cl *kgo.Client, topic string, end int64, commi
 // a log that ends before end, listed by the caller, is an error. It reads with logread's raw
 // fetches through cl, any client of the cluster (the engine's own: no client per read).
 func readRange(ctx context.Context, cl *kgo.Client, topic string, partition int32, from, end int64, committed bool, fn func(*kgo.Record) (bool, error)) error {
+	return readRangeWith(ctx, cl, nil, topic, partition, from, end, committed, fn)
+}
+
+// readRangeWith is readRange with the leaders of cl's cluster looked up once for many reads
+// (leaders nil: each read asks the metadata itself).
+func readRangeWith(ctx context.Context, cl *kgo.Client, leaders *logread.Leaders, topic string, partition int32, from, end int64, committed bool, fn func(*kgo.Record) (bool, error)) error {
 	if from >= end {
 		return nil
 	}
-	return logread.Each(ctx, cl, logread.Options{Topic: topic, Partition: partition, From: from, To: end, Committed: committed, Controls: true}, fn)
+	return logread.Each(ctx, cl, logread.Options{Topic: topic, Partition: partition, From: from, To: end, Committed: committed, Controls: true, Leaders: leaders}, fn)
 }

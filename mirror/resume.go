@@ -32,11 +32,13 @@ import (
 // neither trusted nor kept: it is mirrored again.
 func (e *Engine) resume(ctx context.Context, assigned []tp) (_ []*partState, err error) {
 	txn := e.cfg.Fencing == FenceTransactions
+	defer e.endReads(e.resetLeaders()) // startup.go: leaders looked up once for this resume's reads
 	var writers map[tp]*txnWriter
 	if txn {
 		if writers, err = e.fenceAll(ctx, assigned); err != nil {
 			return nil, err
 		}
+		e.boot.mark("fence")
 		defer func() {
 			if err != nil {
 				for _, w := range writers {
@@ -45,48 +47,112 @@ func (e *Engine) resume(ctx context.Context, assigned []tp) (_ []*partState, err
 			}
 		}()
 	}
-	end, err := mapEnd(ctx, e.dstAdm, e.cfg.MapTopic)
-	if err != nil {
-		return nil, fmt.Errorf("target cluster %s: %w", e.cfg.TargetAlias, err)
-	}
-	persisted, recorded, err := readMap(ctx, e.dst, e.cfg.MapTopic, end, txn)
-	if err != nil {
-		return nil, fmt.Errorf("target cluster %s: %w", e.cfg.TargetAlias, err)
-	}
-	checks, err := e.prepareChecks(ctx, recorded, assigned) // identity.go
+	persisted, checks, bounds, err := e.loadResume(ctx, assigned, txn)
 	if err != nil {
 		return nil, err
 	}
-	bounds, err := e.listBounds(ctx, assigned, txn)
+	e.boot.mark("map_load")
+	out, origins, err := e.resumeEach(ctx, checks, assigned, persisted, bounds, writers)
 	if err != nil {
 		return nil, err
 	}
-	var out []*partState
-	var origins []*kgo.Record
-	for _, t := range assigned {
-		b, err := bounds.of(e, t)
-		if err != nil {
-			return nil, err
-		}
-		var ps *partState
-		if segs := persisted[t]; len(segs) > 0 {
-			ps, err = e.resumePartition(ctx, checks, t, segs, b, writers[t])
-		} else {
-			var origin *kgo.Record
-			ps, origin, err = e.freshPartition(ctx, t, b, writers[t])
-			if origin != nil {
-				origins = append(origins, origin)
-			}
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, ps)
-	}
+	e.boot.mark("tail_check")
 	if err := e.finishChecks(ctx, checks); err != nil { // identity.go
 		return nil, err
 	}
-	return out, e.writeResumed(ctx, out, origins, txn)
+	err = e.writeResumed(ctx, out, origins, txn)
+	e.boot.mark("finish")
+	return out, err
+}
+
+// loadResume reads, all at once, what the resume of assigned needs from both clusters: the
+// persisted offset map (to the map topic's end listed now, after the fence), the topic
+// identities and record size limits, and the log bounds of every partition.
+func (e *Engine) loadResume(ctx context.Context, assigned []tp, txn bool) (persistedMap, *resumeChecks, resumeBounds, error) {
+	var (
+		persisted persistedMap
+		recorded  map[string]topicIDs
+		checks    *resumeChecks
+		bounds    resumeBounds
+		eg        errgroup.Group
+	)
+	eg.Go(func() error {
+		return e.boot.timed("map_read", func() error {
+			end, err := mapEnd(ctx, e.dstAdm, e.cfg.MapTopic)
+			if err != nil {
+				return fmt.Errorf("target cluster %s: %w", e.cfg.TargetAlias, err)
+			}
+			if persisted, recorded, err = readMap(ctx, e.dst, e.cfg.MapTopic, end, txn); err != nil {
+				return fmt.Errorf("target cluster %s: %w", e.cfg.TargetAlias, err)
+			}
+			return nil
+		})
+	})
+	eg.Go(func() error {
+		return e.boot.timed("identities", func() (err error) {
+			checks, err = e.prepareChecks(ctx, assigned) // identity.go
+			return err
+		})
+	})
+	eg.Go(func() error {
+		return e.boot.timed("bounds", func() (err error) {
+			bounds, err = e.listBounds(ctx, assigned, txn)
+			return err
+		})
+	})
+	if err := eg.Wait(); err != nil {
+		return nil, nil, bounds, err
+	}
+	checks.recorded = recorded
+	return persisted, checks, bounds, nil
+}
+
+// resumeParallel is how many partitions a resume checks and reconciles at once: each check
+// is a read or two of one record, so the reads of many partitions overlap their round trips.
+const resumeParallel = 32
+
+// resumeEach resumes every assigned partition, resumeParallel at a time: from its persisted
+// map (identity checks, tail reconciled) or, when the map knows nothing of it, fresh (its
+// origin written). It returns the states in the order of assigned, the origin records to
+// write, and the error of the first partition, in that order, that failed.
+func (e *Engine) resumeEach(ctx context.Context, checks *resumeChecks, assigned []tp, persisted persistedMap, bounds resumeBounds, writers map[tp]*txnWriter) ([]*partState, []*kgo.Record, error) {
+	type result struct {
+		ps     *partState
+		origin *kgo.Record
+		err    error
+	}
+	e.prefetchResume(ctx, checks, assigned, persisted, bounds) // startup_read.go
+	res := make([]result, len(assigned))
+	var eg errgroup.Group
+	eg.SetLimit(resumeParallel)
+	for i, t := range assigned {
+		eg.Go(func() error {
+			r := &res[i]
+			b, err := bounds.of(e, t)
+			switch {
+			case err != nil:
+				r.err = err
+			case len(persisted[t]) > 0:
+				r.ps, r.err = e.resumePartition(ctx, checks, t, persisted[t], b, writers[t])
+			default:
+				r.ps, r.origin, r.err = e.freshPartition(ctx, t, b, writers[t])
+			}
+			return nil
+		})
+	}
+	_ = eg.Wait() // the errors are in res
+	out := make([]*partState, 0, len(assigned))
+	var origins []*kgo.Record
+	for _, r := range res {
+		if r.err != nil {
+			return nil, nil, r.err
+		}
+		out = append(out, r.ps)
+		if r.origin != nil {
+			origins = append(origins, r.origin)
+		}
+	}
+	return out, origins, nil
 }
 
 // resumeBounds are the listed log bounds of the partitions being resumed.
@@ -109,21 +175,32 @@ func (e *Engine) listBounds(ctx context.Context, assigned []tp, txn bool) (resum
 		srcTopics[t.topic] = true
 		dstTopics[e.cfg.targetTopic(t.topic)] = true
 	}
-	var err error
-	if b.srcStarts, err = e.srcAdm.ListStartOffsets(ctx, keys(srcTopics)...); err != nil {
-		return b, e.clusterErr("source", e.cfg.SourceAlias, "list start offsets", err)
-	}
-	if b.srcEnds, err = e.srcAdm.ListEndOffsets(ctx, keys(srcTopics)...); err != nil {
-		return b, e.clusterErr("source", e.cfg.SourceAlias, "list end offsets", err)
-	}
 	listEnds := e.dstAdm.ListEndOffsets
 	if txn {
 		listEnds = e.dstAdm.ListCommittedOffsets
 	}
-	if b.dstEnds, err = listEnds(ctx, keys(dstTopics)...); err != nil {
-		return b, e.clusterErr("target", e.cfg.TargetAlias, "list end offsets", err)
-	}
-	return b, nil
+	// Three requests, each answered on its own: asked at once.
+	var eg errgroup.Group
+	eg.Go(func() (err error) {
+		if b.srcStarts, err = e.srcAdm.ListStartOffsets(ctx, keys(srcTopics)...); err != nil {
+			return e.clusterErr("source", e.cfg.SourceAlias, "list start offsets", err)
+		}
+		return nil
+	})
+	eg.Go(func() (err error) {
+		if b.srcEnds, err = e.srcAdm.ListEndOffsets(ctx, keys(srcTopics)...); err != nil {
+			return e.clusterErr("source", e.cfg.SourceAlias, "list end offsets", err)
+		}
+		return nil
+	})
+	eg.Go(func() (err error) {
+		if b.dstEnds, err = listEnds(ctx, keys(dstTopics)...); err != nil {
+			return e.clusterErr("target", e.cfg.TargetAlias, "list end offsets", err)
+		}
+		return nil
+	})
+	err := eg.Wait()
+	return b, err
 }
 
 // of returns partition t's bounds.
@@ -248,7 +325,12 @@ func (e *Engine) writeResumed(ctx context.Context, out []*partState, origins []*
 	return nil
 }
 
-// fenceAll creates and initialises the transactional writers of assigned, a few at a time.
+// fenceParallel is how many transactional ids a resume initialises at once: each is a client
+// of its own and two round trips (coordinator, InitProducerId), mostly waiting.
+const fenceParallel = 64
+
+// fenceAll creates and initialises the transactional writers of assigned, fenceParallel at a
+// time.
 func (e *Engine) fenceAll(ctx context.Context, assigned []tp) (map[tp]*txnWriter, error) {
 	var (
 		mu   sync.Mutex
@@ -256,7 +338,7 @@ func (e *Engine) fenceAll(ctx context.Context, assigned []tp) (map[tp]*txnWriter
 		errs []error
 		eg   errgroup.Group
 	)
-	eg.SetLimit(16)
+	eg.SetLimit(fenceParallel)
 	for _, t := range assigned {
 		eg.Go(func() error {
 			w, err := e.newTxnWriter(ctx, t)
@@ -293,7 +375,7 @@ func (e *Engine) alignTail(ctx context.Context, ps *partState, srcFrom, dstFrom,
 	// are not copies to keep, they are mirrored again.
 	committed := e.cfg.Fencing == FenceTransactions
 	var seen int64
-	err := readRange(ctx, e.dst, ps.target, ps.partition, dstFrom, dstEnd, committed, func(r *kgo.Record) (bool, error) {
+	err := e.readResume(ctx, e.dst, ps.target, ps.partition, dstFrom, dstEnd, committed, func(r *kgo.Record) (bool, error) {
 		seen++
 		if !r.Attrs.IsControl() {
 			tail = append(tail, rec{r.Offset, offsetmap.Fingerprint(r, offsetmap.DefaultFields)})
@@ -308,7 +390,7 @@ func (e *Engine) alignTail(ctx context.Context, ps *partState, srcFrom, dstFrom,
 		return 0, aborted, nil
 	}
 	i := 0
-	err = readRange(ctx, e.srcCl, ps.topic, ps.partition, srcFrom, srcEnd, true, func(r *kgo.Record) (bool, error) {
+	err = e.readResume(ctx, e.srcCl, ps.topic, ps.partition, srcFrom, srcEnd, true, func(r *kgo.Record) (bool, error) {
 		if r.Attrs.IsControl() {
 			return true, nil
 		}

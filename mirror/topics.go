@@ -97,7 +97,91 @@ func (e *Engine) createTarget(ctx context.Context, s, t string, partitions int) 
 	}
 	e.log.Info("created target topic", "cluster", e.cfg.TargetAlias, "topic", t, "partitions", partitions,
 		"replication_factor", e.cfg.ReplicationFactor, "configs", len(configs))
+	// The resume lists the new partitions' ends at once: wait until they have leaders, or it
+	// would find them missing and retry a second later.
+	return e.waitLeaders(ctx, t, partitions)
+}
+
+// waitLeaders polls (every 10 ms, up to 5 s) until every partition of topic, just created,
+// has a leader in the target's metadata and that leader lists its offsets (a broker learns it
+// leads a new partition a little before it serves it, and a client that asks then backs off
+// for a quarter of a second). It asks the broker each time (a Metadata request,
+// not kadm's cached metadata, which would answer from a cache up to MetadataMinAge old), and
+// the answer refreshes the client's cache, so the requests after it find the topic. Not
+// ready in time is no error: the resume retries.
+func (e *Engine) waitLeaders(ctx context.Context, topic string, partitions int) error {
+	for i := 0; i < 500; i++ {
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		if resp, err := req.RequestWith(ctx, e.dst); err == nil && leadersReady(resp, topic, partitions) && e.offsetsReady(ctx, resp, topic) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 	return nil
+}
+
+// offsetsReady asks the leader of each partition of topic in resp (leadersReady said each has
+// one) for its end offset, once, without retries, and tells whether all answered.
+func (e *Engine) offsetsReady(ctx context.Context, resp *kmsg.MetadataResponse, topic string) bool {
+	var t kmsg.MetadataResponseTopic
+	for _, mt := range resp.Topics {
+		if mt.Topic != nil && *mt.Topic == topic {
+			t = mt
+		}
+	}
+	byLeader := map[int32]*kmsg.ListOffsetsRequest{}
+	for _, p := range t.Partitions {
+		req := byLeader[p.Leader]
+		if req == nil {
+			req = kmsg.NewPtrListOffsetsRequest()
+			req.ReplicaID = -1
+			rt := kmsg.NewListOffsetsRequestTopic()
+			rt.Topic = topic
+			req.Topics = append(req.Topics, rt)
+			byLeader[p.Leader] = req
+		}
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p.Partition, -1, -1
+		req.Topics[0].Partitions = append(req.Topics[0].Partitions, rp)
+	}
+	for leader, req := range byLeader {
+		kresp, err := e.dst.Broker(int(leader)).Request(ctx, req)
+		if err != nil {
+			return false
+		}
+		for _, rt := range kresp.(*kmsg.ListOffsetsResponse).Topics {
+			for _, rp := range rt.Partitions {
+				if rp.ErrorCode != 0 {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+// leadersReady tells whether resp lists topic with at least partitions partitions, each with
+// a leader.
+func leadersReady(resp *kmsg.MetadataResponse, topic string, partitions int) bool {
+	for _, t := range resp.Topics {
+		if t.Topic == nil || *t.Topic != topic || t.ErrorCode != 0 || len(t.Partitions) < partitions {
+			continue
+		}
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 || p.Leader < 0 {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // sourceConfigs returns the configuration overrides of source topic s that MM2 would copy:
@@ -170,20 +254,7 @@ func (e *Engine) ensureInternal(ctx context.Context, topic string) error {
 	}
 	e.log.Info("created internal topic", "cluster", e.cfg.TargetAlias, "topic", topic)
 	// Wait until the new partition has a leader, so the first read of the topic finds it.
-	for i := 0; i < 50; i++ {
-		ends, err := e.dstAdm.ListEndOffsets(ctx, topic)
-		if err == nil {
-			if o, ok := ends.Lookup(topic, 0); ok && o.Err == nil {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	return nil
+	return e.waitLeaders(ctx, topic, 1)
 }
 
 // clusterErr turns a request error into one that names the cluster and says what to do.

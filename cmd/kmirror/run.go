@@ -21,6 +21,10 @@ import (
 	"github.com/kmigrate/kmigrate/mirror"
 )
 
+// processStart is when the process started (package initialisation, just after exec): the
+// engine counts its time to the first record from it.
+var processStart = time.Now()
+
 func runCommand() *cli.Command {
 	flags := clikit.ConnectionFlags()
 	for _, f := range flags {
@@ -113,6 +117,7 @@ func run(c *cli.Context) error {
 	if err != nil {
 		return clikit.Fail(err)
 	}
+	e.SetStartedAt(processStart)
 	if addr := c.String("metrics-addr"); addr != "" {
 		stop, err := serveMetrics(addr, e, log)
 		if err != nil {
