@@ -7,7 +7,8 @@
 #   reconcile  kreconcile groups' plan time at 1,000 and 10,000 groups x 24 partitions with
 #              MM2's offset syncs and MM2-format checkpoints (integration TestReconcileGrowth)
 #   verify     kverify diff's peak RSS against --history and --window on a faulty copy
-#              (verify TestVerifyGrowth; the kverify binary against an in-process kfake broker)
+#              (integration TestVerifyGrowth; the kverify binary against an in-process kfake
+#              broker, or a real one with KMIGRATE_GROWTH_VERIFY_VERSION=2.3.0 or 3.7.1)
 #
 #   scripts/bench-growth.sh                      # all three, full sizes (about 20 minutes)
 #   scripts/bench-growth.sh verify reconcile     # some of them
@@ -39,11 +40,11 @@ for part in "${which[@]}"; do
   case "$part" in
     mirror) pkg=./integration/ test=TestMirrorGrowth ;;
     reconcile) pkg=./integration/ test=TestReconcileGrowth ;;
-    verify) pkg=./verify/ test=TestVerifyGrowth ;;
+    verify) pkg=./integration/ test=TestVerifyGrowth ;;
     *) echo "bench-growth.sh: unknown part $part (mirror, reconcile, verify)" >&2; exit 2 ;;
   esac
   rm -f "$out"
-  [ "$pkg" = ./verify/ ] || "$root/scripts/fetch-kafka.sh" >/dev/null
+  [ "$part" = verify ] || "$root/scripts/fetch-kafka.sh" >/dev/null
   set +e
   KMIGRATE_BENCH_OUT=$out KMIGRATE_REQUIRE_REAL=1 go test "$pkg" -run "^$test\$" -count=1 -v -timeout 90m
   status=$?
