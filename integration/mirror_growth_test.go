@@ -23,8 +23,9 @@ import (
 // TestMirrorGrowth is issue 14 item 5 for kmirror: peak RSS (the process's own VmHWM, sampled
 // by internal/peakrss) and throughput at 6, 100 and 1,000 partitions, the same number of
 // records in every run, Kafka 2.3.0 -> 3.7.1, one broker each. Beside kmirror (its default,
-// fenced mode) the bare franz-go consume-to-produce loop of TestMirrorBench (TestMirrorBareHelper)
-// copies the same topic in the same run, so each size has a peer. Every contender writes to a
+// fenced mode, and without the fence: B.exactly.once.source.support=disabled) the bare
+// franz-go consume-to-produce loop of TestMirrorBench (TestMirrorBareHelper) copies the same
+// topic in the same run, so each size has a peer. Every contender writes to a
 // target topic created beforehand with the source's partition count; a read_committed counter
 // in this process times the first and the last copied record. It runs only with
 // KMIGRATE_BENCH=1 (scripts/bench-growth.sh):
@@ -42,22 +43,27 @@ func TestMirrorGrowth(t *testing.T) {
 	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "growth-dst"})
 	ctx := bedCtx(t, 60*time.Minute)
 	bin := filepath.Join(bedBuild(t, "kmirror"), "kmirror")
-	var rows []string
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%d records of 200 B per run, Kafka %s -> %s, one broker each:\n\n", n, src.Version(), dst.Version())
+	b.WriteString("| partitions | records per partition | mirror | wall time | records/s (first to last record) | peak RSS | throughput / bare loop |\n|---|---|---|---|---|---|---|\n")
 	for _, parts := range sizes {
 		topic := bedUnique(fmt.Sprintf("gm%d", parts))
 		bedCreateTopic(t, src, topic, int32(parts), nil)
 		gmSeed(ctx, t, src, topic, parts, n)
 		bare := gmRun(ctx, t, dst, "bare."+topic, parts, n, func() gmProc { return gmBare(t, src, dst, topic, "bare."+topic, n) })
-		km := gmRun(ctx, t, dst, "km."+topic, parts, n, func() gmProc { return gmKmirror(t, bin, src, dst, topic) })
-		t.Logf("GROWTH mirror %d partitions: bare loop %s, kmirror %s", parts, bare, km)
-		rows = append(rows, fmt.Sprintf("| %d | %d | %.1f s | %.0f | %.0f MiB | %.0f | %.0f MiB | %.2f |", parts, n/parts,
-			km.wall.Seconds(), float64(n)/km.steady.Seconds(), float64(km.rssKiB)/1024,
-			float64(n)/bare.steady.Seconds(), float64(bare.rssKiB)/1024, bare.steady.Seconds()/km.steady.Seconds()))
+		km := gmRun(ctx, t, dst, "km."+topic, parts, n, func() gmProc { return gmKmirror(t, bin, src, dst, "km", topic, "") })
+		kn := gmRun(ctx, t, dst, "kn."+topic, parts, n, func() gmProc {
+			return gmKmirror(t, bin, src, dst, "kn", topic, "B.exactly.once.source.support=disabled\n")
+		})
+		t.Logf("GROWTH mirror %d partitions: bare loop %s; kmirror %s; kmirror without the fence %s", parts, bare, km, kn)
+		for _, r := range []struct {
+			name string
+			res  gmResult
+		}{{"bare franz-go loop", bare}, {"kmirror (fenced, the default)", km}, {"kmirror, no fence", kn}} {
+			fmt.Fprintf(&b, "| %d | %d | %s | %.1f s | %.0f | %.0f MiB | %.2f |\n", parts, n/parts, r.name, r.res.wall.Seconds(),
+				float64(n)/r.res.steady.Seconds(), float64(r.res.rssKiB)/1024, bare.steady.Seconds()/r.res.steady.Seconds())
+		}
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "\nkmirror (fenced, the default) and the bare franz-go loop, %d records of 200 B per run, Kafka %s -> %s:\n\n", n, src.Version(), dst.Version())
-	b.WriteString("| partitions | records per partition | kmirror wall time | kmirror records/s (steady) | kmirror peak RSS | bare loop records/s (steady) | bare loop peak RSS | kmirror / bare (steady) |\n|---|---|---|---|---|---|---|---|\n")
-	b.WriteString(strings.Join(rows, "\n") + "\n")
 	t.Log(b.String())
 	if out := os.Getenv("KMIGRATE_BENCH_OUT"); out != "" {
 		if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {
@@ -199,23 +205,24 @@ func gmBare(t *testing.T, src, dst cluster.Cluster, topic, target string, n int)
 	}}
 }
 
-// gmKmirror starts kmirror (the default, fenced mode) mirroring topic to km.<topic>.
-func gmKmirror(t *testing.T, bin string, src, dst cluster.Cluster, topic string) gmProc {
+// gmKmirror starts kmirror mirroring topic to <alias>.<topic>, with extra properties (none: the
+// default, fenced mode).
+func gmKmirror(t *testing.T, bin string, src, dst cluster.Cluster, alias, topic, extra string) gmProc {
 	t.Helper()
 	props := filepath.Join(t.TempDir(), "growth.properties")
-	text := fmt.Sprintf(`clusters=km,B
-km.bootstrap.servers=%s
-B.bootstrap.servers=%s
-km->B.enabled=true
-km->B.topics=%s
+	text := fmt.Sprintf(`clusters=%[1]s,B
+%[1]s.bootstrap.servers=%[2]s
+B.bootstrap.servers=%[3]s
+%[1]s->B.enabled=true
+%[1]s->B.topics=%[4]s
 replication.factor=1
 offset-syncs.topic.replication.factor=1
 checkpoints.topic.replication.factor=1
 offset-syncs.topic.location=target
-`, strings.Join(src.Bootstrap(), ","), strings.Join(dst.Bootstrap(), ","), topic)
+`, alias, strings.Join(src.Bootstrap(), ","), strings.Join(dst.Bootstrap(), ","), topic) + extra
 	if err := os.WriteFile(props, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := mirStart(t, bin, props, "km->B", "kmirror-growth-"+topic)
+	p := mirStart(t, bin, props, alias+"->B", "kmirror-growth-"+alias+"-"+topic)
 	return gmProc{pid: p.cmd.Process.Pid, alive: func() bool { return len(p.exited) == 0 && p.cmd.ProcessState == nil }, stop: func() { p.term(t) }}
 }
