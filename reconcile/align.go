@@ -275,6 +275,9 @@ func (a *aligner) align(ctx context.Context) error {
 	n := len(a.S) + len(a.T)
 	pr, pm, err := align.Partition(ctx, &align.SliceStream{Items: items(a.S)}, &align.SliceStream{Items: items(a.T)}, align.Options{
 		Partition: a.j.part, Fields: a.p.cfg.Fields, Window: n + 8, MaxListed: n + 1,
+		// The history only has to hold the source records matched here, at most len(S): the
+		// default (100,000) cost an allocation of its ring's first 4,096 entries per call.
+		History:    n + 8,
 		SourceFrom: a.S[0].off, SourceTo: max(a.S[len(a.S)-1].off+1, a.j.g),
 		TargetFrom: a.tFrom, TargetTo: a.tNext,
 		// Every target record of the window is classified: a replay of s* after the copies of

@@ -5,23 +5,29 @@ import (
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
 // recordCache keeps what raw fetches returned, per partition, so that groups positioned near
 // each other share reads: a fetch answers with up to a megabyte of records, far more than one
 // group partition needs. It knows which offset ranges it holds completely (offsets without a
 // record in such a range have none: markers, compaction). It is bounded: past maxRecords the
-// partition being added to is emptied first.
+// partition being added to is emptied first. It also keeps each record's fingerprint over
+// fields, computed once when the record is added: Plan reads the same target records for many
+// group partitions, and fingerprinting them again on every read was most of its CPU time.
 type recordCache struct {
-	mu    sync.Mutex
-	parts map[tp]*cachedPart
-	total int
-	max   int
+	mu     sync.Mutex
+	parts  map[tp]*cachedPart
+	total  int
+	max    int
+	fields offsetmap.Fields // what fps are computed over; set before the first put
 }
 
 type cachedPart struct {
 	known []span        // sorted, disjoint, not adjacent
 	recs  []*kgo.Record // sorted by offset, unique
+	fps   []uint64      // fps[i] is the fingerprint of recs[i] over the cache's fields
 }
 
 type span struct{ from, to int64 }
@@ -30,26 +36,32 @@ type span struct{ from, to int64 }
 const cacheMaxRecords = 200_000
 
 func newRecordCache() *recordCache {
-	return &recordCache{parts: make(map[tp]*cachedPart), max: cacheMaxRecords}
+	return &recordCache{parts: make(map[tp]*cachedPart), max: cacheMaxRecords, fields: offsetmap.DefaultFields}
 }
 
 // get returns the records at or after off of the known range containing off, and that range's
 // end; ok is false when off is not in a known range.
 func (c *recordCache) get(topic string, part int32, off int64) (recs []*kgo.Record, end int64, ok bool) {
+	recs, _, end, ok = c.lookup(topic, part, off)
+	return recs, end, ok
+}
+
+// lookup is get with the records' fingerprints over c.fields.
+func (c *recordCache) lookup(topic string, part int32, off int64) (recs []*kgo.Record, fps []uint64, end int64, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	p := c.parts[tp{topic, part}]
 	if p == nil {
-		return nil, 0, false
+		return nil, nil, 0, false
 	}
 	i := sort.Search(len(p.known), func(i int) bool { return p.known[i].to > off })
 	if i == len(p.known) || p.known[i].from > off {
-		return nil, 0, false
+		return nil, nil, 0, false
 	}
 	end = p.known[i].to
 	lo := sort.Search(len(p.recs), func(j int) bool { return p.recs[j].Offset >= off })
 	hi := sort.Search(len(p.recs), func(j int) bool { return p.recs[j].Offset >= end })
-	return p.recs[lo:hi], end, true
+	return p.recs[lo:hi], p.fps[lo:hi], end, true
 }
 
 // put records that [from, to) holds exactly recs.
@@ -75,22 +87,23 @@ func (c *recordCache) put(topic string, part int32, from, to int64, recs []*kgo.
 	// Merge the records.
 	before := len(p.recs)
 	merged := make([]*kgo.Record, 0, len(p.recs)+len(recs))
+	fps := make([]uint64, 0, len(p.recs)+len(recs))
 	i, j := 0, 0
 	for i < len(p.recs) || j < len(recs) {
 		switch {
 		case j == len(recs) || i < len(p.recs) && p.recs[i].Offset < recs[j].Offset:
-			merged = append(merged, p.recs[i])
+			merged, fps = append(merged, p.recs[i]), append(fps, p.fps[i])
 			i++
 		case i == len(p.recs) || recs[j].Offset < p.recs[i].Offset:
-			merged = append(merged, recs[j])
+			merged, fps = append(merged, recs[j]), append(fps, offsetmap.Fingerprint(recs[j], c.fields))
 			j++
 		default: // same offset
-			merged = append(merged, recs[j])
+			merged, fps = append(merged, recs[j]), append(fps, offsetmap.Fingerprint(recs[j], c.fields))
 			i++
 			j++
 		}
 	}
-	p.recs = merged
+	p.recs, p.fps = merged, fps
 	c.total += len(p.recs) - before
 	// Merge the span.
 	nf, nt := from, to

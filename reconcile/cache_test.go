@@ -1,9 +1,13 @@
 package reconcile
 
 import (
+	"context"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
 func recsAt(offs ...int64) []*kgo.Record {
@@ -50,5 +54,41 @@ func TestRecordCache(t *testing.T) {
 	}
 	if _, end, ok := c.get("t", 0, 41); !ok || end != 45 {
 		t.Errorf("after eviction: get(41) got ok=%v end=%d, want ok end=45", ok, end)
+	}
+}
+
+// TestRecordCacheFingerprints: the fingerprints the cache keeps are those of its records over
+// its fields, also after puts that overlap and interleave (the two slices stay parallel), and a
+// read over other fields computes its own instead of taking the cached ones.
+func TestRecordCacheFingerprints(t *testing.T) {
+	rec := func(off int64, v string) *kgo.Record {
+		return &kgo.Record{Offset: off, Key: []byte("k" + v), Value: []byte("v" + v)}
+	}
+	c := newRecordCache()
+	c.fields = offsetmap.FieldValue
+	c.put("t", 0, 10, 14, []*kgo.Record{rec(10, "a"), rec(12, "b"), rec(13, "c")})
+	c.put("t", 0, 4, 12, []*kgo.Record{rec(4, "d"), rec(7, "e"), rec(10, "a"), rec(11, "f")})
+	c.put("t", 0, 13, 16, []*kgo.Record{rec(13, "c"), rec(15, "g")})
+	recs, fps, end, ok := c.lookup("t", 0, 5)
+	if !ok || end != 16 || len(recs) != 6 || len(fps) != len(recs) {
+		t.Fatalf("lookup(5): ok=%v end=%d %d records %d fingerprints, want ok end=16 6 and 6", ok, end, len(recs), len(fps))
+	}
+	for i, r := range recs {
+		if want := offsetmap.Fingerprint(r, offsetmap.FieldValue); fps[i] != want {
+			t.Errorf("record at %d: cached fingerprint %016x, want %016x (its value's)", r.Offset, fps[i], want)
+		}
+	}
+
+	s := &side{name: "test", cache: c, topics: map[string]kadm.TopicDetail{"t": {Topic: "t", Partitions: kadm.PartitionDetails{0: {}}}}}
+	for _, fields := range []offsetmap.Fields{offsetmap.FieldValue, offsetmap.FieldKey} {
+		got, err := s.read(context.Background(), "t", 0, 7, 16, 0, fields)
+		if err != nil || len(got) != 6 {
+			t.Fatalf("read over %v: %d records, %v; want 6 from the cache", fields, len(got), err)
+		}
+		for _, g := range got {
+			if want := offsetmap.Fingerprint(g.r, fields); g.fp != want {
+				t.Errorf("read over %v: record at %d has fingerprint %016x, want %016x", fields, g.off, g.fp, want)
+			}
+		}
 	}
 }

@@ -52,6 +52,7 @@ func Plan(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, error
 		return nil, fmt.Errorf("reconcile config: %w", err)
 	}
 	p := &planner{cfg: cfg, src: newSide("source", src), dst: newSide("target", dst), cache: make(map[cacheKey]*cacheEntry)}
+	p.src.cache.fields, p.dst.cache.fields = cfg.Fields, cfg.Fields // the fingerprints the alignments use
 	res, err := p.clusters(ctx)
 	if err != nil {
 		return nil, err
@@ -471,7 +472,8 @@ func (p *planner) countTarget(ctx context.Context, j job, from, to int64, extras
 	}
 	var n int64
 	if to-from <= countLimit {
-		recs, err := p.dst.read(ctx, j.dstTopic, j.part, from, to, 0, offsetmap.FieldKey)
+		// Only the count is used: the plan's fields take the fingerprints the cache holds.
+		recs, err := p.dst.read(ctx, j.dstTopic, j.part, from, to, 0, p.cfg.Fields)
 		if err != nil {
 			return 0, err
 		}
