@@ -191,6 +191,9 @@ func runGroups(c *cli.Context) error {
 	if err != nil {
 		return clikit.Fail(err)
 	}
+	if len(res.Groups) == 0 {
+		return noGroups(conn)
+	}
 	var applyErr error
 	if c.Bool("apply") {
 		applyErr = reconcile.Apply(c.Context, dst, res, reconcile.ApplyConfig{
@@ -206,6 +209,14 @@ func runGroups(c *cli.Context) error {
 		return clikit.Failf("apply: %w", applyErr)
 	}
 	return verdict(res)
+}
+
+// noGroups refuses a plan that selected no group: it checked nothing, and a source that lists
+// none may only mean that the principal may describe none (Kafka lists a group only to
+// principals with Describe on it, or on the cluster).
+func noGroups(conn *clikit.Session) error {
+	return clikit.Failf("no consumer group on source cluster %s matches the selection (the flow's groups, --group, --exclude-group): nothing to reconcile. "+
+		"Kafka lists only the groups that the principal (%s) may describe: check its Describe ACL on the groups (README, \"Least privilege\")", conn.Source.Alias, clikit.Principal(conn.Source))
 }
 
 func configFromFlags(c *cli.Context) (reconcile.Config, error) {

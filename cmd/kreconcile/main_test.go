@@ -245,3 +245,23 @@ func TestGroupsApplyRefusesActiveGroup(t *testing.T) {
 		t.Errorf("backup %s written, want none: nothing was to be written", backup)
 	}
 }
+
+// TestGroupsNoneSelected: a plan that selects no group checked nothing: exit 2, naming the
+// selection and the principal (a source lists only the groups a principal may describe), and
+// with --apply no backup is written.
+func TestGroupsNoneSelected(t *testing.T) {
+	src, dst, _, _, _ := seed(t)
+	backup := filepath.Join(t.TempDir(), "backup.json")
+	code, out, errs := run(t, "groups", "--source-brokers", src, "--target-brokers", dst, "--group", "no-such-group", "--apply", "--backup", backup)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2; stdout %q stderr %q", code, out, errs)
+	}
+	for _, w := range []string{"no consumer group", "--group", "User:ANONYMOUS", "Describe"} {
+		if !strings.Contains(errs, w) {
+			t.Errorf("stderr %q does not name %q", errs, w)
+		}
+	}
+	if _, err := os.Stat(backup); !os.IsNotExist(err) {
+		t.Errorf("backup %s written (stat: %v)", backup, err)
+	}
+}
