@@ -260,8 +260,12 @@ func configFromFlags(c *cli.Context) (reconcile.Config, error) {
 // exact or a group was refused, else 0.
 func verdict(res *reconcile.Result) error {
 	var failed, differs int
+	var first string
 	for _, g := range res.Groups {
 		if g.Err != "" {
+			if failed == 0 {
+				first = fmt.Sprintf("group %q: %s", g.Group, g.Err)
+			}
 			failed++
 		}
 		if g.Refused != "" {
@@ -275,7 +279,8 @@ func verdict(res *reconcile.Result) error {
 	}
 	switch {
 	case failed > 0:
-		return clikit.Failf("%d groups could not be planned or applied: see their error", failed)
+		// The first error on standard error too: it names the cluster and what was denied.
+		return clikit.Failf("%d groups could not be planned or applied: see their error; the first: %s", failed, first)
 	case differs > 0:
 		return clikit.Differs(fmt.Sprintf("%d group partitions are not exact", differs))
 	}
