@@ -78,11 +78,14 @@ cmd_up() {
   mkdir -p "$rundir"
   (cd "$root" && go build -o "$rundir/kcluster" ./scripts/kcluster) || die "go build ./scripts/kcluster failed"
   echo "cluster.sh: starting ${versions[*]} (brokers=$brokers) in $rundir"
-  setsid "$rundir/kcluster" -dir "$rundir" -brokers "$brokers" "${acls[@]}" "${versions[@]}" \
+  # Three brokers per cluster on two cores take longer: a later deadline.
+  local wait_s=330
+  [ "$brokers" = 1 ] || wait_s=600
+  setsid "$rundir/kcluster" -dir "$rundir" -brokers "$brokers" -timeout "$(( wait_s - 30 ))s" "${acls[@]}" "${versions[@]}" \
     >"$rundir/kcluster.log" 2>&1 </dev/null &
   local pid=$!
   echo "$pid" >"$sup_pid_file"
-  local deadline=$(( $(date +%s) + 330 ))
+  local deadline=$(( $(date +%s) + wait_s ))
   while [ ! -f "$rundir/ready" ]; do
     if ! kill -0 "$pid" 2>/dev/null; then
       cat "$rundir/kcluster.log" >&2
@@ -91,7 +94,7 @@ cmd_up() {
     fi
     if [ "$(date +%s)" -gt "$deadline" ]; then
       kill -TERM "$pid" 2>/dev/null || true
-      die "clusters not ready after 330 s; see $rundir/kcluster.log"
+      die "clusters not ready after $wait_s s; see $rundir/kcluster.log"
     fi
     sleep 0.5
   done
