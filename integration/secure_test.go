@@ -214,18 +214,19 @@ func secRefused(t *testing.T, src, dst cluster.Cluster) {
 		m := scram.Auth{User: sec.Admin.Name, Pass: sec.Admin.Password}.AsSha512Mechanism()
 		err = pingErr(c, kgo.SASL(m), kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12}))
 		var ua x509.UnknownAuthorityError
-		if !errors.As(err, &ua) {
+		if !errors.As(err, &ua) && (err == nil || !strings.Contains(err.Error(), "unknown authority")) {
 			t.Errorf("%s: TLS with the system roots: %v, want an unknown-authority error", c.Name(), err)
 		}
+		uaErr := err
 		pem, _ := os.ReadFile(sec.CAFile)
 		pool := x509.NewCertPool()
 		pool.AppendCertsFromPEM(pem)
 		err = pingErr(c, kgo.SASL(m), kgo.DialTLSConfig(&tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool, ServerName: "broker.example.com"}))
 		var he x509.HostnameError
-		if !errors.As(err, &he) {
+		if !errors.As(err, &he) && (err == nil || !strings.Contains(err.Error(), "not broker.example.com")) {
 			t.Errorf("%s: TLS expecting host broker.example.com: %v, want a host name error", c.Name(), err)
 		}
-		t.Logf("%s: refused: no SASL, wrong password, untrusted CA (%v), wrong host name (%v)", c.Name(), ua, he)
+		t.Logf("%s: refused: no SASL, wrong password, untrusted CA (%v), wrong host name (%v)", c.Name(), uaErr, err)
 	}
 }
 
@@ -253,7 +254,12 @@ func secAuthorizer(t *testing.T, src, dst cluster.Cluster, topic string) {
 		if !errors.Is(err, kerr.TopicAuthorizationFailed) && !errors.Is(err, kerr.ClusterAuthorizationFailed) {
 			t.Errorf("%s: create topic as nobody: %v, want an authorization error", c.Name(), err)
 		}
-		_, err = adm.DescribeACLs(ctx, kadm.NewACLs().AnyResource().ResourcePatternType(kadm.ACLPatternAny).Allow().Operations(kadm.OpAny))
+		acls, err := adm.DescribeACLs(ctx, kadm.NewACLs().AnyResource().ResourcePatternType(kadm.ACLPatternAny).Allow().Operations(kadm.OpAny))
+		for _, r := range acls {
+			if err == nil {
+				err = r.Err
+			}
+		}
 		if !errors.Is(err, kerr.ClusterAuthorizationFailed) {
 			t.Errorf("%s: describe ACLs as nobody: %v, want CLUSTER_AUTHORIZATION_FAILED", c.Name(), err)
 		}
