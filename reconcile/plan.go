@@ -212,6 +212,9 @@ func (p *planner) group(name string, st *planState) Group {
 	if do.Err != nil {
 		g.Err = fmt.Sprintf("target cluster: fetch offsets of group %q: %v", name, do.Err)
 	}
+	if so.Err == nil && g.SourceState == "Empty" && len(so.Fetched) == 0 {
+		g.Err = hiddenOffsets(name) // the source's answer is the one to fix first
+	}
 	so.Fetched.Each(func(o kadm.OffsetResponse) {
 		if st.topicSet[o.Topic] && o.At >= 0 {
 			g.Partitions = append(g.Partitions, p.partition(name, o, do, st))
@@ -222,6 +225,17 @@ func (p *planner) group(name string, st *planState) Group {
 		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
 	})
 	return g
+}
+
+// hiddenOffsets is the error of a source group that exists with no member (Empty) and yet
+// shows no committed offset. Kafka removes an Empty group once it has no offsets, and it
+// answers an offset fetch without the partitions of the topics the principal may not
+// Describe, silently: planning such a group would report nothing to do over offsets it could
+// not see.
+func hiddenOffsets(group string) string {
+	return fmt.Sprintf("source cluster: group %q exists (state Empty) but shows no committed offset: Kafka leaves out, without an error, "+
+		"the offsets on topics the principal may not Describe; grant it Describe (or Read) on Topic for every topic the group consumes "+
+		"(a group that left without committing shows this too until the broker removes it)", group)
 }
 
 // partition is one group partition committed at o on the source, with the logs, the target

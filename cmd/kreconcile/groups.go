@@ -192,7 +192,7 @@ func runGroups(c *cli.Context) error {
 		return clikit.Fail(err)
 	}
 	if len(res.Groups) == 0 {
-		return noGroups(conn)
+		return noGroups(conn, c.String("group"))
 	}
 	var applyErr error
 	if c.Bool("apply") {
@@ -214,9 +214,13 @@ func runGroups(c *cli.Context) error {
 // noGroups refuses a plan that selected no group: it checked nothing, and a source that lists
 // none may only mean that the principal may describe none (Kafka lists a group only to
 // principals with Describe on it, or on the cluster).
-func noGroups(conn *clikit.Session) error {
-	return clikit.Failf("no consumer group on source cluster %s matches the selection (the flow's groups, --group, --exclude-group): nothing to reconcile. "+
-		"Kafka lists only the groups that the principal (%s) may describe: check its Describe ACL on the groups (README, \"Least privilege\")", conn.Source.Alias, clikit.Principal(conn.Source))
+func noGroups(conn *clikit.Session, group string) error {
+	sel := "the flow's groups, --group, --exclude-group"
+	if group != "" {
+		sel = "--group " + group
+	}
+	return clikit.Failf("no consumer group on source cluster %s matches the selection (%s): nothing to reconcile. "+
+		"Kafka lists only the groups that the principal (%s) may describe: check its Describe ACL on the Group (README, \"Least privilege\")", conn.Source.Alias, sel, clikit.Principal(conn.Source))
 }
 
 func configFromFlags(c *cli.Context) (reconcile.Config, error) {
