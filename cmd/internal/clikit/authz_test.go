@@ -27,6 +27,7 @@ func TestAuthzHint(t *testing.T) {
 		{fmt.Errorf("list end offsets of topic orders on target: %w", kerr.TopicAuthorizationFailed), []string{"TOPIC_AUTHORIZATION_FAILED", "Topic", "Read", "--topic", "cluster src as User:kverify", "cluster dst as User:ANONYMOUS"}},
 		{errors.New(`target cluster: describe group "g": GROUP_AUTHORIZATION_FAILED: Not authorized`), []string{"Group", "Describe", "--group"}},
 		{fmt.Errorf("acls: %w", kerr.ClusterAuthorizationFailed), []string{"Cluster", "Alter", "--cluster"}},
+		{errors.New(`group "g" shows no committed offset: Kafka leaves out the offsets on topics the principal may not Describe`), []string{"no error from the broker", "Topic", "Describe", "User:kverify"}},
 	} {
 		h := AuthzHint(tc.err)
 		for _, w := range tc.want {
