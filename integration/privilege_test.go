@@ -197,9 +197,9 @@ func (b *privBed) check(t *testing.T, c privCase) string {
 	return dir
 }
 
-func TestLeastPrivilege(t *testing.T) {
+// newPrivBed starts the secure pair and writes the data of privBed.
+func newPrivBed(t *testing.T) *privBed {
 	src, dst := secStart(t, 1)
-	bins := bedBuild(t, "kverify", "kreconcile")
 	b := &privBed{src: src, dst: dst, topic: "lp.orders", group: "lp.app"}
 	for _, c := range []cluster.Cluster{src, dst} {
 		secTopic(t, c, b.topic, 1)
@@ -210,6 +210,12 @@ func TestLeastPrivilege(t *testing.T) {
 	if resp, err := secAdmin(t, src).CommitOffsets(bedCtx(t, time.Minute), b.group, offs); err != nil || resp.Error() != nil {
 		t.Fatalf("commit %s at 60 on the source: %v %v", b.group, err, resp.Error())
 	}
+	return b
+}
+
+func TestLeastPrivilege(t *testing.T) {
+	b := newPrivBed(t)
+	bins := bedBuild(t, "kverify", "kreconcile")
 	topicR := func(side string) privACL { return privACL{side: side, typ: "Topic", name: b.topic, op: kadm.OpRead} }
 	hiddenTopic := func(side string) privACL { a := topicR(side); a.hidden = true; return a }
 	group := func(side string, op kadm.ACLOperation) privACL {

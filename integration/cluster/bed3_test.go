@@ -58,16 +58,6 @@ func TestSecureBed3Script(t *testing.T) {
 	}
 	t.Logf("up --brokers 3 --secure: %s\n%s", time.Since(start).Round(time.Second), out)
 	env := readEnv(t, filepath.Join(rundir, "env"))
-	for _, k := range []string{"KMIGRATE_BOOTSTRAP_2_3_0", "KMIGRATE_BOOTSTRAP_3_7_1", "KMIGRATE_ADMIN_CONFIG_2_3_0", "KMIGRATE_ADMIN_CONFIG_3_7_1", "KMIGRATE_MM2_CONFIG"} {
-		if env[k] == "" {
-			t.Fatalf("env file does not set %s: %v", k, env)
-		}
-		if strings.Contains(k, "CONFIG") {
-			if fi, err := os.Stat(env[k]); err != nil || fi.Mode().Perm() != 0o600 {
-				t.Errorf("%s=%s: %v, mode %v; want a file readable by its owner only", k, env[k], err, fi.Mode().Perm())
-			}
-		}
-	}
 	for _, v := range []string{"2_3_0", "3_7_1"} {
 		boot, cfg := env["KMIGRATE_BOOTSTRAP_"+v], env["KMIGRATE_ADMIN_CONFIG_"+v]
 		for _, id := range []string{"1", "2", "3"} {
@@ -90,6 +80,8 @@ func TestSecureBed3Script(t *testing.T) {
 	}
 }
 
+// readEnv reads cluster.sh's env file and checks that it names the bootstrap addresses and
+// the three files of a secure bed, each readable by its owner only.
 func readEnv(t *testing.T, path string) map[string]string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -100,6 +92,16 @@ func readEnv(t *testing.T, path string) map[string]string {
 	for _, line := range strings.Split(string(b), "\n") {
 		if k, v, ok := strings.Cut(strings.TrimPrefix(line, "export "), "="); ok {
 			m[k] = v
+		}
+	}
+	for _, k := range []string{"KMIGRATE_BOOTSTRAP_2_3_0", "KMIGRATE_BOOTSTRAP_3_7_1", "KMIGRATE_ADMIN_CONFIG_2_3_0", "KMIGRATE_ADMIN_CONFIG_3_7_1", "KMIGRATE_MM2_CONFIG"} {
+		if m[k] == "" {
+			t.Fatalf("env file does not set %s: %v", k, m)
+		}
+		if strings.Contains(k, "CONFIG") {
+			if fi, err := os.Stat(m[k]); err != nil || fi.Mode().Perm() != 0o600 {
+				t.Errorf("%s=%s: %v; want a file readable by its owner only", k, m[k], err)
+			}
 		}
 	}
 	return m

@@ -77,20 +77,8 @@ func startJVM(ctx context.Context, s Spec) (_ Cluster, err error) {
 	if err := os.WriteFile(filepath.Join(dir, "log4j.properties"), []byte(log4jConsole), 0o644); err != nil {
 		return nil, fmt.Errorf("cluster %s: write log4j.properties: %w", s.Name, err)
 	}
-	for i := range s.Brokers {
-		n := &jvmNode{id: int32(i + 1), dir: filepath.Join(dir, fmt.Sprintf("broker-%d", i))}
-		if n.port, err = freePort(); err != nil {
-			return nil, err
-		}
-		if s.Version == V371 {
-			if n.ctrlPort, err = freePort(); err != nil {
-				return nil, err
-			}
-		}
-		if err := os.MkdirAll(n.dir, 0o755); err != nil {
-			return nil, fmt.Errorf("cluster %s: %w", s.Name, err)
-		}
-		c.nodes = append(c.nodes, n)
+	if err := c.newNodes(); err != nil {
+		return nil, err
 	}
 	if s.Secure {
 		if c.sec, err = newSecureState(dir, s); err != nil {
@@ -132,6 +120,28 @@ func startJVM(ctx context.Context, s Spec) (_ Cluster, err error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// newNodes draws the ports and creates the directory of every broker.
+func (c *jvmCluster) newNodes() error {
+	s := c.spec
+	for i := range s.Brokers {
+		n := &jvmNode{id: int32(i + 1), dir: filepath.Join(c.dir, fmt.Sprintf("broker-%d", i))}
+		var err error
+		if n.port, err = freePort(); err != nil {
+			return err
+		}
+		if s.Version == V371 {
+			if n.ctrlPort, err = freePort(); err != nil {
+				return err
+			}
+		}
+		if err := os.MkdirAll(n.dir, 0o755); err != nil {
+			return fmt.Errorf("cluster %s: %w", s.Name, err)
+		}
+		c.nodes = append(c.nodes, n)
+	}
+	return nil
 }
 
 // clusterDir picks the cluster's directory (see Spec.Dir); the bool says Close removes it.
