@@ -113,10 +113,14 @@ func (b *privBed) targetState(t *testing.T) string {
 	t.Helper()
 	adm := secAdmin(t, b.dst)
 	ctx := bedCtx(t, time.Minute)
-	offs, err := adm.FetchOffsets(ctx, b.group)
-	if err != nil {
-		t.Fatalf("fetch offsets of %s on the target: %v", b.group, err)
-	}
+	var offs kadm.OffsetResponses
+	bedWaitFor(ctx, t, 200*time.Millisecond, "offsets of "+b.group+" on the target", func() string {
+		var err error
+		if offs, err = adm.FetchOffsets(ctx, b.group); err != nil {
+			return err.Error() // COORDINATOR_NOT_AVAILABLE while the offsets topic is created
+		}
+		return ""
+	})
 	var lines []string
 	offs.Each(func(o kadm.OffsetResponse) {
 		lines = append(lines, fmt.Sprintf("%s/%d=%d", o.Topic, o.Partition, o.At))
@@ -138,6 +142,8 @@ type privCase struct {
 	args  func(props, dir string) []string
 	files func(dir string) []string
 	want  int
+	// dir is where the run with every ACL writes (default: a temporary directory of the subtest).
+	dir string
 }
 
 // check runs c: with each ACL removed in turn (exit 2, named, nothing written), then with all
@@ -188,7 +194,10 @@ func (b *privBed) check(t *testing.T, c privCase) string {
 			t.Logf("exit %d; stderr: %s", code, firstLine(errs))
 		})
 	}
-	dir := t.TempDir()
+	dir := c.dir
+	if dir == "" {
+		dir = t.TempDir()
+	}
 	code, out, errs := bedOutput(t, b.bin, c.args(props, dir)...)
 	if code != c.want {
 		t.Fatalf("with exactly its ACLs %v: exit %d, want %d\nstdout %s\nstderr %s", c.acls, code, c.want, out, errs)
@@ -244,8 +253,9 @@ func TestLeastPrivilege(t *testing.T) {
 		})
 	})
 	var backup string // the successful apply's, for rollback
+	applyDir := t.TempDir()
 	t.Run("kreconcile apply", func(t *testing.T) {
-		dir := b.check(t, privCase{user: "kreconcile-apply", want: 0,
+		dir := b.check(t, privCase{user: "kreconcile-apply", want: 0, dir: applyDir,
 			acls: []privACL{group("source", kadm.OpDescribe), hiddenTopic("source"), group("target", kadm.OpRead), topicR("target")},
 			args: func(props, dir string) []string {
 				return append(plan(props, dir), "--apply", "--backup", filepath.Join(dir, "backup.json"))

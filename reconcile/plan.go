@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -122,11 +123,11 @@ func (p *planner) state(ctx context.Context, names []string) (*planState, error)
 	st := &planState{topicSet: map[string]bool{}, dstTopicOf: map[string]string{}}
 	var err error
 	if st.srcDesc, err = p.src.adm.DescribeGroups(ctx, names...); err != nil && len(st.srcDesc) == 0 {
-		return nil, fmt.Errorf("source cluster: describe groups: %w", err)
+		return nil, fmt.Errorf("source cluster: describe groups %s: %w", strings.Join(names, ", "), err)
 	}
 	st.srcOffs = p.src.adm.FetchManyOffsets(ctx, names...)
 	if st.dstDesc, err = p.dst.adm.DescribeGroups(ctx, names...); err != nil && len(st.dstDesc) == 0 {
-		return nil, fmt.Errorf("target cluster: describe groups: %w", err)
+		return nil, fmt.Errorf("target cluster: describe groups %s: %w", strings.Join(names, ", "), err)
 	}
 	st.dstOffs = p.dst.adm.FetchManyOffsets(ctx, names...)
 	topicsRe := anchored(cfg.Topics)

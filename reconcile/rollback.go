@@ -98,7 +98,7 @@ func Rollback(ctx context.Context, dst *kgo.Client, backupFile string, cfg Rollb
 	}
 	desc, err := adm.DescribeGroups(ctx, names...)
 	if err != nil && len(desc) == 0 {
-		return nil, fmt.Errorf("%s cluster: describe groups: %w", alias, err)
+		return nil, fmt.Errorf("%s cluster: describe groups %s: %w", alias, strings.Join(names, ", "), err)
 	}
 	live := adm.FetchManyOffsets(ctx, names...)
 	var errs []error
