@@ -135,7 +135,7 @@ func describableTopics(ctx context.Context, adm *kadm.Client, alias string, entr
 	}
 	tds, err := adm.ListTopics(ctx, topics...)
 	if err != nil {
-		return fmt.Errorf("%s cluster: describe the backup's topics: %w", alias, err)
+		return fmt.Errorf("%s cluster: describe the backup's topics %s: %w (a rollback needs Read on the Topic of every partition in the backup). Nothing was written", alias, strings.Join(topics, ", "), err)
 	}
 	for _, t := range topics {
 		if d := tds[t]; errors.Is(d.Err, kerr.TopicAuthorizationFailed) {
