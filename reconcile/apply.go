@@ -72,7 +72,7 @@ func apply(ctx context.Context, dst *kgo.Client, res *Result, cfg ApplyConfig, s
 	// Live state and offsets: the plan may be minutes old.
 	desc, err := adm.DescribeGroups(ctx, names...)
 	if err != nil && len(desc) == 0 {
-		return fmt.Errorf("target cluster: describe groups: %w", err)
+		return fmt.Errorf("target cluster: describe groups %s: %w", strings.Join(names, ", "), err)
 	}
 	live := adm.FetchManyOffsets(ctx, names...)
 	changes := planChanges(res, desc, live, cfg.AllowRewind, log)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -123,11 +124,11 @@ func (p *planner) state(ctx context.Context, names []string) (*planState, error)
 	st := &planState{topicSet: map[string]bool{}, dstTopicOf: map[string]string{}}
 	var err error
 	if st.srcDesc, err = p.src.adm.DescribeGroups(ctx, names...); err != nil && len(st.srcDesc) == 0 {
-		return nil, fmt.Errorf("source cluster: describe groups: %w", err)
+		return nil, fmt.Errorf("source cluster: describe groups %s: %w", strings.Join(names, ", "), err)
 	}
 	st.srcOffs = p.src.adm.FetchManyOffsets(ctx, names...)
 	if st.dstDesc, err = p.dst.adm.DescribeGroups(ctx, names...); err != nil && len(st.dstDesc) == 0 {
-		return nil, fmt.Errorf("target cluster: describe groups: %w", err)
+		return nil, fmt.Errorf("target cluster: describe groups %s: %w", strings.Join(names, ", "), err)
 	}
 	st.dstOffs = p.dst.adm.FetchManyOffsets(ctx, names...)
 	topicsRe := anchored(cfg.Topics)
@@ -213,6 +214,9 @@ func (p *planner) group(name string, st *planState) Group {
 	if do.Err != nil {
 		g.Err = fmt.Sprintf("target cluster: fetch offsets of group %q: %v", name, do.Err)
 	}
+	if so.Err == nil && g.SourceState == "Empty" && len(so.Fetched) == 0 {
+		g.Err = hiddenOffsets(name) // the source's answer is the one to fix first
+	}
 	so.Fetched.Each(func(o kadm.OffsetResponse) {
 		if st.topicSet[o.Topic] && o.At >= 0 {
 			g.Partitions = append(g.Partitions, p.partition(name, o, do, st))
@@ -223,6 +227,17 @@ func (p *planner) group(name string, st *planState) Group {
 		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
 	})
 	return g
+}
+
+// hiddenOffsets is the error of a source group that exists with no member (Empty) and yet
+// shows no committed offset. Kafka removes an Empty group once it has no offsets, and it
+// answers an offset fetch without the partitions of the topics the principal may not
+// Describe, silently: planning such a group would report nothing to do over offsets it could
+// not see.
+func hiddenOffsets(group string) string {
+	return fmt.Sprintf("source cluster: group %q exists (state Empty) but shows no committed offset: Kafka leaves out, without an error, "+
+		"the offsets on topics the principal may not Describe; grant it Describe (or Read) on Topic for every topic the group consumes "+
+		"(a group that left without committing shows this too until the broker removes it)", group)
 }
 
 // partition is one group partition committed at o on the source, with the logs, the target

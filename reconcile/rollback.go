@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -92,9 +93,12 @@ func Rollback(ctx context.Context, dst *kgo.Client, backupFile string, cfg Rollb
 	if len(names) == 0 {
 		return out, nil
 	}
+	if err := describableTopics(ctx, adm, alias, b.Entries); err != nil {
+		return nil, err
+	}
 	desc, err := adm.DescribeGroups(ctx, names...)
 	if err != nil && len(desc) == 0 {
-		return nil, fmt.Errorf("%s cluster: describe groups: %w", alias, err)
+		return nil, fmt.Errorf("%s cluster: describe groups %s: %w", alias, strings.Join(names, ", "), err)
 	}
 	live := adm.FetchManyOffsets(ctx, names...)
 	var errs []error
@@ -110,6 +114,36 @@ func Rollback(ctx context.Context, dst *kgo.Client, backupFile string, cfg Rollb
 		out.Groups = append(out.Groups, r)
 	}
 	return out, errors.Join(errs...)
+}
+
+// describableTopics refuses a rollback whose principal may not Describe a topic of the
+// backup: Kafka's offset fetch leaves such topics out without an error, so their commits
+// would look absent, and an entry with no commit before the apply would pass as already
+// restored while the applied commit stays.
+func describableTopics(ctx context.Context, adm *kadm.Client, alias string, entries []BackupEntry) error {
+	seen := map[string]bool{}
+	var topics []string
+	for _, e := range entries {
+		if !seen[e.Topic] {
+			seen[e.Topic] = true
+			topics = append(topics, e.Topic)
+		}
+	}
+	sort.Strings(topics)
+	if len(topics) == 0 {
+		return nil
+	}
+	tds, err := adm.ListTopics(ctx, topics...)
+	if err != nil {
+		return fmt.Errorf("%s cluster: describe the backup's topics %s: %w (a rollback needs Read on the Topic of every partition in the backup). Nothing was written", alias, strings.Join(topics, ", "), err)
+	}
+	for _, t := range topics {
+		if d := tds[t]; errors.Is(d.Err, kerr.TopicAuthorizationFailed) {
+			return fmt.Errorf("%s cluster: topic %q: %w: a rollback needs Read on the Topic of every partition in the backup (without Describe, "+
+				"Kafka hides its committed offsets and the rollback could not see what to restore). Nothing was written", alias, t, d.Err)
+		}
+	}
+	return nil
 }
 
 // checkBackupCluster refuses a backup that does not belong to the cluster connected to as

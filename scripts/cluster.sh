@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cluster.sh: start real Kafka clusters by hand to try kmigrate's tools on them.
 #
-#   scripts/cluster.sh up [--brokers N] [--acls] [2.3.0|3.7.1|kfake ...]   (default: 2.3.0 3.7.1)
+#   scripts/cluster.sh up [--brokers N] [--acls | --secure] [2.3.0|3.7.1|kfake ...]   (default: 2.3.0 3.7.1)
 #   scripts/cluster.sh status
 #   scripts/cluster.sh down
 #
@@ -10,6 +10,12 @@
 # from the jars of scripts/fetch-kafka.sh, fetched on first use) and prints the bootstrap
 # addresses. --acls turns the brokers' authorizer on (2.3.0: the ZooKeeper one, 3.7.1 on KRaft:
 # StandardAuthorizer; PLAINTEXT clients are User:ANONYMOUS, a super user), for kreconcile acls.
+# --secure is production-shaped: 2.3.0 SASL_PLAINTEXT with SCRAM-SHA-256, 3.7.1 SASL_SSL with
+# SCRAM-SHA-512 and a CA the bed generates (host names verified), the authorizer on and user
+# admin the only super user; the env file then also names the admin's Kafka client properties
+# (KMIGRATE_ADMIN_CONFIG_2_3_0, _3_7_1: --command-config of Kafka's CLI tools) and an
+# mm2.properties 2.3.0->3.7.1 (KMIGRATE_MM2_CONFIG, read by kmigrate's tools and MM2).
+# --brokers 3 runs 3 brokers each: replication factor 3, min.insync.replicas=2.
 # down stops exactly what up started: the kcluster process recorded in the run dir and the JVM
 # pids it recorded, nothing found by name.
 #
@@ -27,7 +33,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 rundir=${KMIGRATE_RUNDIR:-${TMPDIR:-/tmp}/kmigrate-clusters}
 sup_pid_file=$rundir/kcluster.pid
 
-usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 die() { echo "cluster.sh: $*" >&2; exit 1; }
 
 # supervisor_pid prints the recorded kcluster pid if that process is still our kcluster.
@@ -52,13 +58,18 @@ cmd_up() {
     case "$1" in
       --brokers) brokers=${2:?--brokers needs a number}; shift 2 ;;
       --brokers=*) brokers=${1#*=}; shift ;;
-      --acls) acls=(-acls); shift ;;
+      --acls) acls+=(-acls); shift ;;
+      --secure) acls+=(-secure); shift ;;
       2.3.0|3.7.1|kfake) versions+=("$1"); shift ;;
       -h|--help) usage ;;
       *) echo "cluster.sh: unknown version or flag $1 (want 2.3.0, 3.7.1 or kfake)" >&2; exit 2 ;;
     esac
   done
   [ ${#versions[@]} -gt 0 ] || versions=(2.3.0 3.7.1)
+  case "$brokers" in 1|3) ;; *) echo "cluster.sh: --brokers $brokers: want 1 or 3" >&2; exit 2 ;; esac
+  if [ ${#acls[@]} -gt 1 ]; then
+    echo "cluster.sh: --acls and --secure: give one (--secure turns the authorizer on, admin the only super user)" >&2; exit 2
+  fi
   if pid=$(supervisor_pid); then
     die "clusters already up (kcluster pid $pid, run dir $rundir): run '$0 down' first"
   fi
@@ -67,11 +78,14 @@ cmd_up() {
   mkdir -p "$rundir"
   (cd "$root" && go build -o "$rundir/kcluster" ./scripts/kcluster) || die "go build ./scripts/kcluster failed"
   echo "cluster.sh: starting ${versions[*]} (brokers=$brokers) in $rundir"
-  setsid "$rundir/kcluster" -dir "$rundir" -brokers "$brokers" "${acls[@]}" "${versions[@]}" \
+  # Three brokers per cluster on two cores take longer: a later deadline.
+  local wait_s=330
+  [ "$brokers" = 1 ] || wait_s=600
+  setsid "$rundir/kcluster" -dir "$rundir" -brokers "$brokers" -timeout "$(( wait_s - 30 ))s" "${acls[@]}" "${versions[@]}" \
     >"$rundir/kcluster.log" 2>&1 </dev/null &
   local pid=$!
   echo "$pid" >"$sup_pid_file"
-  local deadline=$(( $(date +%s) + 330 ))
+  local deadline=$(( $(date +%s) + wait_s ))
   while [ ! -f "$rundir/ready" ]; do
     if ! kill -0 "$pid" 2>/dev/null; then
       cat "$rundir/kcluster.log" >&2
@@ -80,7 +94,7 @@ cmd_up() {
     fi
     if [ "$(date +%s)" -gt "$deadline" ]; then
       kill -TERM "$pid" 2>/dev/null || true
-      die "clusters not ready after 330 s; see $rundir/kcluster.log"
+      die "clusters not ready after $wait_s s; see $rundir/kcluster.log"
     fi
     sleep 0.5
   done
@@ -89,8 +103,11 @@ cmd_up() {
   while read -r name version brokers_ boot dir pids; do
     echo "export KMIGRATE_BOOTSTRAP_${version//./_}=$boot" >>"$rundir/env"
   done <"$rundir/clusters"
+  [ ! -f "$rundir/env-secure" ] || cat "$rundir/env-secure" >>"$rundir/env"
   print_clusters
-  echo "cluster.sh: up (kcluster pid $pid); 'source $rundir/env' for KMIGRATE_BOOTSTRAP_*; '$0 down' stops them"
+  local what="KMIGRATE_BOOTSTRAP_*"
+  [ ! -f "$rundir/env-secure" ] || what="KMIGRATE_BOOTSTRAP_*, KMIGRATE_ADMIN_CONFIG_* and KMIGRATE_MM2_CONFIG"
+  echo "cluster.sh: up (kcluster pid $pid); 'source $rundir/env' for $what; '$0 down' stops them"
 }
 
 cmd_status() {
@@ -147,7 +164,7 @@ cmd_down() {
     fi
   done
   [ ${#left[@]} -eq 0 ] || echo "cluster.sh: killed leftover JVMs ${left[*]}" >&2
-  rm -f "$sup_pid_file" "$rundir/env"
+  rm -f "$sup_pid_file" "$rundir/env" "$rundir/env-secure" "$rundir"/admin-*.properties "$rundir/mm2.properties"
   find "$rundir" -mindepth 1 -maxdepth 1 -type d -name 'kafka-*' -exec rm -rf {} +
   echo "cluster.sh: down (${#jvms[@]} JVMs stopped; kcluster log kept in $rundir/kcluster.log)"
 }

@@ -191,6 +191,9 @@ func runGroups(c *cli.Context) error {
 	if err != nil {
 		return clikit.Fail(err)
 	}
+	if len(res.Groups) == 0 {
+		return noGroups(conn, c.String("group"))
+	}
 	var applyErr error
 	if c.Bool("apply") {
 		applyErr = reconcile.Apply(c.Context, dst, res, reconcile.ApplyConfig{
@@ -206,6 +209,18 @@ func runGroups(c *cli.Context) error {
 		return clikit.Failf("apply: %w", applyErr)
 	}
 	return verdict(res)
+}
+
+// noGroups refuses a plan that selected no group: it checked nothing, and a source that lists
+// none may only mean that the principal may describe none (Kafka lists a group only to
+// principals with Describe on it, or on the cluster).
+func noGroups(conn *clikit.Session, group string) error {
+	sel := "the flow's groups, --group, --exclude-group"
+	if group != "" {
+		sel = "--group " + group
+	}
+	return clikit.Failf("no consumer group on source cluster %s matches the selection (%s): nothing to reconcile. "+
+		"Kafka lists only the groups that the principal (%s) may describe: check its Describe ACL on the Group (README, \"Least privilege\")", conn.Source.Alias, sel, clikit.Principal(conn.Source))
 }
 
 func configFromFlags(c *cli.Context) (reconcile.Config, error) {
@@ -249,8 +264,12 @@ func configFromFlags(c *cli.Context) (reconcile.Config, error) {
 // exact or a group was refused, else 0.
 func verdict(res *reconcile.Result) error {
 	var failed, differs int
+	var first string
 	for _, g := range res.Groups {
 		if g.Err != "" {
+			if failed == 0 {
+				first = fmt.Sprintf("group %q: %s", g.Group, g.Err)
+			}
 			failed++
 		}
 		if g.Refused != "" {
@@ -264,7 +283,8 @@ func verdict(res *reconcile.Result) error {
 	}
 	switch {
 	case failed > 0:
-		return clikit.Failf("%d groups could not be planned or applied: see their error", failed)
+		// The first error on standard error too: it names the cluster and what was denied.
+		return clikit.Failf("%d groups could not be planned or applied: see their error; the first: %s", failed, first)
 	case differs > 0:
 		return clikit.Differs(fmt.Sprintf("%d group partitions are not exact", differs))
 	}

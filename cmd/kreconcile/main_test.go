@@ -245,3 +245,53 @@ func TestGroupsApplyRefusesActiveGroup(t *testing.T) {
 		t.Errorf("backup %s written, want none: nothing was to be written", backup)
 	}
 }
+
+// TestGroupsNoneSelected: a plan that selects no group checked nothing: exit 2, naming the
+// selection and the principal (a source lists only the groups a principal may describe), and
+// with --apply no backup is written.
+func TestGroupsNoneSelected(t *testing.T) {
+	src, dst, _, _, _ := seed(t)
+	backup := filepath.Join(t.TempDir(), "backup.json")
+	code, out, errs := run(t, "groups", "--source-brokers", src, "--target-brokers", dst, "--group", "no-such-group", "--apply", "--backup", backup)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2; stdout %q stderr %q", code, out, errs)
+	}
+	for _, w := range []string{"no consumer group", "--group", "User:ANONYMOUS", "Describe"} {
+		if !strings.Contains(errs, w) {
+			t.Errorf("stderr %q does not name %q", errs, w)
+		}
+	}
+	if _, err := os.Stat(backup); !os.IsNotExist(err) {
+		t.Errorf("backup %s written (stat: %v)", backup, err)
+	}
+}
+
+// TestGroupsHiddenOffsets: a source group that exists with no member and shows no committed
+// offset is refused (exit 2), not planned as nothing to do: Kafka hides, without an error,
+// the offsets on topics the principal may not Describe.
+func TestGroupsHiddenOffsets(t *testing.T) {
+	b := seedBed(t)
+	const group = "joined-never-committed"
+	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(b.srcSeeds, ",")...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(b.topic), kgo.DisableAutoCommit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := clitest.Context(t)
+	if fs := cl.PollRecords(ctx, 1); fs.Err() != nil {
+		t.Fatalf("poll: %v", fs.Err())
+	}
+	cl.Close() // leaves the group: Empty, no offsets
+	d, err := kadm.NewClient(b.src).DescribeGroups(ctx, group)
+	if err != nil || d[group].State != "Empty" {
+		t.Fatalf("group %s on the source: %+v %v, want Empty", group, d[group], err)
+	}
+	code, out, errs := run(t, "groups", "--source-brokers", b.srcSeeds, "--target-brokers", b.dstSeeds, "--group", group)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2; stdout %q stderr %q", code, out, errs)
+	}
+	for _, w := range []string{group, "no committed offset", "Describe", "Topic"} {
+		if !strings.Contains(errs, w) {
+			t.Errorf("stderr %q does not name %q", errs, w)
+		}
+	}
+}

@@ -64,6 +64,11 @@ type Spec struct {
 	// quick starts on a small machine) and win over them, e.g. {"-XX:TieredStopAtLevel=4",
 	// "-Xmx1g"} for a throughput benchmark.
 	JVMFlags []string
+	// Secure starts the production-shaped security of the jvm provider (see the package doc):
+	// 2.3.0 SASL_PLAINTEXT with SCRAM-SHA-256, 3.7.1 SASL_SSL with SCRAM-SHA-512 and a CA of
+	// the bed's own, the authorizer on, the bed's admin the only super user. The cluster then
+	// implements [Secured]. Default: plaintext, no authorizer.
+	Secure bool
 }
 
 // Cluster is a running Kafka cluster. Broker indexes run from 0 to Brokers()-1. Every method
@@ -148,6 +153,9 @@ func (s Spec) normalize() (Spec, error) {
 		}
 	default:
 		return s, fmt.Errorf("spec: unknown provider %q (from Spec.Provider or $%s): want kfake, jvm or testcontainers", s.Provider, EnvProvider)
+	}
+	if s.Secure && s.Provider != ProviderJVM {
+		return s, fmt.Errorf("spec: provider %s: %w", s.Provider, errSecureProvider)
 	}
 	if s.Name == "" {
 		s.Name = "kafka-" + s.Version

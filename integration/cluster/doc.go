@@ -40,6 +40,22 @@
 // (a quicker first coordinator lookup), group.initial.rebalance.delay.ms=0, heaps of 128 MiB
 // (ZooKeeper) to 512 MiB (MirrorMaker), serial GC.
 //
+// Secure bed (Spec.Secure, jvm provider only; [Secured], [SecurityOf]): 2.3.0 listens
+// SASL_PLAINTEXT with SCRAM-SHA-256, its admin's credentials written into ZooKeeper with
+// kafka.admin.ConfigCommand before any broker starts (2.3.0 has no AlterUserScramCredentials);
+// 3.7.1 listens SASL_SSL with SCRAM-SHA-512, the admin's credentials in the first metadata
+// records (StorageTool format --add-scram), certificates from a CA generated in Go for
+// 127.0.0.1 and localhost (PKCS12 keystores, the CA as a PEM truststore) so that host name
+// verification passes. Brokers talk to each other as the admin over the same listener; the
+// KRaft controller listener is SASL_PLAINTEXT with PLAIN (controllers cannot check SCRAM) on
+// the loopback, also as the admin. The authorizer is on (SimpleAclAuthorizer on ZooKeeper,
+// StandardAuthorizer on KRaft) with the admin as the only super user and
+// allow.everyone.if.no.acl.found=false. AddUser creates users (ConfigCommand on 2.3.0,
+// AlterUserScramCredentials on 3.7.1) and waits until they log in; [Security.Opts],
+// [Security.ClientProperties] and [MM2Properties] connect clients, Kafka's CLI tools and
+// MirrorMaker 2. ZooKeeper has no authentication. From three brokers on every cluster has
+// min.insync.replicas=2 and unclean.leader.election.enable=false.
+//
 // Guarantees:
 //   - Start returns only when a Kafka metadata request lists every broker and each answers
 //     ApiVersions (ZooKeeper: its "ruok" command). Readiness never comes from reading logs.

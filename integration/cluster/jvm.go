@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // Heaps are small on purpose: the test bed runs up to six JVMs on a 2-core, shared machine.
@@ -35,6 +37,7 @@ type jvmCluster struct {
 	zk     *proc
 	zkPort int
 	nodes  []*jvmNode
+	sec    *secureState // nil unless Spec.Secure
 
 	once     sync.Once
 	closeErr error
@@ -74,24 +77,22 @@ func startJVM(ctx context.Context, s Spec) (_ Cluster, err error) {
 	if err := os.WriteFile(filepath.Join(dir, "log4j.properties"), []byte(log4jConsole), 0o644); err != nil {
 		return nil, fmt.Errorf("cluster %s: write log4j.properties: %w", s.Name, err)
 	}
-	for i := range s.Brokers {
-		n := &jvmNode{id: int32(i + 1), dir: filepath.Join(dir, fmt.Sprintf("broker-%d", i))}
-		if n.port, err = freePort(); err != nil {
+	if err := c.newNodes(); err != nil {
+		return nil, err
+	}
+	if s.Secure {
+		if c.sec, err = newSecureState(dir, s); err != nil {
 			return nil, err
 		}
-		if s.Version == V371 {
-			if n.ctrlPort, err = freePort(); err != nil {
-				return nil, err
-			}
-		}
-		if err := os.MkdirAll(n.dir, 0o755); err != nil {
-			return nil, fmt.Errorf("cluster %s: %w", s.Name, err)
-		}
-		c.nodes = append(c.nodes, n)
 	}
 	if s.Version == V230 {
 		if err := c.startZooKeeper(ctx); err != nil {
 			return nil, err
+		}
+		if c.sec != nil {
+			if err := c.zkAddUser(ctx, c.sec.sec.Admin); err != nil {
+				return nil, err
+			}
 		}
 	}
 	for _, n := range c.nodes {
@@ -119,6 +120,28 @@ func startJVM(ctx context.Context, s Spec) (_ Cluster, err error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// newNodes draws the ports and creates the directory of every broker.
+func (c *jvmCluster) newNodes() error {
+	s := c.spec
+	for i := range s.Brokers {
+		n := &jvmNode{id: int32(i + 1), dir: filepath.Join(c.dir, fmt.Sprintf("broker-%d", i))}
+		var err error
+		if n.port, err = freePort(); err != nil {
+			return err
+		}
+		if s.Version == V371 {
+			if n.ctrlPort, err = freePort(); err != nil {
+				return err
+			}
+		}
+		if err := os.MkdirAll(n.dir, 0o755); err != nil {
+			return fmt.Errorf("cluster %s: %w", s.Name, err)
+		}
+		c.nodes = append(c.nodes, n)
+	}
+	return nil
 }
 
 // clusterDir picks the cluster's directory (see Spec.Dir); the bool says Close removes it.
@@ -262,7 +285,20 @@ func commonProps(nb int) map[string]string {
 		"num.recovery.threads.per.data.dir":        "1",
 		"log.cleaner.dedupe.buffer.size":           strconv.Itoa(16 << 20), // default 128 MiB would take a third of the heap
 		"log.cleaner.backoff.ms":                   "1000",
+		// Production-shaped durability from three brokers on: acks=all needs two in-sync
+		// replicas, and an out-of-sync replica never becomes leader (both versions' default,
+		// written out).
+		"min.insync.replicas":            strconv.Itoa(minISR(nb)),
+		"unclean.leader.election.enable": "false",
 	}
+}
+
+// minISR is min.insync.replicas for nb brokers: 2 from three brokers on, else 1.
+func minISR(nb int) int {
+	if nb >= 3 {
+		return 2
+	}
+	return 1
 }
 
 func (c *jvmCluster) serverProps(n *jvmNode) map[string]string {
@@ -291,6 +327,9 @@ func (c *jvmCluster) serverProps(n *jvmNode) map[string]string {
 		m["inter.broker.listener.name"] = "PLAINTEXT"
 		m["listener.security.protocol.map"] = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
 	}
+	if c.sec != nil {
+		c.secureProps(m, n)
+	}
 	for k, v := range c.spec.Config {
 		m[k] = v
 	}
@@ -309,11 +348,21 @@ func (c *jvmCluster) formatStorage(ctx context.Context) error {
 		wg.Go(func() {
 			cfg := filepath.Join(n.dir, "server.properties")
 			argv := c.javaArgs(heapTool, "kafka.tools.StorageTool", "format", "-t", id, "-c", cfg, "--ignore-formatted")
+			if c.sec != nil {
+				// The bootstrap admin's SCRAM credentials, in the first metadata records
+				// (StorageTool has --add-scram since Kafka 3.5): the brokers log in to
+				// each other with them before any client could create a user.
+				a := c.sec.sec.Admin
+				argv = append(argv, "--add-scram", fmt.Sprintf("%s=[name=%s,password=%s]", c.sec.sec.Mechanism, a.Name, a.Password))
+			}
 			cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 			out, err := cmd.CombinedOutput()
 			_ = appendFile(n.proc.logPath, out)
 			if err != nil {
+				if c.sec != nil {
+					out = []byte(redact(string(out), c.sec.sec.Admin.Password))
+				}
 				errs[i] = fmt.Errorf("cluster %s: format KRaft storage of broker %d (kafka.tools.StorageTool): %w\n%s", c.spec.Name, i, err, out)
 			}
 		})
@@ -347,7 +396,14 @@ func (c *jvmCluster) waitReady(ctx context.Context) error {
 			addrs = append(addrs, n.addr())
 		}
 	}
-	return waitBrokers(ctx, c.spec.Name, addrs, want, procs)
+	var opts []kgo.Opt
+	if c.sec != nil {
+		var err error
+		if opts, err = c.sec.sec.Opts(c.sec.sec.Admin); err != nil {
+			return err
+		}
+	}
+	return waitBrokersAs(ctx, c.spec.Name, addrs, want, procs, opts)
 }
 
 func (n *jvmNode) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(n.port)) }

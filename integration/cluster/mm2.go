@@ -36,6 +36,9 @@ type MM2Spec struct {
 	// $KMIGRATE_IMAGE_MM2 names, on the host network). Default: $KMIGRATE_MM2_PROVIDER, else
 	// testcontainers when $KMIGRATE_PROVIDER says so, else jvm.
 	Provider string
+	// TargetOpts are the client options (SASL, TLS) of the readiness check on the target,
+	// e.g. from Security.Opts for a secure bed.
+	TargetOpts []kgo.Opt
 }
 
 // MM2ScriptJVMFlags are the JVM options Kafka 3.7.1's own bin/connect-mirror-maker.sh starts
@@ -114,7 +117,7 @@ func StartMM2(ctx context.Context, spec MM2Spec) (_ *MM2, err error) {
 	if boot == "" || len(topics) == 0 {
 		return m, nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(boot, ",")...), kgo.DialTimeout(time.Second))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(strings.Split(boot, ",")...), kgo.DialTimeout(time.Second)}, spec.TargetOpts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("mm2 %s: client for target %s: %w", spec.Name, boot, err)
 	}

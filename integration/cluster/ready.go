@@ -47,10 +47,16 @@ func poll(ctx context.Context, what string, procs []*proc, probe func(context.Co
 // answers an ApiVersions request itself: the readiness probe is the Kafka protocol, never
 // the logs.
 func waitBrokers(ctx context.Context, name string, addrs []string, want []int32, procs []*proc) error {
+	return waitBrokersAs(ctx, name, addrs, want, procs, nil)
+}
+
+// waitBrokersAs is waitBrokers with client options (SASL and TLS of a secure bed).
+func waitBrokersAs(ctx context.Context, name string, addrs []string, want []int32, procs []*proc, opts []kgo.Opt) error {
 	if len(addrs) == 0 {
 		return nil
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.DialTimeout(time.Second), kgo.RequestRetries(0))
+	opts = append([]kgo.Opt{kgo.SeedBrokers(addrs...), kgo.DialTimeout(time.Second), kgo.RequestRetries(0)}, opts...)
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return fmt.Errorf("cluster %s: client: %w", name, err)
 	}

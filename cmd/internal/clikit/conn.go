@@ -86,6 +86,7 @@ func connectSides(c *cli.Context, needSource, needTarget bool) (*Conn, error) {
 	if err != nil {
 		return nil, Fail(err)
 	}
+	recordPrincipals(conn)
 	// MM2 drops unknown keys silently; we say so once, at start, on stderr.
 	if conn.Config != nil {
 		for _, w := range conn.Config.Warnings {

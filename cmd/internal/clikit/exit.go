@@ -76,13 +76,17 @@ func MainContext(parent context.Context, app *cli.App, args []string) int {
 		return ExitOK
 	}
 	var ec *ExitCoder
-	if errors.As(err, &ec) {
+	if errors.As(err, &ec) && (ec.Code != ExitDiffers || AuthzHint(err) == "") {
 		if !ec.quiet && ec.Err != nil {
 			fmt.Fprintf(app.ErrWriter, "%s: %v\n", app.Name, err) // with what wraps it
+			printAuthzHint(app, err)
 		}
 		return ec.Code
 	}
+	// Any other error, and a denied operation even where the command would report
+	// differences: it could not check what it was asked to (exit 2).
 	fmt.Fprintf(app.ErrWriter, "%s: %v\n", app.Name, err)
+	printAuthzHint(app, err)
 	return ExitError
 }
 
@@ -115,5 +119,12 @@ func ReportCommand(name string, action cli.ActionFunc, flags []cli.Flag, usage, 
 		Description: description,
 		Flags:       append(append([]cli.Flag(nil), flags...), OutputFlags()...),
 		Action:      action,
+	}
+}
+
+// printAuthzHint adds AuthzHint(err) on its own line when err is an authorization failure.
+func printAuthzHint(app *cli.App, err error) {
+	if h := AuthzHint(err); h != "" {
+		fmt.Fprintf(app.ErrWriter, "%s: %s\n", app.Name, h)
 	}
 }
