@@ -17,6 +17,7 @@ import (
 
 	"github.com/kmigrate/kmigrate/integration/cluster"
 	"github.com/kmigrate/kmigrate/internal/peakrss"
+	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -60,17 +61,8 @@ func bpShapeFromEnv(t *testing.T, records int) bpShape {
 }
 
 func bpCodec(s string) (kgo.CompressionCodec, error) {
-	switch s {
-	case "none":
-		return kgo.NoCompression(), nil
-	case "gzip":
-		return kgo.GzipCompression(), nil
-	case "snappy":
-		return kgo.SnappyCompression(), nil
-	case "lz4":
-		return kgo.Lz4Compression(), nil
-	case "zstd":
-		return kgo.ZstdCompression(), nil
+	if c, ok := mm2.Compression(s); ok {
+		return c, nil
 	}
 	return kgo.CompressionCodec{}, fmt.Errorf("compression %q: use none, gzip, snappy, lz4 or zstd", s)
 }

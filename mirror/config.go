@@ -278,17 +278,12 @@ func (c *Config) excludedConfig(name string) bool { return c.configExclude.Match
 func (c *Config) targetTopic(t string) string { return c.Policy.TargetTopic(c.SourceAlias, t) }
 
 func compression(s string) (kgo.CompressionCodec, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "", "none":
-		return kgo.NoCompression(), nil
-	case "gzip":
-		return kgo.GzipCompression(), nil
-	case "snappy":
-		return kgo.SnappyCompression(), nil
-	case "lz4":
-		return kgo.Lz4Compression(), nil
-	case "zstd":
-		return kgo.ZstdCompression(), nil
+	name := strings.ToLower(strings.TrimSpace(s))
+	if name == "" {
+		name = "none"
+	}
+	if c, ok := mm2.Compression(name); ok {
+		return c, nil
 	}
 	return kgo.CompressionCodec{}, fmt.Errorf("producer compression.type=%q: use none, gzip, snappy, lz4 or zstd", s)
 }

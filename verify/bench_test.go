@@ -21,6 +21,7 @@ import (
 
 	"github.com/kmigrate/kmigrate/align"
 	"github.com/kmigrate/kmigrate/internal/peakrss"
+	"github.com/kmigrate/kmigrate/mm2"
 )
 
 // The verify benchmark (scripts/bench-verify.sh starts a Kafka 3.7.1 broker and runs it):
@@ -77,10 +78,8 @@ func (s benchShape) topic(base string) string {
 }
 
 func (s benchShape) compression() (kgo.CompressionCodec, error) {
-	codecs := map[string]func() kgo.CompressionCodec{"none": kgo.NoCompression, "gzip": kgo.GzipCompression,
-		"snappy": kgo.SnappyCompression, "lz4": kgo.Lz4Compression, "zstd": kgo.ZstdCompression}
-	if c, ok := codecs[s.codec]; ok {
-		return c(), nil
+	if c, ok := mm2.Compression(s.codec); ok {
+		return c, nil
 	}
 	return kgo.NoCompression(), fmt.Errorf("KMIGRATE_BENCH_COMPRESSION=%q: want none, gzip, snappy, lz4 or zstd", s.codec)
 }
