@@ -1120,22 +1120,7 @@ offset.flush.interval.ms=10000
 		mms = nil
 	}
 	for _, mm := range mms {
-		text := fmt.Sprintf(`clusters=%[1]s,B
-%[1]s.bootstrap.servers=%[2]s
-B.bootstrap.servers=%[3]s
-%[1]s->B.enabled=true
-%[1]s->B.topics=%[4]s
-B->%[1]s.enabled=false
-replication.factor=1
-offset-syncs.topic.replication.factor=1
-checkpoints.topic.replication.factor=1
-heartbeats.topic.replication.factor=1
-offset.storage.replication.factor=1
-status.storage.replication.factor=1
-config.storage.replication.factor=1
-offset-syncs.topic.location=target
-emit.heartbeats.enabled=false
-`, mm.alias, strings.Join(src.Bootstrap(), ","), strings.Join(dst.Bootstrap(), ","), topic) + mm.extra
+		text := bpMM2Props(src, dst, mm.alias, topic, mm.extra)
 		target := mm.alias + "." + topic
 		start := time.Now()
 		// MM2 as its own start script runs it: the script's heap and G1 options, full JIT.
