@@ -143,11 +143,12 @@
 //
 // # Limits
 //
-//   - Open defect: after a target broker froze for 15 s on a loaded machine, a transactional
-//     flush never completed; the engine stopped on commitTimeout (90 s), as designed, but then
-//     did not exit: its drain (leave group, the 35 s timer that closes the writers) ran out and
-//     Run kept waiting. integration TestContainerFaults reproduces it (opt-in,
-//     KMIGRATE_CONTAINER_FAULTS=1, container suite) and stays opt-in until it is fixed.
+//   - A target that acknowledges nothing for the commit bound (90 s) stops the engine: Run
+//     fails the records still in flight once the drain bound (30 s, then 5 s more) has passed,
+//     closing every writer, those of partitions being revoked included, and returns the
+//     error, so that a supervisor restarts the process; the restart resumes from what the
+//     target committed. (Until 2026-12-02 a revoke could wait for ever on a writer the drain
+//     could no longer reach; TestMirrorExitsAfterStalledCommit.)
 //   - Fenced mode costs a transactional producer per partition: at 1,000 partitions peak RSS
 //     grows about 0.8 MiB a partition and throughput collapses (BENCHMARKS.md, "How the cost
 //     grows"); a resumed 1,000-partition flow takes about 4 s to its first record.

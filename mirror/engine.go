@@ -29,9 +29,13 @@ type Engine struct {
 	srcAdm, dstAdm   *kadm.Client
 	srcCl            *kgo.Client // srcAdm's client: source reads that are no group's (resume checks)
 
-	mu     sync.Mutex
-	parts  map[tp]*partState
-	topics map[string]int // mirrored source topics and their partition counts
+	mu    sync.Mutex
+	parts map[tp]*partState
+	// revoking holds the partitions a revoke callback took out of parts and still waits for;
+	// writersClosed is set once closeWriters ran: a writer revoked after it is closed at once.
+	revoking      map[*partState]struct{}
+	writersClosed bool
+	topics        map[string]int // mirrored source topics and their partition counts
 
 	persistMu sync.Mutex     // one persist at a time, so map records of a key never go backwards
 	commits   sync.WaitGroup // background commits (commitEach)
@@ -46,6 +50,9 @@ type Engine struct {
 	// stallAfter is how long an owned partition may not move, with records in flight or the
 	// source ahead, before a warning says what it waits for. Default: 30s.
 	stallAfter time.Duration
+	// commitTimeout bounds one transactional commit (txn.go) and drainTimeout the whole drain
+	// at stop (drain). Defaults: the constants of the same names; tests shorten them.
+	commitTimeout, drainTimeout time.Duration
 	// crashed makes the engine stop like a killed process: no wait for in-flight records and
 	// no persist on revoke or at the end (tests set it through export_test.go).
 	crashed atomic.Bool
@@ -74,16 +81,19 @@ func New(cfg Config, srcOpts, dstOpts []kgo.Opt, log *slog.Logger) (*Engine, err
 	}
 	log = log.With("flow", cfg.SourceAlias+"->"+cfg.TargetAlias)
 	e := &Engine{
-		cfg:     cfg,
-		log:     log,
-		srcOpts: srcOpts,
-		dstOpts: dstOpts,
-		parts:   map[tp]*partState{},
-		topics:  map[string]int{},
-		fatal:   make(chan error, 1),
-		failed:  make(chan struct{}),
+		cfg:      cfg,
+		log:      log,
+		srcOpts:  srcOpts,
+		dstOpts:  dstOpts,
+		parts:    map[tp]*partState{},
+		revoking: map[*partState]struct{}{},
+		topics:   map[string]int{},
+		fatal:    make(chan error, 1),
+		failed:   make(chan struct{}),
 
-		stallAfter: 30 * time.Second,
+		stallAfter:    30 * time.Second,
+		commitTimeout: commitTimeout,
+		drainTimeout:  drainTimeout,
 	}
 	e.metrics = newMetrics(e)
 	return e, nil
@@ -231,7 +241,7 @@ func (bg *background) closeGroupSync() {
 // transactional writers close.
 func (e *Engine) drain(ctx context.Context, bg *background) {
 	e.health.setRunning(false, "draining: stopping")
-	drain, cancelDrain := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	drain, cancelDrain := context.WithTimeout(context.WithoutCancel(ctx), e.drainTimeout)
 	defer cancelDrain()
 	// If the target does not take the in-flight records within the drain time, closing the
 	// producer fails them, so the revoke callbacks return and the process can stop; the map
@@ -240,7 +250,7 @@ func (e *Engine) drain(ctx context.Context, bg *background) {
 	go func() {
 		select {
 		case <-drained:
-		case <-time.After(35 * time.Second):
+		case <-time.After(e.drainTimeout + 5*time.Second):
 			e.log.Warn("drain timed out: failing in-flight records", "cluster", e.cfg.TargetAlias)
 			e.closeWriters()
 			e.closeDst()
@@ -260,6 +270,9 @@ func (e *Engine) drain(ctx context.Context, bg *background) {
 	}
 	e.closeWriters()
 }
+
+// drainTimeout bounds the drain at stop: leaving the group, which waits for in-flight records.
+const drainTimeout = 30 * time.Second
 
 func (e *Engine) closeDst() { e.dstOnce.Do(e.dst.Close) }
 
@@ -594,17 +607,8 @@ func (e *Engine) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[strin
 	if e.crashed.Load() {
 		return
 	}
-	var states []*partState
-	e.mu.Lock()
-	for t, ps := range revoked {
-		for _, p := range ps {
-			if st, ok := e.parts[tp{t, p}]; ok {
-				states = append(states, st)
-				delete(e.parts, tp{t, p})
-			}
-		}
-	}
-	e.mu.Unlock()
+	states := e.takeRevoked(revoked)
+	defer e.revokeDone(states)
 	e.forgetStops(revoked) // halt.go
 	for _, ps := range states {
 		if err := ps.revoke(); err != nil && !isFencedErr(err) && !errors.Is(err, kgo.ErrAborting) {
@@ -778,12 +782,49 @@ func (e *Engine) owned() []*partState {
 	return states
 }
 
-// closeWriters closes the transactional producers of every owned partition, failing what
-// they still hold.
+// takeRevoked moves the revoked partitions from parts to revoking: the poll loop no longer
+// routes records to them, and closeWriters still reaches their writers while the revoke waits.
+func (e *Engine) takeRevoked(revoked map[string][]int32) []*partState {
+	var states []*partState
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for t, ps := range revoked {
+		for _, p := range ps {
+			if st, ok := e.parts[tp{t, p}]; ok {
+				states = append(states, st)
+				delete(e.parts, tp{t, p})
+				e.revoking[st] = struct{}{}
+				if e.writersClosed && st.w != nil {
+					st.w.close()
+				}
+			}
+		}
+	}
+	return states
+}
+
+// revokeDone forgets partitions whose revoke has ended.
+func (e *Engine) revokeDone(states []*partState) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, st := range states {
+		delete(e.revoking, st)
+	}
+}
+
+// closeWriters closes the transactional producers of every owned partition and of every
+// partition being revoked, failing what they still hold: a revoke waiting for records a
+// stalled target never acknowledges then returns.
 func (e *Engine) closeWriters() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.writersClosed = true
 	for _, ps := range e.parts {
+		if ps.w != nil {
+			ps.w.close()
+		}
+	}
+	for ps := range e.revoking {
 		if ps.w != nil {
 			ps.w.close()
 		}

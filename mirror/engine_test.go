@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -828,4 +829,85 @@ func TestMirrorWarnsWhenTargetStalls(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
+}
+
+// freezeTarget makes the target answer no produce and no end of transaction, as a broker
+// that is frozen (a paused process, a blackholed network) answers nothing, until the
+// returned function is called.
+func freezeTarget(p pair) (thaw func()) {
+	var frozen atomic.Bool
+	frozen.Store(true)
+	for _, key := range []kmsg.Key{kmsg.Produce, kmsg.EndTxn} {
+		p.dst.ControlKey(int16(key), func(kmsg.Request) (kmsg.Response, error, bool) {
+			if !frozen.Load() {
+				p.dst.DropControl()
+				return nil, nil, false
+			}
+			p.dst.KeepControl()
+			return nil, nil, true // no answer: the client's request times out
+		})
+	}
+	return func() { frozen.Store(false) }
+}
+
+// TestMirrorExitsAfterStalledCommit freezes the target for good while a transaction is open.
+// The commit must fail on its bound and Run must then return that error within the drain's
+// bound: a process that stops mirroring must exit, so that its supervisor restarts it, and
+// must not hang in its drain (the defect a container fault test found: the commit timed out
+// and Run kept waiting).
+func TestMirrorExitsAfterStalledCommit(t *testing.T) {
+	t.Parallel()
+	p := newPair(t)
+	const topic = "orders-frozen"
+	createTopic(t, p.src, topic, 2, nil)
+	e, err := mirror.New(testConfig(topic), seeds(p.src), seeds(p.dst), testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.SetTimeouts(2*time.Second, 2*time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	produce(t, p.src, topic, 2, 0, 100)
+	waitProduced(t, p, topic, 2)
+	thaw := freezeTarget(p)
+	defer thaw()
+	produce(t, p.src, topic, 2, 100, 100)
+
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "within 2s (the commit bound)") {
+			t.Fatalf("Run: got %v, want the stalled transaction's error", err)
+		}
+		t.Logf("Run returned: %v", err)
+	case <-time.After(60 * time.Second):
+		buf := make([]byte, 1<<20)
+		t.Fatalf("Run still running 60s after the target froze (commit bound 2s, drain bound 2s):\n%s", buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// TestMirrorResumesAfterTargetThaws freezes the target for a few seconds while transactions
+// are open, then lets it answer again: the open commits must complete once the client's
+// requests time out and are sent again, with every record mirrored once and no fatal error.
+func TestMirrorResumesAfterTargetThaws(t *testing.T) {
+	t.Parallel()
+	p := newPair(t)
+	const topic = "orders-thawed"
+	createTopic(t, p.src, topic, 2, nil)
+	e, stop := start(t, p, testConfig(topic))
+	produce(t, p.src, topic, 2, 0, 100)
+	waitProduced(t, p, topic, 2)
+	thaw := freezeTarget(p)
+	produce(t, p.src, topic, 2, 100, 100)
+	time.Sleep(3 * time.Second) // the length of the outage, not a wait for a condition
+	thaw()
+	waitMirrored(t, p, topic, 2)
+	for part := range int32(2) {
+		sameRecords(t, p, topic, part)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	_ = e
 }

@@ -41,3 +41,8 @@ func (e *Engine) SetBeforeResume(f func()) { e.testHooks.beforeResume = f }
 // SetDuringRevoke makes f run in every revoke callback of the group, after the engine noted
 // the end of the session and before it stops the revoked partitions.
 func (e *Engine) SetDuringRevoke(f func()) { e.testHooks.duringRevoke = f }
+
+// SetTimeouts shortens the bound of one transactional commit and of the drain at stop.
+func (e *Engine) SetTimeouts(commit, drain time.Duration) {
+	e.commitTimeout, e.drainTimeout = commit, drain
+}

@@ -32,8 +32,9 @@ const (
 // committed data is always described by committed map records, and what is not committed is
 // invisible to read_committed readers and is mirrored again by the next owner.
 type txnWriter struct {
-	cl *kgo.Client
-	id string
+	cl        *kgo.Client
+	id        string
+	closeOnce sync.Once
 
 	mu   sync.Mutex // orders Produce calls with commits
 	cond *sync.Cond
@@ -150,7 +151,7 @@ func (w *txnWriter) produceSync(ctx context.Context, recs ...*kgo.Record) error 
 	return w.cl.ProduceSync(ctx, recs...).FirstErr()
 }
 
-func (w *txnWriter) close() { w.cl.Close() }
+func (w *txnWriter) close() { w.closeOnce.Do(w.cl.Close) }
 
 // commit ends ps's open transaction with the map segments and offset syncs that describe it.
 // It returns errFenced (wrapped) when another owner has initialised the partition's id. With
@@ -161,7 +162,7 @@ func (e *Engine) commit(ctx context.Context, ps *partState, wait bool) error {
 		return nil
 	}
 	// A commit that is cut off half-way leaves its outcome unknown: never cancel it, bound it.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.commitTimeout)
 	defer cancel()
 	err := e.commitHeld(ctx, ps)
 	w.release(err)
@@ -187,6 +188,10 @@ func (e *Engine) commitDone(ps *partState, err error) {
 func (e *Engine) commitHeld(ctx context.Context, ps *partState) error {
 	w := ps.w
 	if err := w.cl.Flush(ctx); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("target cluster %s: flush transaction %s: the target did not acknowledge all its pending records within %s (the commit bound): %w; kmirror stops, and once restarted resumes from what the target committed",
+				e.cfg.TargetAlias, w.id, e.commitTimeout, err)
+		}
 		return fmt.Errorf("target cluster %s: flush transaction %s: %w", e.cfg.TargetAlias, w.id, err)
 	}
 	if err := ps.failure(); err != nil {
