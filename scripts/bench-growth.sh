@@ -23,7 +23,10 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-mkdir -p reports
+# Under scripts/bench.sh the tables go beside its other reports (reports/quick/ with --quick).
+reports=$root/reports
+[ -z "${KMIGRATE_BENCH_OUT:-}" ] || reports=$(dirname "$KMIGRATE_BENCH_OUT")
+mkdir -p "$reports"
 export KMIGRATE_BENCH=1
 if [ "${KMIGRATE_GROWTH_QUICK:-}" = 1 ]; then
   : "${KMIGRATE_GROWTH_PARTITIONS:=6,100}" "${KMIGRATE_GROWTH_MIRROR_RECORDS:=20000}"
@@ -36,7 +39,7 @@ which=("$@")
 [ ${#which[@]} -gt 0 ] || which=(verify reconcile mirror)
 rc=0
 for part in "${which[@]}"; do
-  out="$root/reports/bench-growth-$part.md"
+  out="$reports/bench-growth-$part.md"
   case "$part" in
     mirror) pkg=./integration/ test=TestMirrorGrowth ;;
     reconcile) pkg=./integration/ test=TestReconcileGrowth ;;

@@ -6,10 +6,10 @@
 #   scripts/bench.sh                    # all of them at full size (make bench)
 #   scripts/bench.sh --quick            # a small version of each, same code (make bench-quick)
 #   scripts/bench.sh mirror latency     # some of them: verify, reconcile, mirror, latency,
-#                                       # startup, mirror-fence (--quick applies to these too)
+#                                       # startup, growth, mirror-fence (--quick applies too)
 #
-# The default set is verify, reconcile, mirror (issue 14's production shape), latency and
-# startup (skipped, saying so, while scripts/bench-startup.sh is not in this tree).
+# The default set is verify, reconcile, mirror (issue 14's production shape), latency,
+# startup and growth (how each tool's cost grows: scripts/bench-growth.sh).
 # mirror-fence (issue 5's and 9's smaller mirror benchmark) runs only when named. --quick
 # results go to reports/quick/, so they do not overwrite the full ones. Every benchmark runs
 # even when one fails; the exit status is 1 if any failed. Each one's time and the total are
@@ -22,11 +22,11 @@ which=()
 for a in "$@"; do
   case "$a" in
     --quick) quick=1 ;;
-    verify|reconcile|mirror|latency|startup|mirror-fence) which+=("$a") ;;
-    *) echo "bench.sh: unknown benchmark $a (verify, reconcile, mirror, latency, startup, mirror-fence; --quick)" >&2; exit 2 ;;
+    verify|reconcile|mirror|latency|startup|growth|mirror-fence) which+=("$a") ;;
+    *) echo "bench.sh: unknown benchmark $a (verify, reconcile, mirror, latency, startup, growth, mirror-fence; --quick)" >&2; exit 2 ;;
   esac
 done
-[ ${#which[@]} -gt 0 ] || which=(verify reconcile mirror latency startup)
+[ ${#which[@]} -gt 0 ] || which=(verify reconcile mirror latency startup growth)
 "$root/scripts/fetch-kafka.sh" >/dev/null
 reports=$root/reports
 [ $quick -eq 0 ] || reports=$root/reports/quick
@@ -59,6 +59,7 @@ for b in "${which[@]}"; do
     mirror) run mirror scripts/bench-mirror.sh KMIGRATE_BENCH_RECORDS=200000 ;;
     latency) run latency scripts/bench-latency.sh KMIGRATE_BENCH_RECORDS=200000 KMIGRATE_BENCH_LATENCY_SECONDS=6 ;;
     startup) run startup scripts/bench-startup.sh KMIGRATE_STARTUP_RUNS=2 KMIGRATE_STARTUP_PARTITIONS=100 ;;
+    growth) run growth scripts/bench-growth.sh KMIGRATE_GROWTH_QUICK=1 ;;
     mirror-fence) run mirror-fence scripts/bench-mirror-fence.sh KMIGRATE_BENCH_RECORDS=100000 ;;
   esac
 done
