@@ -70,16 +70,11 @@ func TestContainerImage(t *testing.T) {
 // frozen. After each fault kmirror must still run, and after all of them the target must catch
 // up within 2 minutes and hold exactly the source's records, in order (no loss, no duplicate).
 //
-// Opt-in (KMIGRATE_CONTAINER_FAULTS=1) until the defect it found is fixed: on a loaded machine
-// a transactional flush after the target's freeze never completed, the engine stopped on the
-// 90 s commit timeout, and then hung in its drain instead of exiting (passed on a lighter
-// load). A required test that fails would block every other result; an optional one that
-// passes over the defect would hide it: it is neither.
+// It found a defect, now fixed (mirror TestMirrorExitsAfterStalledCommit): on a loaded
+// machine a transactional flush after the target's freeze did not complete within the 90 s
+// commit bound, and the engine then hung in its drain instead of exiting.
 func TestContainerFaults(t *testing.T) {
 	containerSuite(t)
-	if os.Getenv("KMIGRATE_CONTAINER_FAULTS") != "1" {
-		t.Skip("skip: opt-in until kmirror exits after a stalled commit (KMIGRATE_CONTAINER_FAULTS=1 runs it)")
-	}
 	src := cluster.StartT(t, cluster.Spec{Version: cluster.V230, Name: "faults-src"})
 	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "faults-dst"})
 	if t.Failed() || t.Skipped() {
