@@ -126,11 +126,11 @@ func (p *planner) state(ctx context.Context, names []string) (*planState, error)
 	if st.srcDesc, err = p.src.adm.DescribeGroups(ctx, names...); err != nil && len(st.srcDesc) == 0 {
 		return nil, fmt.Errorf("source cluster: describe groups %s: %w", strings.Join(names, ", "), err)
 	}
-	st.srcOffs = p.src.adm.FetchManyOffsets(ctx, names...)
+	st.srcOffs = fetchOffsets(ctx, p.src.adm, names)
 	if st.dstDesc, err = p.dst.adm.DescribeGroups(ctx, names...); err != nil && len(st.dstDesc) == 0 {
 		return nil, fmt.Errorf("target cluster: describe groups %s: %w", strings.Join(names, ", "), err)
 	}
-	st.dstOffs = p.dst.adm.FetchManyOffsets(ctx, names...)
+	st.dstOffs = fetchOffsets(ctx, p.dst.adm, names)
 	topicsRe := anchored(cfg.Topics)
 	for _, r := range st.srcOffs {
 		for t := range r.Fetched {
