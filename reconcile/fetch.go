@@ -21,14 +21,15 @@ import (
 // A broker before Kafka 3.0 (OffsetFetch below v8) answers one group per request, so kadm's
 // FetchManyOffsets over 10,000 groups writes 10,000 requests at once on the one connection to
 // the coordinator. Kafka reads the next request of a connection only after answering the one
-// before, so the rest wait in line; the last ones outlast the client's read timeout and its
-// 30 s retry window, and the connection is killed with every request still on it ("the broker
-// connection has died", "i/o timeout"): on a 2.3.0 source 6,741 of 10,000 groups failed so.
+// before, so they wait in line; on a 2.3.0 source the connection died with the requests still
+// on it ("the broker connection has died", "i/o timeout") and 6,741 of 10,000 groups failed.
 //
-// fetchInFlight groups at once keeps that line short: 256 requests of one group each wait for
-// a fraction of a second behind each other, far inside any timeout, and the line never runs
-// dry, so 10,000 groups cost about what the broker needs to answer them one by one. On 3.0
-// and later the groups of a chunk travel in one batched request.
+// fetchInFlight groups at once keeps that line short. Measured on the 2.3.0 source (integration
+// TestReconcileGrowth, 10,000 groups x 24 partitions), reading every group took 1.5 to 2.3 s
+// with 32, 256 or 2,048 groups in flight, 0 failed: the broker answers about one group per
+// 0.2 ms whatever the bound, so the bound costs nothing. 256 puts about 50 ms of work ahead of
+// the last request written, far inside any client timeout, and keeps the line from running
+// dry between calls. On 3.0 and later the groups of a chunk travel in one batched request.
 // The groups are sent fetchChunk per FetchManyOffsets call, fetchInFlight/fetchChunk calls at
 // a time.
 const (
