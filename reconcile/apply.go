@@ -74,7 +74,7 @@ func apply(ctx context.Context, dst *kgo.Client, res *Result, cfg ApplyConfig, s
 	if err != nil && len(desc) == 0 {
 		return fmt.Errorf("target cluster: describe groups %s: %w", strings.Join(names, ", "), err)
 	}
-	live := adm.FetchManyOffsets(ctx, names...)
+	live := fetchOffsets(ctx, adm, names)
 	changes := planChanges(res, desc, live, cfg.AllowRewind, log)
 	if len(changes) == 0 {
 		return nil

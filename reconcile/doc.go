@@ -64,6 +64,16 @@
 //     when asked) after an atomic backup of kind "acls" that names both clusters and every
 //     ACL created and deleted; rolling back undoes exactly those, on the backup's target only.
 //
+// Reading committed offsets (fetch.go). Plan, Apply and Rollback read the groups' commits
+// through one helper, fetchOffsets: at most 256 groups in flight at once, in calls of 32, so
+// that a broker before Kafka 3.0, which takes one group per OffsetFetch and answers the
+// requests of a connection one after the other, never has thousands queued on the
+// coordinator's connection (10,000 at once killed it on a 2.3.0 source). Groups failing with a
+// retriable error (a dead or timed-out connection, a coordinator loading or moving) are tried
+// up to 4 times with a doubling backoff within the context's time. Every group asked for gets
+// an answer, its offsets or its last error: kadm's FetchManyOffsets leaves out the groups whose
+// single-group request failed, and a group left out is never read as a group without commits.
+//
 // Counting. RedeliveredIfUnchanged is the number of target records in [target commit, E):
 // records a consumer switched now would read although the group consumed them on the source.
 // Extras (target records copying no source record) found by the alignment are not counted,

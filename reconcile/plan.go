@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -126,11 +127,11 @@ func (p *planner) state(ctx context.Context, names []string) (*planState, error)
 	if st.srcDesc, err = p.src.adm.DescribeGroups(ctx, names...); err != nil && len(st.srcDesc) == 0 {
 		return nil, fmt.Errorf("source cluster: describe groups %s: %w", strings.Join(names, ", "), err)
 	}
-	st.srcOffs = p.src.adm.FetchManyOffsets(ctx, names...)
+	st.srcOffs = p.fetchOffsets(ctx, p.src, names)
 	if st.dstDesc, err = p.dst.adm.DescribeGroups(ctx, names...); err != nil && len(st.dstDesc) == 0 {
 		return nil, fmt.Errorf("target cluster: describe groups %s: %w", strings.Join(names, ", "), err)
 	}
-	st.dstOffs = p.dst.adm.FetchManyOffsets(ctx, names...)
+	st.dstOffs = p.fetchOffsets(ctx, p.dst, names)
 	topicsRe := anchored(cfg.Topics)
 	for _, r := range st.srcOffs {
 		for t := range r.Fetched {
@@ -160,6 +161,21 @@ func (p *planner) state(ctx context.Context, names []string) (*planState, error)
 		return nil, err
 	}
 	return st, nil
+}
+
+// fetchOffsets reads the committed offsets of the groups on one side and logs how long it took
+// and how many groups failed.
+func (p *planner) fetchOffsets(ctx context.Context, s *side, names []string) kadm.FetchOffsetsResponses {
+	start := time.Now()
+	offs := fetchOffsets(ctx, s.adm, names)
+	failed := 0
+	for _, r := range offs {
+		if r.Err != nil {
+			failed++
+		}
+	}
+	p.cfg.Logger.Debug("read committed offsets", "cluster", s.name, "groups", len(names), "failed", failed, "took", time.Since(start))
+	return offs
 }
 
 // mm2State reads MM2's checkpoints and offset syncs: hints and the thing to judge, never the

@@ -100,7 +100,7 @@ func Rollback(ctx context.Context, dst *kgo.Client, backupFile string, cfg Rollb
 	if err != nil && len(desc) == 0 {
 		return nil, fmt.Errorf("%s cluster: describe groups %s: %w", alias, strings.Join(names, ", "), err)
 	}
-	live := adm.FetchManyOffsets(ctx, names...)
+	live := fetchOffsets(ctx, adm, names)
 	var errs []error
 	for _, name := range names {
 		d, ok := desc[name]
