@@ -5,14 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
-	"os"
 	"sync"
 	"time"
 
+	"github.com/kmigrate/kmigrate/logread"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -62,7 +59,7 @@ func fetchOffsets(ctx context.Context, adm *kadm.Client, groups []string) kadm.F
 		if len(pending) == 0 {
 			return out
 		}
-		if attempt == fetchAttempts || !sleepCtx(ctx, wait) {
+		if attempt == fetchAttempts || !logread.Wait(ctx, wait) {
 			for _, g := range pending {
 				if r := out[g]; r.Err != nil {
 					r.Err = fmt.Errorf("%w (tried %d times)", r.Err, attempt)
@@ -146,35 +143,11 @@ func retriableGroups(ctx context.Context, out kadm.FetchOffsetsResponses, asked 
 	return again
 }
 
-// retriable says whether err is worth another attempt: Kafka's retriable errors (coordinator
-// not available, loading, moved; an unstable offset commit), a connection that died or timed
-// out, and a group left out of an answer. kgo does not retry a connection closed at its first
-// answer (mostly a missing SASL login), but here the client has already been answered by this
-// cluster (the groups were listed and described), so it is a connection that died. The
-// context's own end is not retriable.
+// retriable says whether err is worth another attempt: logread.Retriable (Kafka's retriable
+// errors, a connection that died, timed out or could not be dialled), or a group left out of
+// an answer. kgo does not retry a connection closed at its first answer (mostly a missing SASL
+// login), but here the client has already been answered by this cluster (the groups were
+// listed and described), so it is a connection that died.
 func retriable(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	if kerr.IsRetriable(err) || kgo.IsRetryableBrokerErr(err) || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, errGroupLeftOut) {
-		return true
-	}
-	var firstEOF *kgo.ErrFirstReadEOF
-	var ne net.Error
-	return errors.As(err, &firstEOF) || errors.As(err, &ne) && ne.Timeout()
-}
-
-// sleepCtx waits d, or returns false at once when ctx would end first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {
-		return false
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	return logread.Retriable(err) || errors.Is(err, errGroupLeftOut)
 }

@@ -344,10 +344,7 @@ func listOffsets(ctx context.Context, sadm, tadm *kadm.Client, cfg Config, srcTo
 		if len(topics) == 0 {
 			return nil // an empty list would mean every topic
 		}
-		l, err := f(ctx, topics...)
-		if err == nil {
-			err = l.Error()
-		}
+		l, err := listRetrying(ctx, func() (kadm.ListedOffsets, error) { return f(ctx, topics...) })
 		if err != nil {
 			return fmt.Errorf("%s of %s: %w", what, topicsNamed(side, topics), err)
 		}
@@ -387,6 +384,35 @@ func listOffsets(ctx context.Context, sadm, tadm *kadm.Client, cfg Config, srcTo
 		}
 	}
 	return o, nil
+}
+
+// listRetryFor is how long listOffsets asks again after a retriable failure: long enough for
+// a cluster to move the leadership of a dead broker's partitions (a KRaft broker is fenced
+// after broker.session.timeout.ms, 9 s by default; a ZooKeeper session expires after 6 s),
+// and for a broker restarting to serve again.
+const listRetryFor = 60 * time.Second
+
+// listRetrying lists with list, asking again every second for up to listRetryFor while the
+// failure is retriable (logread.Retriable: a leader moving, a broker that died or cannot be
+// dialled). A topic or partition that does not exist is not waited for.
+func listRetrying(ctx context.Context, list func() (kadm.ListedOffsets, error)) (kadm.ListedOffsets, error) {
+	start := time.Now()
+	for attempt := 1; ; attempt++ {
+		l, err := list()
+		if err == nil {
+			err = l.Error()
+		}
+		if err == nil {
+			return l, nil
+		}
+		if !logread.Retriable(err) || errors.Is(err, kerr.UnknownTopicOrPartition) || time.Since(start) > listRetryFor ||
+			!logread.Wait(ctx, time.Second) {
+			if attempt > 1 {
+				err = fmt.Errorf("%w (asked %d times in %s)", err, attempt, time.Since(start).Round(time.Second))
+			}
+			return l, err
+		}
+	}
 }
 
 // topicsNamed names topics of side in an error: the topic, or how many.
