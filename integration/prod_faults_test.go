@@ -137,6 +137,7 @@ type pfBed struct {
 // pfRow is one line of the table.
 type pfRow struct {
 	tool, fault         string
+	behind              int64 // records acknowledged by the source but not yet on the target when the fault ended
 	matched             int64
 	missing, duplicated int64
 	other               int64 // mismatched and extra records
@@ -281,6 +282,15 @@ func (tl *pfTail) add(r *kgo.Record) {
 			return
 		}
 	}
+}
+
+// count is how many records of seqs the target does not have yet.
+func (tl *pfTail) count(seqs [pfParts]int64) int64 {
+	var n int64
+	for p, want := range seqs {
+		n += max(0, want-tl.maxSeq[p].Load())
+	}
+	return n
 }
 
 // behind is "" once every partition's highest seq on the target reaches seqs.
@@ -553,6 +563,7 @@ func (b *pfBed) settle(ctx context.Context, t *testing.T, tool *pfTool, prod *pf
 	b.checkAlive(t, tool, &row)
 	seqs, ends := prod.snapshot()
 	start := time.Now()
+	row.behind = tail.count(seqs)
 	for state := tail.behind(seqs); state != ""; state = tail.behind(seqs) {
 		if time.Since(start) > pfLagCap {
 			row.lagged, row.note = true, "behind:"+state
@@ -640,7 +651,7 @@ func (b *pfBed) final(ctx context.Context, t *testing.T, tool *pfTool, topic str
 // pfTable renders rows as a Markdown table.
 func pfTable(rows []pfRow) string {
 	var b strings.Builder
-	b.WriteString("| tool | fault | matched | missing | duplicated | other | time to lag 0 | note |\n|---|---|---:|---:|---:|---:|---:|---|\n")
+	b.WriteString("| tool | fault | behind at its end | matched | missing | duplicated | other | time to lag 0 | note |\n|---|---|---:|---:|---:|---:|---:|---:|---|\n")
 	for _, r := range rows {
 		lag := r.lag0.Round(100 * time.Millisecond).String()
 		if r.lagged {
@@ -649,7 +660,7 @@ func pfTable(rows []pfRow) string {
 		if r.fault == "whole topic" {
 			lag = ""
 		}
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %s | %s |\n", r.tool, r.fault, r.matched, r.missing, r.duplicated, r.other, lag, r.note)
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %d | %s | %s |\n", r.tool, r.fault, r.behind, r.matched, r.missing, r.duplicated, r.other, lag, r.note)
 	}
 	return b.String()
 }
