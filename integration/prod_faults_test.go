@@ -604,10 +604,10 @@ func (b *pfBed) settle(ctx context.Context, t *testing.T, tool *pfTool, prod *pf
 		// would, so that the sequence goes on, and say so.
 		tool.kill()
 		tool.restart(t)
-		d, state := pfWaitLag(ctx, t, tail, seqs, capd, tool.name+", restarted after "+fault)
+		d, again := pfWaitLag(ctx, t, tail, seqs, capd, tool.name+", restarted after "+fault)
 		row.note = fmt.Sprintf("no lag 0 within %s (target%s); killed and restarted: lag 0 %s later", capd, state, d.Round(100*time.Millisecond))
-		if state != "" {
-			t.Fatalf("%s, after %s and a restart: lag not 0 within %s (target%s)", tool.name, fault, capd, state)
+		if again != "" {
+			t.Fatalf("%s, after %s and a restart: lag not 0 within %s (target%s)", tool.name, fault, capd, again)
 		}
 	case tool.name == "kmirror" && row.lag0 > pfLagLimit:
 		t.Errorf("kmirror, after %s: lag 0 after %s, want within %s", fault, row.lag0.Round(time.Second), pfLagLimit)
