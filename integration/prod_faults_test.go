@@ -410,6 +410,21 @@ func mirStaleTakeover(ctx context.Context, t *testing.T, p *mirProc, start func(
 	return q
 }
 
+var pfEOSRE = regexp.MustCompile(`exactly\.once\.source\.support = \w+`)
+
+// pfWorkerEOS is the exactly.once.source.support the Connect worker logged in its
+// configuration ("not logged" when it did not), so that the run shows which mode MM2 ran in.
+func pfWorkerEOS(log string) string {
+	b, err := os.ReadFile(log)
+	if err != nil {
+		return "exactly.once.source.support: " + err.Error()
+	}
+	if m := pfEOSRE.Find(b); m != nil {
+		return string(m)
+	}
+	return "exactly.once.source.support not logged"
+}
+
 // pfDump has p print Go's goroutine stacks (SIGQUIT; it exits) and logs its log's tail.
 func pfDump(t *testing.T, p *mirProc) {
 	_ = p.cmd.Process.Signal(syscall.SIGQUIT)
@@ -426,12 +441,19 @@ func pfMM2(ctx context.Context, t *testing.T, b *pfBed, topic string, eos bool) 
 	name := "mm2"
 	var extra []string
 	if eos {
-		name, extra = "mm2-eos", []string{"exactly.once.source.support=enabled"}
+		// A worker setting: MM2's dedicated mode passes a worker the properties of its target
+		// cluster's alias (T.), not unprefixed ones such as exactly.once.source.support=enabled.
+		name, extra = "mm2-eos", []string{"T.exactly.once.source.support=enabled"}
 	}
-	m, err := cluster.StartMM2(ctx, cluster.MM2Spec{Properties: pfProps(b, topic, extra...), Target: "T", Name: "pf-" + name, Dir: t.TempDir()})
+	dir := "" // kept under $KMIGRATE_LOGDIR when that is set, else a temporary directory
+	if os.Getenv(cluster.EnvLogDir) == "" {
+		dir = t.TempDir()
+	}
+	m, err := cluster.StartMM2(ctx, cluster.MM2Spec{Properties: pfProps(b, topic, extra...), Target: "T", Name: "pf-" + name, Dir: dir})
 	if err != nil {
 		t.Fatalf("start MirrorMaker 2 (%s): %v", name, err)
 	}
+	t.Logf("%s: the worker's %s", name, pfWorkerEOS(m.LogPath()))
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("tail of %s:\n%s", m.LogPath(), cluster.Tail(m.LogPath(), 60))
