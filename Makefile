@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    ?= ./...
 BIN     ?= bin
 
-.PHONY: help build test test-short seed cluster-up cluster-down it it-containers images lint bench bench-quick bench-startup demo demo-real nightly fetch-kafka clean validate-deploy
+.PHONY: help build test test-short seed cluster-up cluster-down it it-prod it-containers images lint bench bench-quick bench-startup demo demo-real nightly fetch-kafka clean validate-deploy
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -22,6 +22,9 @@ test: ## every test this machine can run (real-broker tests skip, saying why, wi
 
 it: fetch-kafka ## real-broker tests only (Kafka 2.3.0, 3.7.1, MirrorMaker 2 as JVM processes)
 	KMIGRATE_REQUIRE_REAL=1 $(GO) test -count=1 -timeout 40m -v ./integration/...
+
+it-prod: fetch-kafka ## faults during mirroring on 3+3 brokers through loopback proxies: kmirror, MM2, MM2 EOS (about 15 min each at 1M records)
+	scripts/it-prod.sh
 
 it-containers: ## the container suite alone: seed, verify, reconcile, kmigrate's image and faults on containers (needs a Docker engine)
 	scripts/it-containers.sh

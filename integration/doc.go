@@ -46,6 +46,20 @@
 // bedFlow), and bedReport, which drops a result's HTML, JUnit and JSON reports into
 // $KMIGRATE_REPORT_DIR for the nightly job.
 //
+// # Faults during mirroring
+//
+// prod_faults_test.go is issue 11's fault run (TestProdFaults, opt-in KMIGRATE_PROD_FAULTS=1,
+// make it-prod): 2.3.0 -> 3.7.1 with three brokers each, started with cluster.Spec.Proxied so
+// that every connection of the mirror goes through a loopback fault proxy (internal/netfault)
+// while the brokers replicate directly. The steady producer and every check use the direct
+// listeners (pfDirect), so a fault only ever cuts the mirror off. Lag is measured by a
+// read_committed tail of the target that keeps the highest sequence number seen per
+// partition (the producer writes "<partition>-<seq>-..." values): lag 0 after a fault is when
+// the target has every record the source had acknowledged when the fault ended. Each fault's
+// records are diffed by kverify's library (verify.Diff over the source offsets produced since
+// the previous fault), and the whole topic at the end. TestProdFaultsHarness runs the same
+// machinery on kfake, without JVMs.
+//
 // # Benchmarks
 //
 // They run only with KMIGRATE_BENCH=1 (scripts/bench.sh, make bench, make bench-quick) and

@@ -69,6 +69,12 @@ type Spec struct {
 	// the bed's own, the authorizer on, the bed's admin the only super user. The cluster then
 	// implements [Secured]. Default: plaintext, no authorizer.
 	Secure bool
+	// Proxied puts a loopback fault proxy ([netfault.Proxy]) in front of every broker's client
+	// listener (jvm provider, plaintext only): each broker advertises its proxy's port to
+	// clients, so Bootstrap and every address a client learns from metadata go through the
+	// proxies, while brokers (and KRaft controllers) talk to each other on a direct listener.
+	// The cluster then implements [Proxied]. Default: no proxy.
+	Proxied bool
 }
 
 // Cluster is a running Kafka cluster. Broker indexes run from 0 to Brokers()-1. Every method
@@ -78,7 +84,8 @@ type Cluster interface {
 	Name() string
 	// Version is "kfake", "2.3.0" or "3.7.1".
 	Version() string
-	// Bootstrap lists every broker's host:port, stopped ones included.
+	// Bootstrap lists every broker's host:port, stopped ones included (with Spec.Proxied, the
+	// proxies' addresses).
 	Bootstrap() []string
 	// Brokers is the number of brokers the cluster was started with.
 	Brokers() int
@@ -156,6 +163,9 @@ func (s Spec) normalize() (Spec, error) {
 	}
 	if s.Secure && s.Provider != ProviderJVM {
 		return s, fmt.Errorf("spec: provider %s: %w", s.Provider, errSecureProvider)
+	}
+	if s.Proxied && (s.Provider != ProviderJVM || s.Secure) {
+		return s, fmt.Errorf("spec: provider %s, secure %v: %w", s.Provider, s.Secure, errProxiedSpec)
 	}
 	if s.Name == "" {
 		s.Name = "kafka-" + s.Version

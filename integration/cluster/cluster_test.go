@@ -30,6 +30,8 @@ func TestSpecValidation(t *testing.T) {
 		{name: "unknown version", spec: cluster.Spec{Version: "2.8.0"}, want: `spec: unknown version "2.8.0": want kfake, 2.3.0 or 3.7.1`},
 		{name: "too many brokers", spec: cluster.Spec{Version: "kfake", Brokers: 7}, want: "spec: brokers 7: want 1 to 5 (1 or 3 are tested)"},
 		{name: "kfake on jvm", spec: cluster.Spec{Version: "kfake", Provider: "jvm"}, want: `spec: version kfake runs only on the kfake provider, not "jvm"`},
+		{name: "proxied kfake", spec: cluster.Spec{Version: "kfake", Proxied: true}, want: "spec: provider kfake, secure false: Spec.Proxied runs on the jvm provider, plaintext, only"},
+		{name: "proxied secure", spec: cluster.Spec{Version: "3.7.1", Provider: "jvm", Proxied: true, Secure: true}, want: "spec: provider jvm, secure true: Spec.Proxied runs on the jvm provider, plaintext, only"},
 		{name: "unknown provider", spec: cluster.Spec{Version: "3.7.1", Provider: "docker"}, want: `spec: unknown provider "docker" (from Spec.Provider or $KMIGRATE_PROVIDER): want kfake, jvm or testcontainers`},
 	}
 	for _, tt := range tests {

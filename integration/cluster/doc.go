@@ -56,6 +56,16 @@
 // MirrorMaker 2. ZooKeeper has no authentication. From three brokers on every cluster has
 // min.insync.replicas=2 and unclean.leader.election.enable=false.
 //
+// Proxied bed (Spec.Proxied, jvm provider, plaintext; [Proxied], [ProxiesOf]): every broker
+// gets a loopback fault proxy (internal/netfault) in front of a CLIENT listener that it
+// advertises at the proxy's port, and an INTERNAL listener, direct, for replication (and, on
+// KRaft, the CONTROLLER listener as before). Bootstrap lists the proxies, so the tools under
+// test and every address they learn from metadata go through them; Direct lists the INTERNAL
+// listeners, which advertise themselves: a producer or a check bootstrapped there never meets
+// a fault. Blackholing a cluster's proxies cuts its clients off while the brokers keep
+// replicating among themselves. Readiness (Start, RestartBroker) is probed through the
+// proxies, the clients' path.
+//
 // Guarantees:
 //   - Start returns only when a Kafka metadata request lists every broker and each answers
 //     ApiVersions (ZooKeeper: its "ruok" command). Readiness never comes from reading logs.

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/internal/netfault"
 )
 
 // Heaps are small on purpose: the test bed runs up to six JVMs on a 2-core, shared machine.
@@ -49,6 +51,10 @@ type jvmNode struct {
 	ctrlPort int // KRaft controller listener
 	dir      string
 	proc     *proc
+	// With Spec.Proxied: port is the direct (inter-broker) listener, clientPort the client
+	// listener, which proxy forwards to and which the broker advertises at proxy's port.
+	clientPort int
+	proxy      *netfault.Proxy
 }
 
 func startJVM(ctx context.Context, s Spec) (_ Cluster, err error) {
@@ -140,6 +146,11 @@ func (c *jvmCluster) newNodes() error {
 			return fmt.Errorf("cluster %s: %w", s.Name, err)
 		}
 		c.nodes = append(c.nodes, n)
+		if s.Proxied {
+			if err := c.newProxy(n); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -330,6 +341,9 @@ func (c *jvmCluster) serverProps(n *jvmNode) map[string]string {
 	if c.sec != nil {
 		c.secureProps(m, n)
 	}
+	if n.proxy != nil {
+		c.proxiedListeners(m, n)
+	}
 	for k, v := range c.spec.Config {
 		m[k] = v
 	}
@@ -393,7 +407,7 @@ func (c *jvmCluster) waitReady(ctx context.Context) error {
 		if n.proc.running() {
 			procs = append(procs, n.proc)
 			want = append(want, n.id)
-			addrs = append(addrs, n.addr())
+			addrs = append(addrs, n.clientAddr())
 		}
 	}
 	var opts []kgo.Opt
@@ -408,6 +422,14 @@ func (c *jvmCluster) waitReady(ctx context.Context) error {
 
 func (n *jvmNode) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(n.port)) }
 
+// clientAddr is where clients reach the node: its proxy with Spec.Proxied, else addr.
+func (n *jvmNode) clientAddr() string {
+	if n.proxy != nil {
+		return n.proxy.Addr()
+	}
+	return n.addr()
+}
+
 func (c *jvmCluster) Name() string    { return c.spec.Name }
 func (c *jvmCluster) Version() string { return c.spec.Version }
 func (c *jvmCluster) Brokers() int    { return len(c.nodes) }
@@ -415,7 +437,7 @@ func (c *jvmCluster) Brokers() int    { return len(c.nodes) }
 func (c *jvmCluster) Bootstrap() []string {
 	out := make([]string, len(c.nodes))
 	for i, n := range c.nodes {
-		out[i] = n.addr()
+		out[i] = n.clientAddr()
 	}
 	return out
 }
@@ -537,6 +559,7 @@ func (c *jvmCluster) Close() error {
 			wg.Go(p.kill)
 		}
 		wg.Wait()
+		c.closeProxies()
 		if c.removeDir {
 			c.closeErr = os.RemoveAll(c.dir)
 		}

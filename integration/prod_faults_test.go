@@ -1,0 +1,771 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/integration/cluster"
+	"github.com/kmigrate/kmigrate/internal/netfault"
+	"github.com/kmigrate/kmigrate/verify"
+)
+
+// TestProdFaults is issue 11's faults during mirroring on the production-shaped bed: Kafka
+// 2.3.0 -> 3.7.1, three brokers each (RF 3, min.insync 2), every client connection of the
+// mirror going through a loopback fault proxy per broker (cluster.Spec.Proxied) while the
+// brokers replicate directly. A steady producer writes to the source's direct listener (faults
+// never touch it); a tail consumer on the target's direct listener follows what is committed
+// there. In sequence, each fault bounded in time:
+//
+//   - the source blackholed (all three proxies: packets held, no reset) for the hold, then the
+//     target for the hold;
+//   - kill -9 of the target broker leading a mirrored partition, three times, restarted after
+//     10 s each time;
+//   - a clean restart of the source broker leading a mirrored partition, twice;
+//   - kill -9 of the mirror, five times, restarted at once each time.
+//
+// After each fault: the time until the target holds every record the source had acknowledged
+// when the fault ended (lag 0; at most 2 minutes for kmirror), that kmirror did not exit, and
+// kverify's diff (verify.Diff) of the records produced since the previous fault: missing and
+// duplicated. At the end the producer has written at least the records asked and the whole
+// topic's diff must be identical for kmirror. The same sequence runs against MirrorMaker 2
+// 3.7.1 with its defaults and with exactly.once.source.support=enabled, judged by the same
+// diff, whose duplicates are recorded, not failed on. A table row per fault is printed.
+//
+// Opt-in (KMIGRATE_PROD_FAULTS=1, make it-prod): about 15 minutes per tool at full size.
+// KMIGRATE_FAULTS_RECORDS (default 1,000,000), KMIGRATE_FAULTS_HOLD (the blackholes' length,
+// default 60s), KMIGRATE_FAULTS_RATE (records per second during the faults, default 3000) and
+// KMIGRATE_FAULTS_TOOLS (default kmirror,mm2,mm2-eos) make a smaller run of the same code;
+// KMIGRATE_FAULTS_ONLY, a regular expression, keeps the faults whose names match (MirrorMaker
+// 2 takes about 5 minutes to resume after each fault that costs its Connect worker its group
+// membership, so its whole sequence is longer than one sitting on a shared machine).
+func TestProdFaults(t *testing.T) {
+	if os.Getenv("KMIGRATE_PROD_FAULTS") != "1" {
+		t.Skip("skip: opt-in, about 45 minutes (KMIGRATE_PROD_FAULTS=1, or make it-prod)")
+	}
+	cfg := pfConfigFromEnv(t)
+	src := cluster.StartT(t, cluster.Spec{Version: cluster.V230, Brokers: 3, Proxied: true, Name: "pf-src"})
+	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Brokers: 3, Proxied: true, Name: "pf-dst"})
+	if t.Failed() || t.Skipped() {
+		return
+	}
+	bed := &pfBed{src: src, dst: dst, srcDirect: pfDirectOf(t, src), dstDirect: pfDirectOf(t, dst), cfg: cfg}
+	var rows []pfRow
+	for _, tool := range cfg.tools {
+		t.Run(tool, func(t *testing.T) {
+			rows = append(rows, bed.run(t, tool)...)
+		})
+	}
+	t.Logf("faults during mirroring, %d records at least per tool, blackholes of %s:\n%s", cfg.records, cfg.hold, pfTable(rows))
+}
+
+// pfConfig is the size of a run, from the environment.
+type pfConfig struct {
+	records int
+	hold    time.Duration
+	rate    int
+	tools   []string
+	only    *regexp.Regexp // the faults to run, by name; nil: all
+}
+
+func pfConfigFromEnv(t *testing.T) pfConfig {
+	t.Helper()
+	c := pfConfig{records: 1_000_000, hold: 60 * time.Second, rate: 3000, tools: []string{"kmirror", "mm2", "mm2-eos"}}
+	num := func(name string, into *int) {
+		if v := os.Getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				t.Fatalf("%s=%q: want a positive whole number", name, v)
+			}
+			*into = n
+		}
+	}
+	num("KMIGRATE_FAULTS_RECORDS", &c.records)
+	num("KMIGRATE_FAULTS_RATE", &c.rate)
+	if v := os.Getenv("KMIGRATE_FAULTS_HOLD"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 || d > netfault.MaxFault {
+			t.Fatalf("KMIGRATE_FAULTS_HOLD=%q: want a duration from 1s to %s, e.g. 60s", v, netfault.MaxFault)
+		}
+		c.hold = d
+	}
+	if v := os.Getenv("KMIGRATE_FAULTS_ONLY"); v != "" {
+		re, err := regexp.Compile(v)
+		if err != nil {
+			t.Fatalf("KMIGRATE_FAULTS_ONLY=%q: not a regular expression: %v", v, err)
+		}
+		c.only = re
+	}
+	if v := os.Getenv("KMIGRATE_FAULTS_TOOLS"); v != "" {
+		c.tools = nil
+		for _, s := range strings.Split(v, ",") {
+			switch s = strings.TrimSpace(s); s {
+			case "kmirror", "mm2", "mm2-eos":
+				c.tools = append(c.tools, s)
+			default:
+				t.Fatalf("KMIGRATE_FAULTS_TOOLS: unknown tool %q: want kmirror, mm2 or mm2-eos", s)
+			}
+		}
+	}
+	return c
+}
+
+// pfDirect is a cluster seen on its direct listeners: the bed's helpers (end offsets, reads,
+// diffs) then never go through a fault.
+type pfDirect struct {
+	cluster.Cluster
+	direct []string
+}
+
+func (d pfDirect) Bootstrap() []string { return d.direct }
+
+func pfDirectOf(t *testing.T, c cluster.Cluster) cluster.Cluster {
+	t.Helper()
+	_, direct, ok := cluster.ProxiesOf(c)
+	if !ok {
+		t.Fatalf("cluster %s has no proxies: start it with Spec.Proxied", c.Name())
+	}
+	return pfDirect{Cluster: c, direct: direct}
+}
+
+// pfBed is the two proxied clusters and the run's size.
+type pfBed struct {
+	src, dst             cluster.Cluster
+	srcDirect, dstDirect cluster.Cluster
+	cfg                  pfConfig
+}
+
+// pfRow is one line of the table.
+type pfRow struct {
+	tool, fault         string
+	behind              int64 // records acknowledged by the source but not yet on the target when the fault ended
+	matched             int64
+	missing, duplicated int64
+	other               int64 // mismatched and extra records
+	lag0                time.Duration
+	lagged              bool // lag 0 was not reached within pfLagCap
+	note                string
+}
+
+const (
+	pfParts    = 6
+	pfLagLimit = 2 * time.Minute // kmirror's bound on the time to lag 0 after a fault
+	pfLagCap   = 5 * time.Minute // how long kmirror is waited for before it counts as hung
+	// pfMM2LagCap is how long MirrorMaker 2 is waited for before it is restarted: past Connect's
+	// scheduled.rebalance.max.delay.ms (5 minutes), after which a worker that rejoined with a
+	// new member id gets the tasks of the member it replaced back.
+	pfMM2LagCap = 7 * time.Minute
+	pfKillHold  = 10 * time.Second
+	pfValuePad  = 80
+	pfTailEvery = 200 * time.Millisecond
+)
+
+// pfProducer writes records "<partition>-<seq>-<pad>" round-robin to the source's direct
+// listener (idempotent, acks=all), paced at rate until finish, then as fast as it can until
+// it has written at least want. Per partition it keeps the last acknowledged seq and offset.
+type pfProducer struct {
+	cl      *kgo.Client
+	topic   string
+	want    int
+	rate    int
+	mu      sync.Mutex
+	lastSeq [pfParts]int64 // -1: nothing acknowledged yet
+	lastOff [pfParts]int64
+	acked   atomic.Int64
+	err     atomic.Value
+	unpaced atomic.Bool
+	done    chan struct{}
+}
+
+func pfStartProducer(ctx context.Context, t *testing.T, b *pfBed, topic string) *pfProducer {
+	t.Helper()
+	p := &pfProducer{topic: topic, want: b.cfg.records, rate: b.cfg.rate, done: make(chan struct{}),
+		cl: bedClient(t, b.srcDirect.Bootstrap(), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(5*time.Millisecond))}
+	for i := range p.lastSeq {
+		p.lastSeq[i], p.lastOff[i] = -1, -1
+	}
+	go p.loop(ctx)
+	return p
+}
+
+func (p *pfProducer) loop(ctx context.Context) {
+	defer close(p.done)
+	pad := strings.Repeat("p", pfValuePad)
+	const chunk = 100
+	tick := time.NewTicker(time.Second * chunk / time.Duration(p.rate))
+	defer tick.Stop()
+	var seq [pfParts]int64
+	for i := 0; ctx.Err() == nil && (!p.unpaced.Load() || i < p.want); i++ {
+		if i%chunk == 0 && !p.unpaced.Load() {
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+			}
+		}
+		part := int32(i % pfParts)
+		s := seq[part]
+		seq[part]++
+		r := &kgo.Record{Topic: p.topic, Partition: part, Key: fmt.Appendf(nil, "k%d", i%1000), Value: fmt.Appendf(nil, "%d-%d-%s", part, s, pad)}
+		p.cl.Produce(ctx, r, func(r *kgo.Record, err error) {
+			if err != nil {
+				p.err.Store(err)
+				return
+			}
+			p.acked.Add(1)
+			p.mu.Lock()
+			p.lastSeq[part], p.lastOff[part] = s, r.Offset
+			p.mu.Unlock()
+		})
+	}
+	p.cl.Flush(ctx)
+}
+
+// snapshot is the last acknowledged seq and the end offset (last acknowledged + 1) per partition.
+func (p *pfProducer) snapshot() (seqs, ends [pfParts]int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := range seqs {
+		seqs[i], ends[i] = p.lastSeq[i], p.lastOff[i]+1
+	}
+	return seqs, ends
+}
+
+// finish stops pacing, waits until at least want records are written and fails on a produce error.
+func (p *pfProducer) finish(t *testing.T) {
+	t.Helper()
+	p.unpaced.Store(true)
+	<-p.done
+	if err, _ := p.err.Load().(error); err != nil {
+		t.Fatalf("steady producer (the harness, not the tool): %v", err)
+	}
+	if n := p.acked.Load(); n < int64(p.want) {
+		t.Fatalf("steady producer: %d records acknowledged, want at least %d", n, p.want)
+	}
+}
+
+// pfTail follows the target topic on its direct listener, read_committed, and keeps the
+// highest seq seen per partition; a record whose value names another partition is counted.
+type pfTail struct {
+	maxSeq    [pfParts]atomic.Int64
+	misplaced atomic.Int64
+	records   atomic.Int64
+}
+
+func pfStartTail(ctx context.Context, t *testing.T, b *pfBed, topic string) *pfTail {
+	t.Helper()
+	tl := &pfTail{}
+	for i := range tl.maxSeq {
+		tl.maxSeq[i].Store(-1)
+	}
+	cl := bedClient(t, b.dstDirect.Bootstrap(), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.MetadataMinAge(time.Second), kgo.MetadataMaxAge(2*time.Second))
+	go func() {
+		for ctx.Err() == nil {
+			fs := cl.PollFetches(ctx)
+			fs.EachRecord(tl.add)
+		}
+	}()
+	return tl
+}
+
+func (tl *pfTail) add(r *kgo.Record) {
+	tl.records.Add(1)
+	f := strings.SplitN(string(r.Value), "-", 3)
+	if len(f) != 3 || f[0] != strconv.Itoa(int(r.Partition)) || r.Partition < 0 || r.Partition >= pfParts {
+		tl.misplaced.Add(1)
+		return
+	}
+	s, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		tl.misplaced.Add(1)
+		return
+	}
+	m := &tl.maxSeq[r.Partition]
+	for {
+		cur := m.Load()
+		if s <= cur || m.CompareAndSwap(cur, s) {
+			return
+		}
+	}
+}
+
+// count is how many records of seqs the target does not have yet.
+func (tl *pfTail) count(seqs [pfParts]int64) int64 {
+	var n int64
+	for p, want := range seqs {
+		n += max(0, want-tl.maxSeq[p].Load())
+	}
+	return n
+}
+
+// behind is "" once every partition's highest seq on the target reaches seqs.
+func (tl *pfTail) behind(seqs [pfParts]int64) string {
+	var b strings.Builder
+	for p, want := range seqs {
+		if got := tl.maxSeq[p].Load(); got < want {
+			fmt.Fprintf(&b, " p%d at seq %d of %d", p, got, want)
+		}
+	}
+	return b.String()
+}
+
+// pfTool is the mirror under test: kmirror or MirrorMaker 2.
+type pfTool struct {
+	name    string
+	alive   func() error // nil while it runs
+	kill    func()       // SIGKILL, returns once it is dead
+	restart func(t *testing.T)
+	stop    func(t *testing.T) // a clean stop at the end (kmirror: SIGTERM and exit 0)
+	dump    func(t *testing.T) // Go's goroutine stacks (kmirror), into the test log
+	// stale is the stale owner of the data-safety issue (kmirror only, else nil): the running
+	// process is stopped (SIGSTOP) past its session timeout, a second one takes every
+	// partition over, then the first is woken with what it held; both run on.
+	stale func(ctx context.Context, t *testing.T)
+}
+
+// pfProps is the mm2.properties of flow S->T for topic, both clusters through their proxies.
+func pfProps(b *pfBed, topic string, extra ...string) string {
+	lines := append([]string{"S->T.topics=" + topic, "T->S.enabled=false", "offset-syncs.topic.location=target",
+		"emit.heartbeats.enabled=false"}, extra...)
+	return cluster.MM2Properties(cluster.Endpoint("S", b.src, cluster.User{}), cluster.Endpoint("T", b.dst, cluster.User{}), lines...)
+}
+
+func pfKmirror(t *testing.T, b *pfBed, topic string) *pfTool {
+	t.Helper()
+	bin := filepath.Join(bedBuild(t, "kmirror"), "kmirror")
+	props := filepath.Join(t.TempDir(), "mm2.properties")
+	text := pfProps(b, topic, "emit.checkpoints.enabled=false", "refresh.topics.interval.seconds=5",
+		"S.consumer.session.timeout.ms=6000", "T.producer.linger.ms=10")
+	if err := os.WriteFile(props, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	runs := 0
+	var p *mirProc
+	var others []*mirProc // the stale owner's second process
+	start := func(t *testing.T) {
+		runs++
+		p = mirStart(t, bin, props, "S->T", fmt.Sprintf("pf-kmirror-%d", runs))
+	}
+	start(t)
+	return &pfTool{name: "kmirror", restart: start,
+		alive: func() error {
+			for _, q := range append([]*mirProc{p}, others...) {
+				select {
+				case err := <-q.exited:
+					q.exited <- err
+					return fmt.Errorf("kmirror exited: %v (log %s)", err, q.log)
+				default:
+				}
+			}
+			return nil
+		},
+		kill: func() { p.kill(); err := <-p.exited; p.exited <- err },
+		stop: func(t *testing.T) {
+			for _, q := range append([]*mirProc{p}, others...) {
+				q.term(t)
+			}
+		},
+		dump: func(t *testing.T) {
+			for _, q := range append([]*mirProc{p}, others...) {
+				pfDump(t, q)
+			}
+		},
+		stale: func(ctx context.Context, t *testing.T) {
+			q := mirStaleTakeover(ctx, t, p, func() *mirProc { return mirStart(t, bin, props, "S->T", "pf-kmirror-new-owner") })
+			others = append(others, q)
+		},
+	}
+}
+
+// mirStaleTakeover stops p (SIGSTOP) past its 6 s session timeout, starts a new process that
+// takes every partition over, then wakes p, and returns the new process.
+func mirStaleTakeover(ctx context.Context, t *testing.T, p *mirProc, start func() *mirProc) *mirProc {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	q := start()
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	bedWaitFor(wctx, t, 200*time.Millisecond, "the new owner to take every partition over from the stopped one", func() string {
+		if n := q.owned(); n != pfParts {
+			return fmt.Sprintf("the new process owns %d of %d", n, pfParts)
+		}
+		return ""
+	})
+	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+var pfEOSRE = regexp.MustCompile(`exactly\.once\.source\.support = \w+`)
+
+// pfWorkerEOS is the exactly.once.source.support the Connect worker logged in its
+// configuration ("not logged" when it did not), so that the run shows which mode MM2 ran in.
+func pfWorkerEOS(log string) string {
+	b, err := os.ReadFile(log)
+	if err != nil {
+		return "exactly.once.source.support: " + err.Error()
+	}
+	if m := pfEOSRE.Find(b); m != nil {
+		return string(m)
+	}
+	return "exactly.once.source.support not logged"
+}
+
+// pfDump has p print Go's goroutine stacks (SIGQUIT; it exits) and logs its log's tail.
+func pfDump(t *testing.T, p *mirProc) {
+	_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case err := <-p.exited:
+		p.exited <- err
+	case <-time.After(10 * time.Second):
+	}
+	t.Logf("kmirror goroutine dump (SIGQUIT), tail of %s:\n%s", p.log, cluster.Tail(p.log, 400))
+}
+
+func pfMM2(ctx context.Context, t *testing.T, b *pfBed, topic string, eos bool) *pfTool {
+	t.Helper()
+	name := "mm2"
+	var extra []string
+	if eos {
+		// A worker setting: MM2's dedicated mode passes a worker the properties of its target
+		// cluster's alias (T.), not unprefixed ones such as exactly.once.source.support=enabled.
+		name, extra = "mm2-eos", []string{"T.exactly.once.source.support=enabled"}
+	}
+	dir := "" // kept under $KMIGRATE_LOGDIR when that is set, else a temporary directory
+	if os.Getenv(cluster.EnvLogDir) == "" {
+		dir = t.TempDir()
+	}
+	m, err := cluster.StartMM2(ctx, cluster.MM2Spec{Properties: pfProps(b, topic, extra...), Target: "T", Name: "pf-" + name, Dir: dir})
+	if err != nil {
+		t.Fatalf("start MirrorMaker 2 (%s): %v", name, err)
+	}
+	t.Logf("%s: the worker's %s", name, pfWorkerEOS(m.LogPath()))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("tail of %s:\n%s", m.LogPath(), cluster.Tail(m.LogPath(), 60))
+		}
+		m.Close()
+	})
+	return &pfTool{name: name,
+		alive: func() error {
+			if m.Pid() == 0 {
+				return fmt.Errorf("MirrorMaker 2 is not running (log %s)", m.LogPath())
+			}
+			return nil
+		},
+		kill: m.Kill,
+		restart: func(t *testing.T) {
+			if err := m.Restart(); err != nil {
+				t.Fatalf("restart MirrorMaker 2: %v", err)
+			}
+		},
+		stop: func(*testing.T) { m.Close() },
+		dump: func(*testing.T) {},
+	}
+}
+
+// pfFault is one fault of the sequence: do applies it, holds it and ends it.
+type pfFault struct {
+	name string
+	do   func(ctx context.Context, t *testing.T)
+}
+
+// pfFaults is the sequence of issue 11 for tool, mirroring topic.
+func (b *pfBed) faults(tool *pfTool, topic string) []pfFault {
+	var fs []pfFault
+	fs = append(fs, pfFault{name: fmt.Sprintf("source blackhole %s", b.cfg.hold), do: func(ctx context.Context, t *testing.T) { pfBlackhole(ctx, t, b.src, b.cfg.hold) }})
+	fs = append(fs, pfFault{name: fmt.Sprintf("target blackhole %s", b.cfg.hold), do: func(ctx context.Context, t *testing.T) { pfBlackhole(ctx, t, b.dst, b.cfg.hold) }})
+	for i := range 3 {
+		fs = append(fs, pfFault{name: fmt.Sprintf("kill -9 target leader #%d", i+1), do: func(ctx context.Context, t *testing.T) {
+			idx := pfLeader(ctx, t, b.dstDirect, topic, int32(i))
+			if err := b.dst.KillBroker(idx); err != nil {
+				t.Fatalf("kill target broker %d: %v", idx, err)
+			}
+			time.Sleep(pfKillHold) // the fault's length is the point of the test
+			if err := b.dst.RestartBroker(ctx, idx); err != nil {
+				t.Fatalf("restart target broker %d: %v", idx, err)
+			}
+		}})
+	}
+	for i := range 2 {
+		fs = append(fs, pfFault{name: fmt.Sprintf("restart source leader #%d", i+1), do: func(ctx context.Context, t *testing.T) {
+			idx := pfLeader(ctx, t, b.srcDirect, topic, int32(i+3))
+			if err := b.src.RestartBroker(ctx, idx); err != nil {
+				t.Fatalf("restart source broker %d: %v", idx, err)
+			}
+		}})
+	}
+	for i := range 5 {
+		fs = append(fs, pfFault{name: fmt.Sprintf("kill -9 %s #%d", tool.name, i+1), do: func(ctx context.Context, t *testing.T) {
+			tool.kill()
+			tool.restart(t)
+		}})
+	}
+	if tool.stale != nil {
+		fs = append(fs, pfFault{name: "stale owner", do: tool.stale})
+	}
+	if b.cfg.only == nil {
+		return fs
+	}
+	var kept []pfFault
+	for _, f := range fs {
+		if b.cfg.only.MatchString(f.name) {
+			kept = append(kept, f)
+		}
+	}
+	return kept
+}
+
+// pfBlackhole blackholes every proxy of c for d and returns when they pass again, by
+// themselves (the proxies bound the fault).
+func pfBlackhole(ctx context.Context, t *testing.T, c cluster.Cluster, d time.Duration) {
+	t.Helper()
+	proxies, _, _ := cluster.ProxiesOf(c)
+	for _, p := range proxies {
+		if err := p.Blackhole(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bedWaitFor(ctx, t, 100*time.Millisecond, "the blackhole of "+c.Name()+" to end", func() string {
+		for i, p := range proxies {
+			if m := p.Mode(); m != netfault.Pass {
+				return fmt.Sprintf("proxy of broker %d in mode %s", i, m)
+			}
+		}
+		return ""
+	})
+}
+
+// pfLeader is the index of the broker leading topic's partition p on c.
+func pfLeader(ctx context.Context, t *testing.T, c cluster.Cluster, topic string, p int32) int {
+	t.Helper()
+	md, err := bedAdmin(t, c).Metadata(ctx, topic)
+	if err != nil {
+		t.Fatalf("metadata of %s on %s: %v", topic, c.Name(), err)
+	}
+	pd, ok := md.Topics[topic].Partitions[p]
+	if !ok || pd.Leader < 1 {
+		t.Fatalf("%s/%d on %s: no leader in the metadata", topic, p, c.Name())
+	}
+	return int(pd.Leader) - 1
+}
+
+// run mirrors a new topic with tool under the steady producer through the fault sequence and
+// returns the table's rows.
+func (b *pfBed) run(t *testing.T, name string) []pfRow {
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Minute)
+	defer cancel()
+	topic := bedUnique("pf-" + name)
+	bedCreateTopic(t, b.srcDirect, topic, pfParts, nil)
+	prod := pfStartProducer(ctx, t, b, topic)
+	tail := pfStartTail(ctx, t, b, topic)
+	var tool *pfTool
+	switch name {
+	case "kmirror":
+		tool = pfKmirror(t, b, topic)
+	default:
+		tool = pfMM2(ctx, t, b, topic, name == "mm2-eos")
+	}
+	var rows []pfRow
+	var from [pfParts]int64
+	row, ends := b.settle(ctx, t, tool, prod, tail, topic, "start", from)
+	rows, from = append(rows, row), ends
+	for _, f := range b.faults(tool, topic) {
+		f.do(ctx, t)
+		if t.Failed() {
+			return rows
+		}
+		row, ends := b.settle(ctx, t, tool, prod, tail, topic, f.name, from)
+		rows, from = append(rows, row), ends
+		t.Logf("%s", pfTable(rows[len(rows)-1:]))
+	}
+	prod.finish(t)
+	row, _ = b.settle(ctx, t, tool, prod, tail, topic, "producer done", from)
+	rows = append(rows, row)
+	tool.stop(t)
+	rows = append(rows, b.final(ctx, t, tool, topic, tail))
+	return rows
+}
+
+// settle is what follows every fault: the tool still runs, the time until the target holds
+// every record acknowledged when the fault ended, and the diff of the records produced since
+// the previous fault (source offsets [from, ends) per partition).
+func (b *pfBed) settle(ctx context.Context, t *testing.T, tool *pfTool, prod *pfProducer, tail *pfTail, topic, fault string, from [pfParts]int64) (pfRow, [pfParts]int64) {
+	t.Helper()
+	row := pfRow{tool: tool.name, fault: fault}
+	b.checkAlive(t, tool, &row)
+	seqs, ends := prod.snapshot()
+	row.behind = tail.count(seqs)
+	var state string
+	capd := pfLagCap
+	if tool.name != "kmirror" {
+		capd = pfMM2LagCap
+	}
+	row.lag0, state = pfWaitLag(ctx, t, tail, seqs, capd, tool.name+", after "+fault)
+	row.lagged = state != ""
+	switch {
+	case row.lagged && tool.name == "kmirror":
+		tool.dump(t)
+		t.Fatalf("kmirror, after %s: lag not 0 within %s (target%s): hung? goroutine dump above", fault, pfLagCap, state)
+	case row.lagged:
+		// MirrorMaker 2 does not restart a failed task by itself: restart it, as its operator
+		// would, so that the sequence goes on, and say so.
+		tool.kill()
+		tool.restart(t)
+		d, again := pfWaitLag(ctx, t, tail, seqs, capd, tool.name+", restarted after "+fault)
+		row.note = fmt.Sprintf("no lag 0 within %s (target%s); killed and restarted: lag 0 %s later", capd, state, d.Round(100*time.Millisecond))
+		if again != "" {
+			t.Fatalf("%s, after %s and a restart: lag not 0 within %s (target%s)", tool.name, fault, capd, again)
+		}
+	case tool.name == "kmirror" && row.lag0 > pfLagLimit:
+		t.Errorf("kmirror, after %s: lag 0 after %s, want within %s", fault, row.lag0.Round(time.Second), pfLagLimit)
+	}
+	b.checkAlive(t, tool, &row)
+	b.windowDiff(ctx, t, topic, from, ends, &row)
+	return row, ends
+}
+
+// pfWaitLag waits until the target has every record of seqs, at most capd; it returns the
+// time it took and "" or, at the cap, how far behind the target still is.
+func pfWaitLag(ctx context.Context, t *testing.T, tail *pfTail, seqs [pfParts]int64, capd time.Duration, what string) (time.Duration, string) {
+	t.Helper()
+	start := time.Now()
+	for state := tail.behind(seqs); state != ""; state = tail.behind(seqs) {
+		if time.Since(start) > capd {
+			return time.Since(start), state
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: the test's deadline came, target%s", what, state)
+		case <-time.After(pfTailEvery):
+		}
+	}
+	return time.Since(start), ""
+}
+
+// checkAlive records a tool that exited and starts it again so the sequence goes on; for
+// kmirror an exit is a failure.
+func (b *pfBed) checkAlive(t *testing.T, tool *pfTool, row *pfRow) {
+	t.Helper()
+	err := tool.alive()
+	if err == nil {
+		return
+	}
+	if tool.name == "kmirror" {
+		t.Errorf("after %s: %v", row.fault, err)
+	}
+	row.note = strings.TrimSpace(row.note + " exited, restarted")
+	tool.restart(t)
+}
+
+// windowDiff runs kverify's diff on every partition's source offsets [from, ends).
+func (b *pfBed) windowDiff(ctx context.Context, t *testing.T, topic string, from, ends [pfParts]int64, row *pfRow) {
+	t.Helper()
+	srcCl, dstCl := bedClient(t, b.srcDirect.Bootstrap()), bedClient(t, b.dstDirect.Bootstrap())
+	for p := range int32(pfParts) {
+		if ends[p] <= from[p] {
+			continue
+		}
+		res, _, err := verify.Diff(ctx, srcCl, dstCl, verify.Config{SourceTopic: topic, Partitions: []int32{p},
+			From: verify.Position{Kind: verify.AtOffset, Offset: from[p]}, To: verify.Position{Kind: verify.AtOffset, Offset: ends[p]}})
+		if err != nil {
+			t.Fatalf("verify.Diff %s/%d [%d, %d) after %s: %v", topic, p, from[p], ends[p], row.fault, err)
+		}
+		row.matched += res.Summary.Matched
+		row.missing += res.Summary.Missing
+		row.duplicated += res.Summary.Duplicated
+		row.other += res.Summary.Mismatched + res.Summary.Extra
+		if len(res.Problems) > 0 {
+			row.note = strings.TrimSpace(row.note + " " + strings.Join(res.Problems, "; "))
+		}
+	}
+}
+
+// final diffs the whole topic once the tool has stopped: kmirror must leave it identical.
+func (b *pfBed) final(ctx context.Context, t *testing.T, tool *pfTool, topic string, tail *pfTail) pfRow {
+	t.Helper()
+	row := pfRow{tool: tool.name, fault: "whole topic"}
+	res, _, err := verify.Diff(ctx, bedClient(t, b.srcDirect.Bootstrap()), bedClient(t, b.dstDirect.Bootstrap()), verify.Config{SourceTopic: topic})
+	if err != nil {
+		t.Fatalf("verify.Diff %s: %v", topic, err)
+	}
+	row.matched, row.missing, row.duplicated = res.Summary.Matched, res.Summary.Missing, res.Summary.Duplicated
+	row.other = res.Summary.Mismatched + res.Summary.Extra
+	row.note = fmt.Sprintf("identical %v", res.Identical)
+	if n := tail.misplaced.Load(); n > 0 {
+		row.note += fmt.Sprintf(", %d records in the wrong partition", n)
+	}
+	if tool.name == "kmirror" && (!res.Identical || tail.misplaced.Load() > 0) {
+		t.Errorf("kmirror: %s not identical: %+v, problems %v, %d misplaced", topic, res.Summary, res.Problems, tail.misplaced.Load())
+	}
+	return row
+}
+
+// pfTable renders rows as a Markdown table.
+func pfTable(rows []pfRow) string {
+	var b strings.Builder
+	b.WriteString("| tool | fault | behind at its end | matched | missing | duplicated | other | time to lag 0 | note |\n|---|---|---:|---:|---:|---:|---:|---:|---|\n")
+	for _, r := range rows {
+		lag := r.lag0.Round(100 * time.Millisecond).String()
+		if r.lagged {
+			lag = "> " + r.lag0.Round(time.Second).String()
+		}
+		if r.fault == "whole topic" {
+			lag = ""
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %d | %s | %s |\n", r.tool, r.fault, r.behind, r.matched, r.missing, r.duplicated, r.other, lag, r.note)
+	}
+	return b.String()
+}
+
+// TestProdFaultsHarness runs TestProdFaults' own machinery on two kfake clusters, with one
+// fault (kill -9 of kmirror): the steady producer, the target tail that measures the time to
+// lag 0, the diff of each window and of the whole topic. The windows must cover every record
+// once (their matched records add up to the whole topic's, which is every acknowledged one).
+func TestProdFaultsHarness(t *testing.T) {
+	src := cluster.StartT(t, cluster.Spec{Version: cluster.Kfake, Name: "pfh-src"})
+	dst := cluster.StartT(t, cluster.Spec{Version: cluster.Kfake, Name: "pfh-dst"})
+	b := &pfBed{src: src, dst: dst, srcDirect: src, dstDirect: dst, cfg: pfConfig{records: 20000, hold: time.Second, rate: 2000}}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	topic := bedUnique("pfh")
+	bedCreateTopic(t, src, topic, pfParts, nil)
+	prod := pfStartProducer(ctx, t, b, topic)
+	tail := pfStartTail(ctx, t, b, topic)
+	tool := pfKmirror(t, b, topic)
+	var rows []pfRow
+	row, ends := b.settle(ctx, t, tool, prod, tail, topic, "start", [pfParts]int64{})
+	rows = append(rows, row)
+	tool.kill()
+	tool.restart(t)
+	row, ends = b.settle(ctx, t, tool, prod, tail, topic, "kill -9 kmirror", ends)
+	rows = append(rows, row)
+	prod.finish(t)
+	row, _ = b.settle(ctx, t, tool, prod, tail, topic, "producer done", ends)
+	rows = append(rows, row)
+	tool.stop(t)
+	whole := b.final(ctx, t, tool, topic, tail)
+	rows = append(rows, whole)
+	t.Logf("\n%s", pfTable(rows))
+	var windows int64
+	for _, r := range rows[:len(rows)-1] {
+		windows += r.matched
+	}
+	if acked := prod.acked.Load(); windows != whole.matched || whole.matched != acked {
+		t.Errorf("windows matched %d records, the whole topic %d, the producer had %d acknowledged: want all equal", windows, whole.matched, acked)
+	}
+}
