@@ -1,12 +1,10 @@
 package cluster_test
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -25,28 +23,7 @@ import (
 // every broker; the mm2.properties it names connects kmigrate's client code to both clusters
 // (three brokers each), where a topic gets replication factor 3 with three in-sync replicas.
 func TestSecureBed3Script(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skip: -short: no real brokers")
-	}
-	if err := cluster.Check(cluster.Spec{Version: cluster.V371}); err != nil {
-		if cluster.IsUnavailable(err) && os.Getenv(cluster.EnvRequireReal) != "1" {
-			t.Skipf("skip: %v", err)
-		}
-		t.Fatal(err)
-	}
-	_, file, _, _ := runtime.Caller(0)
-	script := filepath.Join(filepath.Dir(file), "..", "..", "scripts", "cluster.sh")
-	rundir := filepath.Join(t.TempDir(), "run")
-	sh := func(args ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 11*time.Minute)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "bash", append([]string{script}, args...)...)
-		cmd.Env = append(os.Environ(), "KMIGRATE_RUNDIR="+rundir)
-		var out bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &out
-		err := cmd.Run()
-		return out.String(), err
-	}
+	sh, rundir := clusterScript(t, cluster.V371, 11*time.Minute)
 	t.Cleanup(func() { sh("down") })
 	if out, err := sh("up", "--brokers", "3", "--secure", "--acls"); err == nil {
 		t.Fatalf("up --secure --acls: got success, want a refusal\n%s", out)

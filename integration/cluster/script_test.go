@@ -15,13 +15,15 @@ import (
 	"github.com/kmigrate/kmigrate/integration/cluster"
 )
 
-// TestClusterScript drives scripts/cluster.sh as a user would: up 2.3.0, status, down, and
-// checks that every JVM it recorded is gone afterwards.
-func TestClusterScript(t *testing.T) {
+// clusterScript skips (or fails, under KMIGRATE_REQUIRE_REAL=1) when version's brokers cannot
+// run here, and returns a runner of scripts/cluster.sh with its own run directory (each call
+// bounded by timeout; stdout and stderr together) and that directory.
+func clusterScript(t *testing.T, version string, timeout time.Duration) (func(args ...string) (string, error), string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("skip: -short: no real brokers")
 	}
-	if err := cluster.Check(cluster.Spec{Version: cluster.V230}); err != nil {
+	if err := cluster.Check(cluster.Spec{Version: version}); err != nil {
 		if cluster.IsUnavailable(err) && os.Getenv(cluster.EnvRequireReal) != "1" {
 			t.Skipf("skip: %v", err)
 		}
@@ -30,9 +32,8 @@ func TestClusterScript(t *testing.T) {
 	_, file, _, _ := runtime.Caller(0)
 	script := filepath.Join(filepath.Dir(file), "..", "..", "scripts", "cluster.sh")
 	rundir := filepath.Join(t.TempDir(), "run")
-	sh := func(args ...string) (string, error) {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	return func(args ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, "bash", append([]string{script}, args...)...)
 		cmd.Env = append(os.Environ(), "KMIGRATE_RUNDIR="+rundir)
@@ -40,7 +41,13 @@ func TestClusterScript(t *testing.T) {
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err := cmd.Run()
 		return out.String(), err
-	}
+	}, rundir
+}
+
+// TestClusterScript drives scripts/cluster.sh as a user would: up 2.3.0, status, down, and
+// checks that every JVM it recorded is gone afterwards.
+func TestClusterScript(t *testing.T) {
+	sh, rundir := clusterScript(t, cluster.V230, 6*time.Minute)
 	t.Cleanup(func() { sh("down") })
 
 	out, err := sh("up", "2.3.0")
