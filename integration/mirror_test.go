@@ -714,6 +714,28 @@ func (p *mirProc) term(t *testing.T) {
 
 var ownedRE = regexp.MustCompile(`(?m)^kmirror_owned_partitions (\d+)$`)
 
+// mirStaleTakeover stops p (SIGSTOP) past its 6 s session timeout, starts a new process that
+// takes all parts partitions over, then wakes p, and returns the new process.
+func mirStaleTakeover(ctx context.Context, t *testing.T, p *mirProc, parts int, start func() *mirProc) *mirProc {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	q := start()
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	bedWaitFor(wctx, t, 200*time.Millisecond, "the new owner to take every partition over from the stopped one", func() string {
+		if n := q.owned(); n != parts {
+			return fmt.Sprintf("the new process owns %d of %d", n, pfParts)
+		}
+		return ""
+	})
+	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
 // owned scrapes the process's metrics for the number of partitions it owns (-1: no answer).
 func (p *mirProc) owned() int {
 	resp, err := http.Get(p.metrics)
@@ -918,20 +940,8 @@ func mirStaleOwner(t *testing.T, src, dst cluster.Cluster, bin string) {
 		}
 		return ""
 	})
-	if err := p1.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
 	stoppedAt := produced.Load()
-	p2 := mirStart(t, bin, props, "S4->T4", "kmirror-new-owner")
-	bedWaitFor(ctx, t, 200*time.Millisecond, "p2 to take every partition over from the stopped p1", func() string {
-		if n := p2.owned(); n != parts {
-			return fmt.Sprintf("p2 owns %d of %d", n, parts)
-		}
-		return ""
-	})
-	if err := p1.cmd.Process.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
+	p2 := mirStaleTakeover(ctx, t, p1, parts, func() *mirProc { return mirStart(t, bin, props, "S4->T4", "kmirror-new-owner") })
 	t.Logf("stale-owner: p1 stopped at %d records produced, woken after p2 took over at %d", stoppedAt, produced.Load())
 	waitProduced()
 	want := sumEnds(ctx, t, src, topic)

@@ -382,32 +382,10 @@ func pfKmirror(t *testing.T, b *pfBed, topic string) *pfTool {
 			}
 		},
 		stale: func(ctx context.Context, t *testing.T) {
-			q := mirStaleTakeover(ctx, t, p, func() *mirProc { return mirStart(t, bin, props, "S->T", "pf-kmirror-new-owner") })
+			q := mirStaleTakeover(ctx, t, p, pfParts, func() *mirProc { return mirStart(t, bin, props, "S->T", "pf-kmirror-new-owner") })
 			others = append(others, q)
 		},
 	}
-}
-
-// mirStaleTakeover stops p (SIGSTOP) past its 6 s session timeout, starts a new process that
-// takes every partition over, then wakes p, and returns the new process.
-func mirStaleTakeover(ctx context.Context, t *testing.T, p *mirProc, start func() *mirProc) *mirProc {
-	t.Helper()
-	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-		t.Fatal(err)
-	}
-	q := start()
-	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	bedWaitFor(wctx, t, 200*time.Millisecond, "the new owner to take every partition over from the stopped one", func() string {
-		if n := q.owned(); n != pfParts {
-			return fmt.Sprintf("the new process owns %d of %d", n, pfParts)
-		}
-		return ""
-	})
-	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
-	}
-	return q
 }
 
 var pfEOSRE = regexp.MustCompile(`exactly\.once\.source\.support = \w+`)
