@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -72,7 +73,7 @@ func TestReconcileApplyKilled(t *testing.T) {
 
 	backup1 := filepath.Join(t.TempDir(), "backup-1.json")
 	killedAt := rcApplyKilled(ctx, t, kreconcile, append(args, "--backup", backup1), 20)
-	applied := rcTargetCommits(ctx, t, dst, prefix, topic)
+	applied := rcGroupCommits(ctx, t, dst, prefix, topic)
 	moved := 0
 	for k, v := range applied {
 		if v != before[k] {
@@ -102,7 +103,7 @@ func TestReconcileApplyKilled(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("the rerun exited %d, want 0 (every group exact)\n%s\n%s", code, out, errOut)
 	}
-	final := rcTargetCommits(ctx, t, dst, prefix, topic)
+	final := rcGroupCommits(ctx, t, dst, prefix, topic)
 	for _, e := range b.Entries {
 		k := fmt.Sprintf("%s/%d", e.Group, e.Partition)
 		if final[k] != *e.Committed {
@@ -110,7 +111,7 @@ func TestReconcileApplyKilled(t *testing.T) {
 		}
 	}
 	again, _, _ := bedOutput(t, kreconcile, append(args, "--backup", filepath.Join(t.TempDir(), "backup-3.json"))...)
-	if again != 0 || !equalCommits(rcTargetCommits(ctx, t, dst, prefix, topic), final) {
+	if again != 0 || !maps.Equal(rcGroupCommits(ctx, t, dst, prefix, topic), final) {
 		t.Fatalf("a third run changed something or did not exit 0 (exit %d)", again)
 	}
 
@@ -118,10 +119,10 @@ func TestReconcileApplyKilled(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("rollback of the killed run's backup exited %d\n%s\n%s", code, out, errOut)
 	}
-	if got := rcTargetCommits(ctx, t, dst, prefix, topic); !equalCommits(got, before) {
+	if got := rcGroupCommits(ctx, t, dst, prefix, topic); !maps.Equal(got, before) {
 		t.Fatalf("after rollback %d group partitions, want the %d from before, exactly", len(got), len(before))
 	}
-	srcNow := rcTargetCommits(ctx, t, src, prefix, topic)
+	srcNow := rcGroupCommits(ctx, t, src, prefix, topic)
 	for i := range groups {
 		for p := range int32(parts) {
 			k := fmt.Sprintf("%s%03d/%d", prefix, i, p)
@@ -167,9 +168,9 @@ func rcApplyKilled(ctx context.Context, t *testing.T, bin string, args []string,
 	return len(seen)
 }
 
-// rcTargetCommits returns the commits on topic of every group named prefix* on c, by
-// "group/partition".
-func rcTargetCommits(ctx context.Context, t *testing.T, c cluster.Cluster, prefix, topic string) map[string]int64 {
+// rcGroupCommits returns the commits on topic of every group named prefix* on c (source or
+// target), by "group/partition".
+func rcGroupCommits(ctx context.Context, t *testing.T, c cluster.Cluster, prefix, topic string) map[string]int64 {
 	t.Helper()
 	adm := bedAdmin(t, c)
 	listed, err := adm.ListGroups(ctx)
@@ -198,18 +199,6 @@ func rcTargetCommits(ctx context.Context, t *testing.T, c cluster.Cluster, prefi
 		})
 	}
 	return out
-}
-
-func equalCommits(a, b map[string]int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // TestVerifyBrokerRestart runs kverify diff on a 3-broker target (replication factor 3) while
@@ -328,16 +317,14 @@ func vfDuringFault(ctx context.Context, t *testing.T, bin, propsFile, topic stri
 	go func() { done <- cmd.Wait() }()
 	// Kill once kverify is reading records, not while it connects: its start-up costs it a few
 	// tens of milliseconds of CPU, reading the topic about two seconds.
-	for reading { // until kverify reads
-		cpu, err := bpCPU(cmd.Process.Pid)
-		if err != nil || cpu >= vfReadingCPU {
-			break // an error: kverify has ended, which the check below reports
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("kverify used only %s of CPU before the test's deadline", cpu)
-		case <-time.After(10 * time.Millisecond):
-		}
+	if reading {
+		bedWaitFor(ctx, t, 10*time.Millisecond, "kverify to be reading records", func() string {
+			cpu, err := bpCPU(cmd.Process.Pid)
+			if err != nil || cpu >= vfReadingCPU {
+				return "" // an error: kverify has ended, which the check below reports
+			}
+			return fmt.Sprintf("kverify has used %s of CPU", cpu)
+		})
 	}
 	if err := c.KillBroker(i); err != nil {
 		t.Fatalf("kill broker %d of %s: %v", i, c.Name(), err)
