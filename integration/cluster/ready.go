@@ -43,9 +43,10 @@ func poll(ctx context.Context, what string, procs []*proc, probe func(context.Co
 	}
 }
 
-// waitBrokers waits until a metadata request lists every broker id in want and each of them
-// answers an ApiVersions request itself: the readiness probe is the Kafka protocol, never
-// the logs.
+// waitBrokers waits until every broker id in want answers a metadata request itself and each
+// answer lists all of them: the readiness probe is the Kafka protocol, never the logs. Asking
+// each broker matters: with KRaft every broker learns the others from its own replay of the
+// metadata log, so one broker can list all three while another still lists two.
 func waitBrokers(ctx context.Context, name string, addrs []string, want []int32, procs []*proc) error {
 	return waitBrokersAs(ctx, name, addrs, want, procs, nil)
 }
@@ -68,10 +69,24 @@ func waitBrokersAs(ctx context.Context, name string, addrs []string, want []int3
 }
 
 func probeBrokers(ctx context.Context, cl *kgo.Client, want []int32) error {
+	if err := brokersListed(ctx, cl, want); err != nil {
+		return err
+	}
+	for _, id := range want {
+		if err := brokersListed(ctx, cl.Broker(int(id)), want); err != nil {
+			return fmt.Errorf("broker %d: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// brokersListed sends a brokers-only metadata request through r (the client, or one broker)
+// and fails unless the answer lists every id in want.
+func brokersListed(ctx context.Context, r kmsg.Requestor, want []int32) error {
 	req := kmsg.NewPtrMetadataRequest()
 	req.Topics = []kmsg.MetadataRequestTopic{} // no topics: brokers only
 	req.AllowAutoTopicCreation = false
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := req.RequestWith(ctx, r)
 	if err != nil {
 		return fmt.Errorf("metadata: %w", err)
 	}
@@ -82,12 +97,6 @@ func probeBrokers(ctx context.Context, cl *kgo.Client, want []int32) error {
 	for _, id := range want {
 		if !slices.Contains(got, id) {
 			return fmt.Errorf("metadata lists brokers %v, want %v", got, want)
-		}
-	}
-	for _, id := range want {
-		av := kmsg.NewPtrApiVersionsRequest()
-		if _, err := av.RequestWith(ctx, cl.Broker(int(id))); err != nil {
-			return fmt.Errorf("broker %d: api versions: %w", id, err)
 		}
 	}
 	return nil
