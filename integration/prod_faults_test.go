@@ -339,19 +339,28 @@ type pfTool struct {
 	stale func(ctx context.Context, t *testing.T)
 }
 
-// pfProps is the mm2.properties of flow S->T for topic, both clusters through their proxies.
-func pfProps(b *pfBed, topic string, extra ...string) string {
-	lines := append([]string{"S->T.topics=" + topic, "T->S.enabled=false", "offset-syncs.topic.location=target",
-		"emit.heartbeats.enabled=false", "S->T.groups=" + pfGroup(topic), "sync.group.offsets.enabled=true",
+// pfAlias is the source cluster's alias in tool's properties: one per tool, because a
+// MirrorMaker 2 worker's Connect group and internal topics on the target are named after it
+// (S-mm2, mm2-configs.S.internal...) and the two MM2 lanes must not share them.
+func pfAlias(tool string) string {
+	return map[string]string{"kmirror": "S", "mm2": "SD", "mm2-eos": "SE"}[tool]
+}
+
+// pfProps is the mm2.properties of tool's flow <alias>->T for topic, both clusters through
+// their proxies.
+func pfProps(b *pfBed, tool, topic string, extra ...string) string {
+	s := pfAlias(tool)
+	lines := append([]string{s + "->T.topics=" + topic, "T->" + s + ".enabled=false", "offset-syncs.topic.location=target",
+		"emit.heartbeats.enabled=false", s + "->T.groups=" + pfGroup(topic), "sync.group.offsets.enabled=true",
 		"sync.group.offsets.interval.seconds=5", "emit.checkpoints.interval.seconds=5", "refresh.groups.interval.seconds=5"}, extra...)
-	return cluster.MM2Properties(cluster.Endpoint("S", b.src, cluster.User{}), cluster.Endpoint("T", b.dst, cluster.User{}), lines...)
+	return cluster.MM2Properties(cluster.Endpoint(s, b.src, cluster.User{}), cluster.Endpoint("T", b.dst, cluster.User{}), lines...)
 }
 
 func pfKmirror(t *testing.T, b *pfBed, topic string) *pfTool {
 	t.Helper()
 	bin := filepath.Join(bedBuild(t, "kmirror"), "kmirror")
 	props := filepath.Join(t.TempDir(), "mm2.properties")
-	text := pfProps(b, topic, "refresh.topics.interval.seconds=5",
+	text := pfProps(b, "kmirror", topic, "refresh.topics.interval.seconds=5",
 		"S.consumer.session.timeout.ms=6000", "T.producer.linger.ms=10")
 	if err := os.WriteFile(props, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
@@ -433,7 +442,7 @@ func pfMM2(ctx context.Context, t *testing.T, b *pfBed, topic string, eos bool) 
 	if os.Getenv(cluster.EnvLogDir) == "" {
 		dir = t.TempDir()
 	}
-	m, err := cluster.StartMM2(ctx, cluster.MM2Spec{Properties: pfProps(b, topic, extra...), Target: "T", Name: "pf-" + name, Dir: dir})
+	m, err := cluster.StartMM2(ctx, cluster.MM2Spec{Properties: pfProps(b, name, topic, extra...), Target: "T", Name: "pf-" + name, Dir: dir})
 	if err != nil {
 		t.Fatalf("start MirrorMaker 2 (%s): %v", name, err)
 	}
@@ -585,7 +594,7 @@ func (b *pfBed) run(t *testing.T, names []string) []pfRow {
 	for _, name := range names {
 		topic := bedUnique("pf-" + name)
 		bedCreateTopic(t, b.srcDirect, topic, pfParts, nil)
-		l := &pfLane{topic: topic, flow: bedFlow(t, pfProps(b, topic), "S->T"), prod: pfStartProducer(ctx, t, b, topic), tail: pfStartTail(ctx, t, b, topic)}
+		l := &pfLane{topic: topic, flow: bedFlow(t, pfProps(b, name, topic), pfAlias(name)+"->T"), prod: pfStartProducer(ctx, t, b, topic), tail: pfStartTail(ctx, t, b, topic)}
 		if name == "kmirror" {
 			l.tool = pfKmirror(t, b, topic)
 		} else {
