@@ -570,14 +570,15 @@ func pfLeader(ctx context.Context, t *testing.T, c cluster.Cluster, topic string
 // pfLane is one tool's share of the run: its own topic, steady producer, target tail and
 // idle source group, the rows so far, and where the next window starts.
 type pfLane struct {
-	tool   *pfTool
-	topic  string
-	flow   *mm2.Flow
-	prod   *pfProducer
-	tail   *pfTail
-	from   [pfParts]int64
-	rows   []pfRow
-	failed bool // a fatal failure in one of its windows: the lane takes no further part
+	tool    *pfTool
+	topic   string
+	flow    *mm2.Flow
+	prod    *pfProducer
+	tail    *pfTail
+	from    [pfParts]int64
+	rows    []pfRow
+	failed  bool // a fatal failure in one of its windows: the lane takes no further part
+	stopped bool // MirrorMaker 2 did not recover even after a restart: no further part either
 }
 
 // pfGroup is the idle source group of topic's lane: committed at the end of each window, its
@@ -634,7 +635,7 @@ func (b *pfBed) run(t *testing.T, names []string) []pfRow {
 func pfLive(lanes []*pfLane) []*pfLane {
 	var out []*pfLane
 	for _, l := range lanes {
-		if !l.failed {
+		if !l.failed && !l.stopped {
 			out = append(out, l)
 		}
 	}
@@ -694,7 +695,10 @@ func (b *pfBed) settle(ctx context.Context, t *testing.T, l *pfLane, fault strin
 		d, again := pfWaitLag(ctx, t, l.tail, seqs, capd, tool.name+", restarted after "+fault)
 		row.note = fmt.Sprintf("no lag 0 within %s (target%s); killed and restarted: lag 0 %s later", capd, state, d.Round(100*time.Millisecond))
 		if again != "" {
-			t.Fatalf("%s, after %s and a restart: lag not 0 within %s (target%s)", tool.name, fault, capd, again)
+			// The peer's failure is a finding, not the harness's: the row says so and the
+			// lane takes no part in the faults that follow.
+			row.note = fmt.Sprintf("no lag 0 within %s (target%s), nor within %s of a restart (target%s): the lane stops here", capd, state, capd, again)
+			l.stopped = true
 		}
 	case tool.name == "kmirror" && row.lag0 > pfLagLimit:
 		t.Errorf("kmirror, after %s: lag 0 after %s, want within %s", fault, row.lag0.Round(time.Second), pfLagLimit)
