@@ -53,6 +53,8 @@ type Engine struct {
 	// commitTimeout bounds one transactional commit (txn.go) and drainTimeout the whole drain
 	// at stop (drain). Defaults: the constants of the same names; tests shorten them.
 	commitTimeout, drainTimeout time.Duration
+	// fenceWarn is how often a fence that does not end is reported (txnstate.go).
+	fenceWarn time.Duration
 	// crashed makes the engine stop like a killed process: no wait for in-flight records and
 	// no persist on revoke or at the end (tests set it through export_test.go).
 	crashed atomic.Bool
@@ -94,6 +96,7 @@ func New(cfg Config, srcOpts, dstOpts []kgo.Opt, log *slog.Logger) (*Engine, err
 		stallAfter:    30 * time.Second,
 		commitTimeout: commitTimeout,
 		drainTimeout:  drainTimeout,
+		fenceWarn:     fenceWarnEvery,
 	}
 	e.metrics = newMetrics(e)
 	return e, nil

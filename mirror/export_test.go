@@ -46,3 +46,6 @@ func (e *Engine) SetDuringRevoke(f func()) { e.testHooks.duringRevoke = f }
 func (e *Engine) SetTimeouts(commit, drain time.Duration) {
 	e.commitTimeout, e.drainTimeout = commit, drain
 }
+
+// SetFenceWarn sets how often a fence that does not end is reported.
+func (e *Engine) SetFenceWarn(d time.Duration) { e.fenceWarn = d }

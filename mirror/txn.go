@@ -78,7 +78,10 @@ func (e *Engine) newTxnWriter(ctx context.Context, t tp) (*txnWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("target cluster %s: create transactional producer %s: %w", e.cfg.TargetAlias, id, err)
 	}
-	if _, _, err := cl.ProducerID(ctx); err != nil {
+	stopWatch := e.watchFence(id, t)
+	_, _, err = cl.ProducerID(ctx)
+	stopWatch()
+	if err != nil {
 		cl.Close()
 		return nil, fmt.Errorf("target cluster %s: initialise transactional id %s (fences the previous owner of %s): %w%s",
 			e.cfg.TargetAlias, id, t, err, hint(err))
@@ -189,8 +192,8 @@ func (e *Engine) commitHeld(ctx context.Context, ps *partState) error {
 	w := ps.w
 	if err := w.cl.Flush(ctx); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return fmt.Errorf("target cluster %s: flush transaction %s: the target did not acknowledge all its pending records within %s (the commit bound): %w; kmirror stops, and once restarted resumes from what the target committed",
-				e.cfg.TargetAlias, w.id, e.commitTimeout, err)
+			return e.withTxnState(fmt.Errorf("target cluster %s: flush transaction %s: the target did not acknowledge all its pending records within %s (the commit bound): %w; kmirror stops, and once restarted resumes from what the target committed",
+				e.cfg.TargetAlias, w.id, e.commitTimeout, err), w.id)
 		}
 		return fmt.Errorf("target cluster %s: flush transaction %s: %w", e.cfg.TargetAlias, w.id, err)
 	}
@@ -209,6 +212,9 @@ func (e *Engine) commitHeld(ctx context.Context, ps *partState) error {
 	}
 	if err := w.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		ps.undirty(from, syncs)
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = e.withTxnState(err, w.id)
+		}
 		return e.txnErr(ps, "commit", err)
 	}
 	ps.committed(done)

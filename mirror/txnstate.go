@@ -1,0 +1,80 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// txnStateWait bounds the DescribeTransactions request behind txnState.
+const txnStateWait = 5 * time.Second
+
+// txnState describes transactional id as the target's coordinator holds it, for an error or
+// a warning about a transaction that does not end: its state, its age and its coordinator,
+// and, for a transaction the coordinator has decided but not finished (PrepareCommit,
+// PrepareAbort), that only the broker can finish it. It is "" when the target does not say
+// (no answer within txnStateWait, or a broker older than 3.0 without DescribeTransactions).
+func (e *Engine) txnState(id string) string {
+	if e.dst == nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), txnStateWait)
+	defer cancel()
+	ds, err := kadm.NewClient(e.dst).DescribeTransactions(ctx, id)
+	if err != nil {
+		return ""
+	}
+	d, ok := ds[id]
+	if !ok || d.Err != nil {
+		return ""
+	}
+	s := fmt.Sprintf("the target's transaction coordinator, broker %d, holds transaction %s in state %s", d.Coordinator, id, d.State)
+	if d.StartTimestamp > 0 {
+		s += fmt.Sprintf(", begun %s ago", time.Since(time.UnixMilli(d.StartTimestamp)).Round(time.Second))
+	}
+	if d.State == "PrepareCommit" || d.State == "PrepareAbort" {
+		s += fmt.Sprintf(": the coordinator has decided it but not written its markers, which only the broker can do, and no write to the partition can go on until it has; "+
+			"restart broker %d (kafka-transactions.sh describe --transactional-id %s shows the state), and kmirror resumes from what the target committed", d.Coordinator, id)
+	}
+	return s
+}
+
+// withTxnState appends txnState's description to err's message, when there is one.
+func (e *Engine) withTxnState(err error, id string) error {
+	if s := e.txnState(id); s != "" {
+		return fmt.Errorf("%w; %s", err, s)
+	}
+	return err
+}
+
+// fenceWarnEvery is how often a fence that does not end is reported.
+const fenceWarnEvery = 30 * time.Second
+
+// watchFence logs a warning every e.fenceWarn (fenceWarnEvery) until the returned stop is called, for the
+// initialisation of id (the fence of t's previous owner): the target answers it only once the
+// previous owner's transaction has ended, and a coordinator that does not end it would
+// otherwise leave the start-up silent.
+func (e *Engine) watchFence(id string, t tp) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(e.fenceWarn)
+		defer tick.Stop()
+		start := time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				state := e.txnState(id)
+				if state == "" {
+					state = "the target does not describe the transaction"
+				}
+				e.log.Warn("fencing the previous owner waits for the target to end its transaction", "topic", t.topic, "partition", t.partition,
+					"cluster", e.cfg.TargetAlias, "transactional_id", id, "waited_seconds", int64(time.Since(start).Seconds()), "state", state)
+			}
+		}
+	}()
+	return func() { close(done) }
+}
