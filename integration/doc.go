@@ -52,12 +52,15 @@
 // make it-prod): 2.3.0 -> 3.7.1 with three brokers each, started with cluster.Spec.Proxied so
 // that every connection of the mirror goes through a loopback fault proxy (internal/netfault)
 // while the brokers replicate directly. The steady producer and every check use the direct
-// listeners (pfDirect), so a fault only ever cuts the mirror off. Lag is measured by a
+// listeners (pfDirect), so a fault only ever cuts the mirrors off. kmirror, MM2 and MM2 with
+// exactly-once run side by side, a lane each (pfLane: topic, producer, tail, source alias), so
+// every fault hits all three. Lag is measured by a
 // read_committed tail of the target that keeps the highest sequence number seen per
 // partition (the producer writes "<partition>-<seq>-..." values): lag 0 after a fault is when
 // the target has every record the source had acknowledged when the fault ended. Each fault's
 // records are diffed by kverify's library (verify.Diff over the source offsets produced since
-// the previous fault), and the whole topic at the end. TestProdFaultsHarness runs the same
+// the previous fault), and the whole topic at the end; an idle source group committed at each
+// window's end is planned on the target (reconcile.Plan). TestProdFaultsHarness runs the same
 // machinery on kfake, without JVMs.
 //
 // # Benchmarks

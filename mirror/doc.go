@@ -167,6 +167,13 @@
 //     is invisible to the tail check on resume; if it becomes committed afterwards, it is a
 //     duplicate. With transactions such a record belongs to the killed owner's open
 //     transaction, which the next owner's fence aborts (not yet shown on a 3-broker bed).
+//   - A transaction that does not end within the commit bound (90 s) stops the engine with
+//     an error giving the target coordinator's state of it; a restart resumes exactly from
+//     what the target committed. A one-broker 3.7.1 target frozen for 15 s (docker pause,
+//     integration TestContainerFaults) comes back, in about half the runs, holding kmirror's
+//     transactions in PrepareCommit for minutes: decided, markers never written. No client
+//     can write those partitions then (a new owner's fence waits too, and says so every
+//     30 s); the error names the broker to restart, which ends them.
 //   - Heartbeats (MM2's heartbeats topic) are not emitted.
 //   - A source group created after start is picked up at the next refresh.groups interval, as
 //     in MM2.
