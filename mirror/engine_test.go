@@ -857,24 +857,7 @@ func freezeTarget(p pair) (thaw func()) {
 // and Run kept waiting).
 func TestMirrorExitsAfterStalledCommit(t *testing.T) {
 	t.Parallel()
-	p := newPair(t)
-	const topic = "orders-frozen"
-	createTopic(t, p.src, topic, 2, nil)
-	e, err := mirror.New(testConfig(topic), seeds(p.src), seeds(p.dst), testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.SetTimeouts(2*time.Second, 2*time.Second)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- e.Run(ctx) }()
-	produce(t, p.src, topic, 2, 0, 100)
-	waitProduced(t, p, topic, 2)
-	thaw := freezeTarget(p)
-	defer thaw()
-	produce(t, p.src, topic, 2, 100, 100)
-
+	done := runFrozen(t, "orders-frozen", 2, nil)
 	select {
 	case err := <-done:
 		if err == nil || !strings.Contains(err.Error(), "within 2s (the commit bound)") {
@@ -885,6 +868,33 @@ func TestMirrorExitsAfterStalledCommit(t *testing.T) {
 		buf := make([]byte, 1<<20)
 		t.Fatalf("Run still running 60s after the target froze (commit bound 2s, drain bound 2s):\n%s", buf[:runtime.Stack(buf, true)])
 	}
+}
+
+// runFrozen runs an engine with commit and drain bounds of 2 s on a new topic of parts
+// partitions, has it mirror 100 records a partition, then calls before (when not nil) and
+// freezes the target for good (freezeTarget) with 100 more records a partition to send. It
+// returns Run's answer: a commit that cannot end.
+func runFrozen(t *testing.T, topic string, parts int32, before func(p pair)) <-chan error {
+	t.Helper()
+	p := newPair(t)
+	createTopic(t, p.src, topic, parts, nil)
+	e, err := mirror.New(testConfig(topic), seeds(p.src), seeds(p.dst), testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.SetTimeouts(2*time.Second, 2*time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	produce(t, p.src, topic, parts, 0, 100)
+	waitProduced(t, p, topic, parts)
+	if before != nil {
+		before(p)
+	}
+	t.Cleanup(freezeTarget(p))
+	produce(t, p.src, topic, parts, 100, 100)
+	return done
 }
 
 // TestMirrorResumesAfterTargetThaws freezes the target for a few seconds while transactions

@@ -41,24 +41,8 @@ func stuckTransactions(c *kfake.Cluster) {
 // and restarted kmirror, which then waited silently on the same transaction.
 func TestMirrorNamesAStuckTransaction(t *testing.T) {
 	t.Parallel()
-	p := newPair(t)
 	const topic = "orders-stuck"
-	createTopic(t, p.src, topic, 1, nil)
-	e, err := mirror.New(testConfig(topic), seeds(p.src), seeds(p.dst), testLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.SetTimeouts(2*time.Second, 2*time.Second)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- e.Run(ctx) }()
-	produce(t, p.src, topic, 1, 0, 100)
-	waitProduced(t, p, topic, 1)
-	stuckTransactions(p.dst)
-	thaw := freezeTarget(p)
-	defer thaw()
-	produce(t, p.src, topic, 1, 100, 100)
+	done := runFrozen(t, topic, 1, func(p pair) { stuckTransactions(p.dst) })
 	select {
 	case err := <-done:
 		msg := ""
