@@ -72,7 +72,14 @@ func TestContainerImage(t *testing.T) {
 //
 // It found a defect, now fixed (mirror TestMirrorExitsAfterStalledCommit): on a loaded
 // machine a transactional flush after the target's freeze did not complete within the 90 s
-// commit bound, and the engine then hung in its drain instead of exiting.
+// commit bound, and the engine then hung in its drain instead of exiting. The stall is the
+// target's: in about half the runs the one 3.7.1 broker, frozen for 15 s, comes back holding
+// kmirror's transactions in PrepareCommit for minutes (decided, markers never written), so no
+// client can write those partitions until the broker restarts. kmirror then stops at its
+// commit bound with an error that names the state, the broker and the restart (mirror
+// TestMirrorNamesAStuckTransaction). The test then does what that error says, once: it
+// restarts the target broker and kmirror, and still requires every record exactly once. Any
+// other exit, or a second one, fails.
 func TestContainerFaults(t *testing.T) {
 	containerSuite(t)
 	src := cluster.StartT(t, cluster.Spec{Version: cluster.V230, Name: "faults-src"})
@@ -94,6 +101,28 @@ func TestContainerFaults(t *testing.T) {
 	defer cancel()
 	waitProduced, produced := mirProducer(ctx, t, src, topic, parts, total, 75*time.Second)
 	p := mirStart(t, bin, props, "F1->G1", "kmirror-faults")
+	restarted := false
+	// alive fails the test when kmirror exited, except for one stop at its commit bound over
+	// a transaction the target holds in PrepareCommit or PrepareAbort: then it restarts the
+	// target broker, as the error says, and kmirror, and returns true.
+	alive := func(when string) bool {
+		select {
+		case err := <-p.exited:
+			stuck := p.logCount("(the commit bound)") > 0 && (p.logCount("in state PrepareCommit") > 0 || p.logCount("in state PrepareAbort") > 0)
+			if restarted || !stuck {
+				t.Fatalf("kmirror exited %s: %v", when, err)
+			}
+			restarted = true
+			t.Logf("kmirror stopped %s at its commit bound over a transaction the target did not finish (%v); restarting the target broker, then kmirror, as its error says", when, err)
+			if err := dst.RestartBroker(ctx, 0); err != nil {
+				t.Fatalf("restart the target broker: %v", err)
+			}
+			p = mirStart(t, bin, props, "F1->G1", "kmirror-faults-restarted")
+			return true
+		default:
+			return false
+		}
+	}
 	bedWaitFor(ctx, t, time.Second, "kmirror to own every partition", func() string {
 		if n := p.owned(); n != parts {
 			return fmt.Sprintf("owns %d of %d partitions", n, parts)
@@ -119,25 +148,33 @@ func TestContainerFaults(t *testing.T) {
 		if err := f.undo(ctx, 0); err != nil {
 			t.Fatalf("undo %s: %v", f.name, err)
 		}
-		select {
-		case err := <-p.exited:
-			t.Fatalf("kmirror exited during %q: %v", f.name, err)
-		default:
-		}
+		alive(fmt.Sprintf("during %q", f.name))
 		t.Logf("%s for %s: %d records produced meanwhile, %d in all", f.name, hold, produced.Load()-before, produced.Load())
 	}
 	waitProduced()
 	want := sumEnds(ctx, t, src, topic)
 	start := time.Now()
-	wctx, wcancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer wcancel()
-	bedWaitFor(wctx, t, 200*time.Millisecond, "the target to catch up after the faults", func() string { return mirBehind(wctx, t, dst, topic, want) })
-	t.Logf("caught up %s after the producer finished (%d records)", time.Since(start).Round(time.Millisecond), want)
-	select {
-	case err := <-p.exited:
-		t.Fatalf("kmirror exited: %v", err)
-	default:
+	// Within 2 minutes of the producer's end, or of the one restart.
+	deadline := start.Add(2 * time.Minute)
+	for {
+		if alive("while the target caught up") {
+			deadline = time.Now().Add(2 * time.Minute)
+		}
+		state := mirBehind(ctx, t, dst, topic, want)
+		if state == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for the target to catch up after the faults: %s when the deadline came", state)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for the target to catch up after the faults: the test's deadline came: %s", state)
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
+	t.Logf("caught up %s after the producer finished (%d records; target broker and kmirror restarted over a stuck transaction: %v)", time.Since(start).Round(time.Millisecond), want, restarted)
+	alive("after the target caught up")
 	p.term(t)
 	if got := sumRecords(ctx, t, dst, topic); got != want {
 		t.Errorf("target has %d committed records, source %d", got, want)
