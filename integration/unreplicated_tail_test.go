@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -60,9 +61,9 @@ func TestUnreplicatedTail(t *testing.T) {
 		}
 	}
 	var b strings.Builder
-	b.WriteString("| fencing | variant | held above HW at kill | matched | missing | duplicated | other | wall time | note |\n|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| fencing | variant | held above HW at kill (leader only) | matched | missing | duplicated | other | wall time | note |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %d | %s | %s |\n", r.fencing, r.variant, r.held, r.matched, r.missing,
+		fmt.Fprintf(&b, "| %s | %s | %d (%d) | %d | %d | %d | %d | %s | %s |\n", r.fencing, r.variant, r.held, r.leaderOnly, r.matched, r.missing,
 			r.duplicated, r.other, r.wall.Round(100*time.Millisecond), r.note)
 	}
 	t.Logf("unreplicated tail:\n%s", b.String())
@@ -86,6 +87,7 @@ func (c tailCase) name() string { return c.fencing + "/" + c.variant() }
 type tailRow struct {
 	fencing, variant              string
 	held                          int64 // offsets of partition 0 on L above its high watermark when kmirror was killed
+	leaderOnly                    int64 // of which written after no follower could fetch them
 	matched, missing, duplicated  int64
 	other                         int64 // mismatched and extra
 	wall                          time.Duration
@@ -95,10 +97,10 @@ type tailRow struct {
 
 const (
 	tailParts = 3
-	// tailHoldWait bounds one attempt at the held state: the followers are frozen until L's log
-	// end is above its high watermark, or this long. An attempt fails when the freeze came while
-	// kmirror's partition-0 writer was between transactions (its commit then waits for the
-	// frozen replicas and nothing more reaches L); the followers are thawed and it is tried again.
+	// tailHoldWait bounds one attempt at the held state (tailHold): after the freeze, kmirror
+	// must write to partition 0 within it. An attempt fails when kmirror's partition-0 writer
+	// was between transactions (it must add the partition to the next one, which waits for the
+	// frozen replicas of the transaction log); the followers are thawed and it is tried again.
 	tailHoldWait     = 20 * time.Second
 	tailHoldAttempts = 4
 )
@@ -139,25 +141,21 @@ func tailRun(t *testing.T, src, dst cluster.Cluster, pz cluster.Pauser, bin stri
 			}
 		}
 	}
-	t.Cleanup(thaw) // never leave a broker frozen, whatever fails
-	var leo, hw int64
+	t.Cleanup(thaw)         // never leave a broker frozen, whatever fails
+	var leo0, leo, hw int64 // partition 0 on the leader: end once no follower could fetch, end, high watermark
 	for attempt := 1; ; attempt++ {
-		for _, f := range followers {
-			if err := pz.PauseBroker(ctx, f); err != nil {
-				t.Fatalf("freeze broker %d: %v", f, err)
-			}
-		}
 		var ok bool
-		leo, hw, ok = tailHeld(ctx, t, lcl, leader, topic)
+		leo0, leo, hw, ok = tailHold(ctx, t, p, pz, lcl, leader, followers, topic)
 		if ok {
-			t.Logf("attempt %d: followers %v frozen; partition 0 on broker %d ends at %d, high watermark %d: %d offsets held", attempt, followers, leader, leo, hw, leo-hw)
+			t.Logf("attempt %d: followers %v frozen; partition 0 on broker %d: high watermark %d, end %d when no follower could fetch any more, %d now: %d offsets only the leader has",
+				attempt, followers, leader, hw, leo0, leo, leo-leo0)
 			break
 		}
 		thaw()
 		if attempt == tailHoldAttempts {
-			t.Fatalf("%d attempts: partition 0 on broker %d never held records above its high watermark (end %d, high watermark %d)", attempt, leader, leo, hw)
+			t.Fatalf("%d attempts: kmirror never wrote to partition 0 on broker %d while its followers were frozen (end %d, high watermark %d)", attempt, leader, leo, hw)
 		}
-		t.Logf("attempt %d: nothing held above the high watermark in %s (end %d, high watermark %d); thawed, trying again", attempt, tailHoldWait, leo, hw)
+		t.Logf("attempt %d: kmirror wrote nothing to partition 0 within %s of the freeze (end %d, high watermark %d); thawed, trying again", attempt, tailHoldWait, leo, hw)
 		before := bedRecordsFrom(ctx, t, dst, topic, 0, 0)
 		bedWaitFor(ctx, t, 200*time.Millisecond, "kmirror to commit records of partition 0 again after the thaw", func() string {
 			if got := bedRecordsFrom(ctx, t, dst, topic, 0, 0); got <= before {
@@ -170,12 +168,13 @@ func tailRun(t *testing.T, src, dst cluster.Cluster, pz cluster.Pauser, bin stri
 	p.kill()
 	err := <-p.exited
 	p.exited <- err
-	leo, hw = tailOffsets(ctx, t, lcl, leader, topic)
-	row.held = leo - hw
-	if row.held <= 0 {
-		t.Fatalf("after the kill partition 0 on broker %d ends at %d, high watermark %d: nothing held", leader, leo, hw)
+	if l, h := tailOffsets(ctx, t, lcl, leader, topic); l <= leo0 || h != hw {
+		t.Fatalf("after the kill partition 0 on broker %d ends at %d, high watermark %d: want above %d, high watermark %d still", leader, l, h, leo0, hw)
+	} else {
+		leo = l
 	}
-	t.Logf("kmirror killed -9 with %d offsets of partition 0 above the high watermark %d on broker %d", row.held, hw, leader)
+	row.held, row.leaderOnly = leo-hw, leo-leo0
+	t.Logf("kmirror killed -9 with %d offsets of partition 0 above the high watermark %d on broker %d, %d of them written after the followers froze", row.held, hw, leader, row.leaderOnly)
 
 	if c.leaderKilled {
 		if err := dst.KillBroker(leader); err != nil {
@@ -203,7 +202,10 @@ func tailRun(t *testing.T, src, dst cluster.Cluster, pz cluster.Pauser, bin stri
 			ends = o.Offset
 			return ""
 		})
-		t.Logf("broker %d killed; the new leader's partition 0 ends at %d (the killed leader had %d, high watermark %d)", leader, ends, leo, hw)
+		t.Logf("broker %d killed; the new leader's partition 0 ends at %d (the killed leader had %d, high watermark %d): %d offsets truncated", leader, ends, leo, hw, leo-ends)
+		if ends > leo0 {
+			t.Errorf("the new leader's partition 0 ends at %d, above %d: it has records written after it froze", ends, leo0)
+		}
 		if err := dst.RestartBroker(ctx, leader); err != nil {
 			t.Fatalf("restart broker %d: %v", leader, err)
 		}
@@ -307,25 +309,50 @@ func tailReplicas(ctx context.Context, t *testing.T, c cluster.Cluster, topic st
 	return int(pd.Leader) - 1, followers
 }
 
-// tailHeld waits up to tailHoldWait until partition 0 on broker leader ends above its high
-// watermark while the high watermark stays put (two answers in a row), and returns both.
-func tailHeld(ctx context.Context, t *testing.T, cl *kgo.Client, leader int, topic string) (leo, hw int64, ok bool) {
+// tailHold makes partition 0's leader hold records no follower has: it stops kmirror
+// (SIGSTOP) and freezes the followers, waits out the followers' fetches still waiting on the
+// leader, notes the leader's end offset and high watermark, wakes kmirror and waits up to
+// tailHoldWait until the leader's log grows past that end while the high watermark stays
+// put. It returns the end when no follower could fetch any more, the end now, the high
+// watermark and whether the log grew; kmirror runs again, the followers stay frozen.
+func tailHold(ctx context.Context, t *testing.T, p *mirProc, pz cluster.Pauser, cl *kgo.Client, leader int, followers []int, topic string) (leo0, leo, hw int64, ok bool) {
 	t.Helper()
-	deadline := time.Now().Add(tailHoldWait)
-	prev := int64(-1)
-	for time.Now().Before(deadline) {
-		leo, hw = tailOffsets(ctx, t, cl, leader, topic)
-		if hw == prev && leo > hw {
-			return leo, hw, true
-		}
-		prev = hw
-		select {
-		case <-ctx.Done():
-			t.Fatalf("waiting for records held above the high watermark: %v", ctx.Err())
-		case <-time.After(250 * time.Millisecond):
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatalf("stop kmirror: %v", err)
+	}
+	for _, f := range followers {
+		if err := pz.PauseBroker(ctx, f); err != nil {
+			t.Fatalf("freeze broker %d: %v", f, err)
 		}
 	}
-	return leo, hw, false
+	// A follower's fetch that was waiting on the leader when the follower froze is answered
+	// into the frozen follower's socket, which the follower reads when it is thawed: whatever
+	// the leader appended by then is not unreplicated. The wait is at most
+	// replica.fetch.wait.max.ms (500 ms); this bounded pause outlasts it.
+	time.Sleep(time.Second)
+	leo0, hw = tailOffsets(ctx, t, cl, leader, topic)
+	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatalf("wake kmirror: %v", err)
+	}
+	deadline := time.Now().Add(tailHoldWait)
+	for {
+		var h int64
+		leo, h = tailOffsets(ctx, t, cl, leader, topic)
+		if h != hw {
+			t.Fatalf("partition 0's high watermark moved from %d to %d with both followers frozen", hw, h)
+		}
+		if leo > leo0 {
+			return leo0, leo, hw, true
+		}
+		if time.Now().After(deadline) {
+			return leo0, leo, hw, false
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for kmirror to write to the frozen partition: %v", ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // tailOffsets asks broker leader (by index) for partition 0's log end offset and high
