@@ -24,8 +24,10 @@ import (
 // on a 3.7.1 target with three brokers (replication factor 3, min.insync.replicas=2,
 // acks=all), kmirror is killed -9 while the leader L of the target's partition 0 holds records
 // of it above its high watermark: written by L, not replicated, not acknowledged. The state is
-// made, not hoped for: the two followers of partition 0 are frozen (SIGSTOP), and the test
-// waits until L's log end offset is above its high watermark, which stays put. Then either
+// made, not hoped for (tailHold): kmirror is stopped (SIGSTOP), the two followers of partition
+// 0 are frozen, their fetches still waiting on L are let run out, kmirror is woken, and the
+// test waits until L's log end offset grows while its high watermark stays put: what L
+// appended then no follower has. Then either
 //   - leader-killed: L is killed -9 too and the followers thawed; one of them becomes leader
 //     and the records L held are lost (never acknowledged); L is restarted and truncates; or
 //   - leader-alive: the followers are thawed with L alive; they fetch what L held and the high
