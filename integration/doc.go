@@ -63,6 +63,12 @@
 // window's end is planned on the target (reconcile.Plan). TestProdFaultsHarness runs the same
 // machinery on kfake, without JVMs.
 //
+// unreplicated_tail_test.go is issue 11 item 6 (TestUnreplicatedTail, mirror/doc.go's Limits):
+// a 3-broker 3.7.1 target whose partition-0 followers are frozen (cluster.Pauser) until the
+// leader holds records kmirror wrote after they froze, above its high watermark; kmirror is
+// killed -9 there, the leader killed -9 too or kept, and the whole topic diffed once kmirror
+// has resumed, with transactions and with fencing none.
+//
 // # Benchmarks
 //
 // They run only with KMIGRATE_BENCH=1 (scripts/bench.sh, make bench, make bench-quick) and

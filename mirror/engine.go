@@ -144,6 +144,9 @@ func (e *Engine) Run(ctx context.Context) error {
 
 	e.log.Info("kmirror started", "group", e.cfg.GroupID, "fencing", e.cfg.Fencing, "topics", len(topics),
 		"map_topic", e.cfg.MapTopic, "offset_syncs_topic", e.offsetSyncsTopic())
+	if e.cfg.Fencing == FenceNone {
+		e.log.Warn(fenceNoneWarning, "group", e.cfg.GroupID, "setting", e.cfg.TargetAlias+".exactly.once.source.support=disabled")
+	}
 	runErr := e.poll(ctx)
 	e.drain(ctx, bg)
 	if runErr != nil {

@@ -2,6 +2,8 @@ package mirror_test
 
 import (
 	"context"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -154,4 +156,51 @@ func onlyMember(t *testing.T, adm *kadm.Client, group string) string {
 		return true
 	})
 	return id
+}
+
+// TestMirrorWarnsFencingNone: with fencing none kmirror says at start-up, once, at WARN, what
+// it gives up; with transactions it says nothing of the kind.
+func TestMirrorWarnsFencingNone(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		fencing string
+		warns   int
+	}{
+		{mirror.FenceTransactions, 0},
+		{mirror.FenceNone, 1},
+	} {
+		t.Run(tc.fencing, func(t *testing.T) {
+			t.Parallel()
+			p := newPair(t)
+			const topic = "orders-warn"
+			createTopic(t, p.src, topic, 1, nil)
+			produce(t, p.src, topic, 1, 0, 10)
+			cfg := testConfig(topic)
+			cfg.Fencing = tc.fencing
+			var logs lockedBuffer
+			e, err := mirror.New(cfg, seeds(p.src), seeds(p.dst), slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
+			if err != nil {
+				t.Fatal(err)
+			}
+			stop := run(t, e)
+			waitMirrored(t, p, topic, 1)
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+			got := 0
+			for _, line := range strings.Split(logs.String(), "\n") {
+				if strings.Contains(line, "level=WARN") && strings.Contains(line, `msg="fencing none:`) {
+					got++
+					for _, want := range []string{"duplicate", "B.exactly.once.source.support=disabled", "high watermark"} {
+						if !strings.Contains(line, want) {
+							t.Errorf("warning %q does not say %q", line, want)
+						}
+					}
+				}
+			}
+			if got != tc.warns {
+				t.Errorf("fencing %s: %d fencing-none warnings, want %d\n%s", tc.fencing, got, tc.warns, logs.String())
+			}
+		})
+	}
 }

@@ -22,6 +22,11 @@ const (
 	FenceNone = "none"
 )
 
+// fenceNoneWarning is logged at start-up with fencing none: what it gives up (doc.go, Limits).
+const fenceNoneWarning = "fencing none: writes are not fenced. A process that lost its group session but still reaches the target can duplicate the new owner's records, " +
+	"and so can a record the target's partition leader had written but not replicated (above its high watermark) when kmirror died, if it is replicated only after the next owner read the target's tail. " +
+	"Remove exactly.once.source.support=disabled for the default, transactions, which fences both"
+
 // txnWriter is the transactional producer of one owned partition.
 //
 // Its transactional id names the flow's group, the source topic and the partition, so the

@@ -9,16 +9,25 @@ import (
 	"github.com/testcontainers/testcontainers-go"
 )
 
-// Faulter is what the testcontainers provider adds to Cluster for fault tests: a broker that
-// hangs (its processes frozen, its connections open and silent) and a broker cut off the
-// network (its connections fail at once), each undone by its pair. Other providers do not
-// implement it; a test asserts the interface and skips without it.
-type Faulter interface {
-	// PauseBroker freezes every process of broker i (docker pause): clients' requests to it
-	// time out, its ZooKeeper session or KRaft lease lapses.
+// Pauser is implemented by the jvm and testcontainers providers: a broker that hangs (its
+// processes frozen, its connections open and silent) until it is thawed. The jvm provider
+// sends SIGSTOP and SIGCONT to the broker's process group, testcontainers pauses the container.
+// A frozen broker neither answers clients nor fetches as a follower; the kernel keeps its
+// sockets, so nothing sees it die. Close kills frozen brokers as well.
+type Pauser interface {
+	// PauseBroker freezes every process of broker i: clients' requests to it time out, it
+	// stops replicating, its ZooKeeper session or KRaft lease lapses.
 	PauseBroker(ctx context.Context, i int) error
-	// UnpauseBroker thaws it.
+	// UnpauseBroker thaws it (nothing when it is not frozen or not running).
 	UnpauseBroker(ctx context.Context, i int) error
+}
+
+// Faulter is what the testcontainers provider adds to Cluster for fault tests: a broker that
+// hangs (Pauser, with docker pause) and a broker cut off the network (its connections fail at
+// once), each undone by its pair. Other providers do not implement it; a test asserts the
+// interface and skips without it.
+type Faulter interface {
+	Pauser
 	// DisconnectBroker takes broker i off the cluster's network: the other brokers, ZooKeeper
 	// and the clients (through its published port) lose it.
 	DisconnectBroker(ctx context.Context, i int) error

@@ -17,6 +17,7 @@
 //     2.3.0 runs on one ZooKeeper 3.5.9 node, 3.7.1 on KRaft with every node both broker and
 //     controller. Java 17 is pinned ($JAVA_HOME must be 17 when set, else
 //     /usr/lib/jvm/java-17-openjdk-amd64, else java on PATH); other versions are refused.
+//     [Pauser] freezes a broker (SIGSTOP to its process group) and thaws it (SIGCONT).
 //   - testcontainers: the same clusters as containers on one Docker network, each broker's
 //     client port published on 127.0.0.1 (the only way the tests reach them). The images are
 //     the ones scripts/images.sh builds on the machine with no registry (kmigrate-local/...:

@@ -566,3 +566,23 @@ func (c *jvmCluster) Close() error {
 	})
 	return c.closeErr
 }
+
+var _ Pauser = (*jvmCluster)(nil)
+
+// PauseBroker freezes broker i (SIGSTOP to its process group).
+func (c *jvmCluster) PauseBroker(_ context.Context, i int) error {
+	if err := checkIndex(c, i); err != nil {
+		return err
+	}
+	c.nodes[i].proc.signal(syscall.SIGSTOP)
+	return nil
+}
+
+// UnpauseBroker thaws broker i (SIGCONT to its process group).
+func (c *jvmCluster) UnpauseBroker(_ context.Context, i int) error {
+	if err := checkIndex(c, i); err != nil {
+		return err
+	}
+	c.nodes[i].proc.signal(syscall.SIGCONT)
+	return nil
+}
