@@ -141,6 +141,21 @@
 // offset-syncs.topic.location=target: kmirror never writes to the source cluster, so with the
 // default location (source) it reports the key as not honoured and writes none.
 //
+// # Restarts in the process
+//
+// Supervisor (what kmirror run uses) starts a new engine when one stops on a transient
+// error (IsTransient): a retriable Kafka error franz-go stopped retrying, such as a target
+// transaction coordinator answering COORDINATOR_NOT_AVAILABLE for longer than its retries
+// after the target was frozen, or a broken connection. The failed transaction's records
+// are never committed; the new engine fences it and resumes every partition from what the
+// target committed, exactly as a restarted process does (WARN "engine stopped on a transient
+// error", kmirror_engine_restarts_total). At most 5 restarts in a row (1 s doubling to 30 s
+// apart; an engine that ran 10 minutes counts as a fresh start), then the error ends the
+// process. Not restarted: the commit bound (below), a fenced partition still assigned,
+// authorization, configuration, a topic that disappeared and every safety stop: a restart
+// does not mend those, or an operator must see them. (Until 2026-12-02 every such error ended
+// the process; TestRunRestartsAfterTransientError in cmd/kmirror, found by TestContainerFaults.)
+//
 // # Limits
 //
 //   - A target that acknowledges nothing for the commit bound (90 s) stops the engine: Run

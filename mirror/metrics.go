@@ -33,6 +33,7 @@ type metrics struct {
 	prodErrors  prometheus.Counter
 	persistedAt atomic.Int64 // unix nanoseconds of the last successful map persist
 	checkpoint  atomic.Int64 // unix nanoseconds of the last checkpoint / group sync round
+	restarts    atomic.Int64 // engines the Supervisor restarted before this one
 	// kafka are the franz-go client metrics (kprom), one set per client role.
 	kafka map[string]*kafkaMetrics
 }
@@ -59,7 +60,10 @@ func newMetrics(e *Engine) *metrics {
 		Help: "Source fetch errors (retried, or stopping the engine or a partition; the log says which)."})
 	m.prodErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "kmirror_produce_errors_total",
 		Help: "Records the target refused (a fenced partition's, or the error that stopped the engine)."})
-	m.reg.MustRegister(m.records, m.bytes, m.latency, m.fetchErrors, m.prodErrors, engineCollector{e},
+	restarts := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kmirror_engine_restarts_total",
+		Help: "Engines the process started again after one stopped on a transient error (the log says which); the other counters start again with each engine."},
+		func() float64 { return float64(m.restarts.Load()) })
+	m.reg.MustRegister(m.records, m.bytes, m.latency, m.fetchErrors, m.prodErrors, restarts, engineCollector{e},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, role := range []string{roleSource, roleSourceAdmin, roleTarget} {
 		m.kafka[role] = &kafkaMetrics{m: kprom.NewMetrics("kmirror", kprom.Subsystem("kafka"), kprom.Registry(m.reg),

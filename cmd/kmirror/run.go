@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
 
 	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
@@ -70,6 +71,11 @@ Examples:
   kmirror run --config mm2.properties --flow A->B --metrics-addr :9102
   kmirror run --source-brokers old:9092 --target-brokers new:9092     (identity policy, all topics)
 
+A transient error (a target coordinator not available for longer than the client retries,
+a broken connection) does not end the process: kmirror logs it, starts mirroring again after
+a pause and resumes every partition from what the target committed (at most 5 times in a
+row; kmirror_engine_restarts_total counts them).
+
 Exit status: 0 stopped by a signal after draining; 2 configuration or connection error, or
 mirroring stopped on an error (the message names the cluster, topic and partition).`,
 		Flags:  flags,
@@ -113,19 +119,27 @@ func run(c *cli.Context) error {
 	if err != nil {
 		return clikit.Failf("target cluster %s: %w", conn.Target.Alias, err)
 	}
-	e, err := mirror.New(cfg, srcOpts, dstOpts, log)
-	if err != nil {
-		return clikit.Fail(err)
-	}
-	e.SetStartedAt(processStart)
+	dstOpts = append(dstOpts, testTargetOpts...)
+	first := true
+	sup := &mirror.Supervisor{Log: log, New: func() (*mirror.Engine, error) {
+		e, err := mirror.New(cfg, srcOpts, dstOpts, log)
+		if err != nil {
+			return nil, err
+		}
+		if first {
+			e.SetStartedAt(processStart)
+			first = false
+		}
+		return e, nil
+	}}
 	if addr := c.String("metrics-addr"); addr != "" {
-		stop, err := serveMetrics(addr, e, log)
+		stop, err := serveMetrics(addr, sup, log)
 		if err != nil {
 			return clikit.Fail(err)
 		}
 		defer stop()
 	}
-	if err := e.Run(c.Context); err != nil {
+	if err := sup.Run(c.Context); err != nil {
 		if errors.Is(err, context.Canceled) && c.Context.Err() != nil {
 			return nil
 		}
@@ -134,7 +148,11 @@ func run(c *cli.Context) error {
 	return nil
 }
 
-func serveMetrics(addr string, e *mirror.Engine, log *slog.Logger) (func(), error) {
+// testTargetOpts are added to the target's client options; tests set them (fewer retries, so
+// that a fault gets past franz-go within the test's time).
+var testTargetOpts []kgo.Opt
+
+func serveMetrics(addr string, e *mirror.Supervisor, log *slog.Logger) (func(), error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/kmigrate/kmigrate/cmd/internal/clitest"
+)
+
+// TestRunRestartsAfterTransientError reproduces what a container fault test found: after the
+// target was frozen, its transaction coordinator answered COORDINATOR_NOT_AVAILABLE for longer
+// than franz-go retries, the records of an open transaction failed with it, and kmirror
+// exited ("write offset map of transaction ...: COORDINATOR_NOT_AVAILABLE"). The target here
+// speaks Kafka 3.7's protocol (produce below v12, so partitions join a transaction through
+// AddPartitionsToTxn, as on the real 3.7.1 target), and both AddPartitionsToTxn and the
+// coordinator lookups fail until the engine stops. kmirror must not exit: it starts a new
+// engine, which resumes from what the target committed, and every record arrives once, in
+// order. It fails on the code before the Supervisor (kmirror exits with status 2).
+func TestRunRestartsAfterTransientError(t *testing.T) {
+	// Not parallel: it sets testTargetOpts, which every run of the command in this package reads.
+	testTargetOpts = []kgo.Opt{kgo.RequestRetries(2), kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond })}
+	defer func() { testTargetOpts = nil }()
+
+	src, srcSeeds := clitest.Cluster(t)
+	dst, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.MaxVersions(kversion.V3_7_0()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	dstCl, err := kgo.NewClient(kgo.SeedBrokers(dst.ListenAddrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dstCl.Close()
+
+	const topic = "cmd-restart"
+	ctx := context.Background()
+	if _, err := kadm.NewClient(src).CreateTopic(ctx, 2, 1, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	produced := 0
+	produce := func(n int) {
+		t.Helper()
+		for range n {
+			r := &kgo.Record{Topic: topic, Partition: int32(produced % 2), Value: fmt.Appendf(nil, "v%d", produced)}
+			if err := src.ProduceSync(ctx, r).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+			produced++
+		}
+	}
+	produce(100)
+	props := clitest.WriteFile(t, "mm2.properties", fmt.Sprintf(`clusters=A,B
+A.bootstrap.servers=%s
+B.bootstrap.servers=%s
+A->B.enabled=true
+A->B.topics=cmd-.*
+replication.policy.class=org.apache.kafka.connect.mirror.IdentityReplicationPolicy
+replication.factor=1
+offset-syncs.topic.replication.factor=1
+checkpoints.topic.replication.factor=1
+emit.checkpoints.enabled=false
+sync.group.offsets.enabled=false
+`, srcSeeds, strings.Join(dst.ListenAddrs(), ",")))
+
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	app := newApp()
+	var out, errOut syncBuffer
+	app.Writer, app.ErrWriter = &out, &errOut
+	done := make(chan error, 1)
+	go func() { done <- app.RunContext(rctx, []string{"kmirror", "run", "--config", props, "--flow", "A->B"}) }()
+	defer func() {
+		if t.Failed() {
+			t.Logf("kmirror's log:\n%s", errOut.String())
+		}
+	}()
+	waitUntil := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for !cond() {
+			select {
+			case err := <-done:
+				t.Fatalf("kmirror exited while waiting for %s: %v", what, err)
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitUntil("the first 100 records on the target", func() bool { return clitest.CommittedRecords(t, ctx, dstCl, topic) == 100 })
+
+	faults := dst.Fault(
+		kfake.Fault{Keys: []kmsg.Key{kmsg.AddPartitionsToTxn}, Err: kerr.CoordinatorNotAvailable, Count: -1},
+		kfake.Fault{Keys: []kmsg.Key{kmsg.FindCoordinator}, Err: kerr.CoordinatorNotAvailable, Count: -1},
+	)
+	produce(100) // into a transaction the coordinator now refuses
+	waitUntil("the engine to stop on the coordinator's error", func() bool {
+		return strings.Contains(errOut.String(), "engine stopped on a transient error") &&
+			strings.Contains(errOut.String(), "COORDINATOR_NOT_AVAILABLE")
+	})
+	faults.Remove()
+	produce(100)
+	waitUntil("300 records on the target", func() bool { return clitest.CommittedRecords(t, ctx, dstCl, topic) >= 300 })
+	if n := clitest.CommittedRecords(t, ctx, dstCl, topic); n != 300 {
+		t.Fatalf("got %d records on the target, want 300 (a duplicate)", n)
+	}
+	for p := range int32(2) {
+		var want []string
+		for i := int(p); i < produced; i += 2 {
+			want = append(want, fmt.Sprintf("v%d", i))
+		}
+		if got := committedValues(t, dstCl, topic, p); !slices.Equal(got, want) {
+			t.Errorf("partition %d: got %d values %v..., want %d in source order", p, len(got), got[:min(len(got), 5)], len(want))
+		}
+	}
+	cancel()
+	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("run: %v", err)
+	}
+}
+
+// committedValues reads the committed values of one partition of topic, in order.
+func committedValues(t *testing.T, cl *kgo.Client, topic string, p int32) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, _ := ends.Lookup(topic, p)
+	rd, err := kgo.NewClient(append(cl.Opts(),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().AtStart()}}),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	var vals []string
+	for last := int64(-1); last < end.Offset-1; {
+		fs := rd.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("reading %s/%d: %v", topic, p, ctx.Err())
+		}
+		fs.EachRecord(func(r *kgo.Record) {
+			last = r.Offset
+			if !r.Attrs.IsControl() {
+				vals = append(vals, string(r.Value))
+			}
+		})
+	}
+	return vals
+}

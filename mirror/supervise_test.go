@@ -1,0 +1,46 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"syscall"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// TestIsTransient: a restart of the engine is for what a new start gets past, and for nothing
+// an operator must act on.
+func TestIsTransient(t *testing.T) {
+	t.Parallel()
+	wrap := func(err error) error {
+		return fmt.Errorf("target cluster B: write offset map of transaction g-t-0: %w", err)
+	}
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"coordinator not available", wrap(kerr.CoordinatorNotAvailable), true},
+		{"not coordinator", wrap(kerr.NotCoordinator), true},
+		{"request timed out", wrap(kerr.RequestTimedOut), true},
+		{"connection refused", wrap(&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}), true},
+		{"connection reset", wrap(syscall.ECONNRESET), true},
+		{"nil", nil, false},
+		{"fenced", fmt.Errorf("partition t/0: commit: %w (%v)", errFenced, kerr.ProducerFenced), false},
+		{"producer fenced", wrap(kerr.ProducerFenced), false},
+		{"commit bound", wrap(fmt.Errorf("within 90s (the commit bound): %w", context.DeadlineExceeded)), false},
+		{"canceled", wrap(context.Canceled), false},
+		{"topic gone", wrap(kerr.UnknownTopicOrPartition), false},
+		{"authorization", wrap(kerr.TopicAuthorizationFailed), false},
+		{"record too large", wrap(kerr.MessageTooLarge), false},
+		{"safety stop", errors.New("source cluster A: topic t was recreated"), false},
+	}
+	for _, tt := range tests {
+		if got := IsTransient(tt.err); got != tt.want {
+			t.Errorf("%s: IsTransient(%v) = %v, want %v", tt.name, tt.err, got, tt.want)
+		}
+	}
+}
