@@ -79,7 +79,10 @@ func TestContainerImage(t *testing.T) {
 // commit bound with an error that names the state, the broker and the restart (mirror
 // TestMirrorNamesAStuckTransaction). The test then does what that error says, once: it
 // restarts the target broker and kmirror, and still requires every record exactly once. Any
-// other exit, or a second one, fails.
+// other exit, or a second one, fails. It also found that the broker, once thawed, can answer
+// COORDINATOR_NOT_AVAILABLE for longer than franz-go retries: kmirror exited on it until its
+// Supervisor started a new engine in the process instead (cmd/kmirror
+// TestRunRestartsAfterTransientError); the log line counts those restarts.
 func TestContainerFaults(t *testing.T) {
 	containerSuite(t)
 	src := cluster.StartT(t, cluster.Spec{Version: cluster.V230, Name: "faults-src"})
@@ -173,7 +176,8 @@ func TestContainerFaults(t *testing.T) {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	t.Logf("caught up %s after the producer finished (%d records; target broker and kmirror restarted over a stuck transaction: %v)", time.Since(start).Round(time.Millisecond), want, restarted)
+	t.Logf("caught up %s after the producer finished (%d records; engines kmirror started again in its process after a transient error: %d; target broker and kmirror restarted over a stuck transaction: %v)",
+		time.Since(start).Round(time.Millisecond), want, p.logCount("engine stopped on a transient error"), restarted)
 	alive("after the target caught up")
 	p.term(t)
 	if got := sumRecords(ctx, t, dst, topic); got != want {
