@@ -27,7 +27,8 @@ import (
 // p50, p99 and max, and kmirror's own kmirror_replication_latency_seconds p99 over the same
 // records. KMIGRATE_BENCH_LATENCY_SECONDS (default 30) is how long the rate is held,
 // KMIGRATE_BENCH_RATE (records/s) skips the calibration, KMIGRATE_BENCH_RECORDS (default
-// 1,000,000) is the calibration's size; the shape knobs are the production benchmark's.
+// 1,000,000) is the calibration's size, KMIGRATE_BENCH_LATENCY_ONE_RATE=1 measures only the
+// first rate (bench.sh --quick); the shape knobs are the production benchmark's.
 
 const latHeader = "x-source-timestamp"
 
@@ -342,12 +343,16 @@ func TestMirrorLatency(t *testing.T) {
 	}
 	// Issue 14's rate, then a fifth of it (a tenth of the bare loop) for half as long: what
 	// each contender adds when neither it nor the machine is near saturation.
-	var text string
-	for i, lr := range []struct {
+	rates := []struct {
 		label string
 		rate  float64
 		d     time.Duration
-	}{{"half the bare loop's", rate, d}, {"a tenth of the bare loop's", rate / 5, d / 2}} {
+	}{{"half the bare loop's", rate, d}, {"a tenth of the bare loop's", rate / 5, d / 2}}
+	if os.Getenv("KMIGRATE_BENCH_LATENCY_ONE_RATE") == "1" { // bench.sh --quick
+		rates = rates[:1]
+	}
+	var text string
+	for i, lr := range rates {
 		var res []latResult
 		for _, c := range contenders {
 			res = append(res, latRun(ctx, t, src, dst, adm, c.name, c.alias, c.start, s, lr.rate, lr.d))

@@ -56,8 +56,8 @@ for b in "${which[@]}"; do
   case "$b" in
     verify) run verify scripts/bench-verify.sh KMIGRATE_BENCH_RECORDS=200000 KMIGRATE_BENCH_ROUNDS=1 ;;
     reconcile) run reconcile scripts/bench-reconcile.sh KMIGRATE_BENCH_GROUPS=50 ;;
-    mirror) run mirror scripts/bench-mirror.sh KMIGRATE_BENCH_RECORDS=200000 ;;
-    latency) run latency scripts/bench-latency.sh KMIGRATE_BENCH_RECORDS=200000 KMIGRATE_BENCH_LATENCY_SECONDS=6 ;;
+    mirror) run mirror scripts/bench-mirror.sh KMIGRATE_BENCH_RECORDS=100000 ;;
+    latency) run latency scripts/bench-latency.sh KMIGRATE_BENCH_RECORDS=200000 KMIGRATE_BENCH_LATENCY_SECONDS=6 KMIGRATE_BENCH_LATENCY_ONE_RATE=1 ;;
     startup) run startup scripts/bench-startup.sh KMIGRATE_STARTUP_RUNS=2 KMIGRATE_STARTUP_PARTITIONS=100 ;;
     growth) run growth scripts/bench-growth.sh KMIGRATE_GROWTH_QUICK=1 ;;
     mirror-fence) run mirror-fence scripts/bench-mirror-fence.sh KMIGRATE_BENCH_RECORDS=100000 ;;
