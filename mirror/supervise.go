@@ -118,26 +118,20 @@ func (s *Supervisor) Run(ctx context.Context) error {
 
 // MetricsHandler serves the current engine's metrics, kmirror_engine_restarts_total among
 // them (a new engine starts its other counters again, which Prometheus reads as a reset).
-func (s *Supervisor) MetricsHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		e := s.current.Load()
-		if e == nil {
-			http.Error(w, "not started", http.StatusServiceUnavailable)
-			return
-		}
-		e.MetricsHandler().ServeHTTP(w, r)
-	})
-}
+func (s *Supervisor) MetricsHandler() http.Handler { return s.serveCurrent((*Engine).MetricsHandler) }
 
 // ReadyHandler answers for the current engine: 503 from an engine's stop to its successor's
 // resumed partitions.
-func (s *Supervisor) ReadyHandler() http.Handler {
+func (s *Supervisor) ReadyHandler() http.Handler { return s.serveCurrent((*Engine).ReadyHandler) }
+
+// serveCurrent serves the handler of the engine running at each request (503 before the first).
+func (s *Supervisor) serveCurrent(h func(*Engine) http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e := s.current.Load()
 		if e == nil {
 			http.Error(w, "not ready: starting", http.StatusServiceUnavailable)
 			return
 		}
-		e.ReadyHandler().ServeHTTP(w, r)
+		h(e).ServeHTTP(w, r)
 	})
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"syscall"
 	"testing"
 
@@ -41,6 +43,20 @@ func TestIsTransient(t *testing.T) {
 	for _, tt := range tests {
 		if got := IsTransient(tt.err); got != tt.want {
 			t.Errorf("%s: IsTransient(%v) = %v, want %v", tt.name, tt.err, got, tt.want)
+		}
+	}
+}
+
+// TestSupervisorHandlersBeforeStart: before the first engine exists, readiness and metrics
+// answer 503, not a panic on the missing engine.
+func TestSupervisorHandlersBeforeStart(t *testing.T) {
+	t.Parallel()
+	s := &Supervisor{}
+	for name, h := range map[string]http.Handler{"ready": s.ReadyHandler(), "metrics": s.MetricsHandler()} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+		if rec.Code != http.StatusServiceUnavailable {
+			t.Errorf("%s before start: got %d, want 503", name, rec.Code)
 		}
 	}
 }

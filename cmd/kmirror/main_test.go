@@ -66,18 +66,7 @@ func TestRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	props := clitest.WriteFile(t, "mm2.properties", fmt.Sprintf(`clusters=A,B
-A.bootstrap.servers=%s
-B.bootstrap.servers=%s
-A->B.enabled=true
-A->B.topics=cmd-.*
-replication.policy.class=org.apache.kafka.connect.mirror.IdentityReplicationPolicy
-replication.factor=1
-offset-syncs.topic.replication.factor=1
-checkpoints.topic.replication.factor=1
-tasks.max=4
-emit.checkpoints.enabled=false
-`, srcSeeds, dstSeeds))
+	props := flowProps(t, srcSeeds, dstSeeds, "tasks.max=4\nemit.checkpoints.enabled=false\n")
 
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -110,6 +99,22 @@ emit.checkpoints.enabled=false
 			t.Errorf("stderr does not mention %q:\n%s", want, errOut.String())
 		}
 	}
+}
+
+// flowProps writes an mm2.properties of flow A->B between two clusters (identity policy,
+// topics cmd-.*, replication factor 1) with extra appended, and returns its path.
+func flowProps(t *testing.T, srcSeeds, dstSeeds, extra string) string {
+	t.Helper()
+	return clitest.WriteFile(t, "mm2.properties", fmt.Sprintf(`clusters=A,B
+A.bootstrap.servers=%s
+B.bootstrap.servers=%s
+A->B.enabled=true
+A->B.topics=cmd-.*
+replication.policy.class=org.apache.kafka.connect.mirror.IdentityReplicationPolicy
+replication.factor=1
+offset-syncs.topic.replication.factor=1
+checkpoints.topic.replication.factor=1
+`, srcSeeds, dstSeeds)+extra)
 }
 
 func TestSetMemoryLimit(t *testing.T) {

@@ -62,18 +62,7 @@ func TestRunRestartsAfterTransientError(t *testing.T) {
 		}
 	}
 	produce(100)
-	props := clitest.WriteFile(t, "mm2.properties", fmt.Sprintf(`clusters=A,B
-A.bootstrap.servers=%s
-B.bootstrap.servers=%s
-A->B.enabled=true
-A->B.topics=cmd-.*
-replication.policy.class=org.apache.kafka.connect.mirror.IdentityReplicationPolicy
-replication.factor=1
-offset-syncs.topic.replication.factor=1
-checkpoints.topic.replication.factor=1
-emit.checkpoints.enabled=false
-sync.group.offsets.enabled=false
-`, srcSeeds, strings.Join(dst.ListenAddrs(), ",")))
+	props := flowProps(t, srcSeeds, strings.Join(dst.ListenAddrs(), ","), "emit.checkpoints.enabled=false\nsync.group.offsets.enabled=false\n")
 
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -119,12 +108,13 @@ sync.group.offsets.enabled=false
 	if n := clitest.CommittedRecords(t, ctx, dstCl, topic); n != 300 {
 		t.Fatalf("got %d records on the target, want 300 (a duplicate)", n)
 	}
+	got := clitest.CommittedValues(t, clitest.Context(t), dstCl, topic)
 	for p := range int32(2) {
 		var want []string
 		for i := int(p); i < produced; i += 2 {
 			want = append(want, fmt.Sprintf("v%d", i))
 		}
-		if got := committedValues(t, dstCl, topic, p); !slices.Equal(got, want) {
+		if got := got[p]; !slices.Equal(got, want) {
 			t.Errorf("partition %d: got %d values %v..., want %d in source order", p, len(got), got[:min(len(got), 5)], len(want))
 		}
 	}
@@ -132,37 +122,4 @@ sync.group.offsets.enabled=false
 	if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatalf("run: %v", err)
 	}
-}
-
-// committedValues reads the committed values of one partition of topic, in order.
-func committedValues(t *testing.T, cl *kgo.Client, topic string, p int32) []string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	end, _ := ends.Lookup(topic, p)
-	rd, err := kgo.NewClient(append(cl.Opts(),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().AtStart()}}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Close()
-	var vals []string
-	for last := int64(-1); last < end.Offset-1; {
-		fs := rd.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("reading %s/%d: %v", topic, p, ctx.Err())
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			last = r.Offset
-			if !r.Attrs.IsControl() {
-				vals = append(vals, string(r.Value))
-			}
-		})
-	}
-	return vals
 }

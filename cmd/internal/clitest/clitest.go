@@ -151,11 +151,23 @@ func SignalUntil(t *testing.T, sig os.Signal, done <-chan struct{}) bool {
 // Offsets do not tell: with kmirror's transactions, markers take target offsets too.
 func CommittedRecords(t *testing.T, ctx context.Context, cl *kgo.Client, topic string) int64 {
 	t.Helper()
+	var n int64
+	for _, vals := range CommittedValues(t, ctx, cl, topic) {
+		n += int64(len(vals))
+	}
+	return n
+}
+
+// CommittedValues reads the values a read_committed consumer reads from every partition of
+// topic, in order, up to the last stable offset listed first. It returns what it read by then
+// when ctx ends, and nothing when the offsets cannot be listed.
+func CommittedValues(t *testing.T, ctx context.Context, cl *kgo.Client, topic string) map[int32][]string {
+	t.Helper()
 	ends, err := kadm.NewClient(cl).ListCommittedOffsets(ctx, topic)
 	if err != nil {
-		return 0
+		return nil
 	}
-	var n int64
+	out := map[int32][]string{}
 	ends.Each(func(o kadm.ListedOffset) {
 		if o.Err != nil || o.Offset <= 0 {
 			return
@@ -178,10 +190,10 @@ func CommittedRecords(t *testing.T, ctx context.Context, cl *kgo.Client, topic s
 				}
 				last = r.Offset
 				if !r.Attrs.IsControl() {
-					n++
+					out[o.Partition] = append(out[o.Partition], string(r.Value))
 				}
 			})
 		}
 	})
-	return n
+	return out
 }
