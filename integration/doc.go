@@ -49,10 +49,11 @@
 // # Faults during mirroring
 //
 // prod_faults_test.go is issue 11's fault run (TestProdFaults, opt-in KMIGRATE_PROD_FAULTS=1,
-// make it-prod): 2.3.0 -> 3.7.1 with three brokers each, started with cluster.Spec.Proxied so
-// that every connection of the mirror goes through a loopback fault proxy (internal/netfault)
-// while the brokers replicate directly. The steady producer and every check use the direct
-// listeners (pfDirect), so a fault only ever cuts the mirrors off. kmirror, MM2 and MM2 with
+// make it-prod; .ci/run runs kmirror's lane): 2.3.0 -> 3.7.1 with three brokers each,
+// started with cluster.Spec.Proxied so that every connection of the mirror goes through a
+// loopback fault proxy (internal/netfault) while the brokers replicate directly. The steady
+// producer and every check use the direct listeners (pfDirect), so a fault only ever cuts the
+// mirrors off. kmirror, MM2 and MM2 with
 // exactly-once run side by side, a lane each (pfLane: topic, producer, tail, source alias), so
 // every fault hits all three. Lag is measured by a
 // read_committed tail of the target that keeps the highest sequence number seen per
