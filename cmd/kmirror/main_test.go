@@ -70,11 +70,7 @@ func TestRun(t *testing.T) {
 
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	app := newApp()
-	var out, errOut syncBuffer
-	app.Writer, app.ErrWriter = &out, &errOut
-	done := make(chan error, 1)
-	go func() { done <- app.RunContext(rctx, []string{"kmirror", "run", "--config", props, "--flow", "A->B"}) }()
+	done, errOut := startRun(rctx, props)
 
 	deadline := time.Now().Add(30 * time.Second)
 	for {

@@ -66,11 +66,7 @@ func TestRunRestartsAfterTransientError(t *testing.T) {
 
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	app := newApp()
-	var out, errOut syncBuffer
-	app.Writer, app.ErrWriter = &out, &errOut
-	done := make(chan error, 1)
-	go func() { done <- app.RunContext(rctx, []string{"kmirror", "run", "--config", props, "--flow", "A->B"}) }()
+	done, errOut := startRun(rctx, props)
 	defer func() {
 		if t.Failed() {
 			t.Logf("kmirror's log:\n%s", errOut.String())
