@@ -70,6 +70,17 @@
 // synced again; a source topic that gains partitions is followed (the group rebalances and
 // the target grows first).
 //
+// Access (access.go): before it writes anything (creates a topic, joins its group, initialises
+// a transactional id, produces), Run asks both clusters what the principal may do, with
+// requests that change nothing: the authorized operations of the topics and groups that exist,
+// and for the target topics it will create validate_only creations and config changes, a
+// Produce without records, a one-byte Fetch and a DescribeConfigs, which the broker authorizes
+// before it looks for the topic. A denied operation is an error naming the cluster, the
+// operation and the resource (the command adds the principal). Group sync stops the engine on
+// an authorization failure too: no later pass would mend it. Kafka hides the topics and
+// groups a principal may not Describe, so a topic named literally in the flow's topics that the
+// source does not show is refused; one hidden from a pattern, or a hidden group, is not seen.
+//
 // Operations: the engine's metrics live in a Prometheus registry of its own (Registry; served
 // by MetricsHandler, written by WriteMetrics): records and bytes mirrored, replication lag per
 // partition, map segments, offset map persist age, checkpoint age, stopped partitions, fetch

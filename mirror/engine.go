@@ -68,6 +68,7 @@ type Engine struct {
 	firstDone atomic.Bool   // the first record was acknowledged
 	prepDone  chan struct{} // closed when the target's topics are ready (prepareTarget)
 	prepErr   error
+	created   []string                    // target topics missing at the access check, created by prepareTarget (access.go)
 	leaders   atomic.Pointer[resumeReads] // one resume's leader caches and prefetched reads (startup_read.go)
 }
 
@@ -123,6 +124,20 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	e.boot.mark("source_topics")
 	logTopics(e.log, topics)
+	var gs *groupSyncer
+	if e.cfg.SyncGroupOffsets || e.cfg.EmitCheckpoints {
+		if gs, err = e.groupSync(); err != nil {
+			return err
+		}
+	}
+	// Nothing is written before the principal's operations are checked (access.go).
+	if err := e.checkAccess(ctx, topics, gs); err != nil {
+		if gs != nil {
+			gs.close()
+		}
+		return err
+	}
+	e.boot.mark("access_check")
 	e.mu.Lock()
 	e.topics = topics
 	e.mu.Unlock()
@@ -131,10 +146,13 @@ func (e *Engine) Run(ctx context.Context) error {
 	e.prepareTarget(ctx, topics)
 	defer e.waitPrepared(context.Background())
 	if e.src, err = e.newConsumer(topics); err != nil {
+		if gs != nil {
+			gs.close()
+		}
 		return err
 	}
 	e.boot.mark("consumer")
-	bg, err := e.startLoops(ctx)
+	bg, err := e.startLoops(ctx, gs)
 	if err != nil {
 		e.src.Close()
 		return err
@@ -211,18 +229,14 @@ type background struct {
 }
 
 // startLoops starts the background loops. On error none is left running.
-func (e *Engine) startLoops(ctx context.Context) (*background, error) {
+// gs, when not nil, is the group sync built by Run, which the background now owns.
+func (e *Engine) startLoops(ctx context.Context, gs *groupSyncer) (*background, error) {
 	loops, cancel := context.WithCancel(ctx)
 	bg := &background{cancel: cancel}
 	bg.wg.Go(func() { e.persistLoop(loops) })
 	bg.wg.Go(func() { e.refreshLoop(loops) })
 	bg.wg.Go(func() { e.safetyLoop(loops) }) // halt.go
-	if e.cfg.SyncGroupOffsets || e.cfg.EmitCheckpoints {
-		gs, err := e.groupSync()
-		if err != nil {
-			bg.stop()
-			return nil, err
-		}
+	if gs != nil {
 		bg.gs = gs
 		bg.wg.Go(func() { e.groupSyncLoop(loops, gs) })
 	}

@@ -86,7 +86,8 @@ func (e *Engine) groupSync() (*groupSyncer, error) {
 // fetched). An idle group whose offset was pending is translated at the first pass after the
 // mirror passes it.
 func (e *Engine) groupSyncLoop(ctx context.Context, g *groupSyncer) {
-	if err := g.s.Run(ctx); err != nil {
-		e.log.Warn("group sync stopped", "cluster", e.cfg.TargetAlias, "err", err)
+	// Run returns only what no retry mends (a denied operation): it stops the engine.
+	if err := g.s.Run(ctx); err != nil && ctx.Err() == nil {
+		e.fail(fmt.Errorf("group offset sync: %w", err))
 	}
 }

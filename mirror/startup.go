@@ -230,6 +230,9 @@ func (e *Engine) prepareTarget(ctx context.Context, topics map[string]int) {
 			return e.boot.timed("mirrored_topics", func() error { return e.ensureTargets(ctx, topics) })
 		})
 		e.prepErr = eg.Wait()
+		if e.prepErr == nil {
+			e.prepErr = e.checkCreated(ctx, topics)
+		}
 		e.boot.mark("target_topics")
 		if e.prepErr != nil && ctx.Err() == nil {
 			e.fail(e.prepErr)

@@ -268,7 +268,7 @@ func hint(err error) string {
 	switch {
 	case errors.As(err, &ae), errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.ClusterAuthorizationFailed),
 		errors.Is(err, kerr.GroupAuthorizationFailed), errors.Is(err, kerr.TransactionalIDAuthorizationFailed):
-		return " (missing permission: grant the kmirror principal Describe/Read on source topics and group, Create/Write/Describe/AlterConfigs on target topics, IdempotentWrite on the target cluster)"
+		return " (missing permission: grant the kmirror principal the ACLs of the README's \"Least privilege\" table: Read on the source topics and its group, Create/Write/Read/AlterConfigs on the target topics and its map topic, Write on its transactional ids)"
 	case errors.Is(err, kerr.InvalidReplicationFactor):
 		return " (the cluster has fewer brokers than the replication factor: set replication.factor / offset-syncs.topic.replication.factor)"
 	case errors.Is(err, context.DeadlineExceeded):

@@ -97,7 +97,9 @@ func SyncOnce(ctx context.Context, cfg Config) (Report, error) {
 
 // Run syncs until ctx is done: checkpoints every CheckpointInterval, group offsets every
 // Interval, listing the source groups again every RefreshGroupsInterval. A failed pass is
-// logged and retried at the next interval. Run returns nil when ctx is done, or the error of
+// logged and retried at the next interval, except an authorization failure (of the pass, a
+// group or a partition), which no retry mends: Run returns it. Run returns nil when ctx is
+// done, or the error of
 // an invalid Config.
 func Run(ctx context.Context, cfg Config) error {
 	s, err := New(cfg)
@@ -130,6 +132,9 @@ func (s *Syncer) Run(ctx context.Context) error {
 		}
 		if s.cfg.OnPass != nil {
 			s.cfg.OnPass(rep, err)
+		}
+		if d := denied(rep, err); d != nil {
+			return d
 		}
 		if err != nil {
 			s.log.Warn("group sync pass failed", "cluster", s.tgtName, "err", err)
@@ -245,6 +250,37 @@ func (s *Syncer) loadState(ctx context.Context, owned map[tp]bool) error {
 	}
 	s.loaded = true
 	return nil
+}
+
+// Selected lists the source groups again and returns those the flow syncs, sorted.
+func (s *Syncer) Selected(ctx context.Context) ([]string, error) {
+	if err := s.listGroups(ctx); err != nil {
+		return nil, err
+	}
+	return slices.Clone(s.groups), nil
+}
+
+// denied returns the first authorization failure of a pass (of the pass, a group or a
+// partition), which a later pass would meet again: the principal lacks an ACL.
+func denied(rep Report, err error) error {
+	errs := []error{err, rep.Err}
+	for _, g := range rep.Groups {
+		errs = append(errs, g.Err)
+		for _, p := range g.Partitions {
+			errs = append(errs, p.Err)
+		}
+	}
+	for _, e := range errs {
+		if e != nil && isDenied(e) {
+			return e
+		}
+	}
+	return nil
+}
+
+func isDenied(err error) bool {
+	return errors.Is(err, kerr.GroupAuthorizationFailed) || errors.Is(err, kerr.TopicAuthorizationFailed) ||
+		errors.Is(err, kerr.ClusterAuthorizationFailed) || errors.Is(err, kerr.TransactionalIDAuthorizationFailed)
 }
 
 func (s *Syncer) listGroups(ctx context.Context) error {

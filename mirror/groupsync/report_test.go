@@ -52,3 +52,26 @@ func TestReportErrorValues(t *testing.T) {
 		t.Errorf("JSON %s: want the error texts only", b)
 	}
 }
+
+// A denied operation anywhere in a pass (the pass, a group, a partition) is returned by Run's
+// check; other failures are not.
+func TestDenied(t *testing.T) {
+	deny := &groupsync.SyncError{Step: groupsync.ErrCommit, Err: kerr.GroupAuthorizationFailed}
+	other := &groupsync.SyncError{Step: groupsync.ErrCommit, Err: kerr.CoordinatorNotAvailable}
+	cases := []struct {
+		name string
+		rep  groupsync.Report
+		want bool
+	}{
+		{"clean", groupsync.Report{Groups: []groupsync.GroupReport{{Group: "g"}}}, false},
+		{"retriable group error", groupsync.Report{Groups: []groupsync.GroupReport{{Group: "g", Err: other}}}, false},
+		{"denied group", groupsync.Report{Groups: []groupsync.GroupReport{{Group: "g", Err: deny}}}, true},
+		{"denied partition", groupsync.Report{Groups: []groupsync.GroupReport{{Group: "g", Partitions: []groupsync.PartitionReport{{Err: deny}}}}}, true},
+		{"denied checkpoints topic", groupsync.Report{Err: &groupsync.SyncError{Step: groupsync.ErrCheckpointsTopic, Err: kerr.TopicAuthorizationFailed}}, true},
+	}
+	for _, c := range cases {
+		if got := groupsync.Denied(c.rep, nil) != nil; got != c.want {
+			t.Errorf("%s: denied %v, want %v", c.name, got, c.want)
+		}
+	}
+}

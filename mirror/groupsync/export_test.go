@@ -1,0 +1,4 @@
+package groupsync
+
+// Denied exposes denied.
+var Denied = denied
