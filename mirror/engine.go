@@ -152,11 +152,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		return err
 	}
 	e.boot.mark("consumer")
-	bg, err := e.startLoops(ctx, gs)
-	if err != nil {
-		e.src.Close()
-		return err
-	}
+	bg := e.startLoops(ctx, gs)
 	defer bg.closeGroupSync()
 	e.health.setRunning(true, "")
 
@@ -228,9 +224,9 @@ type background struct {
 	gs     *groupSyncer // nil without group offset sync or checkpoints
 }
 
-// startLoops starts the background loops. On error none is left running.
-// gs, when not nil, is the group sync built by Run, which the background now owns.
-func (e *Engine) startLoops(ctx context.Context, gs *groupSyncer) (*background, error) {
+// startLoops starts the background loops. gs, when not nil, is the group sync built by Run,
+// which the background now owns.
+func (e *Engine) startLoops(ctx context.Context, gs *groupSyncer) *background {
 	loops, cancel := context.WithCancel(ctx)
 	bg := &background{cancel: cancel}
 	bg.wg.Go(func() { e.persistLoop(loops) })
@@ -240,7 +236,7 @@ func (e *Engine) startLoops(ctx context.Context, gs *groupSyncer) (*background, 
 		bg.gs = gs
 		bg.wg.Go(func() { e.groupSyncLoop(loops, gs) })
 	}
-	return bg, nil
+	return bg
 }
 
 // stop ends the loops and waits for them.
