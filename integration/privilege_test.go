@@ -359,8 +359,13 @@ func TestLeastPrivilegeKmirror(t *testing.T) {
 			txn,
 		}
 	}
+	// Refused runs log at warn; a run with every ACL logs at info, so that a failing
+	// mirrorUntil shows where kmirror was.
 	run := func(props string) []string {
 		return []string{"run", "--mm2-config", props, "--log-level", "warn"}
+	}
+	runInfo := func(props string) []string {
+		return []string{"run", "--mm2-config", props, "--log-level", "info"}
 	}
 	none := func(string) []string { return nil }
 
@@ -374,7 +379,7 @@ func TestLeastPrivilegeKmirror(t *testing.T) {
 			args:  func(props, _ string) []string { return run(props) },
 			files: none,
 			success: func(t *testing.T, props string) (int, string, string) {
-				return b.mirrorUntil(t, props, run(props), func(ctx context.Context, adm *kadm.Client) string {
+				return b.mirrorUntil(t, props, runInfo(props), func(ctx context.Context, adm *kadm.Client) string {
 					return b.committedEnd(ctx, adm, topic, 100)
 				})
 			},
@@ -411,7 +416,7 @@ func TestLeastPrivilegeKmirror(t *testing.T) {
 			args:  func(props, _ string) []string { return run(props) },
 			files: none,
 			success: func(t *testing.T, props string) (int, string, string) {
-				return b.mirrorUntil(t, props, run(props), func(ctx context.Context, adm *kadm.Client) string {
+				return b.mirrorUntil(t, props, runInfo(props), func(ctx context.Context, adm *kadm.Client) string {
 					if msg := b.committedEnd(ctx, adm, topic, 100); msg != "" {
 						return msg
 					}

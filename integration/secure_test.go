@@ -52,7 +52,9 @@ func secTopic(t testing.TB, c cluster.Cluster, topic string, partitions int32) {
 	t.Helper()
 	adm := secAdmin(t, c)
 	ctx := bedCtx(t, time.Minute)
-	resp, err := adm.CreateTopic(ctx, partitions, int16(min(c.Brokers(), 3)), nil, topic)
+	// secProduce's records are from 2023: without retention.ms=-1 the brokers' first retention
+	// check deletes them (secRetention).
+	resp, err := adm.CreateTopic(ctx, partitions, int16(min(c.Brokers(), 3)), map[string]*string{"retention.ms": kadm.StringPtr("-1")}, topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -95,8 +97,13 @@ func secProduce(t testing.TB, c cluster.Cluster, topic string, n int) {
 // secStart starts the secure 2.3.0 source and 3.7.1 target with nb brokers each.
 func secStart(t *testing.T, nb int) (src, dst cluster.Cluster) {
 	t.Helper()
-	src = cluster.StartT(t, cluster.Spec{Version: cluster.V230, Brokers: nb, Secure: true, Name: fmt.Sprintf("sec%d-230", nb)})
-	dst = cluster.StartT(t, cluster.Spec{Version: cluster.V371, Brokers: nb, Secure: true, Name: fmt.Sprintf("sec%d-371", nb)})
+	// The brokers check retention every second (the default is every 5 minutes, the first
+	// check 30 s after the start): records a test leaves to time retention go at once, not
+	// at a moment that races the test. secProduce's records are from 2023, past the default
+	// retention of 7 days, so secTopic's topics keep them (retention.ms=-1).
+	cfg := map[string]string{"log.retention.check.interval.ms": "1000"}
+	src = cluster.StartT(t, cluster.Spec{Version: cluster.V230, Brokers: nb, Secure: true, Name: fmt.Sprintf("sec%d-230", nb), Config: cfg})
+	dst = cluster.StartT(t, cluster.Spec{Version: cluster.V371, Brokers: nb, Secure: true, Name: fmt.Sprintf("sec%d-371", nb), Config: cfg})
 	return src, dst
 }
 
@@ -124,6 +131,50 @@ func TestSecureBed(t *testing.T) {
 		t.Logf("kverify diff: exit 0: %s", firstLine(out))
 	})
 	t.Run("mirrormaker2", func(t *testing.T) { secMM2(t, src, dst) })
+	t.Run("retention", func(t *testing.T) { secRetention(t, []cluster.Cluster{src, dst}, topic) })
+}
+
+// secRetention: the bed's records outlive the brokers' retention checks. On each cluster a
+// canary topic with the default retention (7 days) gets one of secProduce's records, which
+// are from 2023; once its log start has moved (a retention check ran and deleted it), topic,
+// which secTopic created, must still start at offset 0. A bed whose topics left their
+// records to time retention lost them at the first check, 30 s after the broker started,
+// in the middle of whatever test ran then.
+func secRetention(t *testing.T, cls []cluster.Cluster, topic string) {
+	const canary = "sec.canary"
+	ctx := bedCtx(t, 2*time.Minute)
+	for _, c := range cls {
+		adm := secAdmin(t, c)
+		if resp, err := adm.CreateTopic(ctx, 1, int16(min(c.Brokers(), 3)), nil, canary); err != nil || resp.Err != nil {
+			t.Fatalf("create topic %s on %s: %v %v", canary, c.Name(), err, resp.Err)
+		}
+		secProduce(t, c, canary, 1)
+	}
+	for _, c := range cls {
+		adm := secAdmin(t, c)
+		bedWaitFor(ctx, t, 200*time.Millisecond, "a retention check on "+c.Name()+" (the log start of "+canary+" moves)", func() string {
+			starts, err := adm.ListStartOffsets(ctx, canary)
+			if err != nil {
+				return err.Error()
+			}
+			if o, _ := starts.Lookup(canary, 0); o.Err != nil || o.Offset < 1 {
+				return fmt.Sprintf("%s/0 starts at %d (%v)", canary, o.Offset, o.Err)
+			}
+			return ""
+		})
+		starts, err := adm.ListStartOffsets(ctx, topic)
+		if err != nil {
+			t.Fatalf("list start offsets of %s on %s: %v", topic, c.Name(), err)
+		}
+		starts.Each(func(o kadm.ListedOffset) {
+			if o.Err != nil || o.Offset != 0 {
+				t.Errorf("%s/%d on %s starts at %d (%v) after a retention check, want 0: the bed's records were deleted", o.Topic, o.Partition, c.Name(), o.Offset, o.Err)
+			}
+		})
+		if !t.Failed() {
+			t.Logf("%s: retention deleted the canary; %s keeps its records", c.Name(), topic)
+		}
+	}
 }
 
 // secMM2: MirrorMaker 2 3.7.1 runs the bed's mm2.properties (SASL_PLAINTEXT SCRAM-SHA-256 to
