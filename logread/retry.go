@@ -40,6 +40,14 @@ func Retriable(err error) bool {
 	return errors.As(err, &firstEOF) || errors.As(err, &ne) && ne.Timeout() || errors.As(err, &op) && op.Op == "dial"
 }
 
+// Denied says whether err is the brokers refusing the principal an operation: an
+// authorization failure on a topic, group, cluster or transactional id (kadm's AuthError
+// wraps the same errors). No retry cures it; the caller stops and names what to grant.
+func Denied(err error) bool {
+	return errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.GroupAuthorizationFailed) ||
+		errors.Is(err, kerr.ClusterAuthorizationFailed) || errors.Is(err, kerr.TransactionalIDAuthorizationFailed)
+}
+
 // Wait waits d and returns true, or returns false at once when ctx would end first.
 func Wait(ctx context.Context, d time.Duration) bool {
 	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < d {

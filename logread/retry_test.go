@@ -43,3 +43,24 @@ func TestRetriable(t *testing.T) {
 		}
 	}
 }
+
+func TestDenied(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"nil", nil, false},
+		{"topic", kerr.TopicAuthorizationFailed, true},
+		{"group, wrapped", fmt.Errorf("join: %w", kerr.GroupAuthorizationFailed), true},
+		{"cluster, as kadm's AuthError", &kadm.AuthError{Err: kerr.ClusterAuthorizationFailed}, true},
+		{"transactional id", kerr.TransactionalIDAuthorizationFailed, true},
+		{"a shard refused (kadm ShardErrors unwrap to theirs)", &kadm.ShardErrors{Name: "DescribeGroups", Errs: []kadm.ShardError{{Err: kerr.GroupAuthorizationFailed}}}, true},
+		{"authentication is not authorization", kerr.SaslAuthenticationFailed, false},
+		{"a leader moving", kerr.NotLeaderForPartition, false},
+	} {
+		if got := Denied(c.err); got != c.want {
+			t.Errorf("%s: Denied(%v) = %v, want %v", c.name, c.err, got, c.want)
+		}
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmigrate/kmigrate/logread"
 )
 
 // sourceTopics lists the source topics the flow mirrors, with their partition counts.
@@ -264,10 +266,8 @@ func (e *Engine) clusterErr(side, alias, what string, err error) error {
 
 // hint says what to do about the common errors.
 func hint(err error) string {
-	var ae *kadm.AuthError
 	switch {
-	case errors.As(err, &ae), errors.Is(err, kerr.TopicAuthorizationFailed), errors.Is(err, kerr.ClusterAuthorizationFailed),
-		errors.Is(err, kerr.GroupAuthorizationFailed), errors.Is(err, kerr.TransactionalIDAuthorizationFailed):
+	case logread.Denied(err):
 		return " (missing permission: grant the kmirror principal the ACLs of the README's \"Least privilege\" table: Read on the source topics and its group, Create/Write/Read/AlterConfigs on the target topics and its map topic, Write on its transactional ids)"
 	case errors.Is(err, kerr.InvalidReplicationFactor):
 		return " (the cluster has fewer brokers than the replication factor: set replication.factor / offset-syncs.topic.replication.factor)"
@@ -280,9 +280,7 @@ func hint(err error) string {
 // isFatal reports whether a fetch error stops the engine: a permission or authentication
 // failure, which no retry cures.
 func isFatal(err error) bool {
-	return errors.Is(err, kerr.TopicAuthorizationFailed) || errors.Is(err, kerr.GroupAuthorizationFailed) ||
-		errors.Is(err, kerr.ClusterAuthorizationFailed) || errors.Is(err, kerr.SaslAuthenticationFailed) ||
-		errors.Is(err, kerr.IllegalSaslState)
+	return logread.Denied(err) || errors.Is(err, kerr.SaslAuthenticationFailed) || errors.Is(err, kerr.IllegalSaslState)
 }
 
 // logTopics logs the mirrored topics at start.

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/kmigrate/kmigrate/logread"
 	"github.com/kmigrate/kmigrate/mm2"
 )
 
@@ -271,16 +272,11 @@ func denied(rep Report, err error) error {
 		}
 	}
 	for _, e := range errs {
-		if e != nil && isDenied(e) {
+		if e != nil && logread.Denied(e) {
 			return e
 		}
 	}
 	return nil
-}
-
-func isDenied(err error) bool {
-	return errors.Is(err, kerr.GroupAuthorizationFailed) || errors.Is(err, kerr.TopicAuthorizationFailed) ||
-		errors.Is(err, kerr.ClusterAuthorizationFailed) || errors.Is(err, kerr.TransactionalIDAuthorizationFailed)
 }
 
 func (s *Syncer) listGroups(ctx context.Context) error {
