@@ -361,11 +361,8 @@ func TestLeastPrivilegeKmirror(t *testing.T) {
 	}
 	// Refused runs log at warn; a run with every ACL logs at info, so that a failing
 	// mirrorUntil shows where kmirror was.
-	run := func(props string) []string {
-		return []string{"run", "--mm2-config", props, "--log-level", "warn"}
-	}
-	runInfo := func(props string) []string {
-		return []string{"run", "--mm2-config", props, "--log-level", "info"}
+	run := func(props, level string) []string {
+		return []string{"run", "--mm2-config", props, "--log-level", level}
 	}
 	none := func(string) []string { return nil }
 
@@ -376,10 +373,10 @@ func TestLeastPrivilegeKmirror(t *testing.T) {
 		b.check(t, privCase{user: "kmirror", want: 0, aliases: [2]string{"lpm", "lpmt"},
 			extra: []string{"topics=" + topic, "sync.group.offsets.enabled=false", "emit.checkpoints.enabled=false"},
 			acls:  mirrorACLs("lpm", "lpmt", topic),
-			args:  func(props, _ string) []string { return run(props) },
+			args:  func(props, _ string) []string { return run(props, "warn") },
 			files: none,
 			success: func(t *testing.T, props string) (int, string, string) {
-				return b.mirrorUntil(t, props, runInfo(props), func(ctx context.Context, adm *kadm.Client) string {
+				return b.mirrorUntil(t, props, run(props, "info"), func(ctx context.Context, adm *kadm.Client) string {
 					return b.committedEnd(ctx, adm, topic, 100)
 				})
 			},
@@ -413,10 +410,10 @@ func TestLeastPrivilegeKmirror(t *testing.T) {
 				"sync.group.offsets.enabled=true", "sync.group.offsets.interval.seconds=1",
 				"emit.checkpoints.enabled=true", "emit.checkpoints.interval.seconds=1"},
 			acls:  acls,
-			args:  func(props, _ string) []string { return run(props) },
+			args:  func(props, _ string) []string { return run(props, "warn") },
 			files: none,
 			success: func(t *testing.T, props string) (int, string, string) {
-				return b.mirrorUntil(t, props, runInfo(props), func(ctx context.Context, adm *kadm.Client) string {
+				return b.mirrorUntil(t, props, run(props, "info"), func(ctx context.Context, adm *kadm.Client) string {
 					if msg := b.committedEnd(ctx, adm, topic, 100); msg != "" {
 						return msg
 					}

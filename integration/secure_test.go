@@ -48,13 +48,19 @@ func secAdmin(t testing.TB, c cluster.Cluster) *kadm.Client {
 }
 
 // secTopic creates topic on c as the admin, RF min(brokers, 3), and waits for its leaders.
+// secProduce's records are from 2023: without retention.ms=-1 the brokers' first retention
+// check deletes them (secRetention).
 func secTopic(t testing.TB, c cluster.Cluster, topic string, partitions int32) {
+	t.Helper()
+	secCreate(t, c, topic, partitions, map[string]*string{"retention.ms": kadm.StringPtr("-1")})
+}
+
+// secCreate is secTopic with the topic configs given (nil: the brokers' defaults).
+func secCreate(t testing.TB, c cluster.Cluster, topic string, partitions int32, configs map[string]*string) {
 	t.Helper()
 	adm := secAdmin(t, c)
 	ctx := bedCtx(t, time.Minute)
-	// secProduce's records are from 2023: without retention.ms=-1 the brokers' first retention
-	// check deletes them (secRetention).
-	resp, err := adm.CreateTopic(ctx, partitions, int16(min(c.Brokers(), 3)), map[string]*string{"retention.ms": kadm.StringPtr("-1")}, topic)
+	resp, err := adm.CreateTopic(ctx, partitions, int16(min(c.Brokers(), 3)), configs, topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -99,8 +105,7 @@ func secStart(t *testing.T, nb int) (src, dst cluster.Cluster) {
 	t.Helper()
 	// The brokers check retention every second (the default is every 5 minutes, the first
 	// check 30 s after the start): records a test leaves to time retention go at once, not
-	// at a moment that races the test. secProduce's records are from 2023, past the default
-	// retention of 7 days, so secTopic's topics keep them (retention.ms=-1).
+	// at a moment that races the test (secRetention).
 	cfg := map[string]string{"log.retention.check.interval.ms": "1000"}
 	src = cluster.StartT(t, cluster.Spec{Version: cluster.V230, Brokers: nb, Secure: true, Name: fmt.Sprintf("sec%d-230", nb), Config: cfg})
 	dst = cluster.StartT(t, cluster.Spec{Version: cluster.V371, Brokers: nb, Secure: true, Name: fmt.Sprintf("sec%d-371", nb), Config: cfg})
@@ -144,10 +149,7 @@ func secRetention(t *testing.T, cls []cluster.Cluster, topic string) {
 	const canary = "sec.canary"
 	ctx := bedCtx(t, 2*time.Minute)
 	for _, c := range cls {
-		adm := secAdmin(t, c)
-		if resp, err := adm.CreateTopic(ctx, 1, int16(min(c.Brokers(), 3)), nil, canary); err != nil || resp.Err != nil {
-			t.Fatalf("create topic %s on %s: %v %v", canary, c.Name(), err, resp.Err)
-		}
+		secCreate(t, c, canary, 1, nil) // the default retention
 		secProduce(t, c, canary, 1)
 	}
 	for _, c := range cls {
