@@ -937,7 +937,7 @@ func TestProdFaultsHarness(t *testing.T) {
 		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
 		for _, rt := range req.Topics {
 			st := kmsg.NewOffsetCommitResponseTopic()
-			st.Topic = rt.Topic
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID // v10 and later name topics by ID
 			for _, rp := range rt.Partitions {
 				sp := kmsg.NewOffsetCommitResponseTopicPartition()
 				sp.Partition, sp.ErrorCode = rp.Partition, kerr.RequestTimedOut.Code
