@@ -82,7 +82,11 @@ func TestContainerImage(t *testing.T) {
 // other exit, or a second one, fails. It also found that the broker, once thawed, can answer
 // COORDINATOR_NOT_AVAILABLE for longer than franz-go retries: kmirror exited on it until its
 // Supervisor started a new engine in the process instead (cmd/kmirror
-// TestRunRestartsAfterTransientError); the log line counts those restarts.
+// TestRunRestartsAfterTransientError); the log line counts those restarts. And it found that
+// when the source then dropped off the network, the session's end revoked the partitions
+// while their records waited on that stuck transaction, and the revoke waited for ever,
+// silently: it is now bounded by the commit bound (mirror
+// TestMirrorBoundsRevokeOnStalledTarget), so kmirror stops with the error above.
 func TestContainerFaults(t *testing.T) {
 	containerSuite(t)
 	src := cluster.StartT(t, cluster.Spec{Version: cluster.V230, Name: "faults-src"})

@@ -174,7 +174,12 @@
 //     closing every writer, those of partitions being revoked included, and returns the
 //     error, so that a supervisor restarts the process; the restart resumes from what the
 //     target committed. (Until 2026-12-02 a revoke could wait for ever on a writer the drain
-//     could no longer reach; TestMirrorExitsAfterStalledCommit.)
+//     could no longer reach; TestMirrorExitsAfterStalledCommit.) A revoke (the group moved
+//     the partition, or the source session ended) waits for its records in flight within the
+//     commit bound too, and past it stops the engine the same way, naming the partition and
+//     the target's state of its transaction: a partition being revoked is no longer owned, so
+//     no commit bounds it. (Until 2026-12-03 such a revoke waited for ever, logging nothing;
+//     TestMirrorBoundsRevokeOnStalledTarget, found by TestContainerFaults.)
 //   - Fenced mode costs a transactional producer per partition: at 1,000 partitions peak RSS
 //     grows about 0.8 MiB a partition and throughput collapses (BENCHMARKS.md, "How the cost
 //     grows"); a resumed 1,000-partition flow takes about 4 s to its first record.

@@ -626,8 +626,17 @@ func (e *Engine) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[strin
 	states := e.takeRevoked(revoked)
 	defer e.revokeDone(states)
 	e.forgetStops(revoked) // halt.go
+	// The records in flight are waited for within the commit bound: a partition being revoked
+	// is no longer owned, so no commit of it bounds a target that never acknowledges them.
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), e.commitTimeout)
+	defer rcancel()
 	for _, ps := range states {
-		if err := ps.revoke(); err != nil && !isFencedErr(err) && !errors.Is(err, kgo.ErrAborting) {
+		err := ps.revoke(rctx)
+		var stalled *revokeStalled
+		switch {
+		case errors.As(err, &stalled):
+			e.fail(e.revokeStalledErr(ps, stalled))
+		case err != nil && !isFencedErr(err) && !errors.Is(err, kgo.ErrAborting):
 			e.fail(err)
 		}
 	}
@@ -647,6 +656,17 @@ func (e *Engine) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[strin
 		}
 		e.log.Info("partition revoked", "topic", ps.topic, "partition", ps.partition, "offset", ps.next)
 	}
+}
+
+// revokeStalledErr is the error of a revoke of ps that the target did not let end within the
+// commit bound, with the target's state of its transaction when it has one.
+func (e *Engine) revokeStalledErr(ps *partState, st *revokeStalled) error {
+	err := fmt.Errorf("target cluster %s: revoke of topic %s partition %d: the target did not acknowledge the %d records in flight within %s (the commit bound): %w; kmirror stops, and once restarted resumes from what the target committed",
+		e.cfg.TargetAlias, ps.target, ps.partition, st.inflight, e.commitTimeout, st.cause)
+	if ps.w != nil {
+		err = e.withTxnState(err, ps.w.id)
+	}
+	return err
 }
 
 // persistLoop writes the changed parts of the map and the offset syncs every PersistInterval.

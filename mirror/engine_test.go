@@ -870,15 +870,73 @@ func TestMirrorExitsAfterStalledCommit(t *testing.T) {
 	}
 }
 
-// runFrozen runs an engine with commit and drain bounds of 2 s on a new topic of parts
-// partitions, has it mirror 100 records a partition, then calls before (when not nil) and
-// freezes the target for good (freezeTarget) with 100 more records a partition to send. It
-// returns Run's answer: a commit that cannot end.
-func runFrozen(t *testing.T, topic string, parts int32, before func(p pair)) <-chan error {
-	t.Helper()
+// TestMirrorBoundsRevokeOnStalledTarget loses the source-group session while records are in
+// flight to a target that never answers again, with no commit under way (PersistInterval of an
+// hour): Run must stop within the commit bound with an error naming the revoked partition. A
+// revoked partition is no longer owned, so no commit of it bounds the wait; until 2026-12-03
+// the revoke waited for those records for ever, logging nothing (TestContainerFaults: the
+// target thawed holding a transaction in PrepareCommit, then the source dropped off the
+// network and the session ended).
+func TestMirrorBoundsRevokeOnStalledTarget(t *testing.T) {
+	t.Parallel()
 	p := newPair(t)
-	createTopic(t, p.src, topic, parts, nil)
-	e, err := mirror.New(testConfig(topic), seeds(p.src), seeds(p.dst), testLogger(t))
+	const topic = "orders-revoke-stalled"
+	createTopic(t, p.src, topic, 1, nil)
+	cfg := testConfig(topic)
+	cfg.PersistInterval = time.Hour
+	e, done := runBounded(t, p, cfg)
+	waitFor(t, "the engine owns the partition", func() bool { return len(e.Owned()[topic]) == 1 })
+	// The target takes the produce request of the mirrored topic and never answers it. A
+	// request names the topic, or from version 13 its ID.
+	tds, err := kadm.NewClient(client(t, p.dst)).ListTopics(context.Background(), topic)
+	if err != nil || tds[topic].Err != nil {
+		t.Fatalf("describe the target topic: %v %v", err, tds[topic].Err)
+	}
+	id := tds[topic].ID
+	arrived := make(chan struct{})
+	var once sync.Once
+	p.dst.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		p.dst.KeepControl()
+		for _, tt := range req.(*kmsg.ProduceRequest).Topics {
+			if tt.Topic == topic || tt.TopicID == id {
+				once.Do(func() { close(arrived) })
+				return nil, nil, true
+			}
+		}
+		return nil, nil, false
+	})
+	produce(t, p.src, topic, 1, 0, 10)
+	select {
+	case <-arrived:
+	case <-time.After(30 * time.Second):
+		t.Fatal("kmirror sent no produce request to the target within 30s")
+	}
+	// The session ends: the next heartbeat is answered UNKNOWN_MEMBER_ID, and the group's
+	// lost callback revokes the partition.
+	p.src.ControlKey(int16(kmsg.Heartbeat), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		resp := req.(*kmsg.HeartbeatRequest).ResponseKind().(*kmsg.HeartbeatResponse)
+		resp.ErrorCode = kerr.UnknownMemberID.Code
+		return resp, nil, true
+	})
+	select {
+	case err := <-done:
+		for _, want := range []string{"revoke of topic " + topic + " partition 0", "records in flight within 2s (the commit bound)"} {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("Run: got %v, want an error with %q", err, want)
+			}
+		}
+		t.Logf("Run returned: %v", err)
+	case <-time.After(60 * time.Second):
+		buf := make([]byte, 1<<20)
+		t.Fatalf("Run still running 60s after the session ended over a frozen target (commit bound 2s, drain bound 2s):\n%s", buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// runBounded runs an engine of cfg with commit and drain bounds of 2 s until the test ends;
+// the channel gets Run's answer.
+func runBounded(t *testing.T, p pair, cfg mirror.Config) (*mirror.Engine, <-chan error) {
+	t.Helper()
+	e, err := mirror.New(cfg, seeds(p.src), seeds(p.dst), testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -887,6 +945,18 @@ func runFrozen(t *testing.T, topic string, parts int32, before func(p pair)) <-c
 	t.Cleanup(cancel)
 	done := make(chan error, 1)
 	go func() { done <- e.Run(ctx) }()
+	return e, done
+}
+
+// runFrozen runs an engine with commit and drain bounds of 2 s on a new topic of parts
+// partitions, has it mirror 100 records a partition, then calls before (when not nil) and
+// freezes the target for good (freezeTarget) with 100 more records a partition to send. It
+// returns Run's answer: a commit that cannot end.
+func runFrozen(t *testing.T, topic string, parts int32, before func(p pair)) <-chan error {
+	t.Helper()
+	p := newPair(t)
+	createTopic(t, p.src, topic, parts, nil)
+	_, done := runBounded(t, p, testConfig(topic))
 	produce(t, p.src, topic, parts, 0, 100)
 	waitProduced(t, p, topic, parts)
 	if before != nil {

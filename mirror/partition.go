@@ -1,6 +1,7 @@
 package mirror
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -160,17 +161,45 @@ func (ps *partState) extend(src, dst int64) {
 	}
 }
 
-// revoke stops submitting and waits until every submitted record is settled. It returns the
-// first produce error, if any.
-func (ps *partState) revoke() error {
+// revoke stops submitting and waits until every submitted record is settled, or ctx ends. It
+// returns the first produce error, if any, or a *revokeStalled when ctx ended first; that also
+// becomes the partition's failure, so that its open transaction is never committed.
+func (ps *partState) revoke(ctx context.Context) error {
+	// ctx's end wakes the wait below; the lock makes sure the wake-up cannot come between
+	// the check of ctx and the Wait.
+	stop := context.AfterFunc(ctx, func() {
+		ps.mu.Lock()
+		defer ps.mu.Unlock()
+		ps.cond.Broadcast()
+	})
+	defer stop()
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	ps.revoked = true
-	for ps.inflight > 0 {
+	for ps.inflight > 0 && ctx.Err() == nil {
 		ps.cond.Wait()
+	}
+	if ps.inflight > 0 {
+		err := &revokeStalled{inflight: ps.inflight, cause: ctx.Err()}
+		if ps.failed == nil {
+			ps.failed = err // the open transaction must not commit
+		}
+		return err
 	}
 	return ps.failed
 }
+
+// revokeStalled is a revoke that ended on its bound with records still in flight.
+type revokeStalled struct {
+	inflight int
+	cause    error
+}
+
+func (r *revokeStalled) Error() string {
+	return fmt.Sprintf("%d records still unacknowledged: %v", r.inflight, r.cause)
+}
+
+func (r *revokeStalled) Unwrap() error { return r.cause }
 
 // takeDirty returns copies of the segments changed since the last persist and the offset
 // syncs queued, and marks them clean. mark restores them when the write failed.
