@@ -322,16 +322,12 @@ func tailReplicas(ctx context.Context, t *testing.T, c cluster.Cluster, topic st
 // where it was at the freeze, 3,000 offsets above the high watermark in attempt 3).
 func tailCaughtUp(ctx context.Context, t *testing.T, src, dst cluster.Cluster, topic string) {
 	t.Helper()
-	ends, err := bedAdmin(t, src).ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatalf("end offsets of %s on %s: %v", topic, src.Name(), err)
+	end, ok := bedEndOffsets(ctx, t, src, topic)[0]
+	if !ok {
+		t.Fatalf("no end offset of %s/0 on %s", topic, src.Name())
 	}
-	e, ok := ends.Lookup(topic, 0)
-	if !ok || e.Err != nil {
-		t.Fatalf("end offset of %s/0 on %s: %v", topic, src.Name(), e.Err)
-	}
-	bedWaitFor(ctx, t, 200*time.Millisecond, fmt.Sprintf("kmirror to catch up with %s/0 on the source (%d records)", topic, e.Offset), func() string {
-		if got := bedRecordsFrom(ctx, t, dst, topic, 0, 0); got < e.Offset {
+	bedWaitFor(ctx, t, 200*time.Millisecond, fmt.Sprintf("kmirror to catch up with %s/0 on the source (%d records)", topic, end), func() string {
+		if got := bedRecordsFrom(ctx, t, dst, topic, 0, 0); got < end {
 			return fmt.Sprintf("target partition 0 has %d committed records", got)
 		}
 		return ""
