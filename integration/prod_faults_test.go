@@ -338,6 +338,10 @@ type pfTool struct {
 	restart func(t *testing.T)
 	stop    func(t *testing.T) // a clean stop at the end (kmirror: SIGTERM and exit 0)
 	dump    func(t *testing.T) // Go's goroutine stacks (kmirror), into the test log
+	// heldBy is the target broker (node id) kmirror's last exit named as holding one of its
+	// transactions in PrepareCommit or PrepareAbort past the commit bound, or -1 (kmirror
+	// only, else nil).
+	heldBy func() int
 	// stale is the stale owner of the data-safety issue (kmirror only, else nil): the running
 	// process is stopped (SIGSTOP) past its session timeout, a second one takes every
 	// partition over, then the first is woken with what it held; both run on.
@@ -391,6 +395,21 @@ func pfKmirror(t *testing.T, b *pfBed, topic string) *pfTool {
 			return nil
 		},
 		kill: func() { p.kill(); err := <-p.exited; p.exited <- err },
+		heldBy: func() int {
+			select {
+			case err := <-p.exited:
+				p.exited <- err
+			default:
+				return -1 // still running
+			}
+			b, _ := os.ReadFile(p.log)
+			if m := pfHeldRE.FindSubmatch(b); m != nil {
+				if n, err := strconv.Atoi(string(m[1])); err == nil {
+					return n
+				}
+			}
+			return -1
+		},
 		stop: func(t *testing.T) {
 			for _, q := range append([]*mirProc{p}, others...) {
 				q.term(t)
@@ -407,6 +426,10 @@ func pfKmirror(t *testing.T, b *pfBed, topic string) *pfTool {
 		},
 	}
 }
+
+// pfHeldRE finds, in kmirror's error at its commit bound, the broker it names to restart
+// over a transaction the target decided but did not finish.
+var pfHeldRE = regexp.MustCompile(`\(the commit bound\).*in state Prepare(?:Commit|Abort).*?restart broker (\d+)`)
 
 var pfEOSRE = regexp.MustCompile(`exactly\.once\.source\.support = \w+`)
 
@@ -584,6 +607,9 @@ type pfLane struct {
 	rows    []pfRow
 	failed  bool // a fatal failure in one of its windows: the lane takes no further part
 	stopped bool // MirrorMaker 2 did not recover even after a restart: no further part either
+	// heldRestart: kmirror was restarted once, with the target broker its error named, over a
+	// transaction the target held in PrepareCommit (settle); a second time fails the run.
+	heldRestart bool
 }
 
 // pfGroup is the idle source group of topic's lane: committed at the end of each window, its
@@ -690,6 +716,23 @@ func (b *pfBed) settle(ctx context.Context, t *testing.T, l *pfLane, fault strin
 	}
 	row.lag0, state = pfWaitLag(ctx, t, l.tail, seqs, capd, tool.name+", after "+fault)
 	row.lagged = state != ""
+	if row.lagged && tool.heldBy != nil && !l.heldRestart {
+		if n := tool.heldBy(); n >= 1 {
+			// kmirror stopped at its commit bound over a transaction the target holds in
+			// PrepareCommit (the 3.7.1 stall of mirror/doc.go) and named the broker to
+			// restart: do what it says, once per run, as TestContainerFaults does; every
+			// record must still arrive exactly once.
+			l.heldRestart = true
+			t.Logf("kmirror, after %s: stopped at its commit bound over a transaction target broker %d holds; restarting that broker and kmirror, as its error says", fault, n)
+			if err := b.dst.RestartBroker(ctx, n-1); err != nil {
+				t.Fatalf("restart target broker %d: %v", n, err)
+			}
+			tool.restart(t)
+			row.note = strings.TrimSpace(row.note + fmt.Sprintf(" stopped at its commit bound over a transaction in PrepareCommit; target broker %d and kmirror restarted", n))
+			row.lag0, state = pfWaitLag(ctx, t, l.tail, seqs, capd, tool.name+", after "+fault+" and the restart")
+			row.lagged = state != ""
+		}
+	}
 	switch {
 	case row.lagged && tool.name == "kmirror":
 		tool.dump(t)
@@ -967,6 +1010,31 @@ func TestProdFaultsHarness(t *testing.T) {
 	for _, r := range rows[1:3] {
 		if r.group != fmt.Sprintf("%d exact", pfParts) {
 			t.Errorf("after %s: idle group %q, want %d exact", r.fault, r.group, pfParts)
+		}
+	}
+}
+
+// TestProdFaultsHeldBroker checks that the harness finds the broker kmirror's error at its
+// commit bound names (the form of mirror's txnState), and only for a transaction held in
+// PrepareCommit or PrepareAbort.
+func TestProdFaultsHeldBroker(t *testing.T) {
+	const bound = `level=ERROR msg="kmirror stopping on error" err="target cluster T: flush transaction kmirror-S-T-x-3: the target did not acknowledge all its pending records within 1m30s (the commit bound): context deadline exceeded; kmirror stops, and once restarted resumes from what the target committed; the target's transaction coordinator, broker 2, holds transaction kmirror-S-T-x-3 in state %s, begun 1m32s ago%s"`
+	const prepared = ": the coordinator has decided it but not written its markers, which only the broker can do, and no write to the partition can go on until it has; restart broker 2 (kafka-transactions.sh describe --transactional-id kmirror-S-T-x-3 shows the state), and kmirror resumes from what the target committed"
+	for _, c := range []struct {
+		log  string
+		want string
+	}{
+		{fmt.Sprintf(bound, "PrepareCommit", prepared), "2"},
+		{fmt.Sprintf(bound, "PrepareAbort", prepared), "2"},
+		{fmt.Sprintf(bound, "Ongoing", ""), ""},
+		{"level=WARN msg=\"restart broker 1\" in state PrepareCommit", ""},
+	} {
+		got := ""
+		if m := pfHeldRE.FindStringSubmatch(c.log); m != nil {
+			got = m[1]
+		}
+		if got != c.want {
+			t.Errorf("%q: got broker %q, want %q", c.log, got, c.want)
 		}
 	}
 }
