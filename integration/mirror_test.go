@@ -683,6 +683,22 @@ func mirLaunch(t *testing.T, name, container string, argv func(addr, level strin
 }
 
 // logCount counts the log lines of the process that contain s.
+// mirHeldRE finds, in kmirror's error at its commit bound, the broker it names to restart
+// over a transaction the target decided but did not finish (PrepareCommit, PrepareAbort).
+var mirHeldRE = regexp.MustCompile(`\(the commit bound\).*in state Prepare(?:Commit|Abort).*?restart broker (\d+)`)
+
+// mirHeldBroker is the target broker (node id) p's log names to restart over such a
+// transaction, or -1.
+func mirHeldBroker(p *mirProc) int {
+	b, _ := os.ReadFile(p.log)
+	if m := mirHeldRE.FindSubmatch(b); m != nil {
+		if n, err := strconv.Atoi(string(m[1])); err == nil {
+			return n
+		}
+	}
+	return -1
+}
+
 func (p *mirProc) logCount(s string) int {
 	b, _ := os.ReadFile(p.log)
 	return strings.Count(string(b), s)

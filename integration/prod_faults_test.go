@@ -402,13 +402,7 @@ func pfKmirror(t *testing.T, b *pfBed, topic string) *pfTool {
 			default:
 				return -1 // still running
 			}
-			b, _ := os.ReadFile(p.log)
-			if m := pfHeldRE.FindSubmatch(b); m != nil {
-				if n, err := strconv.Atoi(string(m[1])); err == nil {
-					return n
-				}
-			}
-			return -1
+			return mirHeldBroker(p)
 		},
 		stop: func(t *testing.T) {
 			for _, q := range append([]*mirProc{p}, others...) {
@@ -426,10 +420,6 @@ func pfKmirror(t *testing.T, b *pfBed, topic string) *pfTool {
 		},
 	}
 }
-
-// pfHeldRE finds, in kmirror's error at its commit bound, the broker it names to restart
-// over a transaction the target decided but did not finish.
-var pfHeldRE = regexp.MustCompile(`\(the commit bound\).*in state Prepare(?:Commit|Abort).*?restart broker (\d+)`)
 
 var pfEOSRE = regexp.MustCompile(`exactly\.once\.source\.support = \w+`)
 
@@ -1030,7 +1020,7 @@ func TestProdFaultsHeldBroker(t *testing.T) {
 		{"level=WARN msg=\"restart broker 1\" in state PrepareCommit", ""},
 	} {
 		got := ""
-		if m := pfHeldRE.FindStringSubmatch(c.log); m != nil {
+		if m := mirHeldRE.FindStringSubmatch(c.log); m != nil {
 			got = m[1]
 		}
 		if got != c.want {

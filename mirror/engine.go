@@ -632,11 +632,11 @@ func (e *Engine) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[strin
 	defer rcancel()
 	for _, ps := range states {
 		err := ps.revoke(rctx)
-		var stalled *revokeStalled
-		switch {
-		case errors.As(err, &stalled):
+		if stalled, ok := errors.AsType[*revokeStalled](err); ok {
 			e.fail(e.revokeStalledErr(ps, stalled))
-		case err != nil && !isFencedErr(err) && !errors.Is(err, kgo.ErrAborting):
+			continue
+		}
+		if err != nil && !isFencedErr(err) && !errors.Is(err, kgo.ErrAborting) {
 			e.fail(err)
 		}
 	}
