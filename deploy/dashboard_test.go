@@ -226,7 +226,7 @@ func TestDashboards(t *testing.T) {
 		})
 	}
 
-	t.Run("the kmirror dashboard shows what the issue asks", func(t *testing.T) {
+	t.Run("the kmirror dashboard shows throughput, lag, latency, ages and errors", func(t *testing.T) {
 		_, queried := missing(t, readDashboard(t, "grafana/kmirror.json"), nil)
 		for _, want := range []string{"kmirror_records_total", "kmirror_bytes_total", "kmirror_replication_lag_records",
 			"kmirror_replication_latency_seconds_bucket", "kmirror_offset_map_persist_age_seconds", "kmirror_checkpoint_age_seconds",

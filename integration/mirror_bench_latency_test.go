@@ -20,7 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// The replication latency benchmark (issue 14): records produced at a fixed rate, half of the
+// The replication latency benchmark: records produced at a fixed rate, half of the
 // bare loop's maximum measured first in the same run, each stamped with its send time in an
 // x-source-timestamp header (Unix milliseconds, as MirrorMaker 2 runbooks do); a consumer on
 // the target takes arrival minus send time. For kmirror, MirrorMaker 2 defaults and tuned:
@@ -43,7 +43,7 @@ type latResult struct {
 	mirP50, mirP99 time.Duration // arrival on the target minus the source's acknowledgement: the mirror's share
 }
 
-// latFigures sets r's quantiles: arrival minus the header's send time (issue 14's figure),
+// latFigures sets r's quantiles: arrival minus the header's send time (the p99 goal's figure),
 // the source's acknowledgement minus the send, and arrival minus that acknowledgement.
 func latFigures(r *latResult, sendAt, ackAt []time.Time, arrivals []latArrival) {
 	var lat, src, mir []time.Duration
@@ -341,7 +341,7 @@ func TestMirrorLatency(t *testing.T) {
 	if os.Getenv("KMIGRATE_BENCH_SKIP_MM2") == "1" {
 		contenders = contenders[:1]
 	}
-	// Issue 14's rate, then a fifth of it (a tenth of the bare loop) for half as long: what
+	// Half the bare loop's rate, then a fifth of it (a tenth of the bare loop) for half as long: what
 	// each contender adds when neither it nor the machine is near saturation.
 	rates := []struct {
 		label string
@@ -368,8 +368,8 @@ func TestMirrorLatency(t *testing.T) {
 	}
 }
 
-// latReport is the Markdown table of the latencies and, with goals, the ratios against issue
-// 14's goals.
+// latReport is the Markdown table of the latencies and, with goals, the ratios against
+// kmirror's goals.
 func latReport(s bpShape, label string, rate, bare float64, d time.Duration, res []latResult, loadBefore, loadAfter string, goals bool) string {
 	var b strings.Builder
 	what := fmt.Sprintf("%s %.0f records/s steady", label, bare)
@@ -392,7 +392,7 @@ func latReport(s bpShape, label string, rate, bare float64, d time.Duration, res
 	if !goals {
 		return b.String()
 	}
-	fmt.Fprintf(&b, "\nGoals (issue 14):\n")
+	fmt.Fprintf(&b, "\nGoals:\n")
 	ok := km.arrived == km.sent && km.p99 < 100*time.Millisecond
 	fmt.Fprintf(&b, "- kmirror p99 %s (goal < 100 ms: %s)\n", ms(km.p99), bpGoal(ok))
 	if len(res) == 3 {

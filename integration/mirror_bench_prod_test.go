@@ -22,7 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// The production-shape mirror benchmark (issue 14): 1 KiB values, lz4 on the producer, 24
+// The production-shape mirror benchmark: 1 KiB values, lz4 on the producer, 24
 // partitions, 10M records, Kafka 2.3.0 -> 3.7.1, and four contenders one after the other on the
 // same data: a bare franz-go consume-to-produce loop, kmirror, MirrorMaker 2 with its defaults
 // and MirrorMaker 2 tuned. Per contender: wall and steady throughput, CPU seconds per GiB
@@ -532,7 +532,7 @@ func bpContenders(t *testing.T, s bpShape) []bpContender {
 	return out
 }
 
-// bpReport is the Markdown table of the runs and the ratios against issue 14's goals.
+// bpReport is the Markdown table of the runs and the ratios against kmirror's goals.
 func bpReport(s bpShape, payload, stored int64, runs []bpRun, loadBefore, loadAfter string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n%d records of %d B in %d partitions, %s on the producer (stored %s), Kafka 2.3.0 -> 3.7.1, one broker each; %.2f GiB of keys and values; load average %s before, %s after:\n\n",
@@ -549,12 +549,12 @@ func bpReport(s bpShape, payload, stored int64, runs []bpRun, loadBefore, loadAf
 		fmt.Fprintf(&b, "| %s | %.1f s | %.0f | %.0f | %.1f | %.1f | %.2f | %.0f MiB |\n", r.name, r.wall.Seconds(), r.wallRate, r.steadyRate,
 			r.steadyRate*float64(payload)/float64(r.records)/(1<<20), r.cpu.Seconds(), r.cpuPerGiB, float64(r.rssKiB)/1024)
 	}
-	fmt.Fprintf(&b, "\nGoals (issue 14; a ratio needs both contenders in this run, complete):\n")
+	fmt.Fprintf(&b, "\nGoals (a ratio needs both contenders in this run, complete):\n")
 	bpGoals(&b, by)
 	return b.String()
 }
 
-// bpGoals writes the ratios against issue 14's goals that the runs allow.
+// bpGoals writes the ratios against kmirror's goals that the runs allow.
 func bpGoals(b *strings.Builder, by map[string]bpRun) {
 	km, ok := by["km"]
 	if !ok || !km.done() {

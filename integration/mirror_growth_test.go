@@ -20,7 +20,7 @@ import (
 	"github.com/kmigrate/kmigrate/internal/peakrss"
 )
 
-// TestMirrorGrowth is issue 14 item 5 for kmirror: peak RSS (the process's own VmHWM, sampled
+// TestMirrorGrowth is how kmirror's cost grows: peak RSS (the process's own VmHWM, sampled
 // by internal/peakrss) and throughput at 6, 100 and 1,000 partitions, the same number of
 // records in every run, Kafka 2.3.0 -> 3.7.1, one broker each. Beside kmirror (its default,
 // fenced mode, and without the fence: B.exactly.once.source.support=disabled) the bare

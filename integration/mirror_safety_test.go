@@ -19,8 +19,8 @@ import (
 	"github.com/kmigrate/kmigrate/mirror"
 )
 
-// TestMirrorSafety checks issue 9 items 1 and 9 on real brokers, where the behaviour depends
-// on Kafka:
+// TestMirrorSafety checks partition identity and record size on real brokers, where the
+// behaviour depends on Kafka:
 //   - size: logread.RecordBatchSize is exactly what 2.3.0 and 3.7.1 compare with
 //     max.message.bytes (a topic whose limit is the size takes the record, one byte less
 //     refuses it);

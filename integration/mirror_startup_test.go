@@ -19,7 +19,7 @@ import (
 	"github.com/kmigrate/kmigrate/integration/cluster"
 )
 
-// TestMirrorStartupBench is the start-up benchmark of issue 14 (scripts/bench-startup.sh,
+// TestMirrorStartupBench is kmirror's start-up benchmark (scripts/bench-startup.sh,
 // make bench-startup): kmirror's time from exec to its first record acknowledged by the
 // target, on Kafka 2.3.0 -> 3.7.1, for
 //

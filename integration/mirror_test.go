@@ -51,8 +51,8 @@ import (
 //     target lag equals source lag, the MM2-format checkpoint agrees, and reconcile.Plan finds
 //     the idle group and an active one exact.
 //
-// KMIGRATE_MIRROR_RECORDS sets the size of the kill -9 run (default 200000; the acceptance run
-// of issue 5 uses 1000000).
+// KMIGRATE_MIRROR_RECORDS sets the size of the kill -9 run (default 200000; an acceptance run
+// uses 1000000).
 func TestMirror(t *testing.T) {
 	src := cluster.StartT(t, cluster.Spec{Version: "2.3.0", Name: "mirror-src"})
 	dst := cluster.StartT(t, cluster.Spec{Version: "3.7.1", Name: "mirror-dst"})
@@ -936,7 +936,7 @@ func mirShared(t *testing.T, src, dst cluster.Cluster, bin string) {
 	}
 }
 
-// mirStaleOwner is the stale owner of the data-safety issue on real brokers: p1 loses its
+// mirStaleOwner is the stale owner on real brokers: p1 loses its
 // source-group session without noticing (SIGSTOP for longer than the 6 s session timeout,
 // records still arriving, its producer holding records), p2 takes every partition over, then
 // p1 wakes up and sends what it held. The transactional fence makes the target refuse those

@@ -19,7 +19,7 @@ import (
 	"github.com/kmigrate/kmigrate/integration/cluster"
 )
 
-// Least privilege (issue 11, item 3), on the secure bed (1 broker per cluster: on a 2-core
+// Least privilege, on the secure bed (1 broker per cluster: on a 2-core
 // machine the 3+3-broker bed makes this matrix too slow). Each tool runs as its own principal
 // with exactly the ACLs of the README's "Least privilege" table: it works; with each ACL
 // removed in turn it exits 2, its error names the resource, its type and the principal, and

@@ -29,7 +29,7 @@ import (
 	"github.com/kmigrate/kmigrate/verify"
 )
 
-// TestProdFaults is issue 11's faults during mirroring on the production-shaped bed: Kafka
+// TestProdFaults is the fault suite during mirroring on the production-shaped bed: Kafka
 // 2.3.0 -> 3.7.1, three brokers each (RF 3, min.insync 2), every client connection of the
 // mirror going through a loopback fault proxy per broker (cluster.Spec.Proxied) while the
 // brokers replicate directly. A steady producer writes to the source's direct listener (faults
@@ -171,7 +171,7 @@ const (
 	pfLagLimit = 2 * time.Minute // kmirror's bound on the time to lag 0 after a fault
 	pfLagCap   = 5 * time.Minute // how long kmirror is waited for before it counts as hung
 	// pfMM2LagCap is how long MirrorMaker 2 is waited for before it is restarted, as an
-	// operator alerted by lag would: past the 2 minutes the issue asks of a mirror, short of
+	// operator alerted by lag would: past the 2 minutes asked of a mirror (pfLagLimit), short of
 	// Connect's scheduled.rebalance.max.delay.ms (5 minutes), after which a worker that
 	// rejoined with a new member id would get its lost tasks back by itself. Waiting those 5
 	// minutes, once or twice per fault, made the run too long for CI.
@@ -342,7 +342,7 @@ type pfTool struct {
 	// transactions in PrepareCommit or PrepareAbort past the commit bound, or -1 (kmirror
 	// only, else nil).
 	heldBy func() int
-	// stale is the stale owner of the data-safety issue (kmirror only, else nil): the running
+	// stale is the stale owner case (kmirror only, else nil): the running
 	// process is stopped (SIGSTOP) past its session timeout, a second one takes every
 	// partition over, then the first is woken with what it held; both run on.
 	stale func(ctx context.Context, t *testing.T)
@@ -496,7 +496,7 @@ type pfFault struct {
 	do   func(ctx context.Context, t *testing.T, lanes []*pfLane)
 }
 
-// faults is the sequence of issue 11. The brokers killed and restarted are the leaders of
+// faults is the fault sequence. The brokers killed and restarted are the leaders of
 // partitions of the first lane's topic (every broker leads partitions of every topic).
 func (b *pfBed) faults(topic string) []pfFault {
 	var fs []pfFault

@@ -21,7 +21,7 @@ import (
 	"github.com/kmigrate/kmigrate/reconcile"
 )
 
-// The reconcile tests of issue 4 on real brokers. Each one computes the true E(G) on its own,
+// kreconcile's plan on real brokers. Each test computes the true E(G) on its own,
 // by reading both partitions whole and matching unique values, and checks Plan against it.
 
 // rcTruth is E(G) computed from the whole partitions: 1 + the last target offset holding the
@@ -286,7 +286,7 @@ func rcHasValue(ctx context.Context, t *testing.T, c cluster.Cluster, topic stri
 	return false
 }
 
-// TestReconcileCases runs the cases of issue 4 on Kafka 2.3.0 -> 3.7.1 mirrored by MirrorMaker
+// TestReconcileCases runs the group cases on Kafka 2.3.0 -> 3.7.1 mirrored by MirrorMaker
 // 2: an idle group at the end of a topic, a group at log start, a group whose previous record
 // was compacted away, groups at and after a transaction's commit marker, a topic that is not
 // mirrored, an active target group (refused, nothing written), apply twice, rollback.
@@ -558,7 +558,7 @@ func rcSeq(from, to int) []int {
 	return out
 }
 
-// TestReconcileBench is issue 4's benchmark: 1,000 groups (KMIGRATE_BENCH_GROUPS) x 24 partitions on real 3.7.1
+// TestReconcileBench is the plan benchmark: 1,000 groups (KMIGRATE_BENCH_GROUPS) x 24 partitions on real 3.7.1
 // clusters mirrored by MirrorMaker 2; it reports the plan time and how many partitions MM2's
 // own checkpoints got exact against Plan's proven E(G). It runs only with KMIGRATE_BENCH=1:
 //
@@ -718,7 +718,7 @@ func TestReconcileBench(t *testing.T) {
 	}
 }
 
-// TestReconcileRollbackSafety is issue 9 items 4, 5 and 7 on real brokers (2.3.0 source, 3.7.1
+// TestReconcileRollbackSafety checks rollback and apply on real brokers (2.3.0 source, 3.7.1
 // target, a test mirror that replays 5 records): the backup records both cluster IDs as the
 // brokers report them and a rollback against the source is refused with nothing written; after
 // the group consumed on the target, rollback leaves that partition alone (and --force restores

@@ -22,7 +22,7 @@ import (
 	"github.com/kmigrate/kmigrate/integration/cluster"
 )
 
-// The production-shaped bed (issue 11): Spec.Secure puts 2.3.0 on SASL_PLAINTEXT with
+// The production-shaped bed: Spec.Secure puts 2.3.0 on SASL_PLAINTEXT with
 // SCRAM-SHA-256 and 3.7.1 on SASL_SSL with SCRAM-SHA-512 and the bed's own CA, the authorizer
 // on, the admin the only super user.
 

@@ -15,7 +15,8 @@ import (
 	"github.com/kmigrate/kmigrate/mm2"
 )
 
-// The seed case of issue 2, with the user's names.
+// The seed case: the migration a user reported (a lag of 30 on the source became 38 on the
+// target after the switch), with the user's names.
 const (
 	seedTopic = "GEN.LAB.P.TEST.TESTINFO.OLD2NEW"
 	seedGroup = "test-consumer-kafkaupgrade-109"
@@ -57,7 +58,7 @@ type SeedFixture struct {
 var seedMM2 string
 
 // seedProperties is the user's mm2.properties (testdata/seed-mm2.properties, verbatim from
-// issue 2) with three mechanical changes: the bootstrap servers of the test clusters, every
+// the report) with three mechanical changes: the bootstrap servers of the test clusters, every
 // replication factor 1 (one broker each; 2.3.0 needs them explicit), and every 10 s interval
 // shortened to 2 s. Everything else is the user's: offset.max.lag=1 stays (MM2 ignores that
 // misspelt key, so offset.lag.max is its default 100), and the worker's offset flush
@@ -83,7 +84,7 @@ func seedProperties(source, target cluster.Cluster) string {
 	return b.String()
 }
 
-// runSeedScenario runs the seed case of issue 2 on real brokers and returns once MM2 has
+// runSeedScenario runs the seed case on real brokers and returns once MM2 has
 // mirrored every record, checkpointed the group and synced the target group's offset. It
 // skips like cluster.StartT when Java 17 is missing. Everything it starts stops in t.Cleanup.
 func runSeedScenario(t *testing.T) *SeedFixture {
@@ -292,7 +293,7 @@ func seedOffsetSyncs(ctx context.Context, t testing.TB, dst cluster.Cluster) []m
 	return out
 }
 
-// TestSeedScenario reproduces issue 2's report on real Kafka 2.3.0, 3.7.1 and MirrorMaker 2:
+// TestSeedScenario reproduces the seed case on real Kafka 2.3.0, 3.7.1 and MirrorMaker 2:
 // after the switch, the target lag is larger than the source lag and already consumed records
 // are read again.
 func TestSeedScenario(t *testing.T) {

@@ -22,7 +22,7 @@ import (
 	"github.com/kmigrate/kmigrate/verify"
 )
 
-// Issue 11, item 5: faults around the tools that are not a mirror. kverify during a broker
+// Faults around the tools that are not a mirror. kverify during a broker
 // restart must finish with the right verdict or exit 2 naming what failed, never a wrong
 // verdict; kreconcile groups --apply killed -9 half-way must leave a complete backup, finish
 // when run again, and roll back exactly.
@@ -207,8 +207,8 @@ func rcGroupCommits(ctx context.Context, t *testing.T, c cluster.Cluster, prefix
 // copy missing one record. On the target each run must give the right verdict (0 and
 // identical; 1 with exactly that record missing); on the source it may also exit 2 naming the
 // cluster and the broker. A wrong verdict fails the test, and so does a run that ended before
-// the broker died. Regression: a kill as kverify started made it exit 2 on the target
-// (ListOffsets to the dead leader was not asked again; verify.listRetrying).
+// the broker died. A kill as kverify starts must not make it exit 2 on the target: ListOffsets
+// to the dead leader is asked again (verify.listRetrying).
 func TestVerifyBrokerRestart(t *testing.T) {
 	src := cluster.StartT(t, cluster.Spec{Version: cluster.V230, Name: "source"})
 	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "target", Brokers: 3})

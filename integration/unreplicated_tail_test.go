@@ -20,7 +20,7 @@ import (
 	"github.com/kmigrate/kmigrate/verify"
 )
 
-// TestUnreplicatedTail is issue 11 item 6, the unreplicated tail of mirror/doc.go's Limits:
+// TestUnreplicatedTail is the unreplicated tail of mirror/doc.go's Limits:
 // on a 3.7.1 target with three brokers (replication factor 3, min.insync.replicas=2,
 // acks=all), kmirror is killed -9 while the leader L of the target's partition 0 holds records
 // of it above its high watermark: written by L, not replicated, not acknowledged. The state is
@@ -318,8 +318,7 @@ func tailReplicas(ctx context.Context, t *testing.T, c cluster.Cluster, topic st
 // as records arrive. Behind (after a failed attempt it has the attempt's records to copy) its
 // partition-0 writer has all its produce requests in flight (5 at most, idempotence): frozen
 // followers then leave them unacknowledged, the writer can send nothing more, and the attempt
-// fails (CI at e9b1a29: after attempt 1 failed, attempts 2 to 4 each found the leader's end
-// where it was at the freeze, 3,000 offsets above the high watermark in attempt 3).
+// fails: the leader's end stays where it was at the freeze.
 func tailCaughtUp(ctx context.Context, t *testing.T, src, dst cluster.Cluster, topic string) {
 	t.Helper()
 	end, ok := bedEndOffsets(ctx, t, src, topic)[0]

@@ -23,7 +23,7 @@ import (
 	"github.com/kmigrate/kmigrate/verify"
 )
 
-// TestVerifyGrowth is issue 14 item 5 for kverify: the peak RSS of `kverify diff` (the
+// TestVerifyGrowth is how kverify's cost grows: the peak RSS of `kverify diff` (the
 // binary; its own VmHWM, sampled by internal/peakrss) against --history and against --window,
 // one partition of N records (default 1,000,000, 100-byte values) and a faulty copy of it:
 // the last N/10 records of the first half replayed (MM2's replay after a task restart, which

@@ -20,7 +20,7 @@ import (
 	"github.com/kmigrate/kmigrate/verify"
 )
 
-// TestVerifyState (issue 12 item 4) runs kverify diff --state and --follow on real brokers:
+// TestVerifyState runs kverify diff --state and --follow on real brokers:
 // Kafka 2.3.0 -> MirrorMaker 2 3.7.1 -> Kafka 3.7.1 (identity policy), two partitions.
 //
 //   - a first run verifies everything (300 records per partition) and writes the state;

@@ -335,7 +335,7 @@ func vfDecode(t *testing.T, out string) *verify.Result {
 	return &res
 }
 
-// TestVerifyNothingToCompare (issue 9 item 8) runs kverify on real brokers, each version as
+// TestVerifyNothingToCompare runs kverify on real brokers, each version as
 // the source in turn, where the answer depends on Kafka: ListOffsets by a time after the last
 // record of a partition (Kafka answers -1, which kadm turns into the end offset). A range with
 // no source record is never identical: with nothing compared at all kverify exits 2 and writes

@@ -17,7 +17,7 @@ import (
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
-// Partition identity (issue 9 item 1): a source or target topic deleted and created again
+// Partition identity: a source or target topic deleted and created again
 // under the offset map is not the partition the map describes, and mirroring on from the
 // map would skip the new topic's first records (or write after records that are not
 // copies). kmirror checks, for every partition with a persisted map:

@@ -12,7 +12,7 @@ import (
 	"github.com/kmigrate/kmigrate/logread"
 )
 
-// Start-up timing (issue 14). Time to first record is measured from the process start (or,
+// Start-up timing. Time to first record is measured from the process start (or,
 // when the caller does not say when that was, from Run) to the first record the target
 // acknowledged: the produce response that gives the record its target offset. With
 // transactions a read_committed reader sees it at the partition's first commit, up to

@@ -14,7 +14,7 @@ import (
 	"github.com/kmigrate/kmigrate/logread"
 )
 
-// Batched resume reads (issue 14). A resume reads a record or two of every partition it
+// Batched resume reads. A resume reads a record or two of every partition it
 // resumes: the last mapped record on both sides (the identity check by fingerprint, on brokers
 // without topic IDs) and the target's tail past the map (usually one transaction marker).
 // Read one partition at a time, with 1,000 partitions that is thousands of round trips.

@@ -81,12 +81,12 @@ func offsetFetchGroup(req *kmsg.OffsetFetchRequest) string {
 	return req.Group
 }
 
-// Issue 14 item 5: on a 2.3.0 source the groups' OffsetFetch requests, one per group, died
-// with their connection ("the broker connection has died", "i/o timeout"), and Plan refused
-// those groups. Here the source kills the connection on the first OffsetFetch of two groups,
-// failing every request on it at that moment; kgo's own retries are off in the source client
-// so that each failure reaches Plan at once, as it did on the real broker once kgo's 30 s
-// retry window was spent. Plan must retry those groups and answer every group exactly.
+// Many groups: on a 2.3.0 source the groups' OffsetFetch requests, one per group, can die
+// with their connection ("the broker connection has died", "i/o timeout"). Here the source
+// kills the connection on the first OffsetFetch of two groups, failing every request on it at
+// that moment; kgo's own retries are off in the source client so that each failure reaches
+// Plan at once, as it does on a real broker once kgo's 30 s retry window is spent. Plan must
+// retry those groups and answer every group exactly.
 func TestPlanRetriesGroupsWhoseOffsetFetchDied(t *testing.T) {
 	e := newEnv(t)
 	newOldSource(t, e)
@@ -163,7 +163,7 @@ func (f *inFlight) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2
 	}
 }
 
-// Issue 14 item 5: fetchOffsets keeps at most fetchInFlight groups in flight on a broker that
+// Many groups: fetchOffsets keeps at most fetchInFlight groups in flight on a broker that
 // takes one group per request. The source holds its answer to the first OffsetFetch until the
 // client has written fetchInFlight of them (a client keeping the bound can then only wait),
 // so the peak is what the client writes before any answer: kadm's FetchManyOffsets alone

@@ -310,7 +310,7 @@ func TestPlanOffsetMap(t *testing.T) {
 		{name: "exact map", om: om, wantStatus: StatusBehind, wantE: ptr(75)},
 		{name: "map that lies", om: &offsetmap.TopicMap{Version: 1, SourceTopic: topic, TargetTopic: topic, Partitions: []*offsetmap.PartitionMap{{
 			Partition: 0, SourceTo: 100, TargetTo: 100, Segments: []offsetmap.Segment{{Source: 0, Target: 0, Len: 100}}}}},
-			// Content decides (issue 9): the local alignment's answer, not the map's.
+			// Content decides: the local alignment's answer, not the map's.
 			wantStatus: StatusBehind, wantE: ptr(75)},
 		{name: "map short of G", om: &offsetmap.TopicMap{Version: 1, SourceTopic: topic, TargetTopic: topic, Partitions: []*offsetmap.PartitionMap{{
 			Partition: 0, SourceTo: 40, TargetTo: 40, Segments: []offsetmap.Segment{{Source: 0, Target: 0, Len: 40}}}}},

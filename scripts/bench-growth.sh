@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-growth.sh: how the cost grows (issue 14, item 5), one table per tool, each written to
+# bench-growth.sh: how the cost grows, one table per tool, each written to
 # reports/bench-growth-<tool>.md and printed:
 #   mirror     kmirror's peak RSS and throughput at 6, 100 and 1,000 partitions, the same
 #              records per run, beside the bare franz-go loop (integration TestMirrorGrowth;

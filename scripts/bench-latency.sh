@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-latency.sh: the replication latency benchmark (issue 14, TestMirrorLatency) on Kafka
+# bench-latency.sh: the replication latency benchmark (TestMirrorLatency) on Kafka
 # 2.3.0 -> 3.7.1 (one broker each, JVM processes). It measures the bare franz-go loop's steady
 # throughput first, then for kmirror, MirrorMaker 2 3.7.1 defaults and tuned in turn: records
 # at half that rate, each stamped with its send time (header x-source-timestamp, Unix ms), and

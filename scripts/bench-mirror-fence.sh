@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# bench-mirror-fence.sh: issue 5's and 9's mirror benchmark (TestMirrorBench): kmirror fenced
+# bench-mirror-fence.sh: the smaller mirror benchmark (TestMirrorBench): kmirror fenced
 # (the default) and without the fence, MirrorMaker 2 3.7.1 (default and tuned settings) and a
 # bare franz-go consume-to-produce loop, on Kafka 2.3.0 -> 3.7.1 (one broker each, JVM
 # processes started by integration/cluster), 200-byte values in 6 partitions. Prints a Markdown
 # table (wall time, throughput, peak RSS) and the throughput ratios, and writes it to
-# reports/bench-mirror-fence.md. The production shape (issue 14) is scripts/bench-mirror.sh.
+# reports/bench-mirror-fence.md. The production shape is scripts/bench-mirror.sh.
 #
 #   scripts/bench-mirror-fence.sh                                   # 500000 records
 #   KMIGRATE_BENCH_RECORDS=1000000 scripts/bench-mirror-fence.sh

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# bench-mirror.sh: the production-shape mirror benchmark (issue 14, TestMirrorBenchProd). One
+# bench-mirror.sh: the production-shape mirror benchmark (TestMirrorBenchProd). One
 # source topic on Kafka 2.3.0, copied to Kafka 3.7.1 (one broker each, JVM processes started by
 # integration/cluster) by four contenders one after the other: a bare franz-go
 # consume-to-produce loop, kmirror, MirrorMaker 2 3.7.1 with its defaults and tuned. Per
 # contender: wall and steady throughput, CPU seconds per GiB mirrored (its own user+sys),
-# peak RSS (its own VmHWM), and the ratios against issue 14's goals. Each copy is deleted once
+# peak RSS (its own VmHWM), and the ratios against kmirror's goals. Each copy is deleted once
 # measured, the source at the end. Writes the Markdown to reports/bench-mirror.md.
 #
 #   scripts/bench-mirror.sh                           # 10M records of 1 KiB, lz4, 24 partitions

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-startup.sh: kmirror's start-up (issue 14) on real brokers (Kafka 2.3.0 source, 3.7.1
+# bench-startup.sh: kmirror's start-up on real brokers (Kafka 2.3.0 source, 3.7.1
 # target, one broker each, JVM processes from integration/cluster): time from exec to the first
 # record acknowledged by the target, for a fresh flow and for a resumed flow with 1,000
 # partitions of map, median and max of several runs, with the phases of the median run.

@@ -10,7 +10,7 @@
 #
 #   scripts/bench-verify.sh                 # starts a 3.7.1 broker, runs, stops it
 #   KMIGRATE_BENCH_BROKERS=host:9092 scripts/bench-verify.sh   # use a running broker
-#   # issue 13's scale: 10M records of 1 KiB, lz4, then --all over 200 topics of 50k records
+#   # at scale: 10M records of 1 KiB, lz4, then --all over 200 topics of 50k records
 #   KMIGRATE_BENCH_RECORDS=10000000 KMIGRATE_BENCH_VALUE=1024 KMIGRATE_BENCH_COMPRESSION=lz4 \
 #     KMIGRATE_BENCH_ROUNDS=1 KMIGRATE_BENCH_FAULTS=0 KMIGRATE_BENCH_ALL_TOPICS=200 scripts/bench-verify.sh
 #

@@ -8,9 +8,9 @@
 #   scripts/bench.sh mirror latency     # some of them: verify, reconcile, mirror, latency,
 #                                       # startup, growth, mirror-fence (--quick applies too)
 #
-# The default set is verify, reconcile, mirror (issue 14's production shape), latency,
+# The default set is verify, reconcile, mirror (the production shape), latency,
 # startup and growth (how each tool's cost grows: scripts/bench-growth.sh).
-# mirror-fence (issue 5's and 9's smaller mirror benchmark) runs only when named. --quick
+# mirror-fence (the smaller mirror benchmark) runs only when named. --quick
 # results go to reports/quick/, so they do not overwrite the full ones. Every benchmark runs
 # even when one fails; the exit status is 1 if any failed. Each one's time and the total are
 # printed at the end.

@@ -22,7 +22,7 @@ import (
 // partition (the same bytes, the same pool of partition readers, no per-topic work), and two
 // plain franz-go consumers reading the TOPICS source and TOPICS target topics.
 //
-//	KMIGRATE_BENCH_ALL_TOPICS   topics (the benchmark skips without it; issue 13: 200)
+//	KMIGRATE_BENCH_ALL_TOPICS   topics (the benchmark skips without it; at scale: 200)
 //	KMIGRATE_BENCH_ALL_RECORDS  records per topic (default 50000)
 //	KMIGRATE_BENCH_ALL_VALUE    value size in bytes (default 1024); KMIGRATE_BENCH_COMPRESSION as above
 //	KMIGRATE_BENCH_ALL_ROUNDS   runs of each contender, alternating (default 2)

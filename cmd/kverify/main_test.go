@@ -73,7 +73,7 @@ func run(t *testing.T, args ...string) (int, string, string) {
 	return clitest.Run(t, app(), "kverify", args...)
 }
 
-// The JSON fields issue 3 item 7 names, exactly so.
+// The JSON fields of kverify diff's result, exactly so.
 type jsonResult struct {
 	SourceTopic string `json:"source_topic"`
 	TargetTopic string `json:"target_topic"`

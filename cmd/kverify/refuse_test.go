@@ -1,7 +1,7 @@
 package main
 
-// Issue 9 item 8: every case either gives the right answer or refuses (exit 2) with nothing
-// written.
+// kverify diff's refusals: every case either gives the right answer or refuses (exit 2) with
+// nothing written.
 
 import (
 	"encoding/json"

@@ -28,7 +28,7 @@ func createWith(t *testing.T, cl *kgo.Client, topic string, partitions int32, co
 	}
 }
 
-// The JSON fields issue 12 item 1 names, exactly so.
+// The JSON fields of kverify topics' result, exactly so.
 type topicsJSON struct {
 	Topics []struct {
 		SourceTopic string `json:"source_topic"`

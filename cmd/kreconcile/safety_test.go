@@ -29,7 +29,7 @@ func applied(t *testing.T, b *bed) string {
 	return backup
 }
 
-// Issue 9, item 3: an offset map written by kverify diff --from above G does not cover G: the
+// An offset map written by kverify diff --from above G does not cover G: the
 // local alignment decides, and --apply commits E(G), not the copy of the first record it maps.
 func TestGroupsOffsetMapNotCoveringG(t *testing.T) {
 	b := seedBed(t)
@@ -57,7 +57,7 @@ func TestGroupsOffsetMapNotCoveringG(t *testing.T) {
 	}
 }
 
-// Issue 9, item 4: rollback with --target-brokers at the source is refused, nothing written.
+// Rollback with --target-brokers at the source is refused, nothing written.
 func TestRollbackRefusesSourceCluster(t *testing.T) {
 	b := seedBed(t)
 	backup := applied(t, b)
@@ -78,7 +78,7 @@ func TestRollbackRefusesSourceCluster(t *testing.T) {
 	}
 }
 
-// Issue 9, item 5: after apply the group consumed on the target; rollback keeps that, exit 1,
+// After apply the group consumed on the target; rollback keeps that, exit 1,
 // unless --force.
 func TestRollbackKeepsProgressCLI(t *testing.T) {
 	b := seedBed(t)
@@ -103,7 +103,7 @@ func TestRollbackKeepsProgressCLI(t *testing.T) {
 	}
 }
 
-// Issue 9, items 4 and 6: malformed and old backups exit 2 and write nothing.
+// Malformed and old backups exit 2 and write nothing.
 func TestRollbackRefusesBadBackup(t *testing.T) {
 	b := seedBed(t)
 	backup := applied(t, b)
@@ -147,7 +147,7 @@ func TestRollbackRefusesBadBackup(t *testing.T) {
 	}
 }
 
-// Issue 9, item 7: a commit the target refuses exits 2 naming the partition and the error.
+// A commit the target refuses exits 2 naming the partition and the error.
 func TestGroupsApplyCommitFails(t *testing.T) {
 	b := seedBed(t)
 	h := b.dstK.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Topic: b.topic, Err: kerr.TopicAuthorizationFailed, Count: -1})

@@ -18,7 +18,7 @@ import (
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
-// Issue 9, item 3: an offset map answers only where it covers G, is proven by content and is
+// An offset map answers only where it covers G, is proven by content and is
 // not above the target end; otherwise local alignment decides.
 func TestPlanOffsetMapCoverage(t *testing.T) {
 	e := newEnv(t)
@@ -90,7 +90,7 @@ func TestPlanOffsetMapCoverage(t *testing.T) {
 	}
 }
 
-// Issue 9, item 3: a map written before the mirror replayed s* again answers below E(G); the
+// A map written before the mirror replayed s* again answers below E(G); the
 // records the map never saw decide.
 func TestPlanOffsetMapStale(t *testing.T) {
 	e := newEnv(t)
@@ -116,7 +116,7 @@ func TestPlanOffsetMapStale(t *testing.T) {
 	}
 }
 
-// Issue 9, item 4: a backup restores only on the cluster it was taken on.
+// A backup restores only on the cluster it was taken on.
 func TestRollbackRefusesOtherCluster(t *testing.T) {
 	a := newApplyEnv(t)
 	group := "other-" + a.topic
@@ -163,7 +163,7 @@ func TestRollbackRefusesOtherCluster(t *testing.T) {
 	}
 }
 
-// Issue 9, item 4: a backup of the previous version names no cluster: refused unless the user
+// A backup of the previous version names no cluster: refused unless the user
 // vouches for the cluster by its ID.
 func TestRollbackLegacyBackup(t *testing.T) {
 	a := newApplyEnv(t)
@@ -198,7 +198,7 @@ func TestRollbackLegacyBackup(t *testing.T) {
 	}
 }
 
-// Issue 9, item 5: rollback does not erase what the group consumed on the target after apply.
+// Rollback does not erase what the group consumed on the target after apply.
 func TestRollbackKeepsProgress(t *testing.T) {
 	a := newApplyEnv(t)
 	group := "progress-" + a.topic
@@ -244,7 +244,7 @@ func TestRollbackKeepsProgress(t *testing.T) {
 	}
 }
 
-// Issue 9, item 6: malformed backups are refused before anything is written.
+// Malformed backups are refused before anything is written.
 func TestReadBackupRefuses(t *testing.T) {
 	head := `{"version": ` + fmt.Sprint(BackupVersion) + `, "created": "2026-01-01T00:00:00Z", "source_cluster": {"alias": "source", "id": "S"}, "target_cluster": {"alias": "target", "id": "T"}, "entries": [`
 	entry := func(group, offset string) string {
@@ -280,7 +280,7 @@ func TestReadBackupRefuses(t *testing.T) {
 	}
 }
 
-// Issue 9, item 6: the backup file is complete, private and durable before any commit.
+// The backup file is complete, private and durable before any commit.
 func TestWriteBackupFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "b.json")
@@ -324,7 +324,7 @@ func TestWriteBackupFile(t *testing.T) {
 	}
 }
 
-// Issue 9, item 7: a commit that fails for some partitions of a group is reported as it is.
+// A commit that fails for some partitions of a group is reported as it is.
 func TestApplyPartialFailure(t *testing.T) {
 	a := newApplyEnv(t)
 	group := "partial-" + a.topic
@@ -357,7 +357,7 @@ func TestApplyPartialFailure(t *testing.T) {
 	}
 }
 
-// Issue 9, item 7: the broker refusing the commit because a member joined after the check.
+// The broker refusing the commit because a member joined after the check.
 func TestApplyConsumerJoinedBetween(t *testing.T) {
 	tests := []struct {
 		name string
