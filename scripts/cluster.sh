@@ -1,27 +1,30 @@
 #!/usr/bin/env bash
 # cluster.sh: start real Kafka clusters by hand to try kmigrate's tools on them.
 #
-#   scripts/cluster.sh up [--brokers N] [--acls | --secure] [2.3.0|3.7.1|kfake ...]   (default: 2.3.0 3.7.1)
+#   scripts/cluster.sh up [--brokers N] [--acls | --secure] [2.3.0|3.7.1|4.3.1|kfake ...]
+#                                                                       (default: 2.3.0 3.7.1)
 #   scripts/cluster.sh status
 #   scripts/cluster.sh down
 #
 # up builds scripts/kcluster (the same provider code the tests use: integration/cluster) and
-# runs it in the background; it starts each cluster (2.3.0 on ZooKeeper, 3.7.1 on KRaft, JVMs
-# from the jars of scripts/fetch-kafka.sh, fetched on first use) and prints the bootstrap
-# addresses. --acls turns the brokers' authorizer on (2.3.0: the ZooKeeper one, 3.7.1 on KRaft:
+# runs it in the background; it starts each cluster (2.3.0 on ZooKeeper, 3.7.1 and 4.3.1 on
+# KRaft, JVMs from the jars of scripts/fetch-kafka.sh, fetched on first use) and prints the
+# bootstrap addresses. --acls turns the brokers' authorizer on (2.3.0: the ZooKeeper one, KRaft:
 # StandardAuthorizer; PLAINTEXT clients are User:ANONYMOUS, a super user), for kreconcile acls.
-# --secure is production-shaped: 2.3.0 SASL_PLAINTEXT with SCRAM-SHA-256, 3.7.1 SASL_SSL with
-# SCRAM-SHA-512 and a CA the bed generates (host names verified), the authorizer on and user
-# admin the only super user; the env file then also names the admin's Kafka client properties
-# (KMIGRATE_ADMIN_CONFIG_2_3_0, _3_7_1: --command-config of Kafka's CLI tools) and an
-# mm2.properties 2.3.0->3.7.1 (KMIGRATE_MM2_CONFIG, read by kmigrate's tools and MM2).
+# --secure is production-shaped: 2.3.0 SASL_PLAINTEXT with SCRAM-SHA-256, 3.7.1 and 4.3.1
+# SASL_SSL with SCRAM-SHA-512 and a CA the bed generates (host names verified), the authorizer
+# on and user admin the only super user; the env file then also names the admin's Kafka client
+# properties (KMIGRATE_ADMIN_CONFIG_2_3_0, _3_7_1, _4_3_1: --command-config of Kafka's CLI
+# tools) and an mm2.properties from the oldest version up to the newest, e.g. 2.3.0->3.7.1 or
+# 2.3.0->4.3.1 (KMIGRATE_MM2_CONFIG, read by kmigrate's tools and MM2).
 # --brokers 3 runs 3 brokers each: replication factor 3, min.insync.replicas=2.
 # down stops exactly what up started: the kcluster process recorded in the run dir and the JVM
 # pids it recorded, nothing found by name.
 #
 # Needs Go, Java 17 (and Maven on the first run). State, data and logs live in
 # $KMIGRATE_RUNDIR (default /tmp/kmigrate-clusters); `source $KMIGRATE_RUNDIR/env` sets
-# KMIGRATE_BOOTSTRAP_2_3_0 and the like. Exit codes: 0 ok, 1 failed, 2 bad usage.
+# KMIGRATE_BOOTSTRAP_2_3_0, KMIGRATE_BOOTSTRAP_4_3_1 and the like. Exit codes: 0 ok, 1 failed,
+# 2 bad usage.
 #
 # Example: try the seed case by hand
 #   scripts/cluster.sh up 2.3.0 3.7.1 && source /tmp/kmigrate-clusters/env
@@ -33,7 +36,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 rundir=${KMIGRATE_RUNDIR:-${TMPDIR:-/tmp}/kmigrate-clusters}
 sup_pid_file=$rundir/kcluster.pid
 
-usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 2; }
 die() { echo "cluster.sh: $*" >&2; exit 1; }
 
 # supervisor_pid prints the recorded kcluster pid if that process is still our kcluster.
@@ -60,9 +63,9 @@ cmd_up() {
       --brokers=*) brokers=${1#*=}; shift ;;
       --acls) acls+=(-acls); shift ;;
       --secure) acls+=(-secure); shift ;;
-      2.3.0|3.7.1|kfake) versions+=("$1"); shift ;;
+      2.3.0|3.7.1|4.3.1|kfake) versions+=("$1"); shift ;;
       -h|--help) usage ;;
-      *) echo "cluster.sh: unknown version or flag $1 (want 2.3.0, 3.7.1 or kfake)" >&2; exit 2 ;;
+      *) echo "cluster.sh: unknown version or flag $1 (want 2.3.0, 3.7.1, 4.3.1 or kfake)" >&2; exit 2 ;;
     esac
   done
   [ ${#versions[@]} -gt 0 ] || versions=(2.3.0 3.7.1)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # fetch-kafka.sh: resolve the Kafka runtimes the real-broker tests use into a cache outside git.
 #
-#   scripts/fetch-kafka.sh [2.3.0|3.7.1 ...]    (default: both)
+#   scripts/fetch-kafka.sh [2.3.0|3.7.1|4.3.1 ...]    (default: all three)
 #
 # Each runtime lands in $KMIGRATE_CACHE/kafka-<version>/lib (default cache ~/.cache/kmigrate) as
 # plain jars resolved by Maven from Maven Central; nothing is committed. A runtime whose
@@ -9,11 +9,17 @@
 #   2.3.0: kafka_2.12 with ZooKeeper 3.5.9 swapped in (3.4.14 cannot connect on JDK 14+,
 #          ZOOKEEPER-3779), log4j 1.2.17 and slf4j-log4j12 (the POM omits logging).
 #   3.7.1: kafka_2.13 (KRaft) and connect-mirror (MirrorMaker 2) with reload4j logging.
+#   4.3.1: kafka_2.13 (KRaft only: Kafka 4 has no ZooKeeper mode), connect-mirror and
+#          kafka-tools (the CLI tools moved there in 4.x), with log4j2: the POMs bring
+#          log4j-api and log4j-core but no SLF4J binding, so log4j-slf4j-impl is added (SLF4J
+#          1.7 is what 4.3.1 uses). 4.3.1 is the newest 4.x whose connect-mirror resolves
+#          here: kafka_2.13 4.3.2 and 4.4.0 do, but connect-mirror 4.3.2 and 4.4.0 do not,
+#          and the bed runs the broker and MirrorMaker 2 of one release.
 set -euo pipefail
 
 cache=${KMIGRATE_CACHE:-$HOME/.cache/kmigrate}
 versions=("$@")
-[ ${#versions[@]} -gt 0 ] || versions=(2.3.0 3.7.1)
+[ ${#versions[@]} -gt 0 ] || versions=(2.3.0 3.7.1 4.3.1)
 
 command -v mvn >/dev/null || { echo "fetch-kafka: mvn not found; install Maven (apt-get install maven)" >&2; exit 2; }
 command -v java >/dev/null || { echo "fetch-kafka: java not found; install Java 17 (apt-get install openjdk-17-jdk-headless)" >&2; exit 2; }
@@ -51,6 +57,21 @@ pom_371() {
 POM
 }
 
+pom_431() {
+  cat <<'POM'
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>kmigrate.runtime</groupId><artifactId>kafka-4.3.1</artifactId><version>1</version>
+  <dependencies>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>4.3.1</version></dependency>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>connect-mirror</artifactId><version>4.3.1</version></dependency>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-tools</artifactId><version>4.3.1</version></dependency>
+    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j-impl</artifactId><version>2.25.4</version></dependency>
+  </dependencies>
+</project>
+POM
+}
+
 for v in "${versions[@]}"; do
   dir="$cache/kafka-$v"
   if [ -f "$dir/lib/.complete" ]; then
@@ -60,7 +81,8 @@ for v in "${versions[@]}"; do
   case "$v" in
     2.3.0) pom=$(pom_230) ;;
     3.7.1) pom=$(pom_371) ;;
-    *) echo "fetch-kafka: unknown version $v (want 2.3.0 or 3.7.1)" >&2; exit 2 ;;
+    4.3.1) pom=$(pom_431) ;;
+    *) echo "fetch-kafka: unknown version $v (want 2.3.0, 3.7.1 or 4.3.1)" >&2; exit 2 ;;
   esac
   mkdir -p "$dir"
   printf '%s\n' "$pom" >"$dir/pom.xml"

@@ -13,8 +13,12 @@ import (
 const (
 	V230  = "2.3.0" // Kafka 2.3.0 on ZooKeeper 3.5.9
 	V371  = "3.7.1" // Kafka 3.7.1 on KRaft (combined broker+controller nodes)
+	V431  = "4.3.1" // Kafka 4.3.1 on KRaft (combined nodes; Kafka 4 has no ZooKeeper mode)
 	Kfake = "kfake" // franz-go's in-process fake broker
 )
+
+// isKRaft reports whether version v runs on KRaft (every node both broker and controller).
+func isKRaft(v string) bool { return v == V371 || v == V431 }
 
 // Providers.
 const (
@@ -45,7 +49,7 @@ const (
 
 // Spec describes the cluster to start.
 type Spec struct {
-	// Version is "kfake", "2.3.0" or "3.7.1".
+	// Version is "kfake", "2.3.0", "3.7.1" or "4.3.1".
 	Version string
 	// Brokers is the number of brokers: 1 or 3 (up to 5 work). Default: 1.
 	Brokers int
@@ -65,8 +69,8 @@ type Spec struct {
 	// "-Xmx1g"} for a throughput benchmark.
 	JVMFlags []string
 	// Secure starts the production-shaped security of the jvm provider (see the package doc):
-	// 2.3.0 SASL_PLAINTEXT with SCRAM-SHA-256, 3.7.1 SASL_SSL with SCRAM-SHA-512 and a CA of
-	// the bed's own, the authorizer on, the bed's admin the only super user. The cluster then
+	// 2.3.0 SASL_PLAINTEXT with SCRAM-SHA-256, 3.7.1 and 4.3.1 SASL_SSL with SCRAM-SHA-512 and
+	// a CA of the bed's own, the authorizer on, the bed's admin the only super user. The cluster then
 	// implements [Secured]. Default: plaintext, no authorizer.
 	Secure bool
 	// Proxied puts a loopback fault proxy ([netfault.Proxy]) in front of every broker's client
@@ -82,7 +86,7 @@ type Spec struct {
 type Cluster interface {
 	// Name is the label given in Spec.Name.
 	Name() string
-	// Version is "kfake", "2.3.0" or "3.7.1".
+	// Version is "kfake", "2.3.0", "3.7.1" or "4.3.1".
 	Version() string
 	// Bootstrap lists every broker's host:port, stopped ones included (with Spec.Proxied, the
 	// proxies' addresses).
@@ -137,11 +141,11 @@ func (s Spec) normalize() (Spec, error) {
 		return s, fmt.Errorf("spec: brokers %d: want 1 to 5 (1 or 3 are tested)", s.Brokers)
 	}
 	switch s.Version {
-	case Kfake, V230, V371:
+	case Kfake, V230, V371, V431:
 	case "":
-		return s, errors.New("spec: empty version: want kfake, 2.3.0 or 3.7.1")
+		return s, errors.New("spec: empty version: want kfake, 2.3.0, 3.7.1 or 4.3.1")
 	default:
-		return s, fmt.Errorf("spec: unknown version %q: want kfake, 2.3.0 or 3.7.1", s.Version)
+		return s, fmt.Errorf("spec: unknown version %q: want kfake, 2.3.0, 3.7.1 or 4.3.1", s.Version)
 	}
 	if s.Provider == "" {
 		if s.Version == Kfake {

@@ -26,8 +26,8 @@ func TestSpecValidation(t *testing.T) {
 		want string // "" = valid
 	}{
 		{name: "kfake default", spec: cluster.Spec{Version: "kfake"}},
-		{name: "no version", spec: cluster.Spec{}, want: "spec: empty version: want kfake, 2.3.0 or 3.7.1"},
-		{name: "unknown version", spec: cluster.Spec{Version: "2.8.0"}, want: `spec: unknown version "2.8.0": want kfake, 2.3.0 or 3.7.1`},
+		{name: "no version", spec: cluster.Spec{}, want: "spec: empty version: want kfake, 2.3.0, 3.7.1 or 4.3.1"},
+		{name: "unknown version", spec: cluster.Spec{Version: "2.8.0"}, want: `spec: unknown version "2.8.0": want kfake, 2.3.0, 3.7.1 or 4.3.1`},
 		{name: "too many brokers", spec: cluster.Spec{Version: "kfake", Brokers: 7}, want: "spec: brokers 7: want 1 to 5 (1 or 3 are tested)"},
 		{name: "kfake on jvm", spec: cluster.Spec{Version: "kfake", Provider: "jvm"}, want: `spec: version kfake runs only on the kfake provider, not "jvm"`},
 		{name: "proxied kfake", spec: cluster.Spec{Version: "kfake", Proxied: true}, want: "spec: provider kfake, secure false: Spec.Proxied runs on the jvm provider, plaintext, only"},

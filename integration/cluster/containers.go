@@ -22,11 +22,13 @@ import (
 // Images of the testcontainers provider. The defaults are the ones scripts/images.sh builds on
 // this machine (no registry needed); each KMIGRATE_IMAGE_* variable names another, e.g. the
 // public confluentinc/cp-zookeeper:5.3.0 and confluentinc/cp-kafka:5.3.0 (Confluent Platform
-// 5.3.0 ships Kafka 2.3.0) and apache/kafka:3.7.1, which read the same environment.
+// 5.3.0 ships Kafka 2.3.0), apache/kafka:3.7.1 and apache/kafka:4.3.1, which read the same
+// environment.
 var images = []imageVar{
 	{EnvImageZooKeeper, "kmigrate-local/kafka:2.3.0"},
 	{EnvImageKafka230, "kmigrate-local/kafka:2.3.0"},
 	{EnvImageKafka371, "kmigrate-local/kafka:3.7.1"},
+	{EnvImageKafka431, "kmigrate-local/kafka:4.3.1"},
 	{EnvImageMM2, "kmigrate-local/mirrormaker2:3.7.1"},
 	{EnvImageKmigrate, "kmigrate-local/kmigrate:dev"},
 }
@@ -36,6 +38,7 @@ const (
 	EnvImageZooKeeper = "KMIGRATE_IMAGE_ZOOKEEPER"
 	EnvImageKafka230  = "KMIGRATE_IMAGE_KAFKA_2_3_0"
 	EnvImageKafka371  = "KMIGRATE_IMAGE_KAFKA_3_7_1"
+	EnvImageKafka431  = "KMIGRATE_IMAGE_KAFKA_4_3_1"
 	EnvImageMM2       = "KMIGRATE_IMAGE_MM2"
 	EnvImageKmigrate  = "KMIGRATE_IMAGE_KMIGRATE"
 )
@@ -161,12 +164,13 @@ func startContainers(ctx context.Context, s Spec) (_ Cluster, err error) {
 		return nil, err
 	}
 	setupTestcontainers()
-	need := []string{Image(EnvImageKafka371)}
+	image := kafkaImage(s.Version)
+	need := []string{image}
 	if s.Version == V230 {
-		need = []string{Image(EnvImageZooKeeper), Image(EnvImageKafka230)}
+		need = []string{Image(EnvImageZooKeeper), image}
 	}
-	for _, image := range need {
-		if err := imagePresent(ctx, image); err != nil {
+	for _, img := range need {
+		if err := imagePresent(ctx, img); err != nil {
 			return nil, err
 		}
 	}
@@ -217,7 +221,7 @@ func startContainers(ctx context.Context, s Spec) (_ Cluster, err error) {
 		case V230:
 			m["broker.id"] = strconv.Itoa(int(n.id))
 			m["zookeeper.connect"] = "zookeeper:2181"
-		case V371:
+		case V371, V431:
 			m["node.id"] = strconv.Itoa(int(n.id))
 			m["process.roles"] = "broker,controller"
 			m["controller.quorum.voters"] = strings.Join(voters, ",")
@@ -232,10 +236,6 @@ func startContainers(ctx context.Context, s Spec) (_ Cluster, err error) {
 		for k, v := range m {
 			env[envName(k)] = v
 		}
-		image := Image(EnvImageKafka230)
-		if s.Version == V371 {
-			image = Image(EnvImageKafka371)
-		}
 		port := network.MustParsePort(strconv.Itoa(n.port) + "/tcp")
 		n.ctr, err = c.run(ctx, fmt.Sprintf("broker-%d", n.id-1), image, []string{fmt.Sprintf("kafka-%d", n.id)},
 			&port, env)
@@ -247,6 +247,17 @@ func startContainers(ctx context.Context, s Spec) (_ Cluster, err error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// kafkaImage is the broker image of version v.
+func kafkaImage(v string) string {
+	switch v {
+	case V230:
+		return Image(EnvImageKafka230)
+	case V431:
+		return Image(EnvImageKafka431)
+	}
+	return Image(EnvImageKafka371)
 }
 
 // envName maps a broker property to the variable both image families read:

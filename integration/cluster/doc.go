@@ -7,24 +7,28 @@
 // close what they start in t.Cleanup and print the tail of every log when the test failed.
 //
 // Providers (Spec.Provider, else $KMIGRATE_PROVIDER, else "kfake" for Version "kfake" and
-// "jvm" for "2.3.0" and "3.7.1"):
+// "jvm" for "2.3.0", "3.7.1" and "4.3.1"):
 //
 //   - kfake: franz-go's in-process fake broker. Instant; StopBroker, KillBroker and
 //     RestartBroker return [ErrNotSupported]. Not a JVM broker: never a substitute for the
 //     real-broker tests.
 //   - jvm: plain JVM processes from the jars that scripts/fetch-kafka.sh resolves with Maven
 //     into $KMIGRATE_CACHE (default ~/.cache/kmigrate; fetched on first use, offline after).
-//     2.3.0 runs on one ZooKeeper 3.5.9 node, 3.7.1 on KRaft with every node both broker and
-//     controller. Java 17 is pinned ($JAVA_HOME must be 17 when set, else
+//     2.3.0 runs on one ZooKeeper 3.5.9 node, 3.7.1 and 4.3.1 on KRaft with every node both
+//     broker and controller (a static quorum: controller.quorum.voters, storage formatted with
+//     one cluster id). 4.3.1 logs through log4j2, the others through log4j 1; every JVM is
+//     given both configurations. 4.3.1 is the newest Kafka 4 whose MirrorMaker 2
+//     (connect-mirror) resolves from Maven Central here. Java 17 is pinned ($JAVA_HOME must be 17 when set, else
 //     /usr/lib/jvm/java-17-openjdk-amd64, else java on PATH); other versions are refused.
 //     [Pauser] freezes a broker (SIGSTOP to its process group) and thaws it (SIGCONT).
 //   - testcontainers: the same clusters as containers on one Docker network, each broker's
 //     client port published on 127.0.0.1 (the only way the tests reach them). The images are
 //     the ones scripts/images.sh builds on the machine with no registry (kmigrate-local/...:
 //     a Java 17 Debian base made from the machine's own package sources, the cached Kafka
-//     jars copied in); KMIGRATE_IMAGE_ZOOKEEPER, KMIGRATE_IMAGE_KAFKA_2_3_0 and
-//     KMIGRATE_IMAGE_KAFKA_3_7_1 name others, e.g. the public confluentinc/cp-zookeeper and
-//     cp-kafka 5.3.0 (Kafka 2.3.0) and apache/kafka:3.7.1, which read the same environment.
+//     jars copied in); KMIGRATE_IMAGE_ZOOKEEPER, KMIGRATE_IMAGE_KAFKA_2_3_0,
+//     KMIGRATE_IMAGE_KAFKA_3_7_1 and KMIGRATE_IMAGE_KAFKA_4_3_1 name others, e.g. the public
+//     confluentinc/cp-zookeeper and cp-kafka 5.3.0 (Kafka 2.3.0), apache/kafka:3.7.1 and
+//     apache/kafka:4.3.1, which read the same environment.
 //     Nothing is ever pulled: a missing image is an [UnavailableError] that says how to build
 //     it, as is a machine without an engine (within a second or two). MirrorMaker 2 runs in
 //     KMIGRATE_IMAGE_MM2 on the host network under this provider (KMIGRATE_MM2_PROVIDER=jvm
@@ -44,15 +48,15 @@
 // Secure bed (Spec.Secure, jvm provider only; [Secured], [SecurityOf]): 2.3.0 listens
 // SASL_PLAINTEXT with SCRAM-SHA-256, its admin's credentials written into ZooKeeper with
 // kafka.admin.ConfigCommand before any broker starts (2.3.0 has no AlterUserScramCredentials);
-// 3.7.1 listens SASL_SSL with SCRAM-SHA-512, the admin's credentials in the first metadata
-// records (StorageTool format --add-scram), certificates from a CA generated in Go for
-// 127.0.0.1 and localhost (PKCS12 keystores, the CA as a PEM truststore) so that host name
-// verification passes. Brokers talk to each other as the admin over the same listener; the
+// 3.7.1 and 4.3.1 listen SASL_SSL with SCRAM-SHA-512, the admin's credentials in the first
+// metadata records (StorageTool format --add-scram), certificates from a CA generated in Go
+// for 127.0.0.1 and localhost (PKCS12 keystores, the CA as a PEM truststore) so that host
+// name verification passes. Brokers talk to each other as the admin over the same listener; the
 // KRaft controller listener is SASL_PLAINTEXT with PLAIN (controllers cannot check SCRAM) on
 // the loopback, also as the admin. The authorizer is on (SimpleAclAuthorizer on ZooKeeper,
 // StandardAuthorizer on KRaft) with the admin as the only super user and
 // allow.everyone.if.no.acl.found=false. AddUser creates users (ConfigCommand on 2.3.0,
-// AlterUserScramCredentials on 3.7.1) and waits until they log in; [Security.Opts],
+// AlterUserScramCredentials on KRaft) and waits until they log in; [Security.Opts],
 // [Security.ClientProperties] and [MM2Properties] connect clients, Kafka's CLI tools and
 // MirrorMaker 2. ZooKeeper has no authentication. From three brokers on every cluster has
 // min.insync.replicas=2 and unclean.leader.election.enable=false.
@@ -89,5 +93,6 @@
 // Testing the package itself: go test ./integration/cluster/ (2 to 3 minutes on an idle
 // 2-core machine: both versions with one broker; three brokers of each version with one
 // killed -9, restarted, and one stopped; MirrorMaker 2 killed and restarted; a broker dying at
-// start; the pid registry; the Docker probe).
+// start; the pid registry; the Docker probe; the Kafka 4.3.1 bed, one plain broker and three
+// secure ones with ACLs, and cluster.sh up --secure 2.3.0 4.3.1: about 45 s more).
 package cluster

@@ -18,9 +18,9 @@ func Describe() string {
 	}
 	var b strings.Builder
 	if provider == ProviderKfake {
-		fmt.Fprintf(&b, "provider kfake (%s): specs for 2.3.0 and 3.7.1 run in-process on kfake, no real brokers", src)
+		fmt.Fprintf(&b, "provider kfake (%s): specs for 2.3.0, 3.7.1 and 4.3.1 run in-process on kfake, no real brokers", src)
 	} else {
-		fmt.Fprintf(&b, "provider %s (%s) for 2.3.0 (ZooKeeper 3.5.9) and 3.7.1 (KRaft), MirrorMaker 2 3.7.1", provider, src)
+		fmt.Fprintf(&b, "provider %s (%s) for 2.3.0 (ZooKeeper 3.5.9), 3.7.1 and 4.3.1 (KRaft), MirrorMaker 2 3.7.1", provider, src)
 	}
 	switch provider {
 	case ProviderJVM:
@@ -30,7 +30,7 @@ func Describe() string {
 			break
 		}
 		fmt.Fprintf(&b, "; java %s", bin)
-		for _, v := range []string{V230, V371} {
+		for _, v := range []string{V230, V371, V431} {
 			lib := filepath.Join(cacheDir(), "kafka-"+v, "lib")
 			if _, err := os.Stat(filepath.Join(lib, ".complete")); err == nil {
 				fmt.Fprintf(&b, "; %s jars in %s", v, lib)

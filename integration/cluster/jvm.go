@@ -80,8 +80,8 @@ func startJVM(ctx context.Context, s Spec) (_ Cluster, err error) {
 			c.Close()
 		}
 	}()
-	if err := os.WriteFile(filepath.Join(dir, "log4j.properties"), []byte(log4jConsole), 0o644); err != nil {
-		return nil, fmt.Errorf("cluster %s: write log4j.properties: %w", s.Name, err)
+	if err := writeLogConfig(dir); err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", s.Name, err)
 	}
 	if err := c.newNodes(); err != nil {
 		return nil, err
@@ -112,7 +112,7 @@ func startJVM(ctx context.Context, s Spec) (_ Cluster, err error) {
 			argv:    c.javaArgs(heapBroker, "kafka.Kafka", cfg),
 		}
 	}
-	if s.Version == V371 {
+	if isKRaft(s.Version) {
 		if err := c.formatStorage(ctx); err != nil {
 			return nil, err
 		}
@@ -137,7 +137,7 @@ func (c *jvmCluster) newNodes() error {
 		if n.port, err = freePort(); err != nil {
 			return err
 		}
-		if s.Version == V371 {
+		if isKRaft(s.Version) {
 			if n.ctrlPort, err = freePort(); err != nil {
 				return err
 			}
@@ -191,7 +191,10 @@ func javaCommand(bin, lib, dir, heap string, extra []string, main string, args .
 		// behaviour under test does not depend on either.
 		"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
 		"-Djava.awt.headless=true", "-Djava.net.preferIPv4Stack=true",
+		// log4j 1 (reload4j) reads the first, log4j2 (Kafka 4) the second; each ignores the
+		// other's.
 		"-Dlog4j.configuration=file:" + filepath.Join(dir, "log4j.properties"),
+		"-Dlog4j2.configurationFile=" + filepath.Join(dir, "log4j2.properties"),
 		"-Dkafka.logs.dir=" + filepath.Join(dir, "logs"),
 	}
 	argv = append(argv, extra...)
@@ -214,6 +217,43 @@ log4j.logger.org.apache.kafka.clients.producer.ProducerConfig=WARN
 log4j.logger.org.apache.kafka.clients.consumer.ConsumerConfig=WARN
 log4j.logger.org.apache.kafka.clients.admin.AdminClientConfig=WARN
 `
+
+// log4j2Console is log4jConsole for log4j2 (Kafka 4 logs through log4j2 and ignores a log4j 1
+// configuration).
+const log4j2Console = `status = warn
+appender.stdout.type = Console
+appender.stdout.name = STDOUT
+appender.stdout.layout.type = PatternLayout
+appender.stdout.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.stdout.ref = STDOUT
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+logger.state.name = state.change.logger
+logger.state.level = WARN
+logger.controller.name = kafka.controller
+logger.controller.level = INFO
+logger.consumer.name = org.apache.kafka.clients.consumer.internals
+logger.consumer.level = WARN
+logger.producerconfig.name = org.apache.kafka.clients.producer.ProducerConfig
+logger.producerconfig.level = WARN
+logger.consumerconfig.name = org.apache.kafka.clients.consumer.ConsumerConfig
+logger.consumerconfig.level = WARN
+logger.adminconfig.name = org.apache.kafka.clients.admin.AdminClientConfig
+logger.adminconfig.level = WARN
+`
+
+// writeLogConfig writes log4j.properties and log4j2.properties into dir, the files javaCommand
+// names: every JVM logs to its console at INFO whichever log4j its version has.
+func writeLogConfig(dir string) error {
+	if err := os.WriteFile(filepath.Join(dir, "log4j.properties"), []byte(log4jConsole), 0o644); err != nil {
+		return fmt.Errorf("write log4j.properties: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "log4j2.properties"), []byte(log4j2Console), 0o644); err != nil {
+		return fmt.Errorf("write log4j2.properties: %w", err)
+	}
+	return nil
+}
 
 func (c *jvmCluster) startZooKeeper(ctx context.Context) error {
 	port, err := freePort()
@@ -322,7 +362,7 @@ func (c *jvmCluster) serverProps(n *jvmNode) map[string]string {
 		m["broker.id"] = strconv.Itoa(int(n.id))
 		m["zookeeper.connect"] = fmt.Sprintf("127.0.0.1:%d", c.zkPort)
 		m["zookeeper.connection.timeout.ms"] = "30000"
-	case V371:
+	case V371, V431:
 		voters := ""
 		for i, o := range c.nodes {
 			if i > 0 {

@@ -141,7 +141,7 @@ func (m *MM2) startMM2Process(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(m.dir, "log4j.properties"), []byte(log4jConsole), 0o644); err != nil {
+	if err := writeLogConfig(m.dir); err != nil {
 		return fmt.Errorf("mm2 %s: %w", m.spec.Name, err)
 	}
 	m.proc = &proc{

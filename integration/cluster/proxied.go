@@ -75,7 +75,7 @@ func (c *jvmCluster) proxiedListeners(m map[string]string, n *jvmNode) {
 	m["advertised.listeners"] = fmt.Sprintf("CLIENT://127.0.0.1:%d,%s", n.proxy.Port(), internal)
 	m["listener.security.protocol.map"] = "CLIENT:PLAINTEXT,INTERNAL:PLAINTEXT"
 	m["inter.broker.listener.name"] = "INTERNAL"
-	if c.spec.Version == V371 {
+	if isKRaft(c.spec.Version) {
 		m["listeners"] += fmt.Sprintf(",CONTROLLER://127.0.0.1:%d", n.ctrlPort)
 		m["listener.security.protocol.map"] += ",CONTROLLER:PLAINTEXT"
 	}

@@ -23,7 +23,7 @@ const AdminUser = "admin"
 
 // Security says how to reach a cluster started with Spec.Secure: 2.3.0 listens
 // SASL_PLAINTEXT with SCRAM-SHA-256, 3.7.1 SASL_SSL with SCRAM-SHA-512 and a certificate
-// signed by the bed's own CA (CAFile), valid for 127.0.0.1 and localhost.
+// signed by the bed's own CA (CAFile), valid for 127.0.0.1 and localhost; 4.3.1 as 3.7.1.
 type Security struct {
 	Protocol  string // SASL_PLAINTEXT or SASL_SSL
 	Mechanism string // SCRAM-SHA-256 or SCRAM-SHA-512
@@ -179,20 +179,21 @@ func Endpoint(alias string, c Cluster, u User) MM2Endpoint {
 // secureState is what a secure jvm cluster keeps: its admin password and TLS files.
 type secureState struct {
 	sec       Security
-	storePass string // PKCS12 keystore password (3.7.1)
+	storePass string // PKCS12 keystore password (KRaft versions)
 }
 
-// newSecureState creates the admin's password and, for 3.7.1, the CA and broker keystores.
+// newSecureState creates the admin's password and, on KRaft (3.7.1, 4.3.1), the CA and broker
+// keystores.
 func newSecureState(dir string, s Spec) (*secureState, error) {
 	st := &secureState{sec: Security{Admin: User{Name: AdminUser, Password: NewPassword()}}}
 	switch s.Version {
 	case V230:
 		st.sec.Protocol, st.sec.Mechanism = "SASL_PLAINTEXT", "SCRAM-SHA-256"
 		return st, nil
-	case V371:
+	case V371, V431:
 		st.sec.Protocol, st.sec.Mechanism = "SASL_SSL", "SCRAM-SHA-512"
 	default:
-		return nil, fmt.Errorf("cluster %s: Secure needs version %s or %s", s.Name, V230, V371)
+		return nil, fmt.Errorf("cluster %s: Secure needs version %s, %s or %s", s.Name, V230, V371, V431)
 	}
 	ca, err := newBedCA(s.Name)
 	if err != nil {

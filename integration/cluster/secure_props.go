@@ -35,7 +35,7 @@ const (
 //
 // 2.3.0: one SASL_PLAINTEXT listener (SCRAM-SHA-256) for clients and brokers, the admin
 // logging in between brokers; ZooKeeper itself has no authentication on the loopback.
-// 3.7.1: one SASL_SSL listener (SCRAM-SHA-512, the broker's PKCS12 keystore, the CA as PEM
+// 3.7.1 and 4.3.1: one SASL_SSL listener (SCRAM-SHA-512, the broker's PKCS12 keystore, the CA as PEM
 // truststore) for clients and brokers; the KRaft controller listener is SASL_PLAINTEXT with
 // PLAIN on the loopback (KRaft controllers cannot check SCRAM, whose credentials live in the
 // metadata they serve), also as the admin, so no unauthenticated principal needs to be a
@@ -54,7 +54,7 @@ func (c *jvmCluster) secureProps(m map[string]string, n *jvmNode) {
 		m["sasl.mechanism.inter.broker.protocol"] = "SCRAM-SHA-256"
 		m["listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config"] = jaas(admin)
 		m["authorizer.class.name"] = authorizerZK
-	case V371:
+	case V371, V431:
 		m["listeners"] = fmt.Sprintf("SASL_SSL://127.0.0.1:%d,CONTROLLER://127.0.0.1:%d", n.port, n.ctrlPort)
 		m["advertised.listeners"] = fmt.Sprintf("SASL_SSL://127.0.0.1:%d", n.port)
 		m["listener.security.protocol.map"] = "SASL_SSL:SASL_SSL,CONTROLLER:SASL_PLAINTEXT"

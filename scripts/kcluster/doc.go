@@ -3,7 +3,7 @@
 //
 //	kcluster -dir RUNDIR [-brokers N] [-acls] VERSION...
 //
-// It starts one cluster per VERSION (2.3.0, 3.7.1 or kfake) with its data and logs in
+// It starts one cluster per VERSION (2.3.0, 3.7.1, 4.3.1 or kfake) with its data and logs in
 // RUNDIR/kafka-<version>, writes RUNDIR/clusters (one line per cluster: name, version,
 // brokers, bootstrap, directory, JVM pids) and then RUNDIR/ready, and runs until SIGTERM or
 // SIGINT, when it kills every JVM it started and removes RUNDIR/ready and RUNDIR/clusters. If

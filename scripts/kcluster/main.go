@@ -23,18 +23,19 @@ func run(args []string) int {
 	dir := fs.String("dir", "", "run directory for state, data and logs (required)")
 	brokers := fs.Int("brokers", 1, "brokers per cluster (1 or 3)")
 	timeout := fs.Duration("timeout", 5*time.Minute, "deadline for all clusters to be ready")
-	acls := fs.Bool("acls", false, "turn ACLs on: each broker's authorizer (2.3.0: the ZooKeeper one, 3.7.1: StandardAuthorizer), PLAINTEXT clients (User:ANONYMOUS) super users")
-	secure := fs.Bool("secure", false, "production-shaped security: 2.3.0 SASL_PLAINTEXT SCRAM-SHA-256, 3.7.1 SASL_SSL SCRAM-SHA-512 with a CA of the bed's own, the authorizer on, user admin the only super user; writes admin-<version>.properties, mm2.properties and env-secure in RUNDIR")
+	acls := fs.Bool("acls", false, "turn ACLs on: each broker's authorizer (2.3.0: the ZooKeeper one, 3.7.1 and 4.3.1: StandardAuthorizer), PLAINTEXT clients (User:ANONYMOUS) super users")
+	secure := fs.Bool("secure", false, "production-shaped security: 2.3.0 SASL_PLAINTEXT SCRAM-SHA-256, 3.7.1 and 4.3.1 SASL_SSL SCRAM-SHA-512 with a CA of the bed's own, the authorizer on, user admin the only super user; writes admin-<version>.properties, mm2.properties and env-secure in RUNDIR")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), `usage: kcluster -dir RUNDIR [-brokers N] [-acls | -secure] VERSION...
 
-Starts Kafka clusters (2.3.0 on ZooKeeper, 3.7.1 on KRaft, or kfake) and keeps them until
-SIGTERM/SIGINT. Normally run by scripts/cluster.sh up; stop it with scripts/cluster.sh down.
-With -secure (jvm versions only) it writes, in RUNDIR, a Kafka client properties file for each
-cluster's admin (admin-2.3.0.properties, admin-3.7.1.properties: --command-config of Kafka's
-CLI tools), mm2.properties for the flow 2.3.0->3.7.1 as the admin of each (kmigrate's
---mm2-config, MirrorMaker 2), and env-secure exporting KMIGRATE_ADMIN_CONFIG_2_3_0,
-KMIGRATE_ADMIN_CONFIG_3_7_1 and KMIGRATE_MM2_CONFIG. They hold passwords: mode 0600.
+Starts Kafka clusters (2.3.0 on ZooKeeper, 3.7.1 and 4.3.1 on KRaft, or kfake) and keeps them
+until SIGTERM/SIGINT. Normally run by scripts/cluster.sh up; stop it with scripts/cluster.sh
+down. With -secure (jvm versions only) it writes, in RUNDIR, a Kafka client properties file
+for each cluster's admin (admin-2.3.0.properties, admin-3.7.1.properties, ...: --command-config
+of Kafka's CLI tools), mm2.properties for the flow from the oldest version to the newest (e.g.
+2.3.0->3.7.1, 2.3.0->4.3.1) as the admin of each (kmigrate's --mm2-config, MirrorMaker 2), and
+env-secure exporting KMIGRATE_ADMIN_CONFIG_<version with underscores> and
+KMIGRATE_MM2_CONFIG. They hold passwords: mode 0600.
 
 Example:
   kcluster -dir /tmp/kmigrate-clusters 2.3.0 3.7.1
@@ -57,7 +58,7 @@ Flags:
 		return 2
 	}
 	if *secure && slices.Contains(fs.Args(), cluster.Kfake) {
-		fmt.Fprintln(os.Stderr, "kcluster: -secure runs 2.3.0 and 3.7.1 only, not kfake")
+		fmt.Fprintln(os.Stderr, "kcluster: -secure runs 2.3.0, 3.7.1 and 4.3.1 only, not kfake")
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -145,14 +146,17 @@ func authorizer(v string) map[string]string {
 }
 
 // writeSecure writes the admin client properties of each secure cluster, the mm2.properties
-// of the flow 2.3.0->3.7.1 when both run, and env-secure naming them (see the usage).
+// of the flow from the oldest version running to the newest when two or more run, and
+// env-secure naming them (see the usage).
 func writeSecure(dir string, started map[string]cluster.Cluster) error {
 	var env []string
-	for _, v := range []string{cluster.V230, cluster.V371} {
+	var running []cluster.Cluster
+	for _, v := range []string{cluster.V230, cluster.V371, cluster.V431} {
 		c, ok := started[v]
 		if !ok {
 			continue
 		}
+		running = append(running, c)
 		sec, ok := cluster.SecurityOf(c)
 		if !ok {
 			return fmt.Errorf("cluster %s is not secure", c.Name())
@@ -163,9 +167,8 @@ func writeSecure(dir string, started map[string]cluster.Cluster) error {
 		}
 		env = append(env, fmt.Sprintf("export KMIGRATE_ADMIN_CONFIG_%s=%s", strings.ReplaceAll(v, ".", "_"), path))
 	}
-	src, okS := started[cluster.V230]
-	dst, okD := started[cluster.V371]
-	if okS && okD {
+	if len(running) >= 2 {
+		src, dst := running[0], running[len(running)-1]
 		path := filepath.Join(dir, "mm2.properties")
 		text := cluster.MM2Properties(cluster.Endpoint("source", src, cluster.User{}), cluster.Endpoint("target", dst, cluster.User{}))
 		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
