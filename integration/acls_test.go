@@ -3,6 +3,8 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -101,7 +103,7 @@ var (
 )
 
 // aclTool lists c's ACLs with Kafka 3.7.1's own tool, kafka.admin.AclCommand --list (what
-// kafka-acls.sh runs), and parses its output.
+// kafka-acls.sh runs; on a secure bed as its admin), and parses its output.
 func aclTool(t *testing.T, c cluster.Cluster) []string {
 	t.Helper()
 	cache := os.Getenv(cluster.EnvCache)
@@ -112,8 +114,16 @@ func aclTool(t *testing.T, c cluster.Cluster) []string {
 	lib := filepath.Join(cache, "kafka-3.7.1", "lib")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, aclJava(t), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", lib+"/*",
-		"kafka.admin.AclCommand", "--bootstrap-server", strings.Join(c.Bootstrap(), ","), "--list")
+	args := []string{"-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", lib + "/*",
+		"kafka.admin.AclCommand", "--bootstrap-server", strings.Join(c.Bootstrap(), ","), "--list"}
+	if sec, ok := cluster.SecurityOf(c); ok { // a secure bed: as its admin, with --command-config
+		cfg := filepath.Join(t.TempDir(), "admin.properties")
+		if err := sec.WriteClientProperties(cfg, sec.Admin); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--command-config", cfg)
+	}
+	cmd := exec.CommandContext(ctx, aclJava(t), args...)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("kafka.admin.AclCommand --list on %s: %v\n%s", c.Name(), err, out)
@@ -278,4 +288,100 @@ func TestACLs(t *testing.T) {
 		t.Fatalf("reverse rollback: exit %d\n%s\n%s", code, out, errOut)
 	}
 	aclSame(t, "2.3.0 cluster after the reverse rollback", aclDescribe(t, src), srcBefore)
+}
+
+// TestACLsSecure3: kreconcile acls --apply, rollback and --apply again on the production-shaped
+// bed (3 brokers a side, SASL source, SASL_SSL target, authorizers on), three rounds, each
+// judged by Kafka's own kafka-acls --list. A target broker applies an ACL change a moment after
+// the controller took it, so a tool that reads one broker once can read the set from before its
+// own write: the apply then reported ACLs it had created as failed, and a rollback left them.
+func TestACLsSecure3(t *testing.T) {
+	src, dst := secStart(t, 3)
+	alice := "User:CN=alice"
+	lit := kadm.ACLPatternLiteral
+	asAdmin := func(c cluster.Cluster, b *kadm.ACLBuilder) {
+		t.Helper()
+		res, err := secAdmin(t, c).CreateACLs(bedCtx(t, time.Minute), b)
+		if err == nil {
+			for _, r := range res {
+				err = errors.Join(err, r.Err)
+			}
+		}
+		if err != nil {
+			t.Fatalf("create ACL on %s: %v", c.Name(), err)
+		}
+	}
+	asAdmin(src, kadm.NewACLs().Topics("orders").Allow(alice).Operations(kadm.OpRead).ResourcePatternType(lit))
+	asAdmin(src, kadm.NewACLs().Topics("orders").Deny("User:mallory").Operations(kadm.OpWrite).ResourcePatternType(lit))
+	asAdmin(src, kadm.NewACLs().Groups("orders-app").Allow(alice).Operations(kadm.OpRead).ResourcePatternType(lit))
+	dstBefore := aclTool(t, dst)
+	mirror := "User:CN=alice-mirror"
+	afterApply := append(append([]string{}, dstBefore...),
+		aclLine("ALLOW", mirror, "READ", "TOPIC", "LITERAL", "orders", "*"),
+		aclLine("DENY", "User:mallory", "WRITE", "TOPIC", "LITERAL", "orders", "*"),
+		aclLine("ALLOW", mirror, "READ", "GROUP", "LITERAL", "orders-app", "*"))
+	sort.Strings(afterApply)
+
+	dir := t.TempDir()
+	props := filepath.Join(dir, "mm2.properties")
+	text := cluster.MM2Properties(cluster.Endpoint("source", src, cluster.User{}), cluster.Endpoint("target", dst, cluster.User{}))
+	if err := os.WriteFile(props, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kreconcile := filepath.Join(bedBuild(t, "kreconcile"), "kreconcile")
+	args := []string{"acls", "--mm2-config", props, "--map-principal", `User:CN=(.*)=>User:CN=$1-mirror`}
+	for round := 1; round <= 3; round++ {
+		backup := filepath.Join(dir, fmt.Sprintf("acls-%d.json", round))
+		code, out, errOut := bedOutput(t, kreconcile, append(args, "--apply", "--backup", backup)...)
+		if code != 0 {
+			t.Fatalf("round %d: apply: exit %d\n%s\n%s", round, code, out, errOut)
+		}
+		b, err := reconcile.ReadACLBackup(backup)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b.CreatedACLs) != 3 || len(b.DeletedACLs) != 0 {
+			t.Fatalf("round %d: the backup holds %d created, %d deleted ACLs, want 3 and 0: %+v", round, len(b.CreatedACLs), len(b.DeletedACLs), b)
+		}
+		aclSame(t, fmt.Sprintf("round %d: target after apply (kafka-acls --list)", round), aclTool(t, dst), afterApply)
+		t.Logf("round %d: apply exit 0, backup %d created; %s", round, len(b.CreatedACLs), lineWith(out, "read back from every broker"))
+
+		code, out, errOut = bedOutput(t, kreconcile, "rollback", "--mm2-config", props, "--backup", backup, "--format", "json")
+		if code != 0 {
+			t.Fatalf("round %d: rollback: exit %d\n%s\n%s", round, code, out, errOut)
+		}
+		var res reconcile.ACLRollbackResult
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("rollback JSON: %v\n%s", err, out)
+		}
+		for _, r := range res.ACLs {
+			if r.Action != "deleted" {
+				t.Errorf("round %d: rollback of %s: %q, want deleted", round, r.ACL, r.Action)
+			}
+		}
+		aclSame(t, fmt.Sprintf("round %d: target after rollback (kafka-acls --list)", round), aclTool(t, dst), dstBefore)
+		if res.ReadBack == nil || len(res.ReadBack.Brokers) != 3 {
+			t.Errorf("round %d: rollback read back from %+v, want the 3 brokers", round, res.ReadBack)
+		} else {
+			t.Logf("round %d: rollback exit 0, %d deleted; read back from brokers %v: %d rounds, %d ms", round, len(res.ACLs), res.ReadBack.Brokers, res.ReadBack.Rounds, res.ReadBack.WaitedMS)
+		}
+	}
+	backup := filepath.Join(dir, "acls-final.json")
+	if code, out, errOut := bedOutput(t, kreconcile, append(args, "--apply", "--backup", backup)...); code != 0 {
+		t.Fatalf("final apply: exit %d\n%s\n%s", code, out, errOut)
+	}
+	aclSame(t, "target after the final apply (kafka-acls --list)", aclTool(t, dst), afterApply)
+	if code, out, errOut := bedOutput(t, kreconcile, args...); code != 0 || !strings.Contains(out, "IN SYNC") {
+		t.Fatalf("plan after the final apply: exit %d, want 0 (IN SYNC)\n%s\n%s", code, out, errOut)
+	}
+}
+
+// lineWith is the first line of s that holds sub, trimmed ("" when none does).
+func lineWith(s, sub string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmigrate/kmigrate/internal/agree"
 	"github.com/kmigrate/kmigrate/mm2"
 )
 
@@ -147,6 +148,9 @@ type ACLConfig struct {
 	IncludeWildcards bool
 	// DeleteExtra plans the deletion of the target-only ACLs (ApplyACLs then deletes them).
 	DeleteExtra bool
+	// ReadTimeout bounds each consistent read of a cluster's ACLs (readACLs): how long to wait
+	// for every broker to give the same answer. Default: agree.DefaultTimeout (30 s).
+	ReadTimeout time.Duration
 }
 
 // ACLItem is one row of the plan: a source ACL and its image on the target, or a target-only
@@ -203,6 +207,21 @@ type ACLPlan struct {
 	// Applied is true when ApplyACLs wrote anything; Backup is the file it saved first.
 	Applied bool   `json:"applied"`
 	Backup  string `json:"backup,omitempty"`
+	// ReadBack says how ApplyACLs read its writes back (nil when it wrote nothing).
+	ReadBack *ACLReadBack `json:"read_back,omitempty"`
+}
+
+// ACLReadBack is how the writes of an apply or a rollback were read back: the brokers asked,
+// and how many rounds and milliseconds it took until every broker showed every write (or the
+// wait ended).
+type ACLReadBack struct {
+	Brokers  []int32 `json:"brokers"`
+	Rounds   int     `json:"rounds"`
+	WaitedMS int64   `json:"waited_ms"`
+}
+
+func readBack(a agree.Answers[ACL]) *ACLReadBack {
+	return &ACLReadBack{Brokers: a.Brokers(), Rounds: a.Rounds, WaitedMS: a.Waited.Milliseconds()}
 }
 
 // Counts returns how many items have each status.
@@ -286,14 +305,15 @@ func PlanACLs(ctx context.Context, src, dst *kgo.Client, cfg ACLConfig) (*ACLPla
 	if err := planClusters(ctx, src, dst, f, p); err != nil {
 		return nil, err
 	}
-	srcACLs, err := describeAllACLs(ctx, src, f.Source)
+	srcSet, err := readACLs(ctx, src, f.Source, cfg.ReadTimeout)
 	if err != nil {
 		return nil, err
 	}
-	dstACLs, err := describeAllACLs(ctx, dst, f.Target)
+	dstSet, err := readACLs(ctx, dst, f.Target, cfg.ReadTimeout)
 	if err != nil {
 		return nil, err
 	}
+	srcACLs, dstACLs := sortedACLs(srcSet), sortedACLs(dstSet)
 	p.SourceACLs, p.TargetACLs = len(srcACLs), len(dstACLs)
 	if p.ACLs, err = planItems(srcACLs, dstACLs, cfg, enabled); err != nil {
 		return nil, err
@@ -500,8 +520,9 @@ func mm2ACLNote(a ACL, it ACLItem, f *mm2.Flow, enabled bool) (note string, diff
 	return strings.Join(diffs, "; "), true
 }
 
-// describeAllACLs reads every ACL of the cluster connected to as alias.
-func describeAllACLs(ctx context.Context, cl *kgo.Client, alias string) ([]ACL, error) {
+// describeAllACLs reads every ACL that one broker (or, given a client, any broker) of the
+// cluster connected to as alias shows.
+func describeAllACLs(ctx context.Context, cl kmsg.Requestor, alias string) ([]ACL, error) {
 	req := kmsg.NewPtrDescribeACLsRequest()
 	req.ResourceType = kmsg.ACLResourceTypeAny
 	req.ResourcePatternType = kmsg.ACLResourcePatternTypeAny
@@ -619,6 +640,9 @@ type ACLApplyConfig struct {
 	Backup string
 	// Now is the clock for the backup's time and default name. Default: time.Now.
 	Now func() time.Time
+	// ReadTimeout bounds each read of the target's ACLs (before the writes and after them):
+	// how long to wait for every broker to give the same answer. Default: 30 s.
+	ReadTimeout time.Duration
 }
 
 // DefaultACLBackupName is the ACL backup file ApplyACLs writes when ACLApplyConfig.Backup is
@@ -629,13 +653,17 @@ func DefaultACLBackupName(now time.Time) string {
 
 // ApplyACLs makes the plan's writes on dst, the plan's target cluster (refused, nothing
 // written, when dst's cluster ID is another): it creates the missing ACLs and, when the plan
-// has DeleteExtra, deletes the target-only ones. It first re-reads the target's ACLs and
-// keeps only the writes still needed (an ACL created or deleted since the plan is left
-// alone), then writes the ACL backup (acls_backup.go: both cluster IDs and exactly the ACLs
-// it is about to create and to delete; written whole or not at all, never over an existing
-// file) and only then writes. Afterwards it re-reads the target and sets each item's Action
-// ("created", "deleted") or Err. With nothing to write it writes no backup and returns nil.
-// The error names every ACL that was not created or deleted.
+// has DeleteExtra, deletes the target-only ones. It first re-reads the target's ACLs
+// (readACLs: every broker's answer, once they agree) and keeps only the writes still needed
+// (an ACL created or deleted since the plan is left alone), then writes the ACL backup
+// (acls_backup.go: both cluster IDs and exactly the ACLs it is about to create and to delete;
+// written whole or not at all, never over an existing file) and only then writes. Afterwards
+// it reads the target again from every broker, waiting (within cfg.ReadTimeout) until each
+// shows every write, and sets each item's Action ("created", "deleted") or Err: a write a
+// broker still does not reflect at the bound is an error that names that broker. With nothing
+// to write it writes no backup and returns nil. The error names every ACL that was not created
+// or deleted; brokers that never agree before the writes stop it before the backup, nothing
+// written.
 func ApplyACLs(ctx context.Context, dst *kgo.Client, p *ACLPlan, cfg ACLApplyConfig) error {
 	alias := p.TargetCluster.Alias
 	id, err := clusterID(ctx, dst, alias)
@@ -650,9 +678,9 @@ func ApplyACLs(ctx context.Context, dst *kgo.Client, p *ACLPlan, cfg ACLApplyCon
 	if len(create)+len(del) == 0 {
 		return nil
 	}
-	has, err := aclSet(ctx, dst, alias)
+	has, err := readACLs(ctx, dst, alias, cfg.ReadTimeout)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w. Nothing was written", err)
 	}
 	create = filterACLs(create, func(a ACL) bool { return !has[a] })
 	del = filterACLs(del, func(a ACL) bool { return has[a] })
@@ -667,8 +695,11 @@ func ApplyACLs(ctx context.Context, dst *kgo.Client, p *ACLPlan, cfg ACLApplyCon
 	p.Applied = true
 	cerrs := createACLs(ctx, dst, create)
 	derrs := deleteACLs(ctx, dst, del)
-	hasAfter, rerr := aclSet(ctx, dst, alias)
-	outcome, failed := checkACLWrites(create, del, cerrs, derrs, hasAfter, rerr)
+	after, rerr := readACLWrites(ctx, dst, alias, cfg.ReadTimeout, accepted(create, cerrs), accepted(del, derrs))
+	if rerr == nil {
+		p.ReadBack = readBack(after)
+	}
+	outcome, failed := checkACLWrites(create, del, cerrs, derrs, after, rerr)
 	for i := range p.ACLs {
 		it := &p.ACLs[i]
 		if it.Status != ACLMissing && it.Status != ACLTargetOnly {
@@ -684,16 +715,6 @@ func ApplyACLs(ctx context.Context, dst *kgo.Client, p *ACLPlan, cfg ACLApplyCon
 		}
 	}
 	return aclErrors(alias, failed)
-}
-
-// aclSet reads every ACL of the cluster connected to as alias into a set (empty on error).
-func aclSet(ctx context.Context, cl *kgo.Client, alias string) (map[ACL]bool, error) {
-	acls, err := describeAllACLs(ctx, cl, alias)
-	set := map[ACL]bool{}
-	for _, a := range acls {
-		set[a] = true
-	}
-	return set, err
 }
 
 // backupACLWrites writes the ACL backup of the plan's writes create and del and returns its path.
@@ -715,8 +736,10 @@ func backupACLWrites(p *ACLPlan, cfg ACLApplyConfig, create, del []ACL) (string,
 	return path, nil
 }
 
-// checkACLWrites says, from the brokers' answers and the re-read target hasAfter, which ACLs were created or deleted (outcome) and why the others were not (failed).
-func checkACLWrites(create, del []ACL, cerrs, derrs []error, hasAfter map[ACL]bool, rerr error) (outcome, failed map[ACL]string) {
+// checkACLWrites says, from the brokers' answers to the writes and the target read again after
+// them (after, or its error rerr), which ACLs were created or deleted (outcome) and why the
+// others were not (failed).
+func checkACLWrites(create, del []ACL, cerrs, derrs []error, after agree.Answers[ACL], rerr error) (outcome, failed map[ACL]string) {
 	outcome, failed = map[ACL]string{}, map[ACL]string{}
 	for i, a := range create {
 		switch {
@@ -724,9 +747,11 @@ func checkACLWrites(create, del []ACL, cerrs, derrs []error, hasAfter map[ACL]bo
 			failed[a] = "create: " + cerrs[i].Error()
 		case rerr != nil:
 			failed[a] = "created, but re-reading the target failed: " + rerr.Error()
-		case !hasAfter[a]:
-			failed[a] = "the broker accepted the creation but the ACL is not on the target when re-read"
 		default:
+			if why := notShown(after, a, true, "creation"); why != "" {
+				failed[a] = why
+				continue
+			}
 			outcome[a] = "created"
 		}
 	}
@@ -736,9 +761,11 @@ func checkACLWrites(create, del []ACL, cerrs, derrs []error, hasAfter map[ACL]bo
 			failed[a] = "delete: " + derrs[i].Error()
 		case rerr != nil:
 			failed[a] = "deleted, but re-reading the target failed: " + rerr.Error()
-		case hasAfter[a]:
-			failed[a] = "the broker accepted the deletion but the ACL is still on the target when re-read"
 		default:
+			if why := notShown(after, a, false, "deletion"); why != "" {
+				failed[a] = why
+				continue
+			}
 			outcome[a] = "deleted"
 		}
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/internal/agree"
 )
 
 // Backup kinds: what a kreconcile backup file holds (its "kind" key; a file without one is a
@@ -114,6 +116,8 @@ type ACLRollbackResult struct {
 	// TargetCluster is the cluster written to (the backup's, checked by its cluster ID).
 	TargetCluster ClusterRef      `json:"target_cluster"`
 	ACLs          []RolledBackACL `json:"acls"`
+	// ReadBack says how the rollback's writes were read back (nil when it wrote nothing).
+	ReadBack *ACLReadBack `json:"read_back,omitempty"`
 }
 
 // RolledBackACL is one ACL of an ACL rollback. Was is "created" or "deleted" (what the apply
@@ -141,7 +145,10 @@ func (r *ACLRollbackResult) Failed() int {
 // RollbackACLs undoes an ACL apply on dst: it deletes exactly the ACLs the apply created
 // (each by a filter naming every field, so that no other ACL matches: an ACL added on the
 // target since is kept) and creates again those it deleted. An ACL already as the rollback
-// would leave it is "unchanged". Then it re-reads the target to confirm each.
+// would leave it is "unchanged". What is on the target is read from every broker, once they
+// agree (readACLs, within cfg.ReadTimeout), before the writes; brokers that still differ stop
+// it there, nothing written. After the writes it reads every broker again until each shows
+// every change (or the wait ends, and the ACLs a broker does not reflect are errors naming it).
 //
 // It refuses, writing nothing and returning a nil result: an invalid backup (ReadACLBackup),
 // and a cluster whose ID is not the backup's target cluster (the source, or any other). The
@@ -159,9 +166,9 @@ func RollbackACLs(ctx context.Context, dst *kgo.Client, backupFile string, cfg R
 	if err := checkBackupCluster(ref, backupFile, alias, id, ""); err != nil {
 		return nil, err
 	}
-	has, err := aclSet(ctx, dst, alias)
+	has, err := readACLs(ctx, dst, alias, cfg.ReadTimeout)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w. Nothing was written", err)
 	}
 	out := &ACLRollbackResult{Backup: backupFile, TargetCluster: ClusterRef{Alias: alias, ID: id}}
 	var del, create []ACL
@@ -180,8 +187,11 @@ func RollbackACLs(ctx context.Context, dst *kgo.Client, backupFile string, cfg R
 		}
 	}
 	if len(del)+len(create) > 0 {
-		hasAfter, rerr := aclSet(ctx, dst, alias)
-		checkRollback(out.ACLs, failed, hasAfter, rerr)
+		after, rerr := readACLWrites(ctx, dst, alias, cfg.ReadTimeout, accepted(create, cerrs), accepted(del, derrs))
+		if rerr == nil {
+			out.ReadBack = readBack(after)
+		}
+		checkRollback(out.ACLs, failed, after, rerr)
 	}
 	for i := range out.ACLs {
 		if msg, bad := failed[out.ACLs[i].ACL]; bad {
@@ -213,20 +223,24 @@ func rollbackWrites(b *ACLBackup, has map[ACL]bool) (acls []RolledBackACL, del, 
 	return acls, del, create
 }
 
-// checkRollback adds to failed each ACL of acls the brokers accepted to change but the re-read target hasAfter (or its error rerr) does not show changed.
-func checkRollback(acls []RolledBackACL, failed map[ACL]string, hasAfter map[ACL]bool, rerr error) {
+// checkRollback adds to failed each ACL of acls the brokers accepted to change but the target
+// read again after the writes (after, or its error rerr) does not show changed on every broker.
+func checkRollback(acls []RolledBackACL, failed map[ACL]string, after agree.Answers[ACL], rerr error) {
 	for i := range acls {
 		r := &acls[i]
 		if _, bad := failed[r.ACL]; bad || r.Action == "unchanged" {
 			continue
 		}
-		switch {
-		case rerr != nil:
+		if rerr != nil {
 			failed[r.ACL] = "re-reading the target failed: " + rerr.Error()
-		case r.Action == "deleted" && hasAfter[r.ACL]:
-			failed[r.ACL] = "the broker accepted the deletion but the ACL is still on the target when re-read"
-		case r.Action == "recreated" && !hasAfter[r.ACL]:
-			failed[r.ACL] = "the broker accepted the creation but the ACL is not on the target when re-read"
+			continue
+		}
+		what, present := "deletion", false
+		if r.Action == "recreated" {
+			what, present = "creation", true
+		}
+		if why := notShown(after, r.ACL, present, what); why != "" {
+			failed[r.ACL] = why
 		}
 	}
 }

@@ -28,9 +28,19 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
+	return newEnvBrokers(t, 1)
+}
+
+// newEnvBrokers is newEnv with a target of targetBrokers brokers (the source has one).
+func newEnvBrokers(t *testing.T, targetBrokers int) *env {
+	t.Helper()
 	var last *kfake.Cluster
 	start := func(id string) (*kgo.Client, []string) {
-		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ClusterID(id))
+		n := 1
+		if id == "kfake-target" {
+			n = targetBrokers
+		}
+		c, err := kfake.NewCluster(kfake.NumBrokers(n), kfake.ClusterID(id))
 		if err != nil {
 			t.Fatalf("start kfake: %v", err)
 		}

@@ -126,7 +126,22 @@ func aclsVerdict(p *reconcile.ACLPlan, c map[reconcile.ACLStatus]int, created, d
 	if p.Backup != "" {
 		v.Details = append(v.Details, "backup "+p.Backup+" (undo: kreconcile rollback --backup "+p.Backup+")")
 	}
+	if rb := readBackDetail(p.ReadBack); rb != "" {
+		v.Details = append(v.Details, rb)
+	}
 	return v
+}
+
+// readBackDetail says how the writes were read back from every broker ("" when none were).
+func readBackDetail(rb *reconcile.ACLReadBack) string {
+	if rb == nil {
+		return ""
+	}
+	ids := make([]string, len(rb.Brokers))
+	for i, id := range rb.Brokers {
+		ids[i] = fmt.Sprint(id)
+	}
+	return fmt.Sprintf("read back from every broker of the target (%s): %s, %d ms", strings.Join(ids, ", "), plural(int64(rb.Rounds), "round", "rounds"), rb.WaitedMS)
 }
 
 func writeACLs(w io.Writer, f Format, p *reconcile.ACLPlan, opt Options) error {
@@ -234,6 +249,9 @@ func newACLRollbackReport(title string, r *reconcile.ACLRollbackResult) *aclRoll
 	}
 	v.Details = append(v.Details, "from ACL backup "+r.Backup,
 		fmt.Sprintf("on cluster %s (cluster ID %s)", r.TargetCluster.Alias, r.TargetCluster.ID))
+	if rb := readBackDetail(r.ReadBack); rb != "" {
+		v.Details = append(v.Details, rb)
+	}
 	rep.Verdict = v
 	return rep
 }

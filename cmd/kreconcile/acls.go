@@ -3,10 +3,12 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
+	"github.com/kmigrate/kmigrate/internal/agree"
 	"github.com/kmigrate/kmigrate/reconcile"
 )
 
@@ -55,6 +57,14 @@ cluster); a rollback restores them. With nothing to do it writes nothing, not ev
 "kreconcile rollback --backup FILE" undoes an apply: it deletes exactly the ACLs the apply
 created (an ACL added since is kept) and creates again those it deleted.
 
+Every read of a cluster's ACLs (the plan, the re-read before --apply writes, the check after)
+asks every broker in the cluster's metadata and waits until they give the same answer: each
+broker applies an ACL change on its own a moment after the controller took it, so one broker
+can still answer with the set before it. The check after --apply waits until every broker shows
+each change. Brokers that still differ after --read-timeout (default 30s) stop the command
+with exit 2, naming the brokers and the ACLs they differ on (before the writes: nothing is
+written; after them: the backup is already complete).
+
 Both clusters need an authorizer (authorizer.class.name); a cluster without one is an error.
 The connecting principal needs DESCRIBE on the cluster resource of both clusters, and ALTER on
 the target's for --apply (or must be a super user).
@@ -91,11 +101,27 @@ func aclsCommand() *cli.Command {
 		&cli.BoolFlag{Name: "apply", Usage: "create the missing ACLs on the target (after a backup)"},
 		&cli.BoolFlag{Name: "delete-extra", Usage: "also plan (with --apply: make) the deletion of the target-only ACLs"},
 		&cli.StringFlag{Name: "backup", Usage: "with --apply, save the ACLs created and deleted to `FILE` (default: kreconcile-acls-backup-<time>.json)"},
+		readTimeoutFlag(),
 	)
 	return clikit.ReportCommand("acls", runACLs, flags,
 		"plan (and with --apply, make) the target's ACLs from the source's, with principal mapping",
 		"kreconcile acls [connection flags] [--map-principal 'REGEX=>REPLACEMENT']... [--include-wildcards] [--apply [--delete-extra] [--backup FILE]] [--format table|json|markdown|html|junit] [--out FILE]",
 		aclsHelp)
+}
+
+// readTimeoutFlag bounds the wait for every broker to give the same ACLs.
+func readTimeoutFlag() cli.Flag {
+	return &cli.DurationFlag{Name: "read-timeout", Value: agree.DefaultTimeout,
+		Usage: "how long each read of a cluster's ACLs waits for every broker to give the same answer (ACLs only)"}
+}
+
+// readTimeout is --read-timeout, refused when not positive.
+func readTimeout(c *cli.Context) (time.Duration, error) {
+	d := c.Duration("read-timeout")
+	if d <= 0 {
+		return 0, clikit.Failf("--read-timeout %s: give a positive duration, e.g. 30s or 2m", d)
+	}
+	return d, nil
 }
 
 func runACLs(c *cli.Context) error {
@@ -114,6 +140,11 @@ func runACLs(c *cli.Context) error {
 	}
 	cfg.IncludeWildcards = c.Bool("include-wildcards")
 	cfg.DeleteExtra = c.Bool("delete-extra")
+	timeout, err := readTimeout(c)
+	if err != nil {
+		return err
+	}
+	cfg.ReadTimeout = timeout
 	s, err := clikit.Open(c)
 	if err != nil {
 		return err
@@ -128,7 +159,7 @@ func runACLs(c *cli.Context) error {
 	}
 	var applyErr error
 	if c.Bool("apply") {
-		applyErr = reconcile.ApplyACLs(c.Context, dst, plan, reconcile.ACLApplyConfig{Backup: c.String("backup")})
+		applyErr = reconcile.ApplyACLs(c.Context, dst, plan, reconcile.ACLApplyConfig{Backup: c.String("backup"), ReadTimeout: timeout})
 		if plan.Backup != "" {
 			fmt.Fprintf(c.App.ErrWriter, "kreconcile: the ACLs created and deleted are saved to %s (undo: kreconcile rollback --backup %s)\n", plan.Backup, plan.Backup)
 		}

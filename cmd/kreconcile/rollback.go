@@ -13,9 +13,13 @@ const rollbackHelp = `Undoes "kreconcile groups --apply" or "kreconcile acls --a
 
 An ACL backup (kreconcile acls --apply): rollback deletes exactly the ACLs the apply created (an
 ACL added on the target since is kept, even on the same resource) and creates again those it
-deleted (--delete-extra); an ACL already as the rollback would leave it is left alone. It
-refuses a cluster whose ID is not the backup's target, as below (exit 2). --force and
---legacy-cluster-id are for group backups only.
+deleted (--delete-extra); an ACL already as the rollback would leave it is left alone. What
+is on the target is read from every broker, once they all give the same answer (a broker
+applies an ACL change a moment after the controller): brokers that still differ after
+--read-timeout (default 30s) stop it before any write, naming them; after the writes it waits
+until every broker shows each change, and names a broker that does not. It refuses a cluster
+whose ID is not the backup's target, as below (exit 2). --force and --legacy-cluster-id are for
+group backups only; --read-timeout for ACL backups only.
 
 A groups backup: rollback restores the target offsets saved by "kreconcile groups --apply", exactly:
 offsets that existed are committed again with their metadata; offsets that did not exist
@@ -53,6 +57,7 @@ func rollbackCommand() *cli.Command {
 		&cli.StringFlag{Name: "backup", Required: true, Usage: "the backup `FILE` kreconcile groups --apply or acls --apply wrote"},
 		&cli.BoolFlag{Name: "force", Usage: "also restore partitions whose target commit moved since the apply (undoes what the group consumed since)"},
 		&cli.StringFlag{Name: "legacy-cluster-id", Usage: "read a version 1 backup (no cluster recorded) on the connected cluster, whose cluster `ID` this must be"},
+		readTimeoutFlag(),
 	)
 	return clikit.ReportCommand("rollback", runRollback, flags,
 		"undo groups --apply (target offsets) or acls --apply (ACLs) from its backup",
@@ -67,6 +72,9 @@ func runRollback(c *cli.Context) error {
 	}
 	if kind == reconcile.ACLBackupKind {
 		return runACLRollback(c)
+	}
+	if c.IsSet("read-timeout") {
+		return clikit.Failf("--read-timeout is for ACL backups; %s is a backup of consumer group offsets", c.String("backup"))
 	}
 	dst, alias, err := targetClient(c)
 	if err != nil {
@@ -106,12 +114,16 @@ func runACLRollback(c *cli.Context) error {
 			return clikit.Failf("--%s is for backups of consumer group offsets; %s is an ACL backup", f, c.String("backup"))
 		}
 	}
+	timeout, err := readTimeout(c)
+	if err != nil {
+		return err
+	}
 	dst, alias, err := targetClient(c)
 	if err != nil {
 		return err
 	}
 	defer dst.Close()
-	res, rbErr := reconcile.RollbackACLs(c.Context, dst, c.String("backup"), reconcile.RollbackConfig{TargetAlias: alias})
+	res, rbErr := reconcile.RollbackACLs(c.Context, dst, c.String("backup"), reconcile.RollbackConfig{TargetAlias: alias, ReadTimeout: timeout})
 	if res == nil {
 		return clikit.Fail(rbErr)
 	}
