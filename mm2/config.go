@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/kmigrate/kmigrate/kconn"
 )
 
 // Parse reads an mm2.properties file as MirrorMaker 2 3.7.1 does: the clusters, their
@@ -394,7 +396,7 @@ func (p *parser) cluster(alias string) (*Cluster, error) {
 }
 
 // saslProtocol sets s.Protocol (default PLAINTEXT) and s.SASLMechanism of alias, failing on a value Kafka does not know.
-func (p *parser) saslProtocol(alias string, s *Security) error {
+func (p *parser) saslProtocol(alias string, s *kconn.Security) error {
 	s.Protocol = "PLAINTEXT"
 	if pr, ok := p.clusterValue(alias, "security.protocol"); ok {
 		v := strings.ToUpper(strings.TrimSpace(pr.Value))
@@ -418,20 +420,20 @@ func (p *parser) saslProtocol(alias string, s *Security) error {
 }
 
 // jaasConfig sets the SASL login module and credentials of s from alias's sasl.jaas.config (after saslProtocol), failing on a malformed one.
-func (p *parser) jaasConfig(alias string, s *Security) error {
+func (p *parser) jaasConfig(alias string, s *kconn.Security) error {
 	pr, ok := p.clusterValue(alias, "sasl.jaas.config")
 	if !ok {
 		return nil
 	}
-	e, err := parseJAAS(pr.Value)
+	e, err := kconn.ParseJAAS(pr.Value)
 	if err != nil {
-		return keyErr(pr, "%v; write it as %s required username=\"USER\" password=\"PASSWORD\";", err, plainLoginModule)
+		return keyErr(pr, "%v; write it as %s required username=\"USER\" password=\"PASSWORD\";", err, kconn.PlainLoginModule)
 	}
 	s.SASLLoginModule = e.Module
 	switch e.Module {
-	case plainLoginModule, scramLoginModule:
+	case kconn.PlainLoginModule, kconn.ScramLoginModule:
 		s.SASLUser = e.Options["username"]
-		s.SASLPassword = Secret(e.Options["password"])
+		s.SASLPassword = kconn.Secret(e.Options["password"])
 		if s.SASLUser == "" {
 			p.warnSev(SeverityWarning, pr, "", "the JAAS config has no username option")
 		}
@@ -443,7 +445,7 @@ func (p *parser) jaasConfig(alias string, s *Security) error {
 		}
 	}
 	sasl := strings.HasPrefix(s.Protocol, "SASL_")
-	if sasl && s.SASLMechanism == "" && e.Module == plainLoginModule {
+	if sasl && s.SASLMechanism == "" && e.Module == kconn.PlainLoginModule {
 		p.warn(pr, alias+".sasl.mechanism=PLAIN", "sasl.mechanism is not set: Kafka's default is GSSAPI, so MM2 would try Kerberos; kmigrate assumes PLAIN from the PlainLoginModule")
 		s.SASLMechanism = "PLAIN"
 	}
@@ -454,7 +456,7 @@ func (p *parser) jaasConfig(alias string, s *Security) error {
 }
 
 // sslConfig sets the trust store, key store and host name check of s from alias's ssl.* keys.
-func (p *parser) sslConfig(alias string, s *Security) {
+func (p *parser) sslConfig(alias string, s *kconn.Security) {
 	ssl := func(k string) (string, bool) {
 		pr, ok := p.clusterValue(alias, k)
 		return pr.Value, ok
@@ -469,7 +471,7 @@ func (p *parser) sslConfig(alias string, s *Security) {
 		}
 	}
 	if v, ok := ssl("ssl.truststore.password"); ok {
-		s.TruststorePassword = Secret(v)
+		s.TruststorePassword = kconn.Secret(v)
 	}
 	if v, ok := ssl("ssl.truststore.certificates"); ok {
 		s.CAPEM = v
@@ -484,16 +486,16 @@ func (p *parser) sslConfig(alias string, s *Security) {
 		}
 	}
 	if v, ok := ssl("ssl.keystore.password"); ok {
-		s.KeystorePassword = Secret(v)
+		s.KeystorePassword = kconn.Secret(v)
 	}
 	if v, ok := ssl("ssl.key.password"); ok {
-		s.KeyPassword = Secret(v)
+		s.KeyPassword = kconn.Secret(v)
 	}
 	if v, ok := ssl("ssl.keystore.certificate.chain"); ok {
 		s.CertPEM = v
 	}
 	if v, ok := ssl("ssl.keystore.key"); ok {
-		s.KeyPEM = Secret(v)
+		s.KeyPEM = kconn.Secret(v)
 	}
 	if pr, ok := p.clusterValue(alias, "ssl.endpoint.identification.algorithm"); ok {
 		switch v := strings.TrimSpace(pr.Value); strings.ToLower(v) {

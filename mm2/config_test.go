@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/kmigrate/kmigrate/kconn"
 )
 
 func mustParse(t *testing.T, in string) *Config {
@@ -65,7 +67,7 @@ b.ssl.keystore.key = -----BEGIN PRIVATE KEY-----
 		{"b mechanism", b.Security.SASLMechanism, "SCRAM-SHA-256"},
 		{"b user", b.Security.SASLUser, "global"},
 		{"b password (quoted, escaped)", b.Security.SASLPassword.Reveal(), `g"pw`},
-		{"b login module", b.Security.SASLLoginModule, scramLoginModule},
+		{"b login module", b.Security.SASLLoginModule, kconn.ScramLoginModule},
 		{"a truststore", a.Security.TruststoreFile, "/etc/a/trust.jks"},
 		{"a truststore password", a.Security.TruststorePassword.Reveal(), "tpw"},
 		{"a keystore", a.Security.KeystoreFile, "/etc/a/key.p12"},

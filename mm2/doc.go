@@ -1,11 +1,11 @@
 // Package mm2 speaks MirrorMaker 2 (3.7.1): its mm2.properties configuration, its replication
-// policies and internal topic names, the byte formats of its internal topics, and the client
-// connection (TLS, SASL) every kmigrate tool uses.
+// policies and internal topic names, and the byte formats of its internal topics. Connecting to
+// a cluster is kconn's work: mm2 reads a cluster's security keys into a kconn.Security.
 //
 // The types to know:
 //
 //   - Config, from Parse or Load: the cluster aliases, one Cluster per alias (bootstrap servers,
-//     Security, "<alias>.producer./consumer./admin." overrides) and one Flow per "A->B" pair the
+//     kconn.Security, "<alias>.producer./consumer./admin." overrides) and one Flow per "A->B" pair the
 //     file names. Config.Flow("") is the only enabled flow; Config.Flow("A->B") any declared
 //     pair. Warnings list every key MM2 would drop, with its line and a suggestion for near
 //     misses (offset.max.lag -> offset.lag.max, by edit distance or word order).
@@ -18,8 +18,8 @@
 //   - OffsetSync, Checkpoint: the records of MM2's offset-syncs and checkpoints topics,
 //     byte-compatible both ways; ReadOffsetSyncs and ReadCheckpoints read partition 0 of
 //     those topics. Heartbeats are neither read nor written.
-//   - Cluster.Opts: franz-go options for seeds, TLS (PEM files or inline PEM, JKS and PKCS12
-//     stores) and SASL PLAIN / SCRAM-SHA-256 / SCRAM-SHA-512.
+//   - Cluster.Opts: the franz-go options of kconn.Config for the cluster, named by its alias;
+//     a cluster without bootstrap servers is refused naming the key and flags that set them.
 //   - Lint: what MM2 would silently ignore or misread in a file, as Findings.
 //
 // Guarantees. Parsing follows java.util.Properties (separators "=", ":" or blanks; "\"
@@ -35,7 +35,7 @@
 // target alias when they live on the source (the default) and after the source alias when
 // offset-syncs.topic.location=target. Bad input is an error (*KeyError or *LineError) naming
 // the key and its line, never a panic (fuzz-tested). Secrets (passwords, JAAS configs, PEM
-// keys) are Secret values that print and marshal as "[redacted]", and never appear in
+// keys) are kconn.Secret values that print and marshal as "[redacted]", and never appear in
 // Flow.Settings, the override maps or an error message.
 //
 // Secrets. IsSecretKey is the one rule for keys that may hold a credential (*password*,
@@ -49,16 +49,11 @@
 // in a *LineError naming the line. ReadFile and LoadContext stop when their context ends, also
 // on a pipe or FIFO that never ends.
 //
-// Authentication. With SASL, Cluster.Opts makes a login the broker refuses (an error answer,
-// or the connection closed mid-login) fail requests with an *AuthError naming the cluster
-// alias, user, mechanism and broker, never the password.
-//
 // Regexes are compiled with Go's RE2, which lacks lookaround, backreferences and possessive
 // quantifiers; Parse rejects them and Lint explains them. Remember that the properties format
 // eats single backslashes: a literal dot in an mm2.properties regex is written "\\.".
 //
-// Testing: go test ./mm2/ runs the table tests, the seed configuration
-// (testdata/seed.properties), TLS handshakes against a listener with a CA generated in the test,
-// and kfake clusters with TLS and SASL; go test -fuzz FuzzParseProperties ./mm2/ fuzzes
-// the parser, Parse and Lint.
+// Testing: go test ./mm2/ runs the table tests and the seed configuration
+// (testdata/seed.properties); go test -fuzz FuzzParseProperties ./mm2/ fuzzes the parser,
+// Parse and Lint.
 package mm2

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/urfave/cli/v2"
 
+	"github.com/kmigrate/kmigrate/kconn"
 	"github.com/kmigrate/kmigrate/mm2"
 )
 
@@ -17,8 +18,8 @@ import (
 // the resource type, its operations and the principal of each cluster; other errors are not.
 func TestAuthzHint(t *testing.T) {
 	recordPrincipals(&Conn{
-		Source: &mm2.Cluster{Alias: "src", Bootstrap: []string{"a:1"}, Security: mm2.Security{Protocol: "SASL_PLAINTEXT", SASLUser: "kverify"}},
-		Target: &mm2.Cluster{Alias: "dst", Bootstrap: []string{"b:1"}, Security: mm2.Security{Protocol: "PLAINTEXT"}},
+		Source: &mm2.Cluster{Alias: "src", Bootstrap: []string{"a:1"}, Security: kconn.Security{Protocol: "SASL_PLAINTEXT", SASLUser: "kverify"}},
+		Target: &mm2.Cluster{Alias: "dst", Bootstrap: []string{"b:1"}, Security: kconn.Security{Protocol: "PLAINTEXT"}},
 	})
 	for _, tc := range []struct {
 		err  error

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kmigrate/kmigrate/kconn"
 	"github.com/kmigrate/kmigrate/mm2"
 )
 
@@ -126,8 +127,8 @@ func connect(c *cli.Context, need [2]bool) (*Conn, error) {
 			src, tgt = a, b
 		}
 		conn.Flow = mm2.NewFlow(src, tgt, mm2.IdentityPolicy{})
-		conn.Source = &mm2.Cluster{Alias: src, Security: mm2.Security{Protocol: "PLAINTEXT"}}
-		conn.Target = &mm2.Cluster{Alias: tgt, Security: mm2.Security{Protocol: "PLAINTEXT"}}
+		conn.Source = &mm2.Cluster{Alias: src, Security: kconn.Security{Protocol: "PLAINTEXT"}}
+		conn.Target = &mm2.Cluster{Alias: tgt, Security: kconn.Security{Protocol: "PLAINTEXT"}}
 	}
 	for i, cl := range []*mm2.Cluster{conn.Source, conn.Target} {
 		if err := applyFlags(c, sides[i], cl); err != nil {
@@ -145,7 +146,7 @@ func connect(c *cli.Context, need [2]bool) (*Conn, error) {
 
 func copyCluster(c *mm2.Cluster) *mm2.Cluster {
 	if c == nil {
-		return &mm2.Cluster{Security: mm2.Security{Protocol: "PLAINTEXT"}}
+		return &mm2.Cluster{Security: kconn.Security{Protocol: "PLAINTEXT"}}
 	}
 	cp := *c
 	return &cp
@@ -200,7 +201,7 @@ func applyFlags(c *cli.Context, side string, cl *mm2.Cluster) error {
 }
 
 // applyTLSFlags overrides the TLS settings of s with the side's flags; used reports whether a flag that asks for TLS is set.
-func applyTLSFlags(f sideFlags, s *mm2.Security) (used bool, err error) {
+func applyTLSFlags(f sideFlags, s *kconn.Security) (used bool, err error) {
 	if f.set("tls-ca") {
 		s.CAFile, s.CAPEM, s.TruststoreFile, used = f.str("tls-ca"), "", "", true
 	}
@@ -230,7 +231,7 @@ func applyTLSFlags(f sideFlags, s *mm2.Security) (used bool, err error) {
 }
 
 // applySASLFlags overrides the SASL settings of s with the side's flags; used reports whether one is set.
-func applySASLFlags(f sideFlags, s *mm2.Security) (used bool, err error) {
+func applySASLFlags(f sideFlags, s *kconn.Security) (used bool, err error) {
 	if f.set("sasl-mechanism") {
 		m := strings.ToUpper(f.str("sasl-mechanism"))
 		switch m {
@@ -255,7 +256,7 @@ func applySASLFlags(f sideFlags, s *mm2.Security) (used bool, err error) {
 		if pw == "" {
 			return false, fmt.Errorf("--%s %s: the file is empty", f.flag("sasl-password-file"), f.str("sasl-password-file"))
 		}
-		s.SASLPassword, used = mm2.Secret(pw), true
+		s.SASLPassword, used = kconn.Secret(pw), true
 	}
 	if f.set("sasl-password-env") {
 		v, err := fromEnv(f.flag("sasl-password-env"), f.str("sasl-password-env"))
@@ -325,7 +326,7 @@ func setFlags(c *cli.Context, side string, names []string) []string {
 	return out
 }
 
-func fromEnv(flagName, name string) (mm2.Secret, error) {
+func fromEnv(flagName, name string) (kconn.Secret, error) {
 	if name == "" {
 		return "", fmt.Errorf("--%s: give the name of an environment variable", flagName)
 	}
@@ -336,5 +337,5 @@ func fromEnv(flagName, name string) (mm2.Secret, error) {
 	if !ok || v == "" {
 		return "", fmt.Errorf("--%s %s: the environment variable %s is not set or empty", flagName, name, name)
 	}
-	return mm2.Secret(v), nil
+	return kconn.Secret(v), nil
 }

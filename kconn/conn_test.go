@@ -1,4 +1,4 @@
-package mm2
+package kconn
 
 import (
 	"bytes"
@@ -354,13 +354,13 @@ func TestSASLMechanisms(t *testing.T) {
 		wantName                string
 		wantErr                 string
 	}{
-		{"plain", "PLAIN", plainLoginModule, "u", "PLAIN", ""},
+		{"plain", "PLAIN", PlainLoginModule, "u", "PLAIN", ""},
 		{"plain by default", "", "", "u", "PLAIN", ""},
-		{"scram 256", "SCRAM-SHA-256", scramLoginModule, "u", "SCRAM-SHA-256", ""},
-		{"scram 512", "scram-sha-512", scramLoginModule, "u", "SCRAM-SHA-512", ""},
+		{"scram 256", "SCRAM-SHA-256", ScramLoginModule, "u", "SCRAM-SHA-256", ""},
+		{"scram 512", "scram-sha-512", ScramLoginModule, "u", "SCRAM-SHA-512", ""},
 		{"gssapi", "GSSAPI", "", "u", "", "not supported"},
 		{"oauth module", "OAUTHBEARER", "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule", "u", "", "login module"},
-		{"no user", "PLAIN", plainLoginModule, "", "", "needs a user"},
+		{"no user", "PLAIN", PlainLoginModule, "", "", "needs a user"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -407,7 +407,7 @@ func TestOptsAgainstKfake(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(fake.Close)
-			c := &Cluster{Alias: "src", Bootstrap: fake.ListenAddrs(), Security: Security{
+			c := &Config{Name: "src", Bootstrap: fake.ListenAddrs(), Security: Security{
 				Protocol: "SASL_SSL", SASLMechanism: tt.mechanism, SASLUser: "alice", SASLPassword: Secret(tt.pass),
 				CAPEM: string(p.caPEM), CertPEM: string(p.clientPEM), KeyPEM: Secret(p.clientKPEM),
 			}}
@@ -434,12 +434,12 @@ func TestOptsErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		c    Cluster
+		c    Config
 		want string
 	}{
-		{"no bootstrap", Cluster{Alias: "source"}, "source.bootstrap.servers"},
-		{"bad protocol", Cluster{Alias: "a", Bootstrap: []string{"x:1"}, Security: Security{Protocol: "TLS"}}, "security protocol"},
-		{"SASL without user", Cluster{Alias: "a", Bootstrap: []string{"x:1"}, Security: Security{Protocol: "SASL_PLAINTEXT"}}, "needs a user"},
+		{"no bootstrap", Config{Name: "source"}, "cluster source has no bootstrap servers"},
+		{"bad protocol", Config{Name: "a", Bootstrap: []string{"x:1"}, Security: Security{Protocol: "TLS"}}, "security protocol"},
+		{"SASL without user", Config{Name: "a", Bootstrap: []string{"x:1"}, Security: Security{Protocol: "SASL_PLAINTEXT"}}, "needs a user"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -450,7 +450,7 @@ func TestOptsErrors(t *testing.T) {
 		})
 	}
 	// PLAINTEXT ignores TLS settings, as Kafka does: a missing CA file is no error.
-	c := Cluster{Alias: "a", Bootstrap: []string{"x:1"}, Security: Security{Protocol: "PLAINTEXT", CAFile: "/nonexistent"}}
+	c := Config{Name: "a", Bootstrap: []string{"x:1"}, Security: Security{Protocol: "PLAINTEXT", CAFile: "/nonexistent"}}
 	if opts, err := c.Opts(); err != nil || len(opts) != 1 {
 		t.Fatalf("PLAINTEXT Opts: got %d opts, %v; want 1 opt (seeds), nil", len(opts), err)
 	}

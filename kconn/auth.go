@@ -1,4 +1,4 @@
-package mm2
+package kconn
 
 import (
 	"context"

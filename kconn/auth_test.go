@@ -1,4 +1,4 @@
-package mm2
+package kconn
 
 import (
 	"context"
@@ -38,7 +38,7 @@ func TestAuthErrorAgainstKfake(t *testing.T) {
 						t.Fatal(err)
 					}
 					t.Cleanup(fake.Close)
-					c := &Cluster{Alias: "east", Bootstrap: fake.ListenAddrs(), Security: sec}
+					c := &Config{Name: "east", Bootstrap: fake.ListenAddrs(), Security: sec}
 					opts, err := c.Opts()
 					if err != nil {
 						t.Fatalf("Opts: %v", err)

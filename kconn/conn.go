@@ -1,4 +1,4 @@
-package mm2
+package kconn
 
 import (
 	"bytes"
@@ -19,15 +19,23 @@ import (
 	"software.sslmate.com/src/go-pkcs12"
 )
 
+// Config is what it takes to connect to one cluster.
+type Config struct {
+	// Name names the cluster in errors (kmigrate passes the MM2 cluster alias).
+	Name      string
+	Bootstrap []string
+	Security  Security
+}
+
 // Opts returns the franz-go options that connect to c: seed brokers, TLS (security.protocol
 // SSL or SASL_SSL) and SASL (SASL_PLAINTEXT or SASL_SSL; PLAIN, SCRAM-SHA-256, SCRAM-SHA-512).
-// As in Kafka, TLS and SASL settings of an MM2 file are ignored when the protocol does not call
-// for them (clikit refuses such flags). Files are read now, so a wrong path or password fails
-// here, naming the setting. With SASL, a login the broker refuses fails the client's requests
-// with an *AuthError naming the cluster, user and mechanism.
-func (c *Cluster) Opts() ([]kgo.Opt, error) {
+// As in Kafka, TLS and SASL settings are ignored when the protocol does not call for them.
+// Files are read now, so a wrong path or password fails here, naming the setting. With SASL, a
+// login the broker refuses fails the client's requests with an *AuthError naming the cluster,
+// user and mechanism.
+func (c Config) Opts() ([]kgo.Opt, error) {
 	if len(c.Bootstrap) == 0 {
-		return nil, fmt.Errorf("cluster %s has no bootstrap servers: set %s.bootstrap.servers in the MM2 file or pass --source-brokers/--target-brokers", c.Alias, c.Alias)
+		return nil, fmt.Errorf("cluster %s has no bootstrap servers", c.Name)
 	}
 	opts := []kgo.Opt{kgo.SeedBrokers(c.Bootstrap...)}
 	s := &c.Security
@@ -35,13 +43,13 @@ func (c *Cluster) Opts() ([]kgo.Opt, error) {
 	switch proto {
 	case "", "PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL":
 	default:
-		return nil, fmt.Errorf("cluster %s: security protocol %q: use PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", c.Alias, s.Protocol)
+		return nil, fmt.Errorf("cluster %s: security protocol %q: use PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL", c.Name, s.Protocol)
 	}
 	var tlsCfg *tls.Config
 	if proto == "SSL" || proto == "SASL_SSL" {
 		cfg, err := s.TLSConfig()
 		if err != nil {
-			return nil, fmt.Errorf("cluster %s: %w", c.Alias, err)
+			return nil, fmt.Errorf("cluster %s: %w", c.Name, err)
 		}
 		tlsCfg = cfg
 	}
@@ -53,14 +61,14 @@ func (c *Cluster) Opts() ([]kgo.Opt, error) {
 	}
 	m, err := s.SASL()
 	if err != nil {
-		return nil, fmt.Errorf("cluster %s: %w", c.Alias, err)
+		return nil, fmt.Errorf("cluster %s: %w", c.Name, err)
 	}
-	alias, user, mech, pass := c.Alias, s.SASLUser, m.Name(), s.SASLPassword.Reveal()
+	name, user, mech, pass := c.Name, s.SASLUser, m.Name(), s.SASLPassword.Reveal()
 	opts = append(opts, kgo.SASL(m), saslDialer(tlsCfg, func(broker, detail string) error {
 		if pass != "" && strings.Contains(detail, pass) {
 			detail = "the broker's message is not shown: it contains the password"
 		}
-		return &AuthError{Cluster: alias, User: user, Mechanism: mech, Broker: broker, Detail: detail}
+		return &AuthError{Cluster: name, User: user, Mechanism: mech, Broker: broker, Detail: detail}
 	}))
 	return opts, nil
 }
@@ -68,9 +76,9 @@ func (c *Cluster) Opts() ([]kgo.Opt, error) {
 // SASL returns the franz-go SASL mechanism of s.
 func (s *Security) SASL() (sasl.Mechanism, error) {
 	switch s.SASLLoginModule {
-	case "", plainLoginModule, scramLoginModule:
+	case "", PlainLoginModule, ScramLoginModule:
 	default:
-		return nil, fmt.Errorf("sasl.jaas.config: login module %s is not supported: use %s or %s", moduleName(s.SASLLoginModule), plainLoginModule, scramLoginModule)
+		return nil, fmt.Errorf("sasl.jaas.config: login module %s is not supported: use %s or %s", moduleName(s.SASLLoginModule), PlainLoginModule, ScramLoginModule)
 	}
 	if s.SASLUser == "" {
 		return nil, errors.New("SASL needs a user: set username=\"...\" in sasl.jaas.config or pass --source-sasl-user/--target-sasl-user")

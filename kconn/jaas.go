@@ -1,4 +1,4 @@
-package mm2
+package kconn
 
 import (
 	"errors"
@@ -8,12 +8,12 @@ import (
 
 // Login modules of sasl.jaas.config that kmigrate understands.
 const (
-	plainLoginModule = "org.apache.kafka.common.security.plain.PlainLoginModule"
-	scramLoginModule = "org.apache.kafka.common.security.scram.ScramLoginModule"
+	PlainLoginModule = "org.apache.kafka.common.security.plain.PlainLoginModule"
+	ScramLoginModule = "org.apache.kafka.common.security.scram.ScramLoginModule"
 )
 
-// jaasEntry is one parsed sasl.jaas.config: LoginModule flag key=value ... ;
-type jaasEntry struct {
+// JAAS is one parsed sasl.jaas.config: LoginModule flag key=value ... ;
+type JAAS struct {
 	Module  string
 	Flag    string
 	Options map[string]string
@@ -22,15 +22,20 @@ type jaasEntry struct {
 
 // knownJAASModules are the login modules an error may name: any other first word of a
 // sasl.jaas.config might be a password written in the wrong place.
-var knownJAASModules = set(plainLoginModule, scramLoginModule,
-	"org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule",
-	"com.sun.security.auth.module.Krb5LoginModule")
+var knownJAASModules = map[string]bool{
+	PlainLoginModule: true,
+	ScramLoginModule: true,
+	"org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule": true,
+	"com.sun.security.auth.module.Krb5LoginModule":                        true,
+}
 
 // knownJAASOptions are the option names an error may name: after an unquoted value with a
 // blank in it, the next "option name" is the rest of that value.
-var knownJAASOptions = set("username", "password", "serviceName", "useKeyTab", "keyTab", "principal",
-	"storeKey", "useTicketCache", "debug", "tokenauth", "unsecuredLoginStringClaim_sub",
-	"clientId", "clientSecret", "scope")
+var knownJAASOptions = map[string]bool{
+	"username": true, "password": true, "serviceName": true, "useKeyTab": true, "keyTab": true,
+	"principal": true, "storeKey": true, "useTicketCache": true, "debug": true, "tokenauth": true,
+	"unsecuredLoginStringClaim_sub": true, "clientId": true, "clientSecret": true, "scope": true,
+}
 
 // moduleName is the login module for an error message: its class name when it is one Kafka
 // ships, else a description that quotes nothing.
@@ -41,12 +46,12 @@ func moduleName(m string) string {
 	return "(not shown: sasl.jaas.config holds a password, and this class is not one Kafka ships)"
 }
 
-// parseJAAS parses Kafka's single-module JAAS syntax. Errors never quote the text, which holds
+// ParseJAAS parses Kafka's single-module JAAS syntax. Errors never quote the text, which holds
 // a password: they name only login modules and option names that Kafka knows, and options by
 // their position otherwise.
-func parseJAAS(s string) (jaasEntry, error) {
+func ParseJAAS(s string) (JAAS, error) {
 	t := jaasTokenizer{s: s}
-	var e jaasEntry
+	var e JAAS
 	tok, kind := t.next()
 	if kind != tokWord {
 		return e, errors.New("expected a login module class name first")
