@@ -15,6 +15,7 @@
 #                                        then docker import); user kafka (uid 1000)
 #   kmigrate-local/kafka:2.3.0           Kafka 2.3.0 and its ZooKeeper (same image, role by env)
 #   kmigrate-local/kafka:3.7.1           Kafka 3.7.1 (KRaft)
+#   kmigrate-local/kafka:4.3.1           Kafka 4.3.1 (KRaft)
 #   kmigrate-local/mirrormaker2:3.7.1    MirrorMaker 2 3.7.1, dedicated mode
 #   kmigrate-local/kmigrate:dev          kverify, kreconcile, kmirror (Dockerfile at the top)
 # Needs: a Docker engine (docker info), mmdebstrap (apt-get install mmdebstrap), root for
@@ -129,7 +130,7 @@ case $cmd in
     for w in "${which[@]}"; do
       case $w in
         base) ensure "$base" "$(base_inputs)" build_base ;;
-        kafka) for v in 2.3.0 3.7.1; do ensure "kmigrate-local/kafka:$v" "$(kafka_inputs $v)" build_kafka "$v"; done ;;
+        kafka) for v in 2.3.0 3.7.1 4.3.1; do ensure "kmigrate-local/kafka:$v" "$(kafka_inputs $v)" build_kafka "$v"; done ;;
         mm2) ensure kmigrate-local/mirrormaker2:3.7.1 "$(current kmigrate-local/kafka:3.7.1)$(hash_of <scripts/images/mirrormaker2.Dockerfile)" build_mm2 ;;
         kmigrate) ensure kmigrate-local/kmigrate:dev "$(kmigrate_inputs)" build_kmigrate ;;
         *) die "unknown image $w (want base, kafka, mm2 or kmigrate)" ;;
@@ -137,7 +138,7 @@ case $cmd in
     done
     ;;
   list)
-    for i in "$base" kmigrate-local/kafka:2.3.0 kmigrate-local/kafka:3.7.1 kmigrate-local/mirrormaker2:3.7.1 kmigrate-local/kmigrate:dev; do
+    for i in "$base" kmigrate-local/kafka:2.3.0 kmigrate-local/kafka:3.7.1 kmigrate-local/kafka:4.3.1 kmigrate-local/mirrormaker2:3.7.1 kmigrate-local/kmigrate:dev; do
       printf '%-40s %s\n' "$i" "$(current "$i")"
     done ;;
   *) die "unknown command $cmd (want build or list)" ;;

@@ -274,7 +274,7 @@ func TestTestcontainers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skip: -short: no real brokers")
 	}
-	for _, v := range []string{cluster.V230, cluster.V371} {
+	for _, v := range []string{cluster.V230, cluster.V371, cluster.V431} {
 		t.Run(v, func(t *testing.T) {
 			start := time.Now()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -7,7 +7,7 @@
 #   otherwise                        -> a Kafka broker; every KAFKA_<NAME> variable becomes the
 #                                       property <name> ('_' -> '.', '__' -> '_', '___' -> '-'),
 #                                       as Confluent's and Apache's images map them
-#   CLUSTER_ID (Kafka 3.7.1, KRaft)  -> the log directories are formatted with it first
+#   CLUSTER_ID (KRaft: 3.7.1, 4.3.1) -> the log directories are formatted with it first
 #   KAFKA_HEAP_OPTS, KAFKA_JVM_OPTS  -> JVM flags (defaults: small heap, serial GC, C1 only)
 #   first argument "mirrormaker2"    -> MirrorMaker 2 in dedicated mode on the remaining
 #                                       arguments (e.g. /etc/mm2/mm2.properties --clusters b)
@@ -27,11 +27,26 @@ log4j.logger.kafka.request.logger=WARN
 log4j.logger.state.change.logger=WARN
 log4j.logger.org.apache.zookeeper=WARN
 LOG
+# Kafka 4 logs through log4j2, which ignores the log4j 1 file above.
+cat >"$conf/log4j2.properties" <<'LOG'
+status = warn
+appender.stdout.type = Console
+appender.stdout.name = STDOUT
+appender.stdout.layout.type = PatternLayout
+appender.stdout.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.stdout.ref = STDOUT
+logger.request.name = kafka.request.logger
+logger.request.level = WARN
+logger.state.name = state.change.logger
+logger.state.level = WARN
+LOG
+logcfg=(-Dlog4j.configuration="file:$conf/log4j.properties" -Dlog4j2.configurationFile="$conf/log4j2.properties")
 
 java_run() {
   # shellcheck disable=SC2086 # heap and jvm are word lists by design
   exec java $heap $jvm -Djava.awt.headless=true -Djava.net.preferIPv4Stack=true \
-    -Dlog4j.configuration="file:$conf/log4j.properties" -Dkafka.logs.dir=/tmp \
+    "${logcfg[@]}" -Dkafka.logs.dir=/tmp \
     -cp "$lib/*" "$@"
 }
 
@@ -73,7 +88,7 @@ done < <(env)
 grep -q '^log\.dirs=' "$props" || echo "log.dirs=/var/lib/kafka/data" >>"$props"
 
 if [ -n "${CLUSTER_ID:-}" ]; then
-  (heap="-Xmx256m"; java $heap $jvm -Dlog4j.configuration="file:$conf/log4j.properties" \
+  (heap="-Xmx256m"; java $heap $jvm "${logcfg[@]}" \
     -cp "$lib/*" kafka.tools.StorageTool format -t "$CLUSTER_ID" -c "$props" --ignore-formatted)
 fi
 java_run kafka.Kafka "$props"
