@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmigrate/kmigrate/internal/offsetcommit"
 	"github.com/kmigrate/kmigrate/mm2"
 )
 
@@ -231,7 +232,7 @@ func commitGroup(ctx context.Context, adm *kadm.Client, g *Group, cs []change, b
 		p := &g.Partitions[c.pi]
 		offs.Add(kadm.Offset{Topic: p.TargetTopic, Partition: p.Partition, At: c.to, LeaderEpoch: -1, Metadata: c.meta})
 	}
-	resp, reqErr := adm.CommitOffsets(ctx, g.Group, offs)
+	resp, reqErr := offsetcommit.Commit(ctx, adm, g.Group, offs, 0)
 	// What the target holds now decides what was committed, whatever the answer said.
 	after, readErr := adm.FetchOffsets(ctx, g.Group)
 	if readErr == nil {

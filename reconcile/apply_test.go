@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/internal/testkit"
 )
 
 // applyEnv is a mirrored topic with two partitions and groups positioned on it.
@@ -121,6 +123,27 @@ func TestApply(t *testing.T) {
 	}
 	if at, _, ok := committed(t, a.dstAdm, group, a.topic, 1); ok {
 		t.Errorf("p1 after rollback: got commit %d, want none", at)
+	}
+}
+
+// TestApplyCommitCoordinatorBehind: the target's group coordinator answers the first two
+// commits UNKNOWN_TOPIC_OR_PARTITION (its metadata has not caught up with the topic); the
+// apply sends them again and commits, instead of failing the group.
+func TestApplyCommitCoordinatorBehind(t *testing.T) {
+	a := newApplyEnv(t)
+	group := "apply-" + a.topic
+	commit(t, a.srcAdm, group, a.topic, 0, 30, "src-meta-0")
+	commit(t, a.dstAdm, group, a.topic, 0, 21, "old-meta") // behind, as MM2 leaves it
+	res := a.plan(t, group)
+	refused := testkit.UnknownTopicCommits(a.dstK, 2)
+	if err := Apply(testCtx(t), a.dst, res, ApplyConfig{Backup: filepath.Join(t.TempDir(), "backup.json")}); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if refused.Load() != 2 {
+		t.Fatalf("%d commits refused, want 2: the fault was not staged", refused.Load())
+	}
+	if at, _, ok := committed(t, a.dstAdm, group, a.topic, 0); !ok || at != 35 {
+		t.Errorf("target commit p0: %d (exists %v), want 35", at, ok)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/internal/offsetcommit"
 )
 
 // RollbackResult is what Rollback did per group.
@@ -239,7 +241,7 @@ func restoreOffsets(ctx context.Context, adm *kadm.Client, r *RolledBackGrp, com
 		return nil
 	}
 	var failed []string
-	resp, err := adm.CommitOffsets(ctx, r.Group, commit)
+	resp, err := offsetcommit.Commit(ctx, adm, r.Group, commit, 0)
 	commit.Each(func(o kadm.Offset) {
 		perr := err
 		if perr == nil {

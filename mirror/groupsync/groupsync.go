@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/kmigrate/kmigrate/internal/offsetcommit"
 	"github.com/kmigrate/kmigrate/logread"
 	"github.com/kmigrate/kmigrate/mm2"
 )
@@ -459,7 +460,7 @@ func (s *Syncer) commitOffsets(ctx context.Context, gr *GroupReport, items []ite
 	if len(committing) == 0 {
 		return
 	}
-	resp, err := s.tgt.CommitOffsets(ctx, gr.Group, toCommit)
+	resp, err := offsetcommit.Commit(ctx, s.tgt, gr.Group, toCommit, 0)
 	if err != nil {
 		s.failGroup(gr, committing, &SyncError{Step: ErrCommit, Cluster: s.tgtName, Group: gr.Group, Err: err,
 			msg: fmt.Sprintf("commit offsets of group %q on target %s: %v", gr.Group, s.tgtName, err)})

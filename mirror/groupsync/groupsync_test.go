@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/mirror/groupsync"
 	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/offsetmap"
@@ -92,6 +93,7 @@ type env struct {
 	src, tgt *kgo.Client
 	srcAdm   *kadm.Client
 	tgtAdm   *kadm.Client
+	tgtK     *kfake.Cluster // the target cluster itself, for staged faults
 	tr       *fakeTranslator
 }
 
@@ -106,7 +108,8 @@ func newBenchEnv(t testing.TB, ctx context.Context) *env {
 	t.Helper()
 	e := &env{t: t, ctx: ctx, tr: &fakeTranslator{}}
 	e.src = newClient(t, newCluster(t))
-	e.tgt = newClient(t, newCluster(t))
+	e.tgtK = newCluster(t)
+	e.tgt = newClient(t, e.tgtK)
 	e.srcAdm, e.tgtAdm = kadm.NewClient(e.src), kadm.NewClient(e.tgt)
 	return e
 }
@@ -329,6 +332,25 @@ func testIdleGroupPendingThenExact(t *testing.T, okWhenOwned bool) {
 	if rep.Committed != 1 || rep.Emitted != 1 {
 		t.Fatalf("counts: got committed %d emitted %d, want 1 1", rep.Committed, rep.Emitted)
 	}
+}
+
+// TestCommitOnTopicCoordinatorDoesNotKnowYet: right after kmirror created a target topic, the
+// group coordinator's metadata may not have it yet and answers the commit
+// UNKNOWN_TOPIC_OR_PARTITION; the pass sends the partition again and syncs it, instead of
+// reporting an error until the next pass.
+func TestCommitOnTopicCoordinatorDoesNotKnowYet(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.topic("orders", 1)
+	e.tr.mirrored("orders", 0, 20, 10)
+	e.commitSource("idle", "orders", 0, 8, "meta-8")
+	refused := testkit.UnknownTopicCommits(e.tgtK, 2)
+	rep := e.syncOnce(e.config())
+	if refused.Load() != 2 {
+		t.Fatalf("%d commits refused, want 2: the fault was not staged", refused.Load())
+	}
+	wantPartition(t, rep, "idle", "orders", 0, groupsync.StatusSynced, groupsync.StatusSynced)
+	e.wantTarget("idle", prefix+"orders", 0, 18)
 }
 
 // Checkpoint records are byte for byte what MM2 3.7.1 writes, on partition 0 of a compacted

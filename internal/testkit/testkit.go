@@ -1,0 +1,40 @@
+// Package testkit stages, on kfake clusters, the broker behaviour that kmigrate's tests need
+// on demand and that a real cluster shows only by chance. It is imported by tests only.
+package testkit
+
+import (
+	"sync/atomic"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// UnknownTopicCommits makes the group coordinator of c answer its next n OffsetCommit requests
+// with UNKNOWN_TOPIC_OR_PARTITION for every partition, as a coordinator does whose metadata
+// has not caught up with a topic just created; the requests after them are handled as usual.
+// The counter says how many were answered so.
+func UnknownTopicCommits(c *kfake.Cluster, n int32) *atomic.Int32 {
+	var answered atomic.Int32
+	c.ControlKey(int16(kmsg.OffsetCommit), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		if answered.Load() >= n {
+			c.DropControl()
+			return nil, nil, false
+		}
+		c.KeepControl()
+		answered.Add(1)
+		req := kreq.(*kmsg.OffsetCommitRequest)
+		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		for _, rt := range req.Topics {
+			t := kmsg.NewOffsetCommitResponseTopic()
+			t.Topic, t.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				p := kmsg.NewOffsetCommitResponseTopicPartition()
+				p.Partition, p.ErrorCode = rp.Partition, 3 // UNKNOWN_TOPIC_OR_PARTITION
+				t.Partitions = append(t.Partitions, p)
+			}
+			resp.Topics = append(resp.Topics, t)
+		}
+		return resp, nil, true
+	})
+	return &answered
+}
