@@ -1,6 +1,9 @@
 package mirror
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Crash makes e stop like a killed process from now on: nothing more is persisted.
 func (e *Engine) Crash() { e.crashed.Store(true) }
@@ -49,3 +52,36 @@ func (e *Engine) SetTimeouts(commit, drain time.Duration) {
 
 // SetFenceWarn sets how often a fence that does not end is reported.
 func (e *Engine) SetFenceWarn(d time.Duration) { e.fenceWarn = d }
+
+// LoadLimits connects the engine's clients, as Run does, and reads the record size limits of
+// the target topics (recsize.go).
+func (e *Engine) LoadLimits(ctx context.Context, targets ...string) error {
+	if e.dst == nil {
+		if err := e.connect(ctx); err != nil {
+			return err
+		}
+	}
+	return e.loadLimits(ctx, targets)
+}
+
+// TopicLimit is the max.message.bytes the engine holds for target topic t (1<<62: none known).
+func (e *Engine) TopicLimit(t string) int64 { return e.recordLimit(t).topic }
+
+// CloseClients closes the clients LoadLimits connected.
+func (e *Engine) CloseClients() {
+	if e.dst != nil {
+		e.dst.Close()
+		e.srcCl.Close()
+	}
+}
+
+// EnsureTargets connects the engine's clients, as Run does, and makes sure the target topics
+// of src (source topic: partitions) exist with enough partitions (topics.go).
+func (e *Engine) EnsureTargets(ctx context.Context, src map[string]int) error {
+	if e.dst == nil {
+		if err := e.connect(ctx); err != nil {
+			return err
+		}
+	}
+	return e.ensureTargets(ctx, src)
+}

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmigrate/kmigrate/internal/agree"
 	"github.com/kmigrate/kmigrate/logread"
 )
 
@@ -25,7 +28,8 @@ import (
 //     one-record batch, plus its 4-byte array length, exceeds it (uncompressed).
 //
 // A re-check reads max.message.bytes again, so raising it on the target topic resumes the
-// partition without a restart; batch.size is kmirror's own setting and needs a restart.
+// partition without a restart; batch.size is kmirror's own setting and needs a restart. The
+// limit is read from every broker of the target and used only where they agree (loadLimits).
 
 // recLimit is the record size limit for one target topic.
 type recLimit struct {
@@ -48,31 +52,97 @@ func (e *Engine) recordLimit(t string) recLimit {
 	return l
 }
 
-// loadLimits reads max.message.bytes of target topics.
+// limitReadTimeout bounds the wait for the target's brokers to agree on max.message.bytes.
+const limitReadTimeout = 5 * time.Second
+
+// topicLimit is one broker's max.message.bytes of one target topic.
+type topicLimit struct {
+	topic string
+	bytes int32
+}
+
+// loadLimits reads max.message.bytes of target topics from every broker of the target, and
+// keeps the value of each topic on which they all agree (internal/agree, within
+// limitReadTimeout). A broker answers DescribeConfigs from its own copy of the topic configs,
+// which follows an IncrementalAlterConfigs (kmirror's config sync, an operator raising the
+// limit) a moment behind: one broker's old value would stop a partition over a limit the
+// target no longer has, or let through records it now refuses. A topic the brokers still
+// differ on, or that some do not know yet (just created), has no known limit until the next
+// check: the broker judges its records meanwhile.
 func (e *Engine) loadLimits(ctx context.Context, targets []string) error {
 	if len(targets) == 0 {
 		return nil
 	}
 	e.safe.init()
-	rcs, err := e.dstAdm.DescribeTopicConfigs(ctx, targets...)
+	ans, err := agree.Sets(ctx, e.dst, agree.Config{Timeout: limitReadTimeout}, func(ctx context.Context, _ int32, r kmsg.Requestor) ([]topicLimit, error) {
+		return brokerLimits(ctx, r, targets)
+	}, nil)
 	if err != nil {
 		return e.clusterErr("target", e.cfg.TargetAlias, "describe topic configs (max.message.bytes)", err)
 	}
+	agreed := agreedLimits(ans)
 	e.safe.mu.Lock()
 	defer e.safe.mu.Unlock()
-	for _, rc := range rcs {
-		if rc.Err != nil {
-			continue // a topic being created: known at the next check
+	for _, t := range targets {
+		if n, ok := agreed[t]; ok {
+			e.safe.limits[t] = n
+			continue
 		}
-		for _, c := range rc.Configs {
-			if c.Key == "max.message.bytes" && c.Value != nil {
-				if n, err := strconv.ParseInt(*c.Value, 10, 32); err == nil && n > 0 {
-					e.safe.limits[rc.Name] = int32(n)
-				}
+		delete(e.safe.limits, t)
+	}
+	if _, ok := ans.Agreed(); !ok {
+		e.log.Warn("the target's brokers differ on max.message.bytes; the broker checks record sizes of these topics until they agree",
+			"cluster", e.cfg.TargetAlias, "differences", ans.Disagreement(func(l topicLimit) string { return fmt.Sprintf("%s=%d", l.topic, l.bytes) }))
+	}
+	return nil
+}
+
+// brokerLimits asks one broker for max.message.bytes of topics; a topic it answers with an
+// error (unknown to it yet, not described to this principal) is left out.
+func brokerLimits(ctx context.Context, r kmsg.Requestor, topics []string) ([]topicLimit, error) {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	for _, t := range topics {
+		res := kmsg.NewDescribeConfigsRequestResource()
+		res.ResourceType, res.ResourceName, res.ConfigNames = kmsg.ConfigResourceTypeTopic, t, []string{"max.message.bytes"}
+		req.Resources = append(req.Resources, res)
+	}
+	resp, err := req.RequestWith(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	var out []topicLimit
+	for _, res := range resp.Resources {
+		if res.ErrorCode != 0 {
+			continue
+		}
+		for _, c := range res.Configs {
+			if c.Name != "max.message.bytes" || c.Value == nil {
+				continue
+			}
+			if n, err := strconv.ParseInt(*c.Value, 10, 32); err == nil && n > 0 {
+				out = append(out, topicLimit{res.ResourceName, int32(n)})
 			}
 		}
 	}
-	return nil
+	return out, nil
+}
+
+// agreedLimits is, per topic, the limit every broker of ans gave (a topic a broker left out,
+// or gave another value for, has none).
+func agreedLimits(ans agree.Answers[topicLimit]) map[string]int32 {
+	count := map[topicLimit]int{}
+	for _, set := range ans.ByBroker {
+		for l := range set {
+			count[l]++
+		}
+	}
+	out := map[string]int32{}
+	for l, n := range count {
+		if n == len(ans.ByBroker) {
+			out[l.topic] = l.bytes
+		}
+	}
+	return out
 }
 
 // tooLarge stops ps at r when r does not fit lim; it returns true when it did. Records below

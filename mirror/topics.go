@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmigrate/kmigrate/internal/agree"
 	"github.com/kmigrate/kmigrate/logread"
 )
 
@@ -61,6 +62,9 @@ func (e *Engine) ensureTargets(ctx context.Context, src map[string]int) error {
 			}
 		case d.Err != nil:
 			errs = append(errs, fmt.Errorf("target cluster %s: describe topic %s: %w%s", e.cfg.TargetAlias, t, d.Err, hint(d.Err)))
+		case len(d.Partitions) < want && e.grownAlready(ctx, t, want):
+			// One broker's metadata was behind a growth already made (by another kmirror
+			// process, or an operator): every broker now lists at least want partitions.
 		case len(d.Partitions) < want:
 			e.log.Warn("target topic has fewer partitions than the source: adding partitions",
 				"cluster", e.cfg.TargetAlias, "topic", t, "partitions", len(d.Partitions), "source_partitions", want)
@@ -78,6 +82,42 @@ func (e *Engine) ensureTargets(ctx context.Context, src map[string]int) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// partitionsReadTimeout bounds the wait for the target's brokers to agree on a topic's
+// partitions before kmirror adds partitions to it.
+const partitionsReadTimeout = 5 * time.Second
+
+// grownAlready asks every broker of the target for topic t's partitions and reports whether
+// they all list at least want. The first answer came from one broker, whose metadata can be
+// behind a CreatePartitions another process made: adding partitions then fails with
+// INVALID_PARTITIONS, which would stop kmirror at start. Brokers that do not agree within the
+// bound (or a failed read) count as not grown: kmirror adds partitions, as it would have.
+func (e *Engine) grownAlready(ctx context.Context, t string, want int) bool {
+	ans, err := agree.Sets(ctx, e.dst, agree.Config{Timeout: partitionsReadTimeout}, func(ctx context.Context, _ int32, r kmsg.Requestor) ([]int32, error) {
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(t)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		var ids []int32
+		for _, mt := range resp.Topics {
+			if mt.Topic != nil && *mt.Topic == t && mt.ErrorCode == 0 {
+				for _, p := range mt.Partitions {
+					ids = append(ids, p.Partition)
+				}
+			}
+		}
+		return ids, nil
+	}, nil)
+	if err != nil {
+		return false
+	}
+	s, ok := ans.Agreed()
+	return ok && len(s) >= want
 }
 
 // createTarget creates target topic t for source topic s.

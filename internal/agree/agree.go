@@ -26,6 +26,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -198,20 +199,26 @@ func Sets[K comparable](ctx context.Context, cl *kgo.Client, cfg Config, read fu
 	}
 }
 
-// readRound asks each broker of the metadata once.
-func readRound[K comparable](ctx context.Context, cl *kgo.Client, read func(ctx context.Context, node int32, r kmsg.Requestor) ([]K, error)) (Answers[K], error) {
+// readRound asks each broker of the metadata once, all at the same time.
+func readRound[K comparable](ctx context.Context, cl *kgo.Client, read func(context.Context, int32, kmsg.Requestor) ([]K, error)) (Answers[K], error) {
 	ids, err := Brokers(ctx, cl)
 	if err != nil {
 		return Answers[K]{}, err
 	}
+	items := make([][]K, len(ids))
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	for i, id := range ids {
+		wg.Go(func() { items[i], errs[i] = read(ctx, id, cl.Broker(int(id))) })
+	}
+	wg.Wait()
 	ans := Answers[K]{ByBroker: make(map[int32]map[K]bool, len(ids))}
-	for _, id := range ids {
-		items, err := read(ctx, id, cl.Broker(int(id)))
-		if err != nil {
-			return Answers[K]{}, fmt.Errorf("broker %d: %w", id, err)
+	for i, id := range ids {
+		if errs[i] != nil {
+			return Answers[K]{}, fmt.Errorf("broker %d: %w", id, errs[i])
 		}
-		s := make(map[K]bool, len(items))
-		for _, k := range items {
+		s := make(map[K]bool, len(items[i]))
+		for _, k := range items[i] {
 			s[k] = true
 		}
 		ans.ByBroker[id] = s
