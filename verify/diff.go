@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/align"
+	"github.com/kmigrate/kmigrate/internal/clustermeta"
 	"github.com/kmigrate/kmigrate/logread"
 	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/offsetmap"
@@ -673,19 +674,18 @@ func notComparedWhy(cfg Config, ss, se, from, to int64, fromT, toT int64) string
 // topicPartitions lists the partitions of topic, or nil if it does not exist, and puts their
 // leaders in leaders.
 func topicPartitions(ctx context.Context, adm *kadm.Client, side, topic string, leaders *logread.Leaders) ([]int32, error) {
-	tds, err := adm.ListTopics(ctx, topic)
+	parts, td, err := clustermeta.TopicPartitions(ctx, adm, topic)
 	if err != nil {
 		return nil, fmt.Errorf("list topic %q on the %s cluster: %w (check --%s-brokers)", topic, side, err, side)
 	}
-	td, ok := tds[topic]
-	if !ok || td.Err != nil {
-		if ok && td.Err != nil && !errors.Is(td.Err, errUnknownTopic) {
+	if td.Err != nil {
+		if !errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
 			return nil, fmt.Errorf("list topic %q on the %s cluster: %w", topic, side, td.Err)
 		}
 		return nil, nil
 	}
 	rememberLeaders(leaders, td)
-	return partitionNumbers(td), nil
+	return parts, nil
 }
 
 // PartitionSpec is one partition over explicit offset ranges (one job of Diff).
@@ -808,5 +808,3 @@ func (j *partJob) targetStart(ctx context.Context, ss *fetchStream, dst *kgo.Cli
 	}
 	return max(sp.TargetFrom, best-hintMargin), nil
 }
-
-var errUnknownTopic = kerr.UnknownTopicOrPartition

@@ -170,13 +170,6 @@ func selectTopics(mc MultiConfig, src kadm.TopicDetails) ([]string, error) {
 	return out, nil
 }
 
-// partitionNumbers are the sorted partitions of td.
-func partitionNumbers(td kadm.TopicDetail) []int32 {
-	ps := td.Partitions.Numbers()
-	slices.Sort(ps)
-	return ps
-}
-
 // validate checks mc and fills in the defaults of its Base.
 func (mc *MultiConfig) validate() error {
 	if mc.Flow == nil {

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kmigrate/kmigrate/align"
+	"github.com/kmigrate/kmigrate/internal/clustermeta"
 	"github.com/kmigrate/kmigrate/logread"
 	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/offsetmap"
@@ -170,7 +171,7 @@ func (mc MultiConfig) plan(mr *MultiResult, names []string, src, dst kadm.TopicD
 	var runs []*topicRun
 	for _, t := range names {
 		target := mc.Flow.TargetTopic(t)
-		sparts := partitionNumbers(src[t])
+		sparts := clustermeta.SortedPartitions(src[t])
 		mr.Selection.Topics = append(mr.Selection.Topics, SelectedTopic{Source: t, Target: target, Partitions: len(sparts)})
 		var want []int32
 		for _, p := range sparts {
@@ -183,7 +184,7 @@ func (mc MultiConfig) plan(mr *MultiResult, names []string, src, dst kadm.TopicD
 		}
 		var tparts []int32
 		if td, ok := dst[target]; ok && td.Err == nil {
-			tparts = partitionNumbers(td)
+			tparts = clustermeta.SortedPartitions(td)
 		} else if ok && !errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
 			return nil, fmt.Errorf("target cluster %s: describe target topic %q of source topic %q: %w", mc.Flow.Target, target, t, td.Err)
 		}
