@@ -11,6 +11,7 @@ import (
 
 	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
 	"github.com/kmigrate/kmigrate/digest"
+	"github.com/kmigrate/kmigrate/internal/clustermeta"
 	"github.com/kmigrate/kmigrate/offsetmap"
 	"github.com/kmigrate/kmigrate/report"
 	"github.com/kmigrate/kmigrate/verify"
@@ -171,7 +172,7 @@ func runDrill(c *cli.Context, args []string, files [2]*digest.File, cmp *digest.
 		alias  string
 		client *kgo.Client
 	}{{"source", conn.Source.Alias, conn.Src}, {"target", conn.Target.Alias, conn.Dst}} {
-		id, err := clusterID(c.Context, side.client, side.name)
+		id, err := clustermeta.ID(c.Context, side.client, side.name)
 		if err != nil {
 			return clikit.Fail(err)
 		}

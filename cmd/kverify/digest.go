@@ -4,15 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
 	"github.com/kmigrate/kmigrate/digest"
@@ -77,55 +73,56 @@ func digestCommand() *cli.Command {
 
 // digestConfig is what runDigest reads, from the flags.
 type digestConfig struct {
-	side      string
-	topic     string
-	parts     []verify.PartitionRange
-	from, to  verify.Position
-	fields    offsetmap.Fields
-	committed bool
-	params    digest.Params
-	parallel  int
-	// ranges, from --ranges: the recorded range [from, to) of each partition to read.
-	ranges        map[int32][2]int64
-	evidenceTopic string
+	digest.TakeConfig
+	evidenceTopic string // with --ranges: the topic the evidence records of this side
 }
 
 func digestFlags(c *cli.Context) (digestConfig, error) {
-	d := digestConfig{side: strings.ToLower(strings.TrimSpace(c.String("side"))), committed: !c.Bool("read-uncommitted"), parallel: c.Int("parallel")}
-	var err error
-	if d.side != "source" && d.side != "target" {
+	d := digestConfig{TakeConfig: digest.TakeConfig{Side: strings.ToLower(strings.TrimSpace(c.String("side"))), Committed: !c.Bool("read-uncommitted"), Parallel: c.Int("parallel"), From: -1, To: -1}}
+	if d.Side != "source" && d.Side != "target" {
 		return d, clikit.Failf("--side %q: give source or target", c.String("side"))
 	}
-	if c.IsSet("target-topic") && d.side != "target" {
+	if c.IsSet("target-topic") && d.Side != "target" {
 		return d, clikit.Failf("--target-topic is for --side target")
 	}
 	if c.IsSet("partitions") {
-		if d.parts, err = parsePartitions(c.String("partitions")); err != nil {
+		parts, err := parsePartitions(c.String("partitions"))
+		if err != nil {
 			return d, clikit.Failf("--partitions %q: %w", c.String("partitions"), err)
 		}
+		for _, r := range parts {
+			d.PartitionRanges = append(d.PartitionRanges, [2]int32{r.From, r.To})
+		}
 	}
+	var from, to verify.Position
 	for _, f := range []struct {
 		name string
 		dst  *verify.Position
-	}{{"from", &d.from}, {"to", &d.to}} {
+		off  *int64
+	}{{"from", &from, &d.From}, {"to", &to, &d.To}} {
+		var err error
 		if *f.dst, err = verify.ParsePosition(c.String(f.name)); err != nil {
 			return d, clikit.Failf("--%s: %w", f.name, err)
 		}
 		if f.dst.Kind == verify.AtTime {
 			return d, clikit.Failf("--%s %s: a digest takes offsets (earliest, latest or an offset), not a time", f.name, c.String(f.name))
 		}
+		if f.dst.Kind == verify.AtOffset {
+			*f.off = f.dst.Offset
+		}
 	}
-	if d.from.Kind == verify.Latest || d.to.Kind == verify.Earliest {
+	if from.Kind == verify.Latest || to.Kind == verify.Earliest {
 		return d, clikit.Failf("--from latest or --to earliest reads nothing: give earliest, an offset or latest")
 	}
-	if d.fields, err = offsetmap.ParseFields(c.String("compare")); err != nil {
+	var err error
+	if d.Fields, err = offsetmap.ParseFields(c.String("compare")); err != nil {
 		return d, clikit.Failf("--compare: %w", err)
 	}
-	if d.params, err = digest.ParamsFor(c.Int64("chunk-records")); err != nil {
+	if d.Params, err = digest.ParamsFor(c.Int64("chunk-records")); err != nil {
 		return d, clikit.Failf("--chunk-records: %w", err)
 	}
-	if d.parallel < 1 {
-		return d, clikit.Failf("--parallel %d: give at least 1", d.parallel)
+	if d.Parallel < 1 {
+		return d, clikit.Failf("--parallel %d: give at least 1", d.Parallel)
 	}
 	if path := c.String("ranges"); path != "" {
 		return d, evidenceRanges(c, &d, path)
@@ -144,20 +141,20 @@ func evidenceRanges(c *cli.Context, d *digestConfig, path string) error {
 	if err != nil {
 		return clikit.Failf("--ranges: %w", err)
 	}
-	if d.fields, err = offsetmap.ParseFields(strings.Join(e.Compared, ",")); err != nil {
+	if d.Fields, err = offsetmap.ParseFields(strings.Join(e.Compared, ",")); err != nil {
 		return clikit.Failf("--ranges %s: %w", path, err)
 	}
-	d.committed = e.Isolation == "read_committed"
-	d.ranges = map[int32][2]int64{}
+	d.Committed = e.Isolation == "read_committed"
+	d.Ranges = map[int32][2]int64{}
 	for _, p := range e.Partitions {
 		r := p.Source
-		if d.side == "target" {
+		if d.Side == "target" {
 			r = p.Target
 		}
-		d.ranges[p.Partition] = [2]int64{r.From, r.To}
+		d.Ranges[p.Partition] = [2]int64{r.From, r.To}
 	}
 	d.evidenceTopic = e.Source.Topic
-	if d.side == "target" {
+	if d.Side == "target" {
 		d.evidenceTopic = e.Target.Topic
 	}
 	return nil
@@ -172,26 +169,27 @@ func runDigest(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	conn, err := clikit.ConnectSides(c, d.side == "source", d.side == "target")
+	conn, err := clikit.ConnectSides(c, d.Side == "source", d.Side == "target")
 	if err != nil {
 		return err
 	}
-	cl, side, err := sideClient(c.Context, conn, d.side)
+	cl, side, err := sideClient(c.Context, conn, d.Side)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	d.topic = strings.TrimSpace(c.String("topic"))
-	if d.side == "target" {
-		d.topic = conn.Flow.TargetTopic(d.topic)
+	d.Topic = strings.TrimSpace(c.String("topic"))
+	if d.Side == "target" {
+		d.Topic = conn.Flow.TargetTopic(d.Topic)
 		if c.IsSet("target-topic") {
-			d.topic = strings.TrimSpace(c.String("target-topic"))
+			d.Topic = strings.TrimSpace(c.String("target-topic"))
 		}
 	}
-	if d.ranges != nil && d.topic != d.evidenceTopic {
-		return clikit.Failf("--ranges %s records %s topic %q, not %q: check --topic", c.String("ranges"), d.side, d.evidenceTopic, d.topic)
+	if d.Ranges != nil && d.Topic != d.evidenceTopic {
+		return clikit.Failf("--ranges %s records %s topic %q, not %q: check --topic", c.String("ranges"), d.Side, d.evidenceTopic, d.Topic)
 	}
-	f, err := takeDigest(c.Context, cl, side, d)
+	d.Cluster, d.Tool = side.Alias, "kverify "+clikit.VersionString()
+	f, err := digest.Take(c.Context, cl, d.TakeConfig)
 	if err != nil {
 		return clikit.Fail(err)
 	}
@@ -254,145 +252,4 @@ func sideClient(ctx context.Context, conn *clikit.Conn, side string) (*kgo.Clien
 		return nil, nil, clikit.Failf("cannot reach the %s cluster %s at %s: %w (check --%s-brokers and the security flags)", side, cl.Alias, strings.Join(cl.Bootstrap, ","), err, side)
 	}
 	return client, cl, nil
-}
-
-// clusterID asks the cluster for its ID (empty from brokers too old to say).
-func clusterID(ctx context.Context, cl *kgo.Client, side string) (string, error) {
-	m, err := kadm.NewClient(cl).BrokerMetadata(ctx)
-	if err != nil {
-		return "", fmt.Errorf("read the metadata of the %s cluster: %w", side, err)
-	}
-	return m.Cluster, nil
-}
-
-// takeDigest reads the partitions asked of d.topic and builds the digest file.
-func takeDigest(ctx context.Context, cl *kgo.Client, side *mm2.Cluster, d digestConfig) (*digest.File, error) {
-	id, err := clusterID(ctx, cl, d.side)
-	if err != nil {
-		return nil, err
-	}
-	ranges, err := digestRanges(ctx, cl, d)
-	if err != nil {
-		return nil, err
-	}
-	f := digest.NewFile(d.params)
-	f.Tool, f.Created, f.Side, f.Cluster, f.ClusterID, f.Topic = "kverify "+clikit.VersionString(), time.Now().UTC(), d.side, side.Alias, id, d.topic
-	f.Compared, f.Isolation = d.fields.Names(), isolation(d.committed)
-	f.Partitions = make([]digest.Partition, len(ranges))
-	var mu sync.Mutex
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(d.parallel)
-	for i, r := range ranges {
-		g.Go(func() error {
-			p, err := digest.Read(gctx, cl, r, d.params)
-			mu.Lock()
-			f.Partitions[i] = p
-			mu.Unlock()
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, fmt.Errorf("%w (cluster %s; nothing written)", err, side.Alias)
-	}
-	return f, nil
-}
-
-func isolation(committed bool) string {
-	if committed {
-		return "read_committed"
-	}
-	return "read_uncommitted"
-}
-
-// digestRanges lists the partitions asked and their ranges: [from, to) within the log.
-func digestRanges(ctx context.Context, cl *kgo.Client, d digestConfig) ([]digest.Range, error) {
-	adm := kadm.NewClient(cl)
-	parts, err := topicPartitions(ctx, adm, d.side, d.topic)
-	if err != nil {
-		return nil, err
-	}
-	if parts, err = pickPartitions(parts, d.parts, d.side, d.topic); err != nil {
-		return nil, err
-	}
-	if d.ranges != nil {
-		parts = parts[:0:0]
-		for p := range d.ranges {
-			parts = append(parts, p)
-		}
-		slices.Sort(parts)
-	}
-	starts, err := adm.ListStartOffsets(ctx, d.topic)
-	if err == nil {
-		err = starts.Error()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list the start offsets of %s topic %q: %w", d.side, d.topic, err)
-	}
-	list := adm.ListCommittedOffsets
-	if !d.committed {
-		list = adm.ListEndOffsets
-	}
-	ends, err := list(ctx, d.topic)
-	if err == nil {
-		err = ends.Error()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list the end offsets of %s topic %q: %w", d.side, d.topic, err)
-	}
-	var out []digest.Range
-	for _, p := range parts {
-		s, _ := starts.Lookup(d.topic, p)
-		e, _ := ends.Lookup(d.topic, p)
-		from, to := s.Offset, e.Offset
-		if d.from.Kind == verify.AtOffset {
-			from = d.from.Offset
-		}
-		if d.to.Kind == verify.AtOffset {
-			to = d.to.Offset
-		}
-		if r, ok := d.ranges[p]; ok {
-			from, to = r[0], r[1]
-		}
-		if from < s.Offset || to > e.Offset || to < from {
-			return nil, fmt.Errorf("%s topic %q partition %d: the range [%d, %d) asked is not within its log [%d, %d): check --from and --to", d.side, d.topic, p, from, to, s.Offset, e.Offset)
-		}
-		out = append(out, digest.Range{Cluster: d.side, Topic: d.topic, Partition: p, From: from, To: to, Fields: d.fields, Committed: d.committed})
-	}
-	return out, nil
-}
-
-// topicPartitions lists the sorted partitions of topic; a missing topic is an error.
-func topicPartitions(ctx context.Context, adm *kadm.Client, side, topic string) ([]int32, error) {
-	tds, err := adm.ListTopics(ctx, topic)
-	if err != nil {
-		return nil, fmt.Errorf("list %s topic %q: %w", side, topic, err)
-	}
-	td, ok := tds[topic]
-	if !ok || td.Err != nil {
-		return nil, fmt.Errorf("%s topic %q does not exist or cannot be described (%v): check --topic (and --target-topic)", side, topic, td.Err)
-	}
-	ps := td.Partitions.Numbers()
-	slices.Sort(ps)
-	return ps, nil
-}
-
-// pickPartitions returns the partitions of ranges (all without ranges); one the topic lacks is
-// an error.
-func pickPartitions(parts []int32, ranges []verify.PartitionRange, side, topic string) ([]int32, error) {
-	if ranges == nil {
-		return parts, nil
-	}
-	var out []int32
-	for _, r := range ranges {
-		if len(parts) == 0 || r.To > parts[len(parts)-1] {
-			return nil, fmt.Errorf("%s topic %q has %d partitions: --partitions %d-%d reaches past them", side, topic, len(parts), r.From, r.To)
-		}
-		for p := r.From; p <= r.To; p++ {
-			if _, ok := slices.BinarySearch(parts, p); !ok {
-				return nil, fmt.Errorf("%s topic %q has no partition %d: check --partitions", side, topic, p)
-			}
-			out = append(out, p)
-		}
-	}
-	return out, nil
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/digest"
-	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/offsetmap"
 	"github.com/kmigrate/kmigrate/verify"
 )
@@ -77,12 +76,12 @@ func BenchmarkLinkBytes(b *testing.B) {
 func linkDigest(b *testing.B, srcSeeds, dstSeeds, topic string, avg int64) (file, drill int64) {
 	ctx := context.Background()
 	p, _ := digest.ParamsFor(avg)
-	d := digestConfig{fields: offsetmap.DefaultFields, committed: true, params: p, parallel: 4, topic: topic}
+	d := digest.TakeConfig{Fields: offsetmap.DefaultFields, Committed: true, Params: p, Parallel: 4, Topic: topic, From: -1, To: -1}
 	var files [2]*digest.File
 	for i, side := range []string{"source", "target"} {
 		cl := benchClient(b, map[bool]string{true: srcSeeds, false: dstSeeds}[i == 0])
-		d.side = side
-		f, err := takeDigest(ctx, cl, &mm2.Cluster{Alias: side}, d)
+		d.Side, d.Cluster = side, side
+		f, err := digest.Take(ctx, cl, d)
 		cl.Close()
 		if err != nil {
 			b.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/kmigrate/kmigrate/align"
 	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
 	"github.com/kmigrate/kmigrate/digest"
+	"github.com/kmigrate/kmigrate/internal/clustermeta"
 	"github.com/kmigrate/kmigrate/report"
 	"github.com/kmigrate/kmigrate/verify"
 )
@@ -74,14 +75,14 @@ func reportHash(c *cli.Context, format report.Format, res *verify.Result, title 
 func buildEvidence(ctx context.Context, conn *clikit.Session, cfg verify.Config, res *verify.Result) (*digest.Evidence, error) {
 	e := digest.NewEvidence()
 	e.Tool, e.Created = "kverify "+clikit.VersionString(), time.Now().UTC()
-	e.Compared, e.Isolation, e.Identical = cfg.Fields.Names(), isolation(!cfg.ReadUncommitted), res.Identical
+	e.Compared, e.Isolation, e.Identical = cfg.Fields.Names(), digest.Isolation(!cfg.ReadUncommitted), res.Identical
 	var err error
 	e.Source = digest.EvidenceSide{Cluster: conn.Source.Alias, Topic: res.SourceTopic}
 	e.Target = digest.EvidenceSide{Cluster: conn.Target.Alias, Topic: res.TargetTopic}
-	if e.Source.ClusterID, err = clusterID(ctx, conn.Src, "source"); err != nil {
+	if e.Source.ClusterID, err = clustermeta.ID(ctx, conn.Src, "source"); err != nil {
 		return nil, err
 	}
-	if e.Target.ClusterID, err = clusterID(ctx, conn.Dst, "target"); err != nil {
+	if e.Target.ClusterID, err = clustermeta.ID(ctx, conn.Dst, "target"); err != nil {
 		return nil, err
 	}
 	var parts []align.PartitionResult

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
 	"github.com/kmigrate/kmigrate/digest"
+	"github.com/kmigrate/kmigrate/internal/clustermeta"
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
@@ -211,7 +212,7 @@ func checkClusters(c *cli.Context, path string, ec *evidenceCheck, e *digest.Evi
 
 func checkCluster(ctx context.Context, ec *evidenceCheck, e *digest.Evidence, cl *kgo.Client, side string, fields offsetmap.Fields) error {
 	es, rangeOf := evidenceSide(e, side)
-	id, err := clusterID(ctx, cl, side)
+	id, err := clustermeta.ID(ctx, cl, side)
 	if err != nil {
 		return clikit.Fail(err)
 	}
