@@ -4,15 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"strings"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
 
 	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
 	"github.com/kmigrate/kmigrate/digest"
-	"github.com/kmigrate/kmigrate/internal/clustermeta"
-	"github.com/kmigrate/kmigrate/offsetmap"
 	"github.com/kmigrate/kmigrate/report"
 	"github.com/kmigrate/kmigrate/verify"
 )
@@ -158,47 +154,19 @@ func writeComparison(w io.Writer, cmp *digest.Comparison) error {
 // runDrill reads the differing regions of cmp from both clusters and reports them as kverify
 // diff does.
 func runDrill(c *cli.Context, args []string, files [2]*digest.File, cmp *digest.Comparison, format report.Format, outs []output) error {
-	fields, err := offsetmap.ParseFields(strings.Join(files[0].Compared, ","))
-	if err != nil {
-		return clikit.Failf("digest %s: compared fields: %w", args[0], err)
-	}
 	conn, err := clikit.Open(c)
 	if err != nil {
 		return err
 	}
 	defer conn.Close()
-	for i, side := range []struct {
-		name   string
-		alias  string
-		client *kgo.Client
-	}{{"source", conn.Source.Alias, conn.Src}, {"target", conn.Target.Alias, conn.Dst}} {
-		id, err := clustermeta.ID(c.Context, side.client, side.name)
-		if err != nil {
-			return clikit.Fail(err)
-		}
-		if id != files[i].ClusterID {
-			return clikit.Failf("the %s cluster %s has ID %q, the digest %s was taken of cluster %q (%s): connect to that cluster", side.name, side.alias, id, args[i], files[i].ClusterID, files[i].Cluster)
-		}
+	res, err := verify.Drill(c.Context, conn.Src, conn.Dst, cmp, verify.DrillConfig{
+		Source: files[0], Target: files[1], SourceName: args[0], TargetName: args[1],
+		SourceAlias: conn.Source.Alias, TargetAlias: conn.Target.Alias,
+		Parallel: c.Int("parallel"), MaxListed: c.Int("max-listed"),
+	})
+	if err != nil {
+		return clikit.Fail(err)
 	}
-	specs := drillSpecs(cmp, fields, files[0].Isolation != "read_committed", c.Int("max-listed"))
-	res := &verify.Result{SourceTopic: cmp.SourceTopic, TargetTopic: cmp.TargetTopic, Compared: fields.Names(), Identical: true, Partitions: nil}
-	if len(specs) > 0 {
-		if res, err = verify.DiffRanges(c.Context, conn.Src, conn.Dst, specs, c.Int("parallel")); err != nil {
-			return clikit.Failf("drill %s (cluster %s) -> %s (cluster %s): %w", cmp.SourceTopic, conn.Source.Alias, cmp.TargetTopic, conn.Target.Alias, err)
-		}
-	}
-	var failed []string
-	for _, p := range res.Partitions {
-		if p.Err != "" {
-			failed = append(failed, fmt.Sprintf("partition %d: %s", p.Partition, p.Err))
-		}
-	}
-	if len(failed) > 0 {
-		return clikit.Failf("drill %s (cluster %s) -> %s (cluster %s): could not read a region: %s; nothing written (take the digests again if the logs changed)",
-			cmp.SourceTopic, conn.Source.Alias, cmp.TargetTopic, conn.Target.Alias, strings.Join(failed, "; "))
-	}
-	res.Problems = append(res.Problems, cmp.Problems...)
-	res.Identical = res.Identical && len(res.Problems) == 0
 	title := fmt.Sprintf("kverify compare --drill %s → %s", res.SourceTopic, res.TargetTopic)
 	var b bytes.Buffer
 	if err := report.Write(&b, format, res, report.Options{Title: title}); err != nil {
@@ -211,20 +179,4 @@ func runDrill(c *cli.Context, args []string, files [2]*digest.File, cmp *digest.
 		return clikit.Differs("differences found")
 	}
 	return nil
-}
-
-// drillSpecs are the ranges a drill reads: every region, from its context (the matched chunk
-// before it) to its end, on both sides.
-func drillSpecs(cmp *digest.Comparison, fields offsetmap.Fields, uncommitted bool, maxListed int) []verify.PartitionSpec {
-	var specs []verify.PartitionSpec
-	for _, p := range cmp.Partitions {
-		for _, r := range p.Regions {
-			specs = append(specs, verify.PartitionSpec{
-				SourceTopic: cmp.SourceTopic, TargetTopic: cmp.TargetTopic, Partition: p.Partition,
-				SourceFrom: r.ContextSourceFrom, SourceTo: r.SourceTo, TargetFrom: r.ContextTargetFrom, TargetTo: r.TargetTo,
-				Fields: fields, ReadUncommitted: uncommitted, MaxListed: maxListed, StrictTargetFrom: !r.TargetFromLowerBound,
-			})
-		}
-	}
-	return specs
 }

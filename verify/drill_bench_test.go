@@ -1,4 +1,4 @@
-package main
+package verify
 
 import (
 	"bytes"
@@ -18,7 +18,6 @@ import (
 
 	"github.com/kmigrate/kmigrate/digest"
 	"github.com/kmigrate/kmigrate/offsetmap"
-	"github.com/kmigrate/kmigrate/verify"
 )
 
 // readCounter counts the bytes a client reads from its brokers.
@@ -36,8 +35,8 @@ func (r *readCounter) OnBrokerRead(_ kgo.BrokerMetadata, _ int16, n int, _, _ ti
 // crosses, then compare --drill reads the differing ranges of the source. The target is local
 // in both. Reported: source bytes of each, and their ratio. Run:
 //
-//	go test ./cmd/kverify -run '^$' -bench LinkBytes -benchtime 1x
-//	KVERIFY_LINK_MIB=1024 go test ./cmd/kverify -run '^$' -bench LinkBytes -benchtime 1x -timeout 60m
+//	go test ./verify -run '^$' -bench LinkBytes -benchtime 1x
+//	KVERIFY_LINK_MIB=1024 go test ./verify -run '^$' -bench LinkBytes -benchtime 1x -timeout 60m
 //	KVERIFY_LINK_SOURCE=127.0.0.1:9092 KVERIFY_LINK_TARGET=127.0.0.1:9093 KVERIFY_LINK_MIB=1024 go test ...
 func BenchmarkLinkBytes(b *testing.B) {
 	mib := 64
@@ -56,7 +55,7 @@ func BenchmarkLinkBytes(b *testing.B) {
 				diffBytes = measure(b, srcSeeds, func(src *kgo.Client) {
 					dst := benchClient(b, dstSeeds)
 					defer dst.Close()
-					if _, _, err := verify.Diff(ctx, src, dst, verify.Config{SourceTopic: topic}); err != nil {
+					if _, _, err := Diff(ctx, src, dst, Config{SourceTopic: topic}); err != nil {
 						b.Fatal(err)
 					}
 				})
@@ -99,7 +98,7 @@ func linkDigest(b *testing.B, srcSeeds, dstSeeds, topic string, avg int64) (file
 	drill = measure(b, srcSeeds, func(src *kgo.Client) {
 		dst := benchClient(b, dstSeeds)
 		defer dst.Close()
-		res, err := verify.DiffRanges(ctx, src, dst, drillSpecs(cmp, offsetmap.DefaultFields, false, 1000), 4)
+		res, err := DiffRanges(ctx, src, dst, drillSpecs(cmp, offsetmap.DefaultFields, false, 1000), 4)
 		if err != nil || res.Identical {
 			b.Fatalf("drill: %v, identical %v: want the faults", err, res != nil && res.Identical)
 		}
