@@ -17,8 +17,10 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmigrate/kmigrate/integration/cluster"
+	"github.com/kmigrate/kmigrate/internal/agree"
 	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/report"
 )
@@ -76,27 +78,44 @@ func bedCreateTopic(t testing.TB, c cluster.Cluster, topic string, partitions in
 	if err != nil {
 		t.Fatalf("create topic %s on cluster %s: %v", topic, c.Name(), err)
 	}
-	// Created is not yet served: wait until every partition has a leader in the metadata, so
-	// that a client with no retries (as some tests use) does not meet UNKNOWN_TOPIC_OR_PARTITION.
-	bedWaitFor(ctx, t, 50*time.Millisecond, "topic "+topic+" to have leaders on "+c.Name(), func() string {
-		md, err := bedAdmin(t, c).Metadata(ctx, topic)
+	bedServed(ctx, t, bedClient(t, c.Bootstrap()), c.Name(), topic, partitions)
+}
+
+// bedServed waits until every broker of the cluster cl connects to lists topic with its
+// partitions, each with a leader. A created topic reaches the brokers one by one: a client
+// with no retries (as some tests use) that asks a broker not there yet meets
+// UNKNOWN_TOPIC_OR_PARTITION, so one broker's metadata is not enough.
+func bedServed(ctx context.Context, t testing.TB, cl *kgo.Client, cluster, topic string, partitions int32) {
+	t.Helper()
+	led := func(ctx context.Context, _ int32, r kmsg.Requestor) ([]int32, error) {
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, r)
 		if err != nil {
-			return err.Error()
+			return nil, err
 		}
-		td, ok := md.Topics[topic]
-		switch {
-		case !ok || td.Err != nil:
-			return fmt.Sprintf("not in the metadata yet (%v)", td.Err)
-		case len(td.Partitions) != int(partitions):
-			return fmt.Sprintf("%d of %d partitions in the metadata", len(td.Partitions), partitions)
-		}
-		for _, p := range td.Partitions {
-			if p.Leader < 0 || p.Err != nil {
-				return fmt.Sprintf("partition %d has no leader yet (%v)", p.Partition, p.Err)
+		var ids []int32
+		for _, mt := range resp.Topics {
+			for _, p := range mt.Partitions {
+				if mt.ErrorCode == 0 && p.ErrorCode == 0 && p.Leader >= 0 {
+					ids = append(ids, p.Partition)
+				}
 			}
 		}
-		return ""
-	})
+		return ids, nil
+	}
+	deadline, _ := ctx.Deadline()
+	ans, err := agree.Sets(ctx, cl, agree.Config{Timeout: time.Until(deadline)}, led,
+		func(s map[int32]bool) bool { return len(s) == int(partitions) })
+	if err != nil {
+		t.Fatalf("topic %s on %s: %v", topic, cluster, err)
+	}
+	if s, ok := ans.Agreed(); !ok || len(s) != int(partitions) {
+		t.Fatalf("topic %s on %s: not every broker lists its %d partitions with a leader after %s: %s", topic, cluster, partitions,
+			ans.Waited, ans.Disagreement(func(p int32) string { return fmt.Sprintf("partition %d", p) }))
+	}
 }
 
 // bedUnique is a name unique to this run: tests share clusters only within a test, but

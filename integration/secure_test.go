@@ -67,22 +67,8 @@ func secCreate(t testing.TB, c cluster.Cluster, topic string, partitions int32, 
 	if err != nil {
 		t.Fatalf("create topic %s on %s: %v", topic, c.Name(), err)
 	}
-	bedWaitFor(ctx, t, 200*time.Millisecond, "leaders of "+topic+" on "+c.Name(), func() string {
-		td, err := adm.ListTopics(ctx, topic)
-		if err != nil {
-			return err.Error()
-		}
-		d := td[topic]
-		if d.Err != nil || len(d.Partitions) != int(partitions) {
-			return fmt.Sprintf("topic %v, %d partitions", d.Err, len(d.Partitions))
-		}
-		for _, p := range d.Partitions {
-			if p.Leader < 0 || p.Err != nil {
-				return fmt.Sprintf("partition %d: leader %d, %v", p.Partition, p.Leader, p.Err)
-			}
-		}
-		return ""
-	})
+	sec, _ := cluster.SecurityOf(c)
+	bedServed(ctx, t, secClient(t, c, sec.Admin), c.Name(), topic, partitions)
 }
 
 // secProduce writes n records to partition 0 of topic on c as the admin (acks=all).
