@@ -20,7 +20,7 @@ import (
 	"github.com/kmigrate/kmigrate/reconcile"
 )
 
-// kreconcile acls on real brokers (issue 12): a Kafka 2.3.0 source with the ZooKeeper
+// kreconcile acls on real brokers: a Kafka 2.3.0 source with the ZooKeeper
 // authorizer, a 3.7.1 KRaft target with the StandardAuthorizer, checked with Kafka's own ACL
 // tool (kafka.admin.AclCommand of 3.7.1) as well as DescribeACLs; then the reverse direction,
 // writing to the 2.3.0 cluster.

@@ -16,8 +16,8 @@ import (
 	"github.com/kmigrate/kmigrate/mm2"
 )
 
-// TestSecureBed3Script drives `scripts/cluster.sh up --brokers 3 --secure` (issue 11, items
-// 1 and 2): 2.3.0 and 3.7.1 with three brokers each; the env file names the admin's client
+// TestSecureBed3Script drives `scripts/cluster.sh up --brokers 3 --secure` (the
+// production-shaped bed): 2.3.0 and 3.7.1 with three brokers each; the env file names the admin's client
 // properties of each cluster, which Kafka 3.7.1's own kafka-configs accepts as
 // --command-config and which shows min.insync.replicas=2 and unclean leader election off on
 // every broker; the mm2.properties it names connects kmigrate's client code to both clusters
