@@ -2,21 +2,14 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"sync"
-	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
-	"golang.org/x/sync/errgroup"
 
-	"github.com/kmigrate/kmigrate/align"
 	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
 	"github.com/kmigrate/kmigrate/digest"
-	"github.com/kmigrate/kmigrate/internal/clustermeta"
 	"github.com/kmigrate/kmigrate/report"
 	"github.com/kmigrate/kmigrate/verify"
 )
@@ -36,7 +29,8 @@ func withEvidence(c *cli.Context, conn *clikit.Session, cfg verify.Config, res *
 	if k < 0 {
 		return nil
 	}
-	e, err := buildEvidence(c.Context, conn, cfg, res)
+	e, err := verify.Evidence(c.Context, conn.Src, conn.Dst, cfg, res, verify.EvidenceNames{
+		SourceAlias: conn.Source.Alias, TargetAlias: conn.Target.Alias, Tool: "kverify " + clikit.VersionString()})
 	if err != nil {
 		return clikit.Failf("--evidence: %w (nothing written)", err)
 	}
@@ -69,86 +63,3 @@ func reportHash(c *cli.Context, format report.Format, res *verify.Result, title 
 	h := sha256.Sum256(b.Bytes())
 	return hex.EncodeToString(h[:]), what, nil
 }
-
-// buildEvidence reads the compared range of every compared partition again on both clusters
-// and computes its root.
-func buildEvidence(ctx context.Context, conn *clikit.Session, cfg verify.Config, res *verify.Result) (*digest.Evidence, error) {
-	e := digest.NewEvidence()
-	e.Tool, e.Created = "kverify "+clikit.VersionString(), time.Now().UTC()
-	e.Compared, e.Isolation, e.Identical = cfg.Fields.Names(), digest.Isolation(!cfg.ReadUncommitted), res.Identical
-	var err error
-	e.Source = digest.EvidenceSide{Cluster: conn.Source.Alias, Topic: res.SourceTopic}
-	e.Target = digest.EvidenceSide{Cluster: conn.Target.Alias, Topic: res.TargetTopic}
-	if e.Source.ClusterID, err = clustermeta.ID(ctx, conn.Src, "source"); err != nil {
-		return nil, err
-	}
-	if e.Target.ClusterID, err = clustermeta.ID(ctx, conn.Dst, "target"); err != nil {
-		return nil, err
-	}
-	var parts []align.PartitionResult
-	for _, pr := range res.Partitions {
-		if pr.Err == "" && pr.NotCompared == "" {
-			parts = append(parts, pr)
-		}
-	}
-	e.Partitions = make([]digest.EvidencePart, len(parts))
-	var mu sync.Mutex
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(max(cfg.Parallel, 1))
-	for i, pr := range parts {
-		tFrom := pr.TargetStart
-		if pr.TargetSkippedRange != nil {
-			tFrom = pr.TargetSkippedRange.To + 1
-		}
-		e.Partitions[i].Partition = pr.Partition
-		for _, side := range []struct {
-			cl  *kgo.Client
-			r   digest.Range
-			dst *digest.RangeRoot
-		}{
-			{conn.Src, digest.Range{Cluster: "source", Topic: res.SourceTopic, Partition: pr.Partition, From: pr.SourceStart, To: pr.SourceEnd}, &e.Partitions[i].Source},
-			{conn.Dst, digest.Range{Cluster: "target", Topic: res.TargetTopic, Partition: pr.Partition, From: tFrom, To: pr.TargetEnd}, &e.Partitions[i].Target},
-		} {
-			side.r.Fields, side.r.Committed = cfg.Fields, !cfg.ReadUncommitted
-			g.Go(func() error {
-				rr, err := rangeRoot(gctx, side.cl, side.r)
-				mu.Lock()
-				*side.dst = rr
-				mu.Unlock()
-				return err
-			})
-		}
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	return e, sameAsCompared(e, parts, cfg.To.Kind == verify.Latest)
-}
-
-// sameAsCompared checks that the ranges read again hold as many records as the comparison
-// counted (source: matched + mismatched + missing; target, when it was read to its end:
-// matched + mismatched + duplicated + extra), so that the roots are of what was compared, not
-// of a log that changed since (compaction, retention, a recreated topic).
-func sameAsCompared(e *digest.Evidence, parts []align.PartitionResult, wholeTarget bool) error {
-	for i, pr := range parts {
-		ep := e.Partitions[i]
-		src := pr.Matched + pr.Mismatched + pr.Missing
-		dst := pr.Matched + pr.Mismatched + pr.Duplicated + pr.Extra
-		if ep.Source.Records != src || wholeTarget && ep.Target.Records != dst {
-			return fmt.Errorf("partition %d changed between the comparison and the evidence read: the comparison counted %d source and %d target records, reading the ranges again gave %d and %d; run again", pr.Partition, src, dst, ep.Source.Records, ep.Target.Records)
-		}
-	}
-	return nil
-}
-
-// rangeRoot reads r and returns its record count and root.
-func rangeRoot(ctx context.Context, cl *kgo.Client, r digest.Range) (digest.RangeRoot, error) {
-	p, err := digest.Read(ctx, cl, r, rootParams)
-	if err != nil {
-		return digest.RangeRoot{}, err
-	}
-	return digest.RangeRoot{From: r.From, To: r.To, Records: p.Records, Root: p.Root}, nil
-}
-
-// rootParams chunk a root-only read coarsely: its chunks are thrown away.
-var rootParams = digest.Params{Bits: 30, MinRecords: 1 << 30, MaxRecords: 1 << 30}
