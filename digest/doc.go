@@ -1,9 +1,11 @@
 // Package digest makes a topic comparable across sites without reading both clusters from one
-// place: `kverify digest` reads one cluster and writes, per partition, content-defined chunks
-// of the record fingerprint stream; `kverify compare` aligns two such files and names the
-// differing regions as source and target offset ranges; `kverify compare --drill` reads only
-// those ranges from both clusters (verify.DiffRanges). Evidence (`kverify diff --evidence`,
-// `kverify check-evidence`) keeps a SHA-256 root per partition over the same fingerprints.
+// place. Take reads one cluster's topic (`kverify digest`) and returns a File: per partition,
+// content-defined chunks of the record fingerprint stream and a root. Compare aligns two Files
+// and names the differing regions as source and target offset ranges (`kverify compare`);
+// verify.Drill reads only those ranges from both clusters (`--drill`). An Evidence file
+// (`kverify diff --evidence`, built by verify.Evidence) keeps a root per partition over the
+// same fingerprints; CheckEvidence recomputes it from the clusters, digests or the report
+// (`kverify check-evidence`). Read and ReadRoot read one Range.
 //
 // # The fingerprint
 //
@@ -76,26 +78,19 @@
 //
 // # Drill
 //
-// `kverify compare --drill` aligns each region with verify.DiffRanges, strict on both ends of
-// both sides, from the start of the matched chunk before it (ContextSourceFrom,
-// ContextTargetFrom): a replay of records of that chunk is then duplicated, not extra, as in
-// kverify diff. The target end of each range is strict (every target record up to it is
-// compared); so is its start, except in a partition's first region when the source digest does
-// not start at offset 0 (Region.TargetFromLowerBound: retention removed older source records,
-// or digest --from): target records before the copy of the first source record are then
-// skipped, not extra, as kverify diff does. Only these ranges are fetched (a fetch returns
-// whole record batches, so a few records around each end are read too).
+// verify.Drill aligns each region strictly on both ends of both sides, from the start of the
+// matched chunk before it (ContextSourceFrom, ContextTargetFrom), so a replay of that chunk
+// is duplicated, not extra, as in kverify diff. In a partition's first region, when the source
+// digest does not start at offset 0 (Region.TargetFromLowerBound), target records before the
+// copy of the first source record are skipped, not extra. Only these ranges are fetched.
 //
 // # Evidence (version 1)
 //
-// `kverify diff --evidence FILE`, after the comparison, reads each compared partition's range
-// again on both clusters (source [source_start, source_end); target from the first record
-// compared, after any skipped ones, to target_end) and records its record count and root,
-// with the tool version, both cluster IDs and aliases, the topics, the fields, the isolation,
-// the time (UTC), the verdict and the SHA-256 of the report: of the --out file's bytes, or,
-// when the report went to standard output, of its JSON rendering (report_hashed says which).
-// `kverify check-evidence FILE` recomputes the roots from either cluster (which must have the
-// recorded cluster ID) or from a digest of exactly the recorded ranges (`kverify digest
-// --ranges FILE`), and checks a report file's hash: exit 0 all match, 1 something does not
-// (naming the side and partition), 2 cannot check.
+// Per compared partition, the range read again on both clusters after the comparison (source
+// [source_start, source_end); target from the first record compared to target_end), its
+// record count and root; the tool version, both cluster IDs and aliases, the topics, fields,
+// isolation, time (UTC), verdict and the SHA-256 of the report (the --out file's bytes, or the
+// JSON rendering when the report went to standard output; report_hashed says which).
+// CheckEvidence refuses a cluster or digest of something else (its cluster ID, topic, fields,
+// isolation or ranges differ) and reports every root that differs as a Check that is not OK.
 package digest
