@@ -160,8 +160,14 @@ func groupChanges(gi int, g *Group, live kadm.OffsetResponses, allowRewind bool)
 			at := o.At
 			prev = &at
 		}
+		planned := p.TargetCommitted
 		p.TargetCommitted = prev
 		switch {
+		case prev != nil && p.Status == StatusExact && planned != nil && *planned == *prev:
+			// The plan judged this commit the same position as E(G) (only transaction
+			// markers between), and it has not moved since.
+			p.Action = ""
+			continue
 		case prev != nil && *prev == e:
 			p.Status, p.Action = StatusExact, ""
 			p.RedeliveredIfUnchanged, p.SkippedIfUnchanged = 0, 0

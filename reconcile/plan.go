@@ -385,7 +385,34 @@ func (p *planner) judge(ctx context.Context, group string, part *Partition, dstS
 		}
 		part.SkippedIfUnchanged = n
 	}
+	if part.Status != StatusExact {
+		same, err := p.noRecordBetween(ctx, j, min(tc, e), max(tc, e), dstStart, ans.extras)
+		if err != nil {
+			return err
+		}
+		if same {
+			part.Status, part.RedeliveredIfUnchanged, part.SkippedIfUnchanged = StatusExact, 0, 0
+			part.Reason = fmt.Sprintf("committed %d, E(G) %d: only transaction markers lie between, so a consumer resumes at the same record from either", tc, e)
+		}
+	}
 	return nil
+}
+
+// noRecordBetween reports whether the target partition holds no record at all in [from, to)
+// (read uncommitted: aborted records count; only transaction markers or a compacted gap can
+// fill the range). A commit anywhere in such a range is the same position as E(G): the next
+// record a consumer gets is the same one.
+func (p *planner) noRecordBetween(ctx context.Context, j job, from, to, dstStart int64, extras []int64) (bool, error) {
+	if from < dstStart || to-from > countLimit {
+		return false, nil
+	}
+	for _, x := range extras {
+		if x >= from && x < to {
+			return false, nil
+		}
+	}
+	recs, err := p.dst.read(ctx, j.dstTopic, j.part, from, to, 1, p.cfg.Fields)
+	return len(recs) == 0 && err == nil, err
 }
 
 func compare(committed, e int64) Status {

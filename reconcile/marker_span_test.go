@@ -1,0 +1,43 @@
+package reconcile
+
+import (
+	"path/filepath"
+	"regexp"
+	"testing"
+)
+
+// TestPlanCommitPastMarkerIsExact: on a transactional target the copy of source offsets 0..9
+// sits at 0..9 and its commit marker at 10. A group that read to the end on the target
+// committed 11 (a consumer's position passes the marker); E(G=10) is 10. Every offset from 10
+// to 11 is the same position for a reader (a marker holds no record), so the group is exact,
+// not "ahead: would skip 0". The same holds for a commit at 10 with E past the marker.
+func TestPlanCommitPastMarkerIsExact(t *testing.T) {
+	e := newEnv(t)
+	topic := uniqueTopic("marker-span")
+	group := "g-" + topic
+	createTopic(t, e.srcAdm, topic, 1)
+	createTopic(t, e.dstAdm, topic, 1)
+	produce(t, e.src, topic, 0, values("v", 0, 10)...)    // source 0..9
+	produceTxn(t, e.dst, topic, 0, values("v", 0, 10)...) // target 0..9, commit marker at 10
+	commit(t, e.srcAdm, group, topic, 0, 10, "")
+	commit(t, e.dstAdm, group, topic, 0, 11, "")
+	res, err := Plan(testCtx(t), e.src, e.dst, Config{Groups: regexp.MustCompile(regexp.QuoteMeta(group))})
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	p := findPartition(t, res, group, topic, 0)
+	if p.Status != StatusExact || p.SkippedIfUnchanged != 0 || p.RedeliveredIfUnchanged != 0 {
+		t.Fatalf("committed 11, E(G)=%s, only the marker between: got %s (skip %d, redeliver %d, %s), want exact",
+			fmtPtr(p.ExactTarget), p.Status, p.SkippedIfUnchanged, p.RedeliveredIfUnchanged, p.Reason)
+	}
+	// Apply leaves it as it is: nothing to write, no rewind.
+	if err := Apply(testCtx(t), e.dst, res, ApplyConfig{Backup: filepath.Join(t.TempDir(), "b.json")}); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if p := findPartition(t, res, group, topic, 0); p.Status != StatusExact || p.Applied {
+		t.Errorf("after apply: %s, applied %v (%s); want exact and nothing written", p.Status, p.Applied, p.Action)
+	}
+	if at, _, _ := committed(t, e.dstAdm, group, topic, 0); at != 11 {
+		t.Errorf("target commit after apply: %d, want 11 (unchanged)", at)
+	}
+}
