@@ -3,6 +3,7 @@ package integration
 import (
 	"math"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -67,5 +68,33 @@ func TestBPCPU(t *testing.T) {
 	want := cpu()
 	if got < 200*time.Millisecond || got > want+50*time.Millisecond || got < want-100*time.Millisecond {
 		t.Errorf("bpCPU = %v, rusage says %v (and at least 250ms were burnt)", got, want)
+	}
+}
+
+// TestBPSteadyGoals: a steady ratio is judged only over a window of at least bpSteadyMin, and
+// the records a first commit made visible at once are not counted inside the window. A quick
+// run in which 100,000 records became visible in one commit read as 20x the bare loop, "met".
+func TestBPSteadyGoals(t *testing.T) {
+	burst := bpRun{key: "km", name: "kmirror", wall: 12 * time.Second, steady: 50 * time.Millisecond, atFirst: 100_000}
+	burst.finish(100_000, 100_000*1024)
+	bare := bpRun{key: "bare", name: "bare franz-go loop", wall: 6 * time.Second, steady: 5 * time.Second, atFirst: 500}
+	bare.finish(100_000, 100_000*1024)
+	for _, r := range []*bpRun{&burst, &bare} {
+		r.copied = r.records
+	}
+	var b strings.Builder
+	bpGoals(&b, map[string]bpRun{"km": burst, "bare": bare})
+	if !strings.Contains(b.String(), "steady: 0.00 (goal >= 0.95: too short to judge") || strings.Contains(b.String(), "steady: 0.00 (goal >= 0.95: met") {
+		t.Errorf("a run whose records all became visible in one commit:\n%s", b.String())
+	}
+	long := bpRun{key: "km", name: "kmirror", wall: 70 * time.Second, steady: 60 * time.Second, atFirst: 1_000}
+	long.finish(1_000_000, 1_000_000*1024)
+	longBare := bpRun{key: "bare", name: "bare franz-go loop", wall: 62 * time.Second, steady: 60 * time.Second, atFirst: 100}
+	longBare.finish(1_000_000, 1_000_000*1024)
+	long.copied, longBare.copied = long.records, longBare.records
+	b.Reset()
+	bpGoals(&b, map[string]bpRun{"km": long, "bare": longBare})
+	if !strings.Contains(b.String(), "steady: 1.00 (goal >= 0.95: met)") {
+		t.Errorf("two runs of 60 s at the same rate:\n%s", b.String())
 	}
 }
