@@ -1,0 +1,54 @@
+package testkit
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+var topicSeq atomic.Int64
+
+// TopicName is prefix followed by a number no other call in this process returns.
+func TopicName(prefix string) string { return fmt.Sprintf("%s-%d", prefix, topicSeq.Add(1)) }
+
+// CreateTopic creates topic with partitions partitions, replication factor 1 and configs (nil
+// for none) on cl's cluster; an error fails the test.
+func CreateTopic(t testing.TB, cl *kgo.Client, topic string, partitions int32, configs map[string]*string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, configs, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("create topic %s: %v", topic, err)
+	}
+}
+
+// Produce writes copies of recs to partition p of topic, in order, and returns the offsets
+// they were written at; the records given are not changed. An error fails the test.
+func Produce(t testing.TB, cl *kgo.Client, topic string, p int32, recs ...*kgo.Record) []int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	batch := make([]*kgo.Record, len(recs))
+	for i, r := range recs {
+		c := *r
+		c.Topic, c.Partition, c.Offset = topic, p, 0
+		batch[i] = &c
+	}
+	if err := cl.ProduceSync(ctx, batch...).FirstErr(); err != nil {
+		t.Fatalf("produce to %s/%d: %v", topic, p, err)
+	}
+	offsets := make([]int64, len(batch))
+	for i, r := range batch {
+		offsets[i] = r.Offset
+	}
+	return offsets
+}
