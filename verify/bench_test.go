@@ -21,6 +21,7 @@ import (
 
 	"github.com/kmigrate/kmigrate/align"
 	"github.com/kmigrate/kmigrate/internal/peakrss"
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/mm2"
 )
 
@@ -178,11 +179,7 @@ func buildKverify(t *testing.T) string {
 	if bin := os.Getenv("KMIGRATE_BENCH_KVERIFY"); bin != "" {
 		return bin
 	}
-	bin := filepath.Join(t.TempDir(), "kverify")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/kverify").CombinedOutput(); err != nil {
-		t.Fatalf("go build kverify: %v\n%s", err, out)
-	}
-	return bin
+	return filepath.Join(testkit.Commands(t, "kverify"), "kverify")
 }
 
 // hasDigest reports whether the kverify at bin has the digest command (kverify digest --help

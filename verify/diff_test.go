@@ -3,73 +3,25 @@ package verify
 import (
 	"context"
 	"errors"
-	"fmt"
 	"reflect"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/align"
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
-var topicSeq atomic.Int64
-
-func uniqueTopic(t *testing.T) string {
-	t.Helper()
-	return fmt.Sprintf("t%d-%d", time.Now().UnixNano()%1e9, topicSeq.Add(1))
-}
-
-// newCluster starts a kfake cluster and returns a client to it.
+// newCluster starts a kfake cluster and returns a client of it that sends each record at
+// once (no linger).
 func newCluster(t *testing.T) *kgo.Client {
-	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatalf("start kfake: %v", err)
-	}
-	t.Cleanup(c.Close)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
-	if err != nil {
-		t.Fatalf("client: %v", err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
-}
-
-func createTopic(t *testing.T, cl *kgo.Client, topic string, partitions int32) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, nil, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatalf("create topic %s: %v", topic, err)
-	}
-}
-
-// produce writes recs to partition p of topic, in order.
-func produce(t *testing.T, cl *kgo.Client, topic string, p int32, recs []*kgo.Record) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	batch := make([]*kgo.Record, len(recs))
-	for i, r := range recs {
-		c := *r
-		c.Topic, c.Partition, c.Offset = topic, p, 0
-		batch[i] = &c
-	}
-	if err := cl.ProduceSync(ctx, batch...).FirstErr(); err != nil {
-		t.Fatalf("produce to %s/%d: %v", topic, p, err)
-	}
+	return testkit.Client(t, testkit.StartCluster(t), kgo.ProducerLinger(0))
 }
 
 func diff(t *testing.T, src, dst *kgo.Client, cfg Config) (*Result, *offsetmap.TopicMap) {
@@ -85,19 +37,19 @@ func diff(t *testing.T, src, dst *kgo.Client, cfg Config) (*Result, *offsetmap.T
 
 func TestDiffIdenticalWithOtherBase(t *testing.T) {
 	src, dst := newCluster(t), newCluster(t)
-	topic := uniqueTopic(t)
-	createTopic(t, src, topic, 3)
-	createTopic(t, dst, topic, 3)
-	produce(t, src, topic, 0, span(0, 99))
-	produce(t, src, topic, 1, span(100, 149))
+	topic := testkit.TopicName("t")
+	testkit.CreateTopic(t, src, topic, 3, nil)
+	testkit.CreateTopic(t, dst, topic, 3, nil)
+	testkit.Produce(t, src, topic, 0, span(0, 99)...)
+	testkit.Produce(t, src, topic, 1, span(100, 149)...)
 	// Partition 2 stays empty on both sides. Partition 0 starts at offset 5 on the target.
-	produce(t, dst, topic, 0, span(1000, 1004))
+	testkit.Produce(t, dst, topic, 0, span(1000, 1004)...)
 	ctx := context.Background()
 	if _, err := kadm.NewClient(dst).DeleteRecords(ctx, kadm.Offsets{topic: {0: {At: 5}}}); err != nil {
 		t.Fatalf("delete records: %v", err)
 	}
-	produce(t, dst, topic, 0, span(0, 99))
-	produce(t, dst, topic, 1, span(100, 149))
+	testkit.Produce(t, dst, topic, 0, span(0, 99)...)
+	testkit.Produce(t, dst, topic, 1, span(100, 149)...)
 
 	res, om := diff(t, src, dst, Config{SourceTopic: topic})
 	if !res.Identical {
@@ -120,10 +72,10 @@ func TestDiffIdenticalWithOtherBase(t *testing.T) {
 
 func TestDiffFaults(t *testing.T) {
 	src, dst := newCluster(t), newCluster(t)
-	topic := uniqueTopic(t)
-	createTopic(t, src, topic, 1)
-	createTopic(t, dst, topic, 1)
-	produce(t, src, topic, 0, span(0, 59))
+	topic := testkit.TopicName("t")
+	testkit.CreateTopic(t, src, topic, 1, nil)
+	testkit.CreateTopic(t, dst, topic, 1, nil)
+	testkit.Produce(t, src, topic, 0, span(0, 59)...)
 	target := cat(
 		span(0, 9), // 10..12 left out
 		span(13, 24),
@@ -135,7 +87,7 @@ func TestDiffFaults(t *testing.T) {
 		span(41, 59),
 		[]*kgo.Record{{Value: []byte("direct-1")}, {Value: []byte("direct-2")}}, // target 62, 63
 	)
-	produce(t, dst, topic, 0, target)
+	testkit.Produce(t, dst, topic, 0, target...)
 
 	res, om := diff(t, src, dst, Config{SourceTopic: topic})
 	if res.Identical {
@@ -165,10 +117,10 @@ func TestDiffFaults(t *testing.T) {
 
 func TestDiffTopicProblems(t *testing.T) {
 	src, dst := newCluster(t), newCluster(t)
-	topic := uniqueTopic(t)
-	createTopic(t, src, topic, 3)
+	topic := testkit.TopicName("t")
+	testkit.CreateTopic(t, src, topic, 3, nil)
 	for p := int32(0); p < 3; p++ {
-		produce(t, src, topic, p, span(0, 9))
+		testkit.Produce(t, src, topic, p, span(0, 9)...)
 	}
 	t.Run("missing target topic", func(t *testing.T) {
 		res, _ := diff(t, src, dst, Config{SourceTopic: topic})
@@ -177,9 +129,9 @@ func TestDiffTopicProblems(t *testing.T) {
 		}
 	})
 	t.Run("partition count mismatch", func(t *testing.T) {
-		createTopic(t, dst, topic, 2)
+		testkit.CreateTopic(t, dst, topic, 2, nil)
 		for p := int32(0); p < 2; p++ {
-			produce(t, dst, topic, p, span(0, 9))
+			testkit.Produce(t, dst, topic, p, span(0, 9)...)
 		}
 		res, _ := diff(t, src, dst, Config{SourceTopic: topic})
 		if res.Identical || len(res.Problems) != 1 {
@@ -213,9 +165,9 @@ func TestDiffTopicProblems(t *testing.T) {
 
 func TestDiffTransactionalSource(t *testing.T) {
 	srcCl, dst := newCluster(t), newCluster(t)
-	topic := uniqueTopic(t)
-	createTopic(t, srcCl, topic, 1)
-	createTopic(t, dst, topic, 1)
+	topic := testkit.TopicName("t")
+	testkit.CreateTopic(t, srcCl, topic, 1, nil)
+	testkit.CreateTopic(t, dst, topic, 1, nil)
 	txn, err := kgo.NewClient(append(srcCl.Opts(), kgo.TransactionalID("tx-"+topic))...)
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +196,7 @@ func TestDiffTransactionalSource(t *testing.T) {
 			committed = append(committed, recs...)
 		}
 	}
-	produce(t, dst, topic, 0, committed)
+	testkit.Produce(t, dst, topic, 0, committed...)
 	res, om := diff(t, srcCl, dst, Config{SourceTopic: topic})
 	if !res.Identical || res.Summary.Matched != int64(len(committed)) {
 		t.Fatalf("got identical=%v summary=%+v, want identical with %d matched", res.Identical, res.Summary, len(committed))
@@ -261,12 +213,12 @@ func TestDiffTransactionalSource(t *testing.T) {
 
 func TestDiffProgress(t *testing.T) {
 	src, dst := newCluster(t), newCluster(t)
-	topic := uniqueTopic(t)
-	createTopic(t, src, topic, 3)
-	createTopic(t, dst, topic, 3)
+	topic := testkit.TopicName("t")
+	testkit.CreateTopic(t, src, topic, 3, nil)
+	testkit.CreateTopic(t, dst, topic, 3, nil)
 	for p := int32(0); p < 3; p++ {
-		produce(t, src, topic, p, span(0, 9999))
-		produce(t, dst, topic, p, span(0, 9999))
+		testkit.Produce(t, src, topic, p, span(0, 9999)...)
+		testkit.Produce(t, dst, topic, p, span(0, 9999)...)
 	}
 	var mu sync.Mutex
 	done := map[int32]bool{}
@@ -288,11 +240,11 @@ func TestDiffProgress(t *testing.T) {
 
 func TestDiffFromOffsetReadsTargetFromHint(t *testing.T) {
 	src, dst := newCluster(t), newCluster(t)
-	topic := uniqueTopic(t)
-	createTopic(t, src, topic, 1)
-	createTopic(t, dst, topic, 1)
-	produce(t, src, topic, 0, span(0, 999))
-	produce(t, dst, topic, 0, span(0, 999))
+	topic := testkit.TopicName("t")
+	testkit.CreateTopic(t, src, topic, 1, nil)
+	testkit.CreateTopic(t, dst, topic, 1, nil)
+	testkit.Produce(t, src, topic, 0, span(0, 999)...)
+	testkit.Produce(t, dst, topic, 0, span(0, 999)...)
 	res, om := diff(t, src, dst, Config{SourceTopic: topic, From: Position{Kind: AtOffset, Offset: 600}, To: Position{Kind: AtOffset, Offset: 700}})
 	p := res.Partitions[0]
 	if !res.Identical || p.Matched != 100 {
@@ -308,11 +260,11 @@ func TestDiffFromOffsetReadsTargetFromHint(t *testing.T) {
 
 func TestAlignPartitionSmallRange(t *testing.T) {
 	src, dst := newCluster(t), newCluster(t)
-	topic := uniqueTopic(t)
-	createTopic(t, src, topic, 1)
-	createTopic(t, dst, topic, 1)
-	produce(t, src, topic, 0, span(0, 199))
-	produce(t, dst, topic, 0, cat(span(0, 120), span(118, 199))) // 118..120 replayed
+	topic := testkit.TopicName("t")
+	testkit.CreateTopic(t, src, topic, 1, nil)
+	testkit.CreateTopic(t, dst, topic, 1, nil)
+	testkit.Produce(t, src, topic, 0, span(0, 199)...)
+	testkit.Produce(t, dst, topic, 0, cat(span(0, 120), span(118, 199))...) // 118..120 replayed
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	pr, pm, err := AlignPartition(ctx, src, dst, PartitionSpec{
@@ -331,12 +283,12 @@ func TestAlignPartitionSmallRange(t *testing.T) {
 
 func TestDiffFromOffsetUsesOffsetSyncs(t *testing.T) {
 	src, dst := newCluster(t), newCluster(t)
-	topic := uniqueTopic(t)
+	topic := testkit.TopicName("t")
 	syncs := "mm2-offset-syncs.source.internal"
-	createTopic(t, src, topic, 1)
-	createTopic(t, dst, topic, 1)
-	createTopic(t, dst, syncs, 1)
-	produce(t, src, topic, 0, span(0, 999))
+	testkit.CreateTopic(t, src, topic, 1, nil)
+	testkit.CreateTopic(t, dst, topic, 1, nil)
+	testkit.CreateTopic(t, dst, syncs, 1, nil)
+	testkit.Produce(t, src, topic, 0, span(0, 999)...)
 	// The target rewrote the timestamps (LogAppendTime): they say nothing about where a
 	// source record landed, so only the offset sync 500 -> 500 narrows the target start.
 	var copied []*kgo.Record
@@ -345,9 +297,9 @@ func TestDiffFromOffsetUsesOffsetSyncs(t *testing.T) {
 		c.Timestamp = time.Now()
 		copied = append(copied, &c)
 	}
-	produce(t, dst, topic, 0, copied)
+	testkit.Produce(t, dst, topic, 0, copied...)
 	s := mm2.OffsetSync{Topic: topic, Partition: 0, Upstream: 500, Downstream: 500}
-	produce(t, dst, syncs, 0, []*kgo.Record{{Key: s.Key(), Value: s.Value()}})
+	testkit.Produce(t, dst, syncs, 0, []*kgo.Record{{Key: s.Key(), Value: s.Value()}}...)
 
 	res, _ := diff(t, src, dst, Config{SourceTopic: topic, From: Position{Kind: AtOffset, Offset: 600},
 		OffsetSyncsTopic: syncs, OffsetSyncsClient: dst})
@@ -362,11 +314,11 @@ func TestDiffFromOffsetUsesOffsetSyncs(t *testing.T) {
 
 func TestAlignPartitionRangeBeyondTheLogFails(t *testing.T) {
 	src, dst := newCluster(t), newCluster(t)
-	topic := uniqueTopic(t)
-	createTopic(t, src, topic, 1)
-	createTopic(t, dst, topic, 1)
-	produce(t, src, topic, 0, span(0, 9))
-	produce(t, dst, topic, 0, span(0, 9))
+	topic := testkit.TopicName("t")
+	testkit.CreateTopic(t, src, topic, 1, nil)
+	testkit.CreateTopic(t, dst, topic, 1, nil)
+	testkit.Produce(t, src, topic, 0, span(0, 9)...)
+	testkit.Produce(t, dst, topic, 0, span(0, 9)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, _, err := AlignPartition(ctx, src, dst, PartitionSpec{SourceTopic: topic, Partition: 0, SourceFrom: 0, SourceTo: 50, TargetFrom: 0, TargetTo: -1})
@@ -382,11 +334,11 @@ func TestAlignPartitionRangeBeyondTheLogFails(t *testing.T) {
 // identical, no offset map); a run that compares nothing is ErrNothingToCompare.
 func TestDiffNothingToCompare(t *testing.T) {
 	src, dst := newCluster(t), newCluster(t)
-	topic := uniqueTopic(t)
-	createTopic(t, src, topic, 2)
-	createTopic(t, dst, topic, 2)
-	produce(t, src, topic, 0, span(0, 9))
-	produce(t, dst, topic, 0, span(0, 9))
+	topic := testkit.TopicName("t")
+	testkit.CreateTopic(t, src, topic, 2, nil)
+	testkit.CreateTopic(t, dst, topic, 2, nil)
+	testkit.Produce(t, src, topic, 0, span(0, 9)...)
+	testkit.Produce(t, dst, topic, 0, span(0, 9)...)
 	tests := []struct {
 		name string
 		cfg  Config

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/digest"
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
@@ -132,12 +133,7 @@ func linkTopic(b *testing.B, mib int) (string, string, string) {
 	var cls [2]*kgo.Client
 	for i := range seeds {
 		if seeds[i] == "" {
-			c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ClusterID(fmt.Sprintf("link-%d", i)))
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(c.Close)
-			seeds[i] = c.ListenAddrs()[0]
+			seeds[i] = testkit.StartCluster(b, kfake.ClusterID(fmt.Sprintf("link-%d", i))).ListenAddrs()[0]
 		}
 		cls[i] = benchClient(b, seeds[i], kgo.RequiredAcks(kgo.AllISRAcks()), kgo.MaxProduceRequestsInflightPerBroker(1))
 		b.Cleanup(cls[i].Close)

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/align"
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/mm2"
 )
 
@@ -19,12 +20,12 @@ import (
 // as mm2.SyncIndex.LowerBound says; the largest downstream at or below 400 would start past it.
 func TestDiffFromOffsetAfterRewind(t *testing.T) {
 	src, dst := newCluster(t), newCluster(t)
-	topic := uniqueTopic(t)
+	topic := testkit.TopicName("t")
 	syncs := "mm2-offset-syncs.source.internal"
-	createTopic(t, src, topic, 1)
-	createTopic(t, dst, topic, 1)
-	createTopic(t, dst, syncs, 1)
-	produce(t, src, topic, 0, span(0, 999))
+	testkit.CreateTopic(t, src, topic, 1, nil)
+	testkit.CreateTopic(t, dst, topic, 1, nil)
+	testkit.CreateTopic(t, dst, syncs, 1, nil)
+	testkit.Produce(t, src, topic, 0, span(0, 999)...)
 	copyOf := func(from, to int) []*kgo.Record {
 		var out []*kgo.Record
 		for _, r := range span(from, to) {
@@ -34,14 +35,14 @@ func TestDiffFromOffsetAfterRewind(t *testing.T) {
 		}
 		return out
 	}
-	produce(t, dst, topic, 0, copyOf(0, 599))   // target 0..599
-	produce(t, dst, topic, 0, copyOf(300, 999)) // target 600..1299
+	testkit.Produce(t, dst, topic, 0, copyOf(0, 599)...)   // target 0..599
+	testkit.Produce(t, dst, topic, 0, copyOf(300, 999)...) // target 600..1299
 	var recs []*kgo.Record
 	for _, s := range []mm2.OffsetSync{{Upstream: 0, Downstream: 0}, {Upstream: 500, Downstream: 500}, {Upstream: 300, Downstream: 600}} {
 		s.Topic = topic
 		recs = append(recs, &kgo.Record{Key: s.Key(), Value: s.Value()})
 	}
-	produce(t, dst, syncs, 0, recs)
+	testkit.Produce(t, dst, syncs, 0, recs...)
 
 	_, om := diff(t, src, dst, Config{SourceTopic: topic, From: Position{Kind: AtOffset, Offset: 400},
 		OffsetSyncsTopic: syncs, OffsetSyncsClient: dst})
@@ -58,12 +59,12 @@ func TestDiffFromOffsetAfterRewind(t *testing.T) {
 // to ErrTargetMissing, with the same text as Err; the JSON form has Err only.
 func TestDiffPartitionCause(t *testing.T) {
 	src, dst := newCluster(t), newCluster(t)
-	topic := uniqueTopic(t)
-	createTopic(t, src, topic, 2)
-	createTopic(t, dst, topic, 1)
-	produce(t, src, topic, 0, span(0, 9))
-	produce(t, src, topic, 1, span(0, 9))
-	produce(t, dst, topic, 0, span(0, 9))
+	topic := testkit.TopicName("t")
+	testkit.CreateTopic(t, src, topic, 2, nil)
+	testkit.CreateTopic(t, dst, topic, 1, nil)
+	testkit.Produce(t, src, topic, 0, span(0, 9)...)
+	testkit.Produce(t, src, topic, 1, span(0, 9)...)
+	testkit.Produce(t, dst, topic, 0, span(0, 9)...)
 	res, _ := diff(t, src, dst, Config{SourceTopic: topic})
 	var p1 *align.PartitionResult
 	for i := range res.Partitions {

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
@@ -19,17 +20,9 @@ import (
 // reads each side: fetch, decode and fingerprint, drained by one consumer (the aligner's place).
 func BenchmarkFetchStream(b *testing.B) {
 	const n = 200_000
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "bench-fetch"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.DefaultProduceTopic("bench-fetch"),
+	c := testkit.StartCluster(b, kfake.SeedTopics(1, "bench-fetch"))
+	cl := testkit.Client(b, c, kgo.DefaultProduceTopic("bench-fetch"),
 		kgo.ProducerLinger(5*time.Millisecond), kgo.ProducerBatchMaxBytes(1<<20))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cl.Close()
 	ctx := context.Background()
 	val := bytes.Repeat([]byte("v"), 100)
 	var wg sync.WaitGroup

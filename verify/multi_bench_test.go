@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/mm2"
 )
 
@@ -59,16 +59,7 @@ func BenchmarkDiffTopicsStartUp(b *testing.B) {
 // (one partition each), 200 records in every partition.
 func benchFlowCluster(ctx context.Context, b *testing.B) *kgo.Client {
 	b.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(c.Close)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(cl.Close)
+	cl := testkit.Client(b, testkit.StartCluster(b), kgo.ProducerLinger(0))
 	adm := kadm.NewClient(cl)
 	fill := func(topic string, parts int32) {
 		if _, err := adm.CreateTopic(ctx, parts, 1, nil, topic); err != nil {

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/mm2"
 )
 
@@ -61,11 +61,7 @@ type countingCluster struct {
 
 func newCountingCluster(t *testing.T) *countingCluster {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := testkit.StartCluster(t)
 	cc := &countingCluster{}
 	c.ControlKey(int16(kmsg.Metadata), func(kmsg.Request) (kmsg.Response, error, bool) {
 		c.KeepControl()
@@ -77,11 +73,7 @@ func newCountingCluster(t *testing.T) *countingCluster {
 		cc.lists.Add(1)
 		return nil, nil, false
 	})
-	cc.cl, err = kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cc.cl.Close)
+	cc.cl = testkit.Client(t, c, kgo.ProducerLinger(0))
 	return cc
 }
 
@@ -104,8 +96,8 @@ func TestDiffTopicsStartUp(t *testing.T) {
 		name := fmt.Sprintf("topic-%02d", i)
 		names = append(names, name)
 		for _, c := range []*countingCluster{src, dst} {
-			createTopic(t, c.cl, name, 2)
-			produce(t, c.cl, name, 0, span(0, 2))
+			testkit.CreateTopic(t, c.cl, name, 2, nil)
+			testkit.Produce(t, c.cl, name, 0, span(0, 2)...)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -143,16 +135,16 @@ func TestDiffTopicsStartUp(t *testing.T) {
 // hold nothing in range is "nothing to compare", never identical.
 func TestDiffTopicsPartitionCount(t *testing.T) {
 	src, dst := newCluster(t), newCluster(t)
-	createTopic(t, src, "grown", 3)
-	createTopic(t, dst, "grown", 2)
+	testkit.CreateTopic(t, src, "grown", 3, nil)
+	testkit.CreateTopic(t, dst, "grown", 2, nil)
 	for p := int32(0); p < 3; p++ {
-		produce(t, src, "grown", p, span(0, 9))
+		testkit.Produce(t, src, "grown", p, span(0, 9)...)
 		if p < 2 {
-			produce(t, dst, "grown", p, span(0, 9))
+			testkit.Produce(t, dst, "grown", p, span(0, 9)...)
 		}
 	}
-	createTopic(t, src, "empty", 1)
-	createTopic(t, dst, "empty", 1)
+	testkit.CreateTopic(t, src, "empty", 1, nil)
+	testkit.CreateTopic(t, dst, "empty", 1, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	mr, err := DiffTopics(ctx, src, dst, MultiConfig{Flow: mm2.NewFlow("s", "t", mm2.IdentityPolicy{}), Names: []string{"grown", "empty"}})
@@ -178,14 +170,14 @@ func TestDiffTopicsPartitionCount(t *testing.T) {
 func TestDiffLeadersShared(t *testing.T) {
 	src, dst := newCountingCluster(t), newCountingCluster(t)
 	for _, c := range []*countingCluster{src, dst} {
-		createTopic(t, c.cl, "wide", 24)
+		testkit.CreateTopic(t, c.cl, "wide", 24, nil)
 		for p := int32(0); p < 24; p++ {
-			produce(t, c.cl, "wide", p, span(0, 2))
+			testkit.Produce(t, c.cl, "wide", p, span(0, 2)...)
 		}
 		for i := 0; i < 12; i++ {
-			createTopic(t, c.cl, fmt.Sprintf("pair-%02d", i), 2)
-			produce(t, c.cl, fmt.Sprintf("pair-%02d", i), 0, span(0, 2))
-			produce(t, c.cl, fmt.Sprintf("pair-%02d", i), 1, span(0, 2))
+			testkit.CreateTopic(t, c.cl, fmt.Sprintf("pair-%02d", i), 2, nil)
+			testkit.Produce(t, c.cl, fmt.Sprintf("pair-%02d", i), 0, span(0, 2)...)
+			testkit.Produce(t, c.cl, fmt.Sprintf("pair-%02d", i), 1, span(0, 2)...)
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -10,22 +10,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/logread"
 	"github.com/kmigrate/kmigrate/mm2"
 )
-
-func createTopicWith(t *testing.T, cl *kgo.Client, topic string, partitions int32, configs map[string]*string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, configs, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatalf("create topic %s: %v", topic, err)
-	}
-}
 
 func sp(s string) *string { return &s }
 
@@ -67,24 +55,24 @@ func finding(tc TopicCheck, field string) (Finding, bool) {
 // topic equal on both sides.
 func preflightBed(t *testing.T) (src, dst *kgo.Client) {
 	src, dst = newCluster(t), newCluster(t)
-	createTopicWith(t, src, "same", 3, nil)
-	createTopicWith(t, dst, "same", 3, nil)
-	createTopicWith(t, src, "parts", 3, nil)
-	createTopicWith(t, dst, "parts", 2, nil)
-	createTopicWith(t, src, "ts", 1, nil)
-	createTopicWith(t, dst, "ts", 1, map[string]*string{"message.timestamp.type": sp("LogAppendTime")})
-	createTopicWith(t, src, "big", 1, nil)
-	createTopicWith(t, dst, "big", 1, map[string]*string{"max.message.bytes": sp("1000")})
-	produce(t, src, "big", 0, []*kgo.Record{{Value: []byte("small")}, {Value: []byte(strings.Repeat("x", 5000))}, {Value: []byte("small")}})
-	createTopicWith(t, src, "gone", 2, map[string]*string{"retention.ms": sp("604800001")})
-	createTopicWith(t, src, "short", 1, map[string]*string{"retention.ms": sp("3600000")})
-	createTopicWith(t, dst, "short", 1, nil)
-	createTopicWith(t, src, "synced", 1, map[string]*string{"segment.ms": sp("3600001")})
-	createTopicWith(t, dst, "synced", 1, nil)
-	createTopicWith(t, src, "compact", 1, nil)
-	createTopicWith(t, dst, "compact", 1, map[string]*string{"cleanup.policy": sp("compact")})
-	createTopicWith(t, src, "isr", 1, nil)
-	createTopicWith(t, dst, "isr", 1, map[string]*string{"min.insync.replicas": sp("2")})
+	testkit.CreateTopic(t, src, "same", 3, nil)
+	testkit.CreateTopic(t, dst, "same", 3, nil)
+	testkit.CreateTopic(t, src, "parts", 3, nil)
+	testkit.CreateTopic(t, dst, "parts", 2, nil)
+	testkit.CreateTopic(t, src, "ts", 1, nil)
+	testkit.CreateTopic(t, dst, "ts", 1, map[string]*string{"message.timestamp.type": sp("LogAppendTime")})
+	testkit.CreateTopic(t, src, "big", 1, nil)
+	testkit.CreateTopic(t, dst, "big", 1, map[string]*string{"max.message.bytes": sp("1000")})
+	testkit.Produce(t, src, "big", 0, []*kgo.Record{{Value: []byte("small")}, {Value: []byte(strings.Repeat("x", 5000))}, {Value: []byte("small")}}...)
+	testkit.CreateTopic(t, src, "gone", 2, map[string]*string{"retention.ms": sp("604800001")})
+	testkit.CreateTopic(t, src, "short", 1, map[string]*string{"retention.ms": sp("3600000")})
+	testkit.CreateTopic(t, dst, "short", 1, nil)
+	testkit.CreateTopic(t, src, "synced", 1, map[string]*string{"segment.ms": sp("3600001")})
+	testkit.CreateTopic(t, dst, "synced", 1, nil)
+	testkit.CreateTopic(t, src, "compact", 1, nil)
+	testkit.CreateTopic(t, dst, "compact", 1, map[string]*string{"cleanup.policy": sp("compact")})
+	testkit.CreateTopic(t, src, "isr", 1, nil)
+	testkit.CreateTopic(t, dst, "isr", 1, map[string]*string{"min.insync.replicas": sp("2")})
 	return src, dst
 }
 
@@ -169,10 +157,10 @@ func TestPreflightBoundWithoutScan(t *testing.T) {
 
 func TestPreflightSelection(t *testing.T) {
 	src, dst := newCluster(t), newCluster(t)
-	createTopicWith(t, src, "orders", 1, nil)
-	createTopicWith(t, dst, "orders", 1, nil)
-	createTopicWith(t, src, "x.internal", 1, nil)
-	createTopicWith(t, src, "payments", 1, nil)
+	testkit.CreateTopic(t, src, "orders", 1, nil)
+	testkit.CreateTopic(t, dst, "orders", 1, nil)
+	testkit.CreateTopic(t, src, "x.internal", 1, nil)
+	testkit.CreateTopic(t, src, "payments", 1, nil)
 	res := preflight(t, src, dst, PreflightConfig{Topics: []string{"ord.*"}})
 	if len(res.Topics) != 1 || res.Topics[0].SourceTopic != "orders" || !res.OK {
 		t.Errorf("--topics ord.*: got %+v, want orders alone, ok", res.Topics)

@@ -10,23 +10,24 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/align"
+	"github.com/kmigrate/kmigrate/internal/testkit"
 )
 
 // DiffRanges aligns only the ranges given, strictly, and merges a partition's ranges into one
 // result with the findings of each at their exact offsets.
 func TestDiffRanges(t *testing.T) {
 	src, dst := newCluster(t), newCluster(t)
-	topic := uniqueTopic(t)
-	createTopic(t, src, topic, 1)
-	createTopic(t, dst, topic, 1)
-	produce(t, src, topic, 0, span(0, 59))
-	produce(t, dst, topic, 0, cat(
+	topic := testkit.TopicName("t")
+	testkit.CreateTopic(t, src, topic, 1, nil)
+	testkit.CreateTopic(t, dst, topic, 1, nil)
+	testkit.Produce(t, src, topic, 0, span(0, 59)...)
+	testkit.Produce(t, dst, topic, 0, cat(
 		span(0, 9), span(13, 29), // source 10..12 lost
 		with(r(30), func(c *kgo.Record) { c.Value = []byte("re-encoded") }), // target 30
 		span(31, 39),
 		with(r(40), func(c *kgo.Record) { c.Headers = nil }), // target 40
 		span(41, 59),
-	))
+	)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	specs := []PartitionSpec{

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/align"
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
@@ -51,12 +52,12 @@ func part(t *testing.T, res *Result, p int32) align.PartitionResult {
 // mirrored starts two clusters with topic (2 partitions) holding records 0..n-1 on both.
 func mirrored(t *testing.T, n int) (src, dst *kgo.Client, topic string) {
 	src, dst = newCluster(t), newCluster(t)
-	topic = uniqueTopic(t)
-	createTopic(t, src, topic, 2)
-	createTopic(t, dst, topic, 2)
+	topic = testkit.TopicName("t")
+	testkit.CreateTopic(t, src, topic, 2, nil)
+	testkit.CreateTopic(t, dst, topic, 2, nil)
 	for p := int32(0); p < 2; p++ {
-		produce(t, src, topic, p, span(int(p)*10000, int(p)*10000+n-1))
-		produce(t, dst, topic, p, span(int(p)*10000, int(p)*10000+n-1))
+		testkit.Produce(t, src, topic, p, span(int(p)*10000, int(p)*10000+n-1)...)
+		testkit.Produce(t, dst, topic, p, span(int(p)*10000, int(p)*10000+n-1)...)
 	}
 	return src, dst, topic
 }
@@ -74,8 +75,8 @@ func TestStateResumeReadsOnlyNewRecords(t *testing.T) {
 		}
 	}
 	for p := int32(0); p < 2; p++ {
-		produce(t, src, topic, p, span(int(p)*10000+100, int(p)*10000+149))
-		produce(t, dst, topic, p, span(int(p)*10000+100, int(p)*10000+149))
+		testkit.Produce(t, src, topic, p, span(int(p)*10000+100, int(p)*10000+149)...)
+		testkit.Produce(t, dst, topic, p, span(int(p)*10000+100, int(p)*10000+149)...)
 	}
 	second := resume(t, src, dst, topic, first.State, false)
 	if !second.Result.Identical {
@@ -182,40 +183,24 @@ func recreate(t *testing.T, cl *kgo.Client, topic string, p0, p1 []*kgo.Record) 
 		t.Fatal(err)
 	}
 	defer fresh.Close()
-	produce(t, fresh, topic, 0, p0)
-	produce(t, fresh, topic, 1, p1)
-}
-
-// clusterWithID is newCluster with a cluster ID of its own.
-func clusterWithID(t *testing.T, id string) *kgo.Client {
-	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ClusterID(id))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
+	testkit.Produce(t, fresh, topic, 0, p0...)
+	testkit.Produce(t, fresh, topic, 1, p1...)
 }
 
 func TestStateRefusesAnotherComparison(t *testing.T) {
 	src, dst, topic := mirrored(t, 10)
 	first := resume(t, src, dst, topic, nil, false)
-	other := uniqueTopic(t)
-	createTopic(t, src, other, 2)
-	createTopic(t, dst, other, 2)
+	other := testkit.TopicName("t")
+	testkit.CreateTopic(t, src, other, 2, nil)
+	testkit.CreateTopic(t, dst, other, 2, nil)
 	ctx := context.Background()
 	_, err := DiffState(ctx, src, dst, Config{SourceTopic: other}, first.State, StateOptions{Name: "s"})
 	if !errors.Is(err, ErrStateMismatch) || !strings.Contains(err.Error(), "source topic") {
 		t.Errorf("another topic: got %v, want ErrStateMismatch naming the source topic", err)
 	}
 	// Another target cluster: the same topic name there.
-	dst2 := clusterWithID(t, "another-cluster")
-	createTopic(t, dst2, topic, 2)
+	dst2 := testkit.NewCluster(t, kfake.ClusterID("another-cluster")).Client
+	testkit.CreateTopic(t, dst2, topic, 2, nil)
 	_, err = DiffState(ctx, src, dst2, Config{SourceTopic: topic}, first.State, StateOptions{Name: "s"})
 	if !errors.Is(err, ErrStateMismatch) || !strings.Contains(err.Error(), "target cluster ID") {
 		t.Errorf("another cluster: got %v, want ErrStateMismatch naming the target cluster ID", err)
@@ -232,11 +217,11 @@ func TestStateRefusesAnotherComparison(t *testing.T) {
 
 func TestStateFollowPendingTail(t *testing.T) {
 	src, dst := newCluster(t), newCluster(t)
-	topic := uniqueTopic(t)
-	createTopic(t, src, topic, 1)
-	createTopic(t, dst, topic, 1)
-	produce(t, src, topic, 0, span(0, 99))
-	produce(t, dst, topic, 0, span(0, 59)) // the mirror is 40 records behind
+	topic := testkit.TopicName("t")
+	testkit.CreateTopic(t, src, topic, 1, nil)
+	testkit.CreateTopic(t, dst, topic, 1, nil)
+	testkit.Produce(t, src, topic, 0, span(0, 99)...)
+	testkit.Produce(t, dst, topic, 0, span(0, 59)...) // the mirror is 40 records behind
 	first := resume(t, src, dst, topic, nil, true)
 	pr := part(t, first.Result, 0)
 	if !first.Result.Identical || pr.Matched != 60 || pr.Missing != 0 || pr.SourceEnd != 60 {
@@ -245,8 +230,8 @@ func TestStateFollowPendingTail(t *testing.T) {
 	if got := first.State.Lag(); got != 40 {
 		t.Errorf("lag %d, want 40", got)
 	}
-	produce(t, dst, topic, 0, span(60, 99))
-	produce(t, src, topic, 0, span(100, 109))
+	testkit.Produce(t, dst, topic, 0, span(60, 99)...)
+	testkit.Produce(t, src, topic, 0, span(100, 109)...)
 	second := resume(t, src, dst, topic, first.State, true)
 	pr = part(t, second.Result, 0)
 	if !second.Result.Identical || pr.SourceStart != 60 || pr.Matched != 40 || pr.SourceEnd != 100 {
@@ -261,7 +246,7 @@ func TestStateFollowPendingTail(t *testing.T) {
 	if once.Result.Identical || pr.Missing != 10 || once.State.Partition(0).SourceEnd != 100 || once.State.Partition(0).Verified.Missing != 0 {
 		t.Fatalf("one run: identical=%v %+v state %+v, want 10 missing now, state still at 100 with nothing missing", once.Result.Identical, pr.Counts, once.State.Partition(0))
 	}
-	produce(t, dst, topic, 0, span(100, 109))
+	testkit.Produce(t, dst, topic, 0, span(100, 109)...)
 	last := resume(t, src, dst, topic, once.State, false)
 	if pr = part(t, last.Result, 0); !last.Result.Identical || pr.SourceStart != 100 || pr.Matched != 10 {
 		t.Fatalf("after the mirror caught up: identical=%v from %d %+v, want 10 matched from 100", last.Result.Identical, pr.SourceStart, pr.Counts)
@@ -270,17 +255,17 @@ func TestStateFollowPendingTail(t *testing.T) {
 
 func TestStateFindingsStay(t *testing.T) {
 	src, dst := newCluster(t), newCluster(t)
-	topic := uniqueTopic(t)
-	createTopic(t, src, topic, 1)
-	createTopic(t, dst, topic, 1)
-	produce(t, src, topic, 0, span(0, 49))
-	produce(t, dst, topic, 0, cat(span(0, 19), span(21, 49))) // 20 lost
+	topic := testkit.TopicName("t")
+	testkit.CreateTopic(t, src, topic, 1, nil)
+	testkit.CreateTopic(t, dst, topic, 1, nil)
+	testkit.Produce(t, src, topic, 0, span(0, 49)...)
+	testkit.Produce(t, dst, topic, 0, cat(span(0, 19), span(21, 49))...) // 20 lost
 	first := resume(t, src, dst, topic, nil, false)
 	if first.Result.Identical || first.Result.Summary.Missing != 1 {
 		t.Fatalf("first: %+v, want 1 missing", first.Result.Summary)
 	}
-	produce(t, src, topic, 0, span(50, 59))
-	produce(t, dst, topic, 0, span(50, 59))
+	testkit.Produce(t, src, topic, 0, span(50, 59)...)
+	testkit.Produce(t, dst, topic, 0, span(50, 59)...)
 	second := resume(t, src, dst, topic, first.State, false)
 	pr := part(t, second.Result, 0)
 	if second.Result.Identical || pr.Matched != 10 || pr.SourceStart != 50 || !strings.Contains(strings.Join(second.Result.Problems, ""), "earlier runs (state test.state) found 1 missing records in source offsets 0-49") {
