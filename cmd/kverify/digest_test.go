@@ -20,6 +20,7 @@ import (
 
 	"github.com/kmigrate/kmigrate/align"
 	"github.com/kmigrate/kmigrate/digest"
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/offsetmap"
 	"github.com/kmigrate/kmigrate/verify"
 )
@@ -48,11 +49,8 @@ var clusterSeq atomic.Int64
 // (all topics together: a fetch names its topic by ID only in newer versions).
 func fakeCluster(t *testing.T) (*kgo.Client, string, *fetchLog) {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ClusterID(fmt.Sprintf("fake-%d", clusterSeq.Add(1))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	fc := testkit.NewCluster(t, kfake.ClusterID(fmt.Sprintf("fake-%d", clusterSeq.Add(1))))
+	c := fc.Cluster
 	log := &fetchLog{}
 	log.reset()
 	c.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
@@ -66,12 +64,7 @@ func fakeCluster(t *testing.T) (*kgo.Client, string, *fetchLog) {
 		log.mu.Unlock()
 		return nil, nil, false
 	})
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return cl, strings.Join(c.ListenAddrs(), ","), log
+	return fc.Client, fc.Seeds, log
 }
 
 // faultyCopy is source records 0..2999 copied with faults: source 500 lost, source 1000..1010
@@ -135,11 +128,11 @@ func digests(t *testing.T, srcSeeds, dstSeeds, topic string, extra ...string) (s
 func TestDigestCompareDrill(t *testing.T) {
 	src, srcSeeds, srcLog := fakeCluster(t)
 	dst, dstSeeds, dstLog := fakeCluster(t)
-	topic := topicName()
-	create(t, src, topic, 1)
-	create(t, dst, topic, 1)
-	produce(t, src, topic, 0, recs(0, 2999))
-	produce(t, dst, topic, 0, faultyCopy())
+	topic := testkit.TopicName("orders")
+	testkit.CreateTopic(t, src, topic, 1, nil)
+	testkit.CreateTopic(t, dst, topic, 1, nil)
+	testkit.Produce(t, src, topic, 0, recs(0, 2999)...)
+	testkit.Produce(t, dst, topic, 0, faultyCopy()...)
 	sd, td := digests(t, srcSeeds, dstSeeds, topic, "--chunk-records", "64")
 
 	code, out, errs := run(t, "compare", sd, td, "--format", "json")
@@ -210,11 +203,11 @@ func checkFetches(t *testing.T, regions []digest.Region, srcLog, dstLog *fetchLo
 func TestDrillRegionGone(t *testing.T) {
 	src, srcSeeds, _ := fakeCluster(t)
 	dst, dstSeeds, _ := fakeCluster(t)
-	topic := topicName()
-	create(t, src, topic, 1)
-	create(t, dst, topic, 1)
-	produce(t, src, topic, 0, recs(0, 2999))
-	produce(t, dst, topic, 0, faultyCopy())
+	topic := testkit.TopicName("orders")
+	testkit.CreateTopic(t, src, topic, 1, nil)
+	testkit.CreateTopic(t, dst, topic, 1, nil)
+	testkit.Produce(t, src, topic, 0, recs(0, 2999)...)
+	testkit.Produce(t, dst, topic, 0, faultyCopy()...)
 	sd, td := digests(t, srcSeeds, dstSeeds, topic, "--chunk-records", "64")
 	if _, err := kadm.NewClient(src).DeleteRecords(context.Background(), kadm.Offsets{topic: {0: {At: 2990}}}); err != nil {
 		t.Fatal(err)
@@ -244,12 +237,12 @@ func inDrill(o int64, regions []digest.Region, source bool) bool {
 func TestCompareIdentical(t *testing.T) {
 	src, srcSeeds, _ := fakeCluster(t)
 	dst, dstSeeds, dstLog := fakeCluster(t)
-	topic := topicName()
-	create(t, src, topic, 2)
-	create(t, dst, topic, 2)
+	topic := testkit.TopicName("orders")
+	testkit.CreateTopic(t, src, topic, 2, nil)
+	testkit.CreateTopic(t, dst, topic, 2, nil)
 	for p := int32(0); p < 2; p++ {
-		produce(t, src, topic, p, recs(0, 999))
-		produce(t, dst, topic, p, recs(0, 999))
+		testkit.Produce(t, src, topic, p, recs(0, 999)...)
+		testkit.Produce(t, dst, topic, p, recs(0, 999)...)
 	}
 	sd, td := digests(t, srcSeeds, dstSeeds, topic, "--chunk-records", "64")
 	if code, out, errs := run(t, "compare", sd, td); code != 0 || !strings.Contains(out, "identical") {
@@ -279,8 +272,8 @@ func TestCompareIdentical(t *testing.T) {
 // The digest needs only its side's connection; the file is at most 0.1% of the record bytes.
 func TestDigestOneSideAndSize(t *testing.T) {
 	src, srcSeeds := fakeClusterPlain(t)
-	topic := topicName()
-	create(t, src, topic, 1)
+	topic := testkit.TopicName("orders")
+	testkit.CreateTopic(t, src, topic, 1, nil)
 	value := strings.Repeat("v", 200)
 	var rs []*kgo.Record
 	var bytes int64
@@ -289,7 +282,7 @@ func TestDigestOneSideAndSize(t *testing.T) {
 		bytes += int64(len(r.Key) + len(r.Value))
 		rs = append(rs, r)
 	}
-	produce(t, src, topic, 0, rs)
+	testkit.Produce(t, src, topic, 0, rs...)
 	out := filepath.Join(t.TempDir(), "source.digest")
 	code, stdout, errs := run(t, "digest", "--side", "source", "--source-brokers", srcSeeds, "--topic", topic, "--out", out)
 	if code != 0 {
@@ -335,12 +328,12 @@ func fakeClusterPlain(t *testing.T) (*kgo.Client, string) {
 func TestEvidenceRoundTrip(t *testing.T) {
 	src, srcSeeds, _ := fakeCluster(t)
 	dst, dstSeeds, _ := fakeCluster(t)
-	topic := topicName()
-	create(t, src, topic, 2)
-	create(t, dst, topic, 2)
+	topic := testkit.TopicName("orders")
+	testkit.CreateTopic(t, src, topic, 2, nil)
+	testkit.CreateTopic(t, dst, topic, 2, nil)
 	for p := int32(0); p < 2; p++ {
-		produce(t, src, topic, p, recs(1000*int(p), 1000*int(p)+499))
-		produce(t, dst, topic, p, recs(1000*int(p), 1000*int(p)+499))
+		testkit.Produce(t, src, topic, p, recs(1000*int(p), 1000*int(p)+499)...)
+		testkit.Produce(t, dst, topic, p, recs(1000*int(p), 1000*int(p)+499)...)
 	}
 	dir := t.TempDir()
 	ev, rep := filepath.Join(dir, "ev.json"), filepath.Join(dir, "report.json")
@@ -387,8 +380,8 @@ func TestEvidenceRoundTrip(t *testing.T) {
 	fresh := recreate(t, dstSeeds, topic, 2)
 	altered := recs(0, 499)
 	altered[250].Value = []byte("changed")
-	produce(t, fresh, topic, 0, altered)
-	produce(t, fresh, topic, 1, recs(1000, 1499))
+	testkit.Produce(t, fresh, topic, 0, altered...)
+	testkit.Produce(t, fresh, topic, 1, recs(1000, 1499)...)
 	code, out, errs := check("--target-brokers", dstSeeds)
 	if code != 1 || !strings.Contains(errs, "target topic \""+topic+"\" partition 0") || strings.Contains(errs, "partition 1 [") {
 		t.Errorf("changed data: exit %d, want 1 naming target partition 0 only\n%s%s", code, out, errs)
@@ -410,7 +403,7 @@ func recreate(t *testing.T, seeds, topic string, partitions int32) *kgo.Client {
 	if _, err := adm.DeleteTopics(ctx, topic); err != nil {
 		t.Fatal(err)
 	}
-	create(t, cl, topic, partitions)
+	testkit.CreateTopic(t, cl, topic, partitions, nil)
 	return cl
 }
 
@@ -418,11 +411,11 @@ func recreate(t *testing.T, seeds, topic string, partitions int32) *kgo.Client {
 func TestEvidenceReportHashEveryFormat(t *testing.T) {
 	src, srcSeeds, _ := fakeCluster(t)
 	dst, dstSeeds, _ := fakeCluster(t)
-	topic := topicName()
-	create(t, src, topic, 1)
-	create(t, dst, topic, 1)
-	produce(t, src, topic, 0, recs(0, 99))
-	produce(t, dst, topic, 0, recs(0, 98))
+	topic := testkit.TopicName("orders")
+	testkit.CreateTopic(t, src, topic, 1, nil)
+	testkit.CreateTopic(t, dst, topic, 1, nil)
+	testkit.Produce(t, src, topic, 0, recs(0, 99)...)
+	testkit.Produce(t, dst, topic, 0, recs(0, 98)...)
 	dir := t.TempDir()
 	for _, format := range []string{"table", "json", "markdown", "html", "junit"} {
 		ev, rep := filepath.Join(dir, format+".ev"), filepath.Join(dir, format+".report")
@@ -442,11 +435,11 @@ func TestEvidenceReportHashEveryFormat(t *testing.T) {
 func TestDrillSourceAfterRetention(t *testing.T) {
 	src, srcSeeds, _ := fakeCluster(t)
 	dst, dstSeeds, _ := fakeCluster(t)
-	topic := topicName()
-	create(t, src, topic, 1)
-	create(t, dst, topic, 1)
-	produce(t, src, topic, 0, recs(0, 1999))
-	produce(t, dst, topic, 0, recs(0, 1999))
+	topic := testkit.TopicName("orders")
+	testkit.CreateTopic(t, src, topic, 1, nil)
+	testkit.CreateTopic(t, dst, topic, 1, nil)
+	testkit.Produce(t, src, topic, 0, recs(0, 1999)...)
+	testkit.Produce(t, dst, topic, 0, recs(0, 1999)...)
 	if _, err := kadm.NewClient(src).DeleteRecords(context.Background(), kadm.Offsets{topic: {0: {At: 300}}}); err != nil {
 		t.Fatal(err)
 	}

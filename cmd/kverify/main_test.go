@@ -2,40 +2,22 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/cmd/internal/clitest"
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/offsetmap"
 	"github.com/kmigrate/kmigrate/verify"
 )
-
-var seq atomic.Int64
-
-func topicName() string { return fmt.Sprintf("orders-%d", seq.Add(1)) }
-
-func create(t *testing.T, cl *kgo.Client, topic string, partitions int32) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, nil, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatalf("create %s: %v", topic, err)
-	}
-}
 
 func rec(i int) *kgo.Record {
 	return &kgo.Record{Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(fmt.Sprintf("v%d", i)),
@@ -48,23 +30,6 @@ func recs(from, to int) []*kgo.Record {
 		out = append(out, rec(i))
 	}
 	return out
-}
-
-func produce(t *testing.T, cl *kgo.Client, topic string, p int32, rs ...[]*kgo.Record) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	var batch []*kgo.Record
-	for _, part := range rs {
-		for _, r := range part {
-			c := *r
-			c.Topic, c.Partition = topic, p
-			batch = append(batch, &c)
-		}
-	}
-	if err := cl.ProduceSync(ctx, batch...).FirstErr(); err != nil {
-		t.Fatalf("produce: %v", err)
-	}
 }
 
 // run runs kverify with args and returns its exit code, stdout and stderr.
@@ -135,26 +100,26 @@ func TestDiffCommand(t *testing.T) {
 	dst, dstSeeds := clitest.Cluster(t)
 	conn := []string{"--source-brokers", srcSeeds, "--target-brokers", dstSeeds}
 
-	same := topicName()
-	create(t, src, same, 2)
-	create(t, dst, same, 2)
-	produce(t, src, same, 0, recs(0, 49))
-	produce(t, src, same, 1, recs(50, 59))
-	produce(t, dst, same, 0, recs(0, 49))
-	produce(t, dst, same, 1, recs(50, 59))
+	same := testkit.TopicName("orders")
+	testkit.CreateTopic(t, src, same, 2, nil)
+	testkit.CreateTopic(t, dst, same, 2, nil)
+	testkit.Produce(t, src, same, 0, recs(0, 49)...)
+	testkit.Produce(t, src, same, 1, recs(50, 59)...)
+	testkit.Produce(t, dst, same, 0, recs(0, 49)...)
+	testkit.Produce(t, dst, same, 1, recs(50, 59)...)
 
-	faulty := topicName()
-	create(t, src, faulty, 1)
-	create(t, dst, faulty, 1)
-	produce(t, src, faulty, 0, recs(0, 29))
+	faulty := testkit.TopicName("orders")
+	testkit.CreateTopic(t, src, faulty, 1, nil)
+	testkit.CreateTopic(t, dst, faulty, 1, nil)
+	testkit.Produce(t, src, faulty, 0, recs(0, 29)...)
 	altered := rec(20)
 	altered.Value = []byte("re-encoded")
-	produce(t, dst, faulty, 0, recs(0, 4), recs(7, 14), recs(12, 14), recs(15, 19), []*kgo.Record{altered}, recs(21, 29),
-		[]*kgo.Record{{Value: []byte("written directly")}})
+	testkit.Produce(t, dst, faulty, 0, slices.Concat(recs(0, 4), recs(7, 14), recs(12, 14), recs(15, 19), []*kgo.Record{altered}, recs(21, 29),
+		[]*kgo.Record{{Value: []byte("written directly")}})...)
 
-	lonely := topicName()
-	create(t, src, lonely, 1)
-	produce(t, src, lonely, 0, recs(0, 3))
+	lonely := testkit.TopicName("orders")
+	testkit.CreateTopic(t, src, lonely, 1, nil)
+	testkit.Produce(t, src, lonely, 0, recs(0, 3)...)
 
 	t.Run("identical exits 0", func(t *testing.T) {
 		mapFile := filepath.Join(t.TempDir(), "map.json")
@@ -222,11 +187,11 @@ func TestDiffCommand(t *testing.T) {
 	})
 	t.Run("target topic from the MM2 file's replication policy", func(t *testing.T) {
 		// DefaultReplicationPolicy: the copy of <topic> from cluster "east" is "east.<topic>".
-		prefixed := topicName()
-		create(t, src, prefixed, 1)
-		create(t, dst, "east."+prefixed, 1)
-		produce(t, src, prefixed, 0, recs(0, 19))
-		produce(t, dst, "east."+prefixed, 0, recs(0, 19))
+		prefixed := testkit.TopicName("orders")
+		testkit.CreateTopic(t, src, prefixed, 1, nil)
+		testkit.CreateTopic(t, dst, "east."+prefixed, 1, nil)
+		testkit.Produce(t, src, prefixed, 0, recs(0, 19)...)
+		testkit.Produce(t, dst, "east."+prefixed, 0, recs(0, 19)...)
 		props := clitest.WriteFile(t, "mm2.properties", "clusters = east, west\neast.bootstrap.servers = "+srcSeeds+"\nwest.bootstrap.servers = "+dstSeeds+
 			"\neast->west.enabled = true\nreplication.policy.class = org.apache.kafka.connect.mirror.DefaultReplicationPolicy\n")
 		code, out, errs := run(t, "diff", "--mm2-config", props, "--topic", prefixed, "--format", "json")

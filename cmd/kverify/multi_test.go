@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/cmd/internal/clitest"
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/verify"
 )
 
@@ -29,8 +30,8 @@ func newFlowBed(t *testing.T) flowBed {
 	b := flowBed{conn: []string{"--source-brokers", srcSeeds, "--target-brokers", dstSeeds},
 		good1: "alpha", good2: "bravo", damaged: "charlie", unmirror: "delta"}
 	mirror := func(topic string, parts int32, n int, lose func(p int32, i int) bool) {
-		create(t, src, topic, parts)
-		create(t, dst, topic, parts)
+		testkit.CreateTopic(t, src, topic, parts, nil)
+		testkit.CreateTopic(t, dst, topic, parts, nil)
 		for p := int32(0); p < parts; p++ {
 			all := recs(int(p)*1000, int(p)*1000+n-1)
 			var kept []*kgo.Record
@@ -39,20 +40,20 @@ func newFlowBed(t *testing.T) flowBed {
 					kept = append(kept, r)
 				}
 			}
-			produce(t, src, topic, p, all)
-			produce(t, dst, topic, p, kept)
+			testkit.Produce(t, src, topic, p, all...)
+			testkit.Produce(t, dst, topic, p, kept...)
 		}
 	}
 	mirror(b.good1, 3, 20, nil)
 	mirror(b.good2, 1, 15, nil)
 	mirror(b.damaged, 2, 30, func(p int32, i int) bool { return p == 1 && i >= 10 && i < 13 })
-	create(t, src, b.unmirror, 2)
-	produce(t, src, b.unmirror, 0, recs(0, 4))
-	produce(t, src, b.unmirror, 1, recs(5, 9))
+	testkit.CreateTopic(t, src, b.unmirror, 2, nil)
+	testkit.Produce(t, src, b.unmirror, 0, recs(0, 4)...)
+	testkit.Produce(t, src, b.unmirror, 1, recs(5, 9)...)
 	// Never selected by --all: MM2's own topics, heartbeats, internal names.
 	for _, topic := range []string{"mm2-offset-syncs.target.internal", "mm2-status.source", "heartbeats", "__consumer_offsets_x", "app-internal"} {
-		create(t, src, topic, 1)
-		produce(t, src, topic, 0, recs(0, 1))
+		testkit.CreateTopic(t, src, topic, 1, nil)
+		testkit.Produce(t, src, topic, 0, recs(0, 1)...)
 	}
 	return b
 }
@@ -348,10 +349,10 @@ func TestShardsAndMerge(t *testing.T) {
 func TestEmptyShard(t *testing.T) {
 	src, srcSeeds := clitest.Cluster(t)
 	dst, dstSeeds := clitest.Cluster(t)
-	create(t, src, "solo", 1)
-	create(t, dst, "solo", 1)
-	produce(t, src, "solo", 0, recs(0, 9))
-	produce(t, dst, "solo", 0, recs(0, 9))
+	testkit.CreateTopic(t, src, "solo", 1, nil)
+	testkit.CreateTopic(t, dst, "solo", 1, nil)
+	testkit.Produce(t, src, "solo", 0, recs(0, 9)...)
+	testkit.Produce(t, dst, "solo", 0, recs(0, 9)...)
 	owner := verify.ShardOf("solo", 0, 2)
 	empty := 1 - owner
 	code, out, errs := run(t, "diff", "--all", "--shard", fmt.Sprintf("%d/2", empty), "--format", "json", "--source-brokers", srcSeeds, "--target-brokers", dstSeeds)
@@ -378,15 +379,15 @@ func TestDiffAllMM2File(t *testing.T) {
 	src, srcSeeds := clitest.Cluster(t)
 	dst, dstSeeds := clitest.Cluster(t)
 	for _, topic := range []string{"orders", "payments", "scratch"} {
-		create(t, src, topic, 2)
-		create(t, dst, "east."+topic, 2)
+		testkit.CreateTopic(t, src, topic, 2, nil)
+		testkit.CreateTopic(t, dst, "east."+topic, 2, nil)
 		for p := int32(0); p < 2; p++ {
-			produce(t, src, topic, p, recs(0, 9))
-			produce(t, dst, "east."+topic, p, recs(0, 9))
+			testkit.Produce(t, src, topic, p, recs(0, 9)...)
+			testkit.Produce(t, dst, "east."+topic, p, recs(0, 9)...)
 		}
 	}
 	// The target's own topics and MM2's are no topics of the flow's source.
-	create(t, dst, "east.checkpoints.internal", 1)
+	testkit.CreateTopic(t, dst, "east.checkpoints.internal", 1, nil)
 	props := clitest.WriteFile(t, "mm2.properties", "clusters = east, west\neast.bootstrap.servers = "+srcSeeds+"\nwest.bootstrap.servers = "+dstSeeds+
 		"\neast->west.enabled = true\neast->west.topics = orders, pay.*, scratch\neast->west.topics.exclude = scratch\n"+
 		"replication.policy.class = org.apache.kafka.connect.mirror.DefaultReplicationPolicy\n")
@@ -411,9 +412,9 @@ func TestShardWithNothingToCompare(t *testing.T) {
 	src, srcSeeds := clitest.Cluster(t)
 	dst, dstSeeds := clitest.Cluster(t)
 	for _, cl := range []*kgo.Client{src, dst} {
-		create(t, cl, "solo", 1)
-		create(t, cl, "hollow", 1)
-		produce(t, cl, "solo", 0, recs(0, 9))
+		testkit.CreateTopic(t, cl, "solo", 1, nil)
+		testkit.CreateTopic(t, cl, "hollow", 1, nil)
+		testkit.Produce(t, cl, "solo", 0, recs(0, 9)...)
 	}
 	count := 2
 	for verify.ShardOf("solo", 0, count) == verify.ShardOf("hollow", 0, count) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/kmigrate/kmigrate/cmd/internal/clitest"
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
@@ -32,16 +33,16 @@ func TestDiffNothingToCompare(t *testing.T) {
 	conn := []string{"--source-brokers", srcSeeds, "--target-brokers", dstSeeds}
 
 	// Partition 0 holds records 0..49 (timestamps base+0..49), partition 1 records 50..59.
-	topic := topicName()
-	create(t, src, topic, 2)
-	create(t, dst, topic, 2)
-	produce(t, src, topic, 0, recs(0, 49))
-	produce(t, src, topic, 1, recs(50, 59))
-	produce(t, dst, topic, 0, recs(0, 49))
-	produce(t, dst, topic, 1, recs(50, 59))
-	empty := topicName()
-	create(t, src, empty, 2)
-	create(t, dst, empty, 2)
+	topic := testkit.TopicName("orders")
+	testkit.CreateTopic(t, src, topic, 2, nil)
+	testkit.CreateTopic(t, dst, topic, 2, nil)
+	testkit.Produce(t, src, topic, 0, recs(0, 49)...)
+	testkit.Produce(t, src, topic, 1, recs(50, 59)...)
+	testkit.Produce(t, dst, topic, 0, recs(0, 49)...)
+	testkit.Produce(t, dst, topic, 1, recs(50, 59)...)
+	empty := testkit.TopicName("orders")
+	testkit.CreateTopic(t, src, empty, 2, nil)
+	testkit.CreateTopic(t, dst, empty, 2, nil)
 	ts := func(i int) string { return time.UnixMilli(1_700_000_000_000 + int64(i)).UTC().Format(time.RFC3339Nano) }
 
 	refused := []struct {
@@ -131,13 +132,13 @@ func TestDiffPartitionsFlag(t *testing.T) {
 	src, srcSeeds := clitest.Cluster(t)
 	dst, dstSeeds := clitest.Cluster(t)
 	conn := []string{"--source-brokers", srcSeeds, "--target-brokers", dstSeeds}
-	topic := topicName()
-	create(t, src, topic, 2)
-	create(t, dst, topic, 2)
-	produce(t, src, topic, 0, recs(0, 9))
-	produce(t, src, topic, 1, recs(10, 19))
-	produce(t, dst, topic, 0, recs(0, 9))
-	produce(t, dst, topic, 1, recs(10, 19))
+	topic := testkit.TopicName("orders")
+	testkit.CreateTopic(t, src, topic, 2, nil)
+	testkit.CreateTopic(t, dst, topic, 2, nil)
+	testkit.Produce(t, src, topic, 0, recs(0, 9)...)
+	testkit.Produce(t, src, topic, 1, recs(10, 19)...)
+	testkit.Produce(t, dst, topic, 0, recs(0, 9)...)
+	testkit.Produce(t, dst, topic, 1, recs(10, 19)...)
 
 	tests := []struct {
 		name       string
@@ -192,10 +193,10 @@ func TestDiffPartitionsFlag(t *testing.T) {
 func TestDiffOutputsCheckedFirst(t *testing.T) {
 	src, srcSeeds := clitest.Cluster(t)
 	dst, dstSeeds := clitest.Cluster(t)
-	create(t, src, "orders", 1)
-	create(t, dst, "orders", 1)
-	produce(t, src, "orders", 0, recs(0, 9))
-	produce(t, dst, "orders", 0, recs(0, 9))
+	testkit.CreateTopic(t, src, "orders", 1, nil)
+	testkit.CreateTopic(t, dst, "orders", 1, nil)
+	testkit.Produce(t, src, "orders", 0, recs(0, 9)...)
+	testkit.Produce(t, dst, "orders", 0, recs(0, 9)...)
 	tests := []struct {
 		name   string
 		args   func(dir, existing, props string) []string
@@ -287,11 +288,11 @@ func TestDiffOutputsCheckedFirst(t *testing.T) {
 func TestDiffOutputsWrittenTogether(t *testing.T) {
 	src, srcSeeds := clitest.Cluster(t)
 	dst, dstSeeds := clitest.Cluster(t)
-	topic := topicName()
-	create(t, src, topic, 1)
-	create(t, dst, topic, 1)
-	produce(t, src, topic, 0, recs(0, 9))
-	produce(t, dst, topic, 0, recs(0, 9))
+	topic := testkit.TopicName("orders")
+	testkit.CreateTopic(t, src, topic, 1, nil)
+	testkit.CreateTopic(t, dst, topic, 1, nil)
+	testkit.Produce(t, src, topic, 0, recs(0, 9)...)
+	testkit.Produce(t, dst, topic, 0, recs(0, 9)...)
 	dir := t.TempDir()
 	mapFile, outFile := filepath.Join(dir, "map.json"), filepath.Join(dir, "r.json")
 	if err := os.WriteFile(outFile, []byte("old report"), 0o644); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
 	"github.com/kmigrate/kmigrate/cmd/internal/clitest"
+	"github.com/kmigrate/kmigrate/internal/testkit"
 )
 
 // TestSecretsNeverShown runs kverify diff on mm2.properties files full of secrets, good and
@@ -18,10 +19,10 @@ func TestSecretsNeverShown(t *testing.T) {
 	src, srcSeeds := clitest.Cluster(t)
 	dst, dstSeeds := clitest.Cluster(t)
 	const topic = "leak-1"
-	create(t, src, topic, 1)
-	create(t, dst, topic, 1)
-	produce(t, src, topic, 0, recs(0, 9))
-	produce(t, dst, topic, 0, recs(0, 9))
+	testkit.CreateTopic(t, src, topic, 1, nil)
+	testkit.CreateTopic(t, dst, topic, 1, nil)
+	testkit.Produce(t, src, topic, 0, recs(0, 9)...)
+	testkit.Produce(t, dst, topic, 0, recs(0, 9)...)
 	good, goodSecrets := clitest.SecretsGood(srcSeeds, dstSeeds)
 	goodPath := clitest.WriteFile(t, "mm2.properties", good)
 
@@ -53,11 +54,7 @@ func TestSecretsNeverShown(t *testing.T) {
 func TestAuthFailedNamesUser(t *testing.T) {
 	t.Parallel()
 	const user, wrong = "alice", "Wr0ngPassw0rd-x"
-	fake, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-256", user, "right"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fake.Close)
+	fake := testkit.StartCluster(t, kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-256", user, "right"))
 	seeds := strings.Join(fake.ListenAddrs(), ",")
 	_, open := clitest.Cluster(t)
 	pw := clitest.WriteFile(t, "pw", wrong+"\n")

@@ -22,6 +22,7 @@ import (
 
 	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
 	"github.com/kmigrate/kmigrate/cmd/internal/clitest"
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/verify"
 )
 
@@ -70,12 +71,12 @@ func readState(t *testing.T, path string) *verify.State {
 func TestDiffStateResumes(t *testing.T) {
 	src, srcSeeds := clitest.Cluster(t)
 	dst, dstSeeds := clitest.Cluster(t)
-	topic := topicName()
-	create(t, src, topic, 2)
-	create(t, dst, topic, 2)
+	topic := testkit.TopicName("orders")
+	testkit.CreateTopic(t, src, topic, 2, nil)
+	testkit.CreateTopic(t, dst, topic, 2, nil)
 	for p := int32(0); p < 2; p++ {
-		produce(t, src, topic, p, recs(0, 99))
-		produce(t, dst, topic, p, recs(0, 99))
+		testkit.Produce(t, src, topic, p, recs(0, 99)...)
+		testkit.Produce(t, dst, topic, p, recs(0, 99)...)
 	}
 	state := filepath.Join(t.TempDir(), "orders.state.json")
 	args := []string{"diff", "--source-brokers", srcSeeds, "--target-brokers", dstSeeds, "--topic", topic, "--state", state, "--format", "json"}
@@ -87,8 +88,8 @@ func TestDiffStateResumes(t *testing.T) {
 		t.Fatalf("state after the first run: %+v", st.Partitions)
 	}
 	for p := int32(0); p < 2; p++ {
-		produce(t, src, topic, p, recs(100, 129))
-		produce(t, dst, topic, p, recs(100, 129))
+		testkit.Produce(t, src, topic, p, recs(100, 129)...)
+		testkit.Produce(t, dst, topic, p, recs(100, 129)...)
 	}
 	mapFile := filepath.Join(t.TempDir(), "map.json")
 	code, out, errs = run(t, append(args, "--offset-map", mapFile)...)
@@ -133,9 +134,9 @@ func TestDiffStateResumes(t *testing.T) {
 	})
 
 	t.Run("a state for another topic is refused", func(t *testing.T) {
-		other := topicName()
-		create(t, src, other, 2)
-		create(t, dst, other, 2)
+		other := testkit.TopicName("orders")
+		testkit.CreateTopic(t, src, other, 2, nil)
+		testkit.CreateTopic(t, dst, other, 2, nil)
 		code, out, errs := run(t, "diff", "--source-brokers", srcSeeds, "--target-brokers", dstSeeds, "--topic", other, "--state", state)
 		if code != 2 || !strings.Contains(errs, "belongs to another comparison") || !strings.Contains(errs, topic) {
 			t.Errorf("exit %d, stderr %q, want 2 naming the state's topic\n%s", code, errs, out)
@@ -191,27 +192,14 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func waitFor(t *testing.T, what string, cond func() string) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	last := ""
-	for time.Now().Before(deadline) {
-		if last = cond(); last == "" {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s: %s", what, last)
-}
-
 func TestDiffFollowMetrics(t *testing.T) {
 	src, srcSeeds := clitest.Cluster(t)
 	dst, dstSeeds := clitest.Cluster(t)
-	topic := topicName()
-	create(t, src, topic, 1)
-	create(t, dst, topic, 1)
-	produce(t, src, topic, 0, recs(0, 99))
-	produce(t, dst, topic, 0, recs(0, 59)) // the mirror is 40 behind
+	topic := testkit.TopicName("orders")
+	testkit.CreateTopic(t, src, topic, 1, nil)
+	testkit.CreateTopic(t, dst, topic, 1, nil)
+	testkit.Produce(t, src, topic, 0, recs(0, 99)...)
+	testkit.Produce(t, dst, topic, 0, recs(0, 59)...) // the mirror is 40 behind
 	state := filepath.Join(t.TempDir(), "s.json")
 	addr := freeAddr(t)
 	done := make(chan struct{})
@@ -239,12 +227,12 @@ func TestDiffFollowMetrics(t *testing.T) {
 			return ""
 		}
 	}
-	waitFor(t, "verified 60, lag 40", want(60, 40))
-	produce(t, dst, topic, 0, recs(60, 99)) // the mirror catches up
-	waitFor(t, "verified 100, lag 0", want(100, 0))
-	produce(t, src, topic, 0, recs(100, 119))
-	produce(t, dst, topic, 0, recs(100, 119))
-	waitFor(t, "verified 120, lag 0", want(120, 0))
+	testkit.WaitFor(t, "verified 60, lag 40", 30*time.Second, want(60, 40))
+	testkit.Produce(t, dst, topic, 0, recs(60, 99)...) // the mirror catches up
+	testkit.WaitFor(t, "verified 100, lag 0", 30*time.Second, want(100, 0))
+	testkit.Produce(t, src, topic, 0, recs(100, 119)...)
+	testkit.Produce(t, dst, topic, 0, recs(100, 119)...)
+	testkit.WaitFor(t, "verified 120, lag 0", 30*time.Second, want(120, 0))
 	if !clitest.SignalUntil(t, syscall.SIGTERM, done) {
 		t.Fatal("kverify --follow did not stop on SIGTERM")
 	}
@@ -267,12 +255,12 @@ func TestDiffFollowMetrics(t *testing.T) {
 func TestDiffFollowKill9(t *testing.T) {
 	src, srcSeeds := clitest.Cluster(t)
 	dst, dstSeeds := clitest.Cluster(t)
-	topic := topicName()
-	create(t, src, topic, 2)
-	create(t, dst, topic, 2)
+	topic := testkit.TopicName("orders")
+	testkit.CreateTopic(t, src, topic, 2, nil)
+	testkit.CreateTopic(t, dst, topic, 2, nil)
 	for p := int32(0); p < 2; p++ {
-		produce(t, src, topic, p, recs(0, 1999))
-		produce(t, dst, topic, p, recs(0, 1999))
+		testkit.Produce(t, src, topic, p, recs(0, 1999)...)
+		testkit.Produce(t, dst, topic, p, recs(0, 1999)...)
 	}
 	state := filepath.Join(t.TempDir(), "s.json")
 	cmd := exec.Command(os.Args[0], "diff", "--source-brokers", srcSeeds, "--target-brokers", dstSeeds,
@@ -301,8 +289,8 @@ func TestDiffFollowKill9(t *testing.T) {
 	next := 2000
 	for i := 0; i < 5; i++ {
 		for p := int32(0); p < 2; p++ {
-			produce(t, src, topic, p, recs(next, next+499))
-			produce(t, dst, topic, p, recs(next, next+499))
+			testkit.Produce(t, src, topic, p, recs(next, next+499)...)
+			testkit.Produce(t, dst, topic, p, recs(next, next+499)...)
 		}
 		next += 500
 	}

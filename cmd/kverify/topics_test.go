@@ -1,32 +1,15 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/cmd/internal/clitest"
+	"github.com/kmigrate/kmigrate/internal/testkit"
 )
-
-func createWith(t *testing.T, cl *kgo.Client, topic string, partitions int32, configs map[string]*string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, configs, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatalf("create %s: %v", topic, err)
-	}
-}
 
 // The JSON fields of kverify topics' result, exactly so.
 type topicsJSON struct {
@@ -50,12 +33,12 @@ func TestTopicsCommand(t *testing.T) {
 	src, srcSeeds := clitest.Cluster(t)
 	dst, dstSeeds := clitest.Cluster(t)
 	conn := []string{"--source-brokers", srcSeeds, "--target-brokers", dstSeeds}
-	ok, ts, gone := topicName(), topicName(), topicName()
-	createWith(t, src, ok, 2, nil)
-	createWith(t, dst, ok, 2, nil)
-	createWith(t, src, ts, 1, nil)
-	createWith(t, dst, ts, 1, map[string]*string{"message.timestamp.type": sp("LogAppendTime")})
-	createWith(t, src, gone, 1, nil)
+	ok, ts, gone := testkit.TopicName("orders"), testkit.TopicName("orders"), testkit.TopicName("orders")
+	testkit.CreateTopic(t, src, ok, 2, nil)
+	testkit.CreateTopic(t, dst, ok, 2, nil)
+	testkit.CreateTopic(t, src, ts, 1, nil)
+	testkit.CreateTopic(t, dst, ts, 1, map[string]*string{"message.timestamp.type": sp("LogAppendTime")})
+	testkit.CreateTopic(t, src, gone, 1, nil)
 
 	t.Run("all ok exits 0", func(t *testing.T) {
 		code, out, stderr := run(t, append([]string{"topics", "--topics", ok}, conn...)...)
