@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/kmigrate/kmigrate/cmd/internal/clitest"
+	"github.com/kmigrate/kmigrate/internal/testkit"
 )
 
 // TestRunRestartsAfterTransientError reproduces what a container fault test found: after the
@@ -34,16 +35,8 @@ func TestRunRestartsAfterTransientError(t *testing.T) {
 	defer func() { testTargetOpts = nil }()
 
 	src, srcSeeds := clitest.Cluster(t)
-	dst, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.MaxVersions(kversion.V3_7_0()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dst.Close()
-	dstCl, err := kgo.NewClient(kgo.SeedBrokers(dst.ListenAddrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dstCl.Close()
+	dst := testkit.StartCluster(t, kfake.MaxVersions(kversion.V3_7_0()))
+	dstCl := testkit.Client(t, dst)
 
 	const topic = "cmd-restart"
 	ctx := context.Background()

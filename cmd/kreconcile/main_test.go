@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/cmd/internal/clitest"
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/reconcile"
 )
 
@@ -41,17 +42,8 @@ type bed struct {
 
 func kcluster(t *testing.T, id string) (*kfake.Cluster, *kgo.Client, string) {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ClusterID(id))
-	if err != nil {
-		t.Fatalf("kfake: %v", err)
-	}
-	t.Cleanup(c.Close)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatalf("client: %v", err)
-	}
-	t.Cleanup(cl.Close)
-	return c, cl, strings.Join(c.ListenAddrs(), ",")
+	c := testkit.NewCluster(t, kfake.ClusterID(id))
+	return c.Cluster, c.Client, c.Seeds
 }
 
 func seedBed(t *testing.T) *bed {

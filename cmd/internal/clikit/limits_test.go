@@ -15,6 +15,7 @@ import (
 
 	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
 	"github.com/kmigrate/kmigrate/cmd/internal/clitest"
+	"github.com/kmigrate/kmigrate/internal/testkit"
 )
 
 // connectApp is what every tool does first: Connect, then a client per side and a ping.
@@ -169,18 +170,9 @@ func TestAuthFailed(t *testing.T) {
 	t.Parallel()
 	const user, good, wrong = "alice", "right-pass", "Wr0ngPassw0rd-x"
 	for _, mech := range []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"} {
-		fake, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.EnableSASL(), kfake.Superuser(mech, user, good))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(fake.Close)
+		fake := testkit.StartCluster(t, kfake.EnableSASL(), kfake.Superuser(mech, user, good))
 		seeds := strings.Join(fake.ListenAddrs(), ",")
-		open, err := kfake.NewCluster(kfake.NumBrokers(1))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(open.Close)
-		openSeeds := strings.Join(open.ListenAddrs(), ",")
+		openSeeds := strings.Join(testkit.StartCluster(t).ListenAddrs(), ",")
 		module := "org.apache.kafka.common.security.scram.ScramLoginModule"
 		if mech == "PLAIN" {
 			module = "org.apache.kafka.common.security.plain.PlainLoginModule"

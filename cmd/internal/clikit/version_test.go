@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/kmigrate/kmigrate/internal/testkit"
 )
 
 func TestVersionStringFromBuildInfo(t *testing.T) {
@@ -59,21 +61,12 @@ func built(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		buildDir, buildErr = os.MkdirTemp("", "kmigrate-clikit-bin-")
-		if buildErr != nil {
-			return
-		}
-		args := []string{"build", "-buildvcs=auto", "-ldflags", "-X github.com/kmigrate/kmigrate/cmd/internal/clikit.Version=v9.9.9-test", "-o", buildDir + "/"}
-		for _, b := range binaries {
-			args = append(args, "github.com/kmigrate/kmigrate/cmd/"+b)
-		}
-		out, err := exec.Command("go", args...).CombinedOutput()
-		if err != nil {
-			buildErr = err
-			buildDir = string(out)
+		if buildErr == nil {
+			buildErr = testkit.BuildCommands(buildDir, []string{"-buildvcs=auto", "-ldflags", "-X github.com/kmigrate/kmigrate/cmd/internal/clikit.Version=v9.9.9-test"}, binaries...)
 		}
 	})
 	if buildErr != nil {
-		t.Fatalf("go build: %v\n%s", buildErr, buildDir)
+		t.Fatal(buildErr)
 	}
 	return buildDir
 }

@@ -9,18 +9,17 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
 
 	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
+	"github.com/kmigrate/kmigrate/internal/testkit"
 )
 
 // Cluster starts a one-broker kfake cluster for the test and returns a client of it, which
@@ -28,17 +27,8 @@ import (
 // --source/--target flag takes them. Both are closed when the test ends.
 func Cluster(t *testing.T) (*kgo.Client, string) {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatalf("kfake: %v", err)
-	}
-	t.Cleanup(c.Close)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatalf("client: %v", err)
-	}
-	t.Cleanup(cl.Close)
-	return cl, strings.Join(c.ListenAddrs(), ",")
+	c := testkit.NewCluster(t)
+	return c.Client, c.Seeds
 }
 
 // Run runs app as main would, with args after the program name name, and returns its exit
