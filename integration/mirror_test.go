@@ -54,8 +54,20 @@ import (
 // KMIGRATE_MIRROR_RECORDS sets the size of the kill -9 run (default 200000; an acceptance run
 // uses 1000000).
 func TestMirror(t *testing.T) {
-	src := cluster.StartT(t, cluster.Spec{Version: "2.3.0", Name: "mirror-src"})
-	dst := cluster.StartT(t, cluster.Spec{Version: "3.7.1", Name: "mirror-dst"})
+	mirSuite(t, cluster.V230, cluster.V371)
+}
+
+// TestMirrorKafka4 runs TestMirror's cases against a Kafka 4.3.1 target, where transactions
+// version 2 is on (the producer epoch moves at every commit) and a kill -9 or a stale owner
+// must be fenced all the same.
+func TestMirrorKafka4(t *testing.T) {
+	mirSuite(t, cluster.V230, cluster.V431)
+}
+
+// mirSuite runs TestMirror's cases from a source of version srcV to a target of version dstV.
+func mirSuite(t *testing.T, srcV, dstV string) {
+	src := cluster.StartT(t, cluster.Spec{Version: srcV, Name: "mirror-src"})
+	dst := cluster.StartT(t, cluster.Spec{Version: dstV, Name: "mirror-dst"})
 	if t.Failed() || t.Skipped() {
 		return
 	}
