@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"net"
 	"testing"
 	"time"
 )
@@ -18,4 +19,16 @@ func WaitFor(t testing.TB, what string, within time.Duration, cond func() string
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("timed out waiting for %s: %s", what, last)
+}
+
+// FreeAddr returns a loopback TCP address that was free a moment ago, for a server the test
+// starts (a metrics endpoint).
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }

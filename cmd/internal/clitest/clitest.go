@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -64,28 +63,10 @@ func WriteFile(t *testing.T, name, text string) string {
 // they are stopped, such as kmirror run. Its outputs are safe for the command's goroutines.
 func RunContext(t *testing.T, ctx context.Context, app *cli.App, name string, args ...string) (int, string, string) {
 	t.Helper()
-	var out, errb SyncBuffer
+	var out, errb testkit.SyncBuffer
 	app.Writer, app.ErrWriter = &out, &errb
 	code := clikit.MainContext(ctx, app, append([]string{name}, args...))
 	return code, out.String(), errb.String()
-}
-
-// SyncBuffer is a bytes.Buffer that goroutines may write while the test reads it.
-type SyncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *SyncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *SyncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // FIFO makes a named pipe in a temporary directory of the test: opening it for reading
