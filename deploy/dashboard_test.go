@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,53 +11,26 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/internal/testkit"
 )
 
-// syncBuffer collects a process's output for the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func cluster(t *testing.T) (*kgo.Client, string) {
-	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return cl, strings.Join(c.ListenAddrs(), ",")
+	c := testkit.NewCluster(t)
+	return c.Client, c.Seeds
 }
 
-// start runs one of the built binaries until the test ends (SIGTERM, then kill after 40s).
-func start(t *testing.T, name string, args ...string) *syncBuffer {
+// start runs one of the built binaries until the test ends (SIGTERM, then kill after 40s);
+// a failed test logs its output.
+func start(t *testing.T, name string, args ...string) *testkit.SyncBuffer {
 	t.Helper()
-	var out syncBuffer
+	var out testkit.SyncBuffer
 	cmd := exec.Command(filepath.Join(bin, name), args...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -74,31 +46,11 @@ func start(t *testing.T, name string, args ...string) *syncBuffer {
 			cmd.Process.Kill()
 			<-done
 		}
+		if t.Failed() {
+			t.Logf("%s output:\n%s", name, out.String())
+		}
 	})
 	return &out
-}
-
-func waitFor(t *testing.T, what string, out *syncBuffer, cond func() string) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	last := ""
-	for time.Now().Before(deadline) {
-		if last = cond(); last == "" {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s: %s\noutput:\n%s", what, last, out.String())
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 var servingRE = regexp.MustCompile(`msg="serving metrics" addr=(\S+)`)
@@ -145,7 +97,7 @@ emit.checkpoints.enabled=false
 `, srcSeeds, dstSeeds, topic))
 	out := start(t, "kmirror", "run", "--config", props, "--flow", "A->B", "--metrics-addr", "127.0.0.1:0")
 	var addr string
-	waitFor(t, "kmirror serving metrics", out, func() string {
+	testkit.WaitFor(t, "kmirror serving metrics", time.Minute, func() string {
 		if m := servingRE.FindStringSubmatch(out.String()); m != nil {
 			addr = m[1]
 			return ""
@@ -160,7 +112,7 @@ emit.checkpoints.enabled=false
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("/healthz: %d, want 200", resp.StatusCode)
 	}
-	waitFor(t, "kmirror ready, 100 records mirrored, a partition stopped", out, func() string {
+	testkit.WaitFor(t, "kmirror ready, 100 records mirrored, a partition stopped", time.Minute, func() string {
 		resp, err := http.Get("http://" + addr + "/readyz")
 		if err != nil {
 			return err.Error()
@@ -182,11 +134,11 @@ emit.checkpoints.enabled=false
 // first round is done.
 func runKverifyFollow(t *testing.T, srcSeeds, dstSeeds, topic string) string {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	state := filepath.Join(t.TempDir(), "state.json")
-	out := start(t, "kverify", "diff", "--source-brokers", srcSeeds, "--target-brokers", dstSeeds, "--topic", topic,
+	start(t, "kverify", "diff", "--source-brokers", srcSeeds, "--target-brokers", dstSeeds, "--topic", topic,
 		"--state", state, "--follow", "--interval", "200ms", "--metrics-addr", addr)
-	waitFor(t, "kverify's first round", out, func() string {
+	testkit.WaitFor(t, "kverify's first round", time.Minute, func() string {
 		names, _, err := exported(addr)
 		if err != nil {
 			return err.Error()

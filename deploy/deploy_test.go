@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -16,6 +14,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/kmigrate/kmigrate/internal/testkit"
 )
 
 // bin holds kmirror, kverify and kreconcile, built once by TestMain.
@@ -27,10 +27,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
-		"github.com/kmigrate/kmigrate/cmd/kmirror", "github.com/kmigrate/kmigrate/cmd/kverify", "github.com/kmigrate/kmigrate/cmd/kreconcile")
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+	if err := testkit.BuildCommands(dir, nil, "kmirror", "kverify", "kreconcile"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}

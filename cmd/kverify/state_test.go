@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -182,16 +181,6 @@ func scrape(addr string) (map[string]int64, error) {
 	return out, nil
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 func TestDiffFollowMetrics(t *testing.T) {
 	src, srcSeeds := clitest.Cluster(t)
 	dst, dstSeeds := clitest.Cluster(t)
@@ -201,7 +190,7 @@ func TestDiffFollowMetrics(t *testing.T) {
 	testkit.Produce(t, src, topic, 0, recs(0, 99)...)
 	testkit.Produce(t, dst, topic, 0, recs(0, 59)...) // the mirror is 40 behind
 	state := filepath.Join(t.TempDir(), "s.json")
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	done := make(chan struct{})
 	var code int
 	var out, errs string
