@@ -19,8 +19,8 @@ import (
 )
 
 // writable reports whether a target group may be written (mm2.GroupWritable: only when
-// nobody consumes with it), and why not.
-func writable(d kadm.DescribedGroup) (bool, string) {
+// nobody consumes with it, whatever its protocol), and why not.
+func writable(d mm2.DescribedGroup) (bool, string) {
 	if err := mm2.GroupWritable("", d); err != nil {
 		return false, err.Error()
 	}
@@ -70,9 +70,10 @@ func apply(ctx context.Context, dst *kgo.Client, res *Result, cfg ApplyConfig, s
 	if err := checkPlanTarget(ctx, dst, res); err != nil {
 		return err
 	}
-	// Live state and offsets: the plan may be minutes old.
-	desc, err := adm.DescribeGroups(ctx, names...)
-	if err != nil && len(desc) == 0 {
+	// Live state and offsets: the plan may be minutes old. Each group by its type: a consumer
+	// group of KIP-848 is described with ConsumerGroupDescribe.
+	desc, err := mm2.DescribeGroups(ctx, adm, nil, names...)
+	if err != nil {
 		return fmt.Errorf("target cluster: describe groups %s: %w", strings.Join(names, ", "), err)
 	}
 	live := fetchOffsets(ctx, adm, names)
@@ -109,16 +110,16 @@ func checkPlanTarget(ctx context.Context, dst *kgo.Client, res *Result) error {
 // each group that could be described and read, the partitions whose E(G) is known and not
 // already committed (not those ahead unless allowRewind), and only for a writable group (one
 // that is not is Refused). Partitions already exact or left alone are updated in res.
-func planChanges(res *Result, desc kadm.DescribedGroups, live kadm.FetchOffsetsResponses, allowRewind bool, log *slog.Logger) []change {
+func planChanges(res *Result, desc map[string]mm2.DescribedGroup, live kadm.FetchOffsetsResponses, allowRewind bool, log *slog.Logger) []change {
 	var changes []change
 	for gi := range res.Groups {
 		g := &res.Groups[gi]
-		if g.Err != "" {
+		if g.Err != "" || g.NotMigrated != "" {
 			continue
 		}
 		d, ok := desc[g.Group]
 		if !ok {
-			d = kadm.DescribedGroup{Group: g.Group, State: "Dead"}
+			d = mm2.DescribedGroup{Group: g.Group}
 		}
 		if d.Err != nil {
 			g.Err = fmt.Sprintf("target cluster: describe group %q: %v", g.Group, d.Err)
@@ -134,8 +135,8 @@ func planChanges(res *Result, desc kadm.DescribedGroups, live kadm.FetchOffsetsR
 		}
 		if ok, why := writable(d); !ok {
 			g.Refused = why
-			g.TargetState = d.State
-			log.Warn("refused", "group", g.Group, "state", d.State, "members", len(d.Members))
+			g.TargetState, g.TargetType = d.State, d.Type
+			log.Warn("refused", "group", g.Group, "type", d.Type, "state", d.State, "members", d.Members)
 			continue
 		}
 		changes = append(changes, mine...)
@@ -320,9 +321,9 @@ func commitError(ctx context.Context, adm *kadm.Client, group string, joined boo
 	fmt.Fprintf(&b, "target cluster: group %q: ", group)
 	if joined {
 		state := "now has members"
-		if d, err := adm.DescribeGroups(ctx, group); err == nil {
-			if dg, ok := d[group]; ok {
-				state = fmt.Sprintf("is now %s with %s", dg.State, plural(len(dg.Members), "member", "members"))
+		if d, err := mm2.DescribeGroups(ctx, adm, nil, group); err == nil {
+			if dg, ok := d[group]; ok && dg.Err == nil && dg.Members >= 0 {
+				state = fmt.Sprintf("is now %s with %s", dg.State, plural(dg.Members, "member", "members"))
 			}
 		}
 		fmt.Fprintf(&b, "a consumer joined the group on the target after kreconcile checked it was empty (the group %s), so the broker refused the commit; stop its consumers there and run again. ", state)
@@ -339,7 +340,8 @@ func commitError(ctx context.Context, adm *kadm.Client, group string, joined boo
 // group that has members: one joined after the group was found empty.
 func isMemberErr(err error) bool {
 	return errors.Is(err, kerr.UnknownMemberID) || errors.Is(err, kerr.IllegalGeneration) ||
-		errors.Is(err, kerr.RebalanceInProgress) || errors.Is(err, kerr.FencedInstanceID)
+		errors.Is(err, kerr.RebalanceInProgress) || errors.Is(err, kerr.FencedInstanceID) ||
+		errors.Is(err, kerr.StaleMemberEpoch) // a consumer group of KIP-848 with members
 }
 
 func plural(n int, one, many string) string {

@@ -15,6 +15,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/mm2"
 )
 
 // Follow is the consumer cutover: the producers have moved to the target, and the consumer
@@ -332,6 +334,10 @@ func (f *follower) group(ctx context.Context, dst *kgo.Client, res *Result, g *G
 	case g.Err != "":
 		f.set(fg, FollowBlocked, g.Err)
 		return nil
+	case g.NotMigrated != "":
+		fg.Final = true
+		f.set(fg, FollowBlocked, "not migrated: "+g.NotMigrated)
+		return nil
 	case hasMembers(g.TargetState) && was == FollowExact:
 		fg.Final = true
 		f.event(fg, "group %q has consumers on the target now (%s): done, not touched again", g.Group, g.TargetState)
@@ -449,12 +455,12 @@ func (f *follower) apply(ctx context.Context, dst *kgo.Client, res *Result, g *G
 
 // joined reports whether group has members on the target now.
 func (f *follower) joined(ctx context.Context, dst *kgo.Client, group string) bool {
-	d, err := kadm.NewClient(dst).DescribeGroups(ctx, group)
+	d, err := mm2.DescribeGroups(ctx, kadm.NewClient(dst), nil, group)
 	if err != nil {
 		return false
 	}
 	dg, ok := d[group]
-	return ok && (len(dg.Members) > 0 || hasMembers(dg.State))
+	return ok && dg.Err == nil && (dg.Members > 0 || hasMembers(dg.State))
 }
 
 // exact records that g (as planned or applied) is exact on every partition.

@@ -26,6 +26,10 @@ type planner struct {
 	syncs       *mm2.SyncIndex // nil when there is no offset-syncs topic
 	checkpoints map[mm2.CheckpointKey]mm2.Checkpoint
 
+	// srcListed is the source's listing of groups, with their types where the broker knows
+	// them (Kafka 3.8+).
+	srcListed kadm.ListedGroups
+
 	mu      sync.Mutex
 	cache   map[cacheKey]*cacheEntry
 	anchors map[tp][]anchor // per source partition, from finished alignments
@@ -98,6 +102,7 @@ func (p *planner) groups(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("source cluster: list groups: %w", err)
 	}
+	p.srcListed = listed
 	var names []string
 	selected := p.cfg.groupFilter()
 	for _, g := range sortedKeys(listed) {
@@ -110,7 +115,7 @@ func (p *planner) groups(ctx context.Context) ([]string, error) {
 
 // planState is what Plan read of the groups and their topics on both clusters.
 type planState struct {
-	srcDesc, dstDesc   kadm.DescribedGroups
+	srcDesc, dstDesc   map[string]mm2.DescribedGroup
 	srcOffs, dstOffs   kadm.FetchOffsetsResponses
 	topicSet           map[string]bool   // source topics the groups committed on, selected
 	dstTopicOf         map[string]string // source topic -> target topic
@@ -124,14 +129,22 @@ func (p *planner) state(ctx context.Context, names []string) (*planState, error)
 	cfg := p.cfg
 	st := &planState{topicSet: map[string]bool{}, dstTopicOf: map[string]string{}}
 	var err error
-	if st.srcDesc, err = p.src.adm.DescribeGroups(ctx, names...); err != nil && len(st.srcDesc) == 0 {
+	// Each group by its type (classic, or a consumer group of KIP-848); share and streams
+	// groups are not migrated and their offsets are not read.
+	if st.srcDesc, err = mm2.DescribeGroups(ctx, p.src.adm, p.srcListed, names...); err != nil {
 		return nil, fmt.Errorf("source cluster: describe groups %s: %w", strings.Join(names, ", "), err)
 	}
-	st.srcOffs = p.fetchOffsets(ctx, p.src, names)
-	if st.dstDesc, err = p.dst.adm.DescribeGroups(ctx, names...); err != nil && len(st.dstDesc) == 0 {
-		return nil, fmt.Errorf("target cluster: describe groups %s: %w", strings.Join(names, ", "), err)
+	var migrated []string
+	for _, name := range names {
+		if mm2.NotMigrated(st.srcDesc[name].Type) == "" {
+			migrated = append(migrated, name)
+		}
 	}
-	st.dstOffs = p.fetchOffsets(ctx, p.dst, names)
+	st.srcOffs = p.fetchOffsets(ctx, p.src, migrated)
+	if st.dstDesc, err = mm2.DescribeGroups(ctx, p.dst.adm, nil, migrated...); err != nil {
+		return nil, fmt.Errorf("target cluster: describe groups %s: %w", strings.Join(migrated, ", "), err)
+	}
+	st.dstOffs = p.fetchOffsets(ctx, p.dst, migrated)
 	topicsRe := anchored(cfg.Topics)
 	for _, r := range st.srcOffs {
 		for t := range r.Fetched {
@@ -210,14 +223,19 @@ func (p *planner) mm2State(ctx context.Context) {
 func (p *planner) group(name string, st *planState) Group {
 	g := Group{Group: name, Partitions: []Partition{}}
 	if d, ok := st.srcDesc[name]; ok {
-		g.SourceState = d.State
+		g.SourceState, g.SourceType = d.State, d.Type
 		if d.Err != nil {
 			g.Err = fmt.Sprintf("source cluster: describe group %q: %v", name, d.Err)
+		}
+		if why := mm2.NotMigrated(d.Type); why != "" {
+			g.NotMigrated = why
+			p.cfg.Logger.Warn("group not migrated", "group", name, "type", d.Type, "why", why)
+			return g
 		}
 	}
 	g.TargetState = "Dead"
 	if d, ok := st.dstDesc[name]; ok && d.State != "" {
-		g.TargetState = d.State
+		g.TargetState, g.TargetType = d.State, d.Type
 	}
 	if d, ok := st.dstDesc[name]; ok && d.Err != nil {
 		g.Err = fmt.Sprintf("target cluster: describe group %q: %v", name, d.Err)

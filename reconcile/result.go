@@ -46,10 +46,19 @@ type ClusterRef struct {
 
 // Group is one consumer group.
 type Group struct {
-	Group       string      `json:"group"`
-	SourceState string      `json:"source_state"`
-	TargetState string      `json:"target_state"`
-	Partitions  []Partition `json:"partitions"`
+	Group       string `json:"group"`
+	SourceState string `json:"source_state"`
+	TargetState string `json:"target_state"`
+	// SourceType and TargetType are the group's type on each cluster as Kafka 3.8+ names it
+	// ("classic", "consumer" for the protocol of KIP-848, "share", "streams"); empty when the
+	// broker names none (before 3.8 every group is classic) or the group is absent.
+	SourceType string      `json:"source_type,omitempty"`
+	TargetType string      `json:"target_type,omitempty"`
+	Partitions []Partition `json:"partitions"`
+	// NotMigrated says why the group is listed but not reconciled: a share group (KIP-932) or
+	// a streams group (KIP-1071) on the source. Such a group has no partitions here and is
+	// never written.
+	NotMigrated string `json:"not_migrated,omitempty"`
 	// Applied is true when Apply committed at least one partition of this group (the
 	// partitions' Applied say which); Refused says why it wrote nothing.
 	Applied bool   `json:"applied,omitempty"`

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/internal/offsetcommit"
+	"github.com/kmigrate/kmigrate/mm2"
 )
 
 // RollbackResult is what Rollback did per group.
@@ -98,8 +99,8 @@ func Rollback(ctx context.Context, dst *kgo.Client, backupFile string, cfg Rollb
 	if err := describableTopics(ctx, adm, alias, b.Entries); err != nil {
 		return nil, err
 	}
-	desc, err := adm.DescribeGroups(ctx, names...)
-	if err != nil && len(desc) == 0 {
+	desc, err := mm2.DescribeGroups(ctx, adm, nil, names...)
+	if err != nil {
 		return nil, fmt.Errorf("%s cluster: describe groups %s: %w", alias, strings.Join(names, ", "), err)
 	}
 	live := fetchOffsets(ctx, adm, names)
@@ -107,7 +108,7 @@ func Rollback(ctx context.Context, dst *kgo.Client, backupFile string, cfg Rollb
 	for _, name := range names {
 		d, ok := desc[name]
 		if !ok {
-			d = kadm.DescribedGroup{Group: name, State: "Dead"}
+			d = mm2.DescribedGroup{Group: name}
 		}
 		r, err := rollbackGroup(ctx, adm, alias, d, live[name], byGroup[name], cfg.Force)
 		if err != nil {
@@ -172,7 +173,7 @@ func checkBackupCluster(b *Backup, backupFile, alias, id, legacyID string) error
 // rollbackGroup restores the entries of one group, described as d, whose live target offsets
 // are lo, on the cluster connected to as alias. The error says what was refused, failed or is
 // in conflict; the result counts what was done.
-func rollbackGroup(ctx context.Context, adm *kadm.Client, alias string, d kadm.DescribedGroup, lo kadm.FetchOffsetsResponse, entries []BackupEntry, force bool) (RolledBackGrp, error) {
+func rollbackGroup(ctx context.Context, adm *kadm.Client, alias string, d mm2.DescribedGroup, lo kadm.FetchOffsetsResponse, entries []BackupEntry, force bool) (RolledBackGrp, error) {
 	name := d.Group
 	r := RolledBackGrp{Group: name}
 	if d.Err != nil {

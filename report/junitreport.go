@@ -97,6 +97,10 @@ func reconcileJUnit(w io.Writer, rep *reconcileReport) error {
 			s.Cases = append(s.Cases, junit.Case{Name: "group", Classname: class,
 				Error: &junit.Problem{Type: "error", Message: oneLine(g.G.Err), Body: g.G.Err}})
 		}
+		if g.G.NotMigrated != "" {
+			s.Cases = append(s.Cases, junit.Case{Name: "group", Classname: class,
+				Skipped: &junit.Skipped{Message: "not migrated: " + oneLine(g.G.NotMigrated)}})
+		}
 		for _, r := range g.Rows {
 			c := junit.Case{Name: r.Name, Classname: class}
 			body := rowDetail(r)

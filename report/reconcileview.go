@@ -18,8 +18,9 @@ type reconcileReport struct {
 	Rows []reconcileRow
 	// By status, over all group partitions.
 	Exact, Behind, Ahead, Pending, NoTarget, Unmappable int
-	// FailedGroups is how many groups carry an error.
-	FailedGroups int
+	// FailedGroups is how many groups carry an error; NotMigrated how many are of a type no
+	// tool migrates (share, streams).
+	FailedGroups, NotMigrated int
 	// Redeliver and Skip are the totals a switch right now would cause.
 	Redeliver, Skip int64
 }
@@ -80,6 +81,12 @@ func newReconcileReport(title string, r *reconcile.Result) *reconcileReport {
 			}
 		}
 		rg.Status = groupStatus(rg)
+		if g.NotMigrated != "" {
+			rep.NotMigrated++
+			rg.Level = worse(rg.Level, levelWarn)
+			rg.Status = "not migrated: " + g.SourceType + " group"
+			rg.Notes = append(rg.Notes, "not migrated: "+oneLine(g.NotMigrated))
+		}
 		if g.Err != "" {
 			rep.FailedGroups++
 			rg.Level = levelErr
@@ -151,6 +158,8 @@ func (rep *reconcileReport) verdict() verdict {
 			v.Level, v.Word = levelWarn, "NOT EXACT"
 		case rep.Unmappable > 0 || rep.FailedGroups > 0:
 			v.Level, v.Word = levelErr, "INCOMPLETE"
+		case rep.NotMigrated > 0 && rep.Pending == 0:
+			v.Level, v.Word = levelWarn, "NOT MIGRATED"
 		default:
 			v.Level, v.Word = levelWarn, "PENDING"
 		}
@@ -165,6 +174,9 @@ func (rep *reconcileReport) verdict() verdict {
 		}
 		if rep.FailedGroups > 0 {
 			v.Headline += ", " + plural(int64(rep.FailedGroups), "group failed", "groups failed")
+		}
+		if rep.NotMigrated > 0 {
+			v.Headline += ", " + plural(int64(rep.NotMigrated), "group not migrated (share or streams)", "groups not migrated (share or streams)")
 		}
 	}
 	v.Details = append(v.Details, fmt.Sprintf("%s, %s: %d exact",

@@ -32,6 +32,12 @@
 //     checkpoints topic that cannot be read or created stops that pass's checkpoints
 //     (Report.Error, Report.Err), not its offset sync.
 //
+// Group types: a source group is synced when it is a consumer group of either protocol
+// (classic, or KIP-848's group.protocol=consumer) or only holds commits; a share or streams
+// group is reported with why it is not migrated (GroupReport.NotMigrated). Before each commit
+// the target group is described by its type (mm2.DescribeGroups, with the target's listing
+// taken once a pass) and written only when mm2.GroupWritable allows it.
+//
 // Clients: Source is used only for ListGroups and OffsetFetch. Target produces checkpoints
 // outside any transaction and commits with generation -1, so it must be neither a group
 // consumer nor a transactional producer; the checkpoints topic is read with a short-lived

@@ -45,7 +45,13 @@ type Syncer struct {
 	owned      map[tp]bool // ownership seen in the last pass
 	topicReady atomic.Bool // the checkpoints topic was found or created; reset when it vanishes
 	groups     []string
-	listedAt   time.Time
+	// notMigrated are the selected source groups of a type no tool migrates (share,
+	// streams), reported in every pass with why.
+	notMigrated []GroupReport
+	listedAt    time.Time
+	// tgtListed is the target's listing of groups, with their types, taken once a pass that
+	// commits: it says which target groups to describe as consumer groups (KIP-848).
+	tgtListed kadm.ListedGroups
 }
 
 type mark struct {
@@ -198,7 +204,17 @@ func (s *Syncer) pass(ctx context.Context, emit, commit, relist bool) (Report, e
 		}
 	}
 
-	rep.Groups = make([]GroupReport, len(s.groups))
+	if commit {
+		listed, err := s.tgt.ListGroups(ctx)
+		if err != nil && len(listed) == 0 {
+			// Each group is then described as classic first, as a consumer group when the
+			// target does not find it so.
+			s.log.Warn("listing groups failed on the target", "cluster", s.tgtName, "err", err)
+			listed = kadm.ListedGroups{}
+		}
+		s.tgtListed = listed
+	}
+	rep.Groups = make([]GroupReport, len(s.groups), len(s.groups)+len(s.notMigrated))
 	var eg errgroup.Group
 	eg.SetLimit(s.cfg.Concurrency)
 	for i, g := range s.groups {
@@ -208,6 +224,10 @@ func (s *Syncer) pass(ctx context.Context, emit, commit, relist bool) (Report, e
 		})
 	}
 	_ = eg.Wait() // per-group errors are in the report
+	if len(s.notMigrated) > 0 {
+		rep.Groups = append(rep.Groups, s.notMigrated...)
+		slices.SortFunc(rep.Groups, func(a, b GroupReport) int { return cmp.Compare(a.Group, b.Group) })
+	}
 	for _, g := range rep.Groups {
 		for _, p := range g.Partitions {
 			if p.Offset.Wrote() {
@@ -291,19 +311,28 @@ func (s *Syncer) listGroups(ctx context.Context) error {
 		s.log.Warn("listing groups failed on some source brokers", "cluster", s.srcName, "err", err)
 	}
 	groups := make([]string, 0, len(listed))
+	var notMigrated []GroupReport
 	for name, g := range listed {
-		// Consumer groups and groups that only hold commits (assign-and-commit consumers);
-		// never Connect workers' groups or share groups.
-		if g.ProtocolType != "consumer" && g.ProtocolType != "" {
+		if s.ignore[name] || !s.cfg.GroupMatches(name) {
 			continue
 		}
-		if s.ignore[name] || !s.cfg.GroupMatches(name) {
+		// A share or streams group is reported, never synced (mm2.NotMigrated says why).
+		if why := mm2.NotMigrated(g.GroupType); why != "" {
+			notMigrated = append(notMigrated, GroupReport{Group: name, Type: g.GroupType, Partitions: []PartitionReport{}, NotMigrated: why})
+			continue
+		}
+		// Consumer groups, of either protocol, and groups that only hold commits
+		// (assign-and-commit consumers); never Connect workers' groups.
+		if g.ProtocolType != "consumer" && g.ProtocolType != "" {
 			continue
 		}
 		groups = append(groups, name)
 	}
 	slices.Sort(groups)
-	s.groups, s.listedAt = groups, time.Now()
+	for _, g := range notMigrated {
+		s.log.Warn("group not migrated", "cluster", s.srcName, "group", g.Group, "type", g.Type, "why", g.NotMigrated)
+	}
+	s.groups, s.notMigrated, s.listedAt = groups, notMigrated, time.Now()
 	return nil
 }
 
@@ -480,31 +509,34 @@ func (s *Syncer) writableTarget(ctx context.Context, gr *GroupReport, items []it
 			msg: fmt.Sprintf("describe group %q on target %s before committing: %v", group, s.tgtName, err)})
 		s.log.Warn("describe target group failed", "cluster", s.tgtName, "group", group, "err", err)
 	}
-	described, err := s.tgt.DescribeGroups(ctx, group)
+	// By its type: a consumer group of KIP-848 is described with ConsumerGroupDescribe (the
+	// classic DescribeGroups does not find it on Kafka 4).
+	described, err := mm2.DescribeGroups(ctx, s.tgt, s.tgtListed, group)
 	if err != nil {
 		describeFailed(err)
 		return nil, false
 	}
 	d := described[group]
 	switch {
-	case errors.Is(d.Err, kerr.GroupIDNotFound) || d.Err == nil && (d.State == "Dead" || d.State == ""):
-		gr.TargetState = "absent"
 	case d.Err != nil:
 		describeFailed(d.Err)
 		return nil, false
+	case d.Absent():
+		gr.TargetState = "absent"
 	default:
 		gr.TargetState = d.State
 	}
-	gr.TargetMembers = len(d.Members)
-	if d.Err == nil { // an absent group (GroupIDNotFound) is writable
-		if err := mm2.GroupWritable(s.tgtName, d); err != nil {
-			for _, it := range items {
-				it.rep.Offset = StatusSkippedActive
+	gr.TargetType, gr.TargetMembers = d.Type, max(d.Members, 0)
+	if err := mm2.GroupWritable(s.tgtName, d); err != nil {
+		for _, it := range items {
+			it.rep.Offset = StatusSkippedActive
+			if d.Members < 0 || mm2.NotMigrated(d.Type) != "" {
+				appendReason(it.rep, err.Error())
 			}
-			s.log.Warn("target group has active members, offsets not synced", "cluster", s.tgtName,
-				"group", group, "state", gr.TargetState, "members", gr.TargetMembers, "err", err)
-			return nil, false
 		}
+		s.log.Warn("target group has active members, offsets not synced", "cluster", s.tgtName,
+			"group", group, "type", d.Type, "state", gr.TargetState, "members", gr.TargetMembers, "err", err)
+		return nil, false
 	}
 	if gr.TargetState == "absent" {
 		return nil, true
