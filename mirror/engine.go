@@ -160,6 +160,8 @@ func (e *Engine) Run(ctx context.Context) error {
 		"map_topic", e.cfg.MapTopic, "offset_syncs_topic", e.offsetSyncsTopic())
 	if e.cfg.Fencing == FenceNone {
 		e.log.Warn(fenceNoneWarning, "group", e.cfg.GroupID, "setting", e.cfg.TargetAlias+".exactly.once.source.support=disabled")
+	} else {
+		e.log.Info(readCommittedNotice, "cluster", e.cfg.TargetAlias, "topics", len(topics))
 	}
 	runErr := e.poll(ctx)
 	e.drain(ctx, bg)
@@ -178,6 +180,9 @@ func (e *Engine) Run(ctx context.Context) error {
 // newConsumer is the source client of Run: a member of the engine's consumer group, for
 // assignment only (nothing is committed on the source), reading committed records and the
 // transaction markers, never resetting an out-of-range offset by itself.
+//
+// With Config.InstanceID the process is a static member: franz-go then sends no LeaveGroup
+// when it stops (its partitions wait for its return until its session times out).
 func (e *Engine) newConsumer(topics map[string]int) (*kgo.Client, error) {
 	names := make([]string, 0, len(topics))
 	for t := range topics {
@@ -201,6 +206,7 @@ func (e *Engine) newConsumer(topics map[string]int) (*kgo.Client, error) {
 		kgo.FetchMaxWait(e.cfg.FetchMaxWait),
 		kgo.SessionTimeout(e.cfg.SessionTimeout),
 		kgo.HeartbeatInterval(min(3*time.Second, e.cfg.SessionTimeout/3)),
+		instanceID(e.cfg.InstanceID),
 		kgo.AdjustFetchOffsetsFn(e.onAssigned),
 		kgo.OnPartitionsAssigned(e.onSessionAssigned), // health.go
 		kgo.OnPartitionsRevoked(e.onSessionRevoked),
@@ -285,6 +291,22 @@ func (e *Engine) drain(ctx context.Context, bg *background) {
 		}
 	}
 	e.closeWriters()
+}
+
+// readCommittedNotice tells, at start in fenced mode, what target consumers must do: the
+// copies of a crashed or fenced owner's open transaction stay in the target's log as aborted
+// records, which only read_committed consumers skip.
+const readCommittedNotice = "target consumers must read with isolation.level=read_committed: " +
+	"kmirror writes in transactions, and after a crash or a fenced owner the records of its open transaction stay in the target's log, aborted, and are mirrored again after them; " +
+	"a read_uncommitted consumer (the default of Kafka's Java client and console consumer) reads those aborted copies as duplicates. " +
+	"Check a consumer's setting; kafka-console-consumer reads as read_committed with --isolation-level read_committed"
+
+// instanceID is the group option of a static member, or none for a dynamic one.
+func instanceID(id string) kgo.Opt {
+	if id == "" {
+		return kgo.WithHooks() // no option
+	}
+	return kgo.InstanceID(id)
 }
 
 // drainTimeout bounds the drain at stop: leaving the group, which waits for in-flight records.
