@@ -125,6 +125,13 @@ type Config struct {
 	// SessionTimeout is the source group session timeout: how long a killed process keeps
 	// its partitions before the others take them over. Default: 45s (consumer.session.timeout.ms).
 	SessionTimeout time.Duration
+	// InstanceID makes the process a static member of the source group
+	// (consumer.group.instance.id, KIP-345): a process restarted with the same ID takes its
+	// predecessor's place and partitions at once, without a rebalance or waiting for the dead
+	// member's session to time out. Each process needs its own stable ID (e.g. the pod name of
+	// a StatefulSet); a second process with the same ID fences the first. Default: "" (dynamic
+	// members).
+	InstanceID string
 
 	// Flow is the MM2 flow the config came from (FromFlow), or nil. When set, its
 	// TopicMatches decides which topics are mirrored (it also leaves out internal topics and
@@ -320,6 +327,7 @@ var producerKeys = map[string]bool{
 var consumerKeys = map[string]bool{
 	"fetch.max.bytes": true, "max.partition.fetch.bytes": true, "fetch.max.wait.ms": true,
 	"auto.offset.reset": true, "isolation.level": true, "session.timeout.ms": true,
+	"group.instance.id": true,
 }
 
 // knownIgnored explains MM2 keys kmirror deliberately does without.
@@ -598,9 +606,28 @@ func (c *Config) applyConsumer(k, v string) error {
 		default:
 			return bad("use earliest or latest")
 		}
+	case "group.instance.id":
+		if err := validInstanceID(v); err != nil {
+			return bad(err.Error())
+		}
+		c.InstanceID = v
 	case "isolation.level":
 		if v != "read_committed" {
 			return bad("kmirror reads with read_committed so that aborted transactions are not mirrored; remove the key")
+		}
+	}
+	return nil
+}
+
+// validInstanceID checks a group.instance.id as Kafka does: 1 to 249 characters of ASCII
+// letters, digits, '.', '_' and '-'.
+func validInstanceID(v string) error {
+	if v == "" || len(v) > 249 {
+		return errors.New("want 1 to 249 characters")
+	}
+	for _, r := range v {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return fmt.Errorf("character %q: use ASCII letters, digits, '.', '_' and '-'", r)
 		}
 	}
 	return nil

@@ -301,6 +301,12 @@ func TestFromFlowKeyRules(t *testing.T) {
 			}
 		}},
 		{name: "a bad linger names the key", extra: "B.producer.linger.ms=-5\n", wantErr: `producer.linger.ms="-5": want milliseconds`},
+		{name: "a static member's instance id", extra: "A.consumer.group.instance.id=kmirror-0\n", check: func(t *testing.T, c mirror.Config) {
+			if c.InstanceID != "kmirror-0" {
+				t.Errorf("instance id %q, want kmirror-0", c.InstanceID)
+			}
+		}},
+		{name: "a bad instance id names the key", extra: "A.consumer.group.instance.id=pod 0\n", wantErr: `consumer.group.instance.id="pod 0": character ' '`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
