@@ -60,7 +60,7 @@ demo: build ## the seed case on in-process clusters (no Java): the 30-vs-38 gap,
 demo-real: fetch-kafka ## the same story on real Kafka 2.3.0 -> 3.7.1 with the real MirrorMaker 2 (Java 17, Maven)
 	KMIGRATE_DEMO_REAL=1 KMIGRATE_REQUIRE_REAL=1 $(GO) test -count=1 -v -timeout 15m -run '^TestDemoReal$$' ./integration/
 
-bench: ## benchmarks against peers in the same run, full size (real brokers; see BENCHMARKS.md)
+bench: ## benchmarks against peers in the same run, full size (real brokers; see docs/benchmarks.md)
 	scripts/bench.sh
 
 bench-quick: ## a small version of every benchmark, same code (results in reports/quick/)
