@@ -12,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/internal/testkit"
 )
 
 // TestAuthErrorAgainstKfake: a wrong password, over SASL_PLAINTEXT and SASL_SSL and with every
@@ -33,11 +35,7 @@ func TestAuthErrorAgainstKfake(t *testing.T) {
 						kopts = append(kopts, kfake.TLS(p.serverConfig()))
 						sec.CAPEM, sec.CertPEM, sec.KeyPEM = string(p.caPEM), string(p.clientPEM), Secret(p.clientKPEM)
 					}
-					fake, err := kfake.NewCluster(kopts...)
-					if err != nil {
-						t.Fatal(err)
-					}
-					t.Cleanup(fake.Close)
+					fake := testkit.StartCluster(t, kopts...)
 					c := &Config{Name: "east", Bootstrap: fake.ListenAddrs(), Security: sec}
 					opts, err := c.Opts()
 					if err != nil {

@@ -22,6 +22,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"software.sslmate.com/src/go-pkcs12"
+
+	"github.com/kmigrate/kmigrate/internal/testkit"
 )
 
 // testPKI is a CA with a server certificate for 127.0.0.1 (or another name) and a client
@@ -401,12 +403,8 @@ func TestOptsAgainstKfake(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			fake, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.TLS(p.serverConfig()), kfake.EnableSASL(),
+			fake := testkit.StartCluster(t, kfake.TLS(p.serverConfig()), kfake.EnableSASL(),
 				kfake.Superuser(tt.mechanism, "alice", "secret"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(fake.Close)
 			c := &Config{Name: "src", Bootstrap: fake.ListenAddrs(), Security: Security{
 				Protocol: "SASL_SSL", SASLMechanism: tt.mechanism, SASLUser: "alice", SASLPassword: Secret(tt.pass),
 				CAPEM: string(p.caPEM), CertPEM: string(p.clientPEM), KeyPEM: Secret(p.clientKPEM),

@@ -11,9 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-)
 
-var topicSeq atomic.Int64
+	"github.com/kmigrate/kmigrate/internal/testkit"
+)
 
 // fixture is a kfake cluster with one single-partition topic and a client of it.
 type fixture struct {
@@ -25,18 +25,9 @@ type fixture struct {
 
 func newFixture(t *testing.T, brokers int) *fixture {
 	t.Helper()
-	topic := fmt.Sprintf("logread-%d", topicSeq.Add(1))
-	fake, err := kfake.NewCluster(kfake.NumBrokers(brokers), kfake.SeedTopics(1, topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fake.Close)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(fake.ListenAddrs()...), kgo.DefaultProduceTopic(topic),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
+	topic := testkit.TopicName("logread")
+	fake := testkit.StartCluster(t, kfake.NumBrokers(brokers), kfake.SeedTopics(1, topic))
+	cl := testkit.Client(t, fake, kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0))
 	return &fixture{t: t, fake: fake, cl: cl, topic: topic}
 }
 

@@ -8,32 +8,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/internal/testkit"
 )
 
 func newFake(t *testing.T, topics ...string) *kgo.Client {
-	t.Helper()
-	fake, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topics...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fake.Close)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(fake.ListenAddrs()...), kgo.DefaultProduceTopic(topics[0]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
-}
-
-func produce(t *testing.T, cl *kgo.Client, topic string, kvs ...[2][]byte) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for _, kv := range kvs {
-		if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 0, Key: kv[0], Value: kv[1]}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	return testkit.Client(t, testkit.StartCluster(t, kfake.SeedTopics(1, topics...)), kgo.DefaultProduceTopic(topics[0]))
 }
 
 func TestReadOffsetSyncs(t *testing.T) {
@@ -56,9 +36,9 @@ func TestReadOffsetSyncs(t *testing.T) {
 		{Topic: "orders", Partition: 0, Upstream: 100, Downstream: 101}, // same key again: both kept
 	}
 	for _, s := range want {
-		produce(t, cl, topic, [2][]byte{s.Key(), s.Value()})
+		testkit.Produce(t, cl, topic, 0, &kgo.Record{Key: s.Key(), Value: s.Value()})
 	}
-	produce(t, cl, topic, [2][]byte{want[0].Key(), nil}) // tombstone: skipped
+	testkit.Produce(t, cl, topic, 0, &kgo.Record{Key: want[0].Key(), Value: nil}) // tombstone: skipped
 	got, err = ReadOffsetSyncs(ctx, cl, topic)
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +51,7 @@ func TestReadOffsetSyncs(t *testing.T) {
 			t.Errorf("sync %d: got %+v, want %+v", i, got[i], want[i])
 		}
 	}
-	produce(t, cl, topic, [2][]byte{[]byte("x"), []byte("junk")})
+	testkit.Produce(t, cl, topic, 0, &kgo.Record{Key: []byte("x"), Value: []byte("junk")})
 	if _, err := ReadOffsetSyncs(ctx, cl, topic); err == nil || !strings.Contains(err.Error(), "offset 4") {
 		t.Fatalf("junk record: got %v, want an error naming offset 4", err)
 	}
@@ -88,9 +68,9 @@ func TestReadCheckpoints(t *testing.T) {
 	b := Checkpoint{Group: "g2", Topic: "orders", Partition: 3, Upstream: 1, Downstream: 1}
 	c := Checkpoint{Group: "g3", Topic: "orders", Partition: 0, Upstream: 1, Downstream: 1}
 	for _, cp := range []Checkpoint{a1, b, a2, c} {
-		produce(t, cl, topic, [2][]byte{cp.Key(), cp.Value()})
+		testkit.Produce(t, cl, topic, 0, &kgo.Record{Key: cp.Key(), Value: cp.Value()})
 	}
-	produce(t, cl, topic, [2][]byte{c.Key(), nil})
+	testkit.Produce(t, cl, topic, 0, &kgo.Record{Key: c.Key(), Value: nil})
 	got, err := ReadCheckpoints(ctx, cl, topic)
 	if err != nil {
 		t.Fatal(err)
@@ -111,18 +91,10 @@ func TestReadCheckpoints(t *testing.T) {
 func TestReadPartition0WithGroupConsumer(t *testing.T) {
 	t.Parallel()
 	topic := "mm2-offset-syncs.group-client.internal"
-	fake, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topic, "other"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fake.Close)
-	prod, err := kgo.NewClient(kgo.SeedBrokers(fake.ListenAddrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(prod.Close)
+	fake := testkit.StartCluster(t, kfake.SeedTopics(1, topic, "other"))
+	prod := testkit.Client(t, fake)
 	s := OffsetSync{Topic: "orders", Partition: 0, Upstream: 3, Downstream: 4}
-	produce(t, prod, topic, [2][]byte{s.Key(), s.Value()})
+	testkit.Produce(t, prod, topic, 0, &kgo.Record{Key: s.Key(), Value: s.Value()})
 	grp, err := kgo.NewClient(kgo.SeedBrokers(fake.ListenAddrs()...), kgo.ConsumerGroup("g"), kgo.ConsumeTopics("other"))
 	if err != nil {
 		t.Fatal(err)
@@ -141,11 +113,7 @@ func TestReadPartition0WithGroupConsumer(t *testing.T) {
 func TestReadPartition0SkipsAborted(t *testing.T) {
 	t.Parallel()
 	topic := "read-aborted.checkpoints.internal"
-	fake, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(fake.Close)
+	fake := testkit.StartCluster(t, kfake.SeedTopics(1, topic))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	txn, err := kgo.NewClient(kgo.SeedBrokers(fake.ListenAddrs()...), kgo.TransactionalID("read-aborted"), kgo.DefaultProduceTopic(topic))

@@ -12,21 +12,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmigrate/kmigrate/internal/testkit"
 )
 
 func cluster3(t *testing.T) *kgo.Client {
-	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
+	return testkit.Client(t, testkit.StartCluster(t, kfake.NumBrokers(3)))
 }
 
 // TestSets: the answer is given once every broker agrees; a broker that never does is named at
