@@ -21,6 +21,7 @@ import (
 
 	"github.com/kmigrate/kmigrate/integration/cluster"
 	"github.com/kmigrate/kmigrate/internal/agree"
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/report"
 )
@@ -280,15 +281,7 @@ func bedWaitFor(ctx context.Context, t testing.TB, interval time.Duration, what 
 // temporary directory and returns it.
 func bedBuild(t testing.TB, tools ...string) string {
 	t.Helper()
-	dir := t.TempDir()
-	args := []string{"build", "-o", dir + "/"}
-	for _, tool := range tools {
-		args = append(args, "../cmd/"+tool)
-	}
-	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", strings.Join(tools, " "), err, out)
-	}
-	return dir
+	return testkit.Commands(t, tools...)
 }
 
 // bedRun runs bin with args (3 minutes at most), its output going to stdout and stderr, and

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/kmigrate/kmigrate/integration/cluster"
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/reconcile"
 )
@@ -200,19 +201,13 @@ func rgCommits(rng *rand.Rand, run string, from, to, partitions, perPart int) []
 	return out
 }
 
-// mm2Translate is MM2 3.7.1's checkpoint translation (OffsetSyncStore.translateDownstream) for
-// a mirror that never rewound: from the newest sync (u, d) with u <= g, d when u = g, else
-// d + 1; -1 when there is none.
-func mm2Translate(syncs []mm2.OffsetSync, g int64) int64 {
-	d := int64(-1)
-	for _, s := range syncs {
-		if s.Upstream == g {
-			d = s.Downstream
-		} else if s.Upstream < g {
-			d = s.Downstream + 1
-		}
+// syncsOf are the offsets of syncs, for testkit's model of MM2's translation.
+func syncsOf(syncs []mm2.OffsetSync) []testkit.Sync {
+	out := make([]testkit.Sync, len(syncs))
+	for i, s := range syncs {
+		out[i] = testkit.Sync{Upstream: s.Upstream, Downstream: s.Downstream}
 	}
-	return d
+	return out
 }
 
 // rgSeed commits the groups on the source (kadm, no members), writes their checkpoints to the
@@ -229,8 +224,9 @@ func rgSeed(ctx context.Context, t *testing.T, src, dst cluster.Cluster, flow *m
 		so, do := kadm.Offsets{}, kadm.Offsets{}
 		for p, g := range c.offs {
 			so.Add(kadm.Offset{Topic: topic, Partition: int32(p), At: g, LeaderEpoch: -1})
-			d := mm2Translate(idx.Syncs(topic, int32(p)), g)
-			if d < 0 {
+			// MM2 3.7.1's translation for a mirror that never rewound: the newest sync.
+			d, ok := testkit.MM2TranslateNewest(syncsOf(idx.Syncs(topic, int32(p))), g)
+			if !ok {
 				continue // MM2 writes no checkpoint it cannot translate
 			}
 			cp := mm2.Checkpoint{Group: c.group, Topic: flow.TargetTopic(topic), Partition: int32(p), Upstream: g, Downstream: d}
