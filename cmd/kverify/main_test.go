@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -19,18 +18,11 @@ import (
 	"github.com/kmigrate/kmigrate/verify"
 )
 
-func rec(i int) *kgo.Record {
-	return &kgo.Record{Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(fmt.Sprintf("v%d", i)),
-		Headers: []kgo.RecordHeader{{Key: "h", Value: []byte("x")}}, Timestamp: time.UnixMilli(1_700_000_000_000 + int64(i))}
-}
-
-func recs(from, to int) []*kgo.Record {
-	var out []*kgo.Record
-	for i := from; i <= to; i++ {
-		out = append(out, rec(i))
-	}
-	return out
-}
+// rec and recs are testkit's synthetic partition.
+var (
+	rec  = testkit.Record
+	recs = testkit.Records
+)
 
 // run runs kverify with args and returns its exit code, stdout and stderr.
 func run(t *testing.T, args ...string) (int, string, string) {
