@@ -1,5 +1,6 @@
 // Package integration holds kmigrate's end-to-end tests on real brokers: Kafka 2.3.0 on
-// ZooKeeper, 3.7.1 on KRaft and MirrorMaker 2 3.7.1, started by the cluster sub-package.
+// ZooKeeper, 3.7.1 and 4.3.1 on KRaft and MirrorMaker 2 3.7.1, started by the cluster
+// sub-package. docs/testing.md says what each suite proves.
 //
 // Run them with
 //
@@ -49,38 +50,22 @@
 // # Faults during mirroring
 //
 // prod_faults_test.go is the fault suite on 3+3 brokers (TestProdFaults, opt-in
-// KMIGRATE_PROD_FAULTS=1, make it-prod; .ci/run runs kmirror's lane): 2.3.0 -> 3.7.1 with
-// three brokers each, started with cluster.Spec.Proxied so that every connection of the
-// mirror goes through a loopback fault proxy (internal/netfault) while the brokers replicate
-// directly. The steady producer and every check use the direct listeners (pfDirect), so a
+// KMIGRATE_PROD_FAULTS=1, make it-prod; docs/faults.md has the method and the figures): every
+// connection of the mirrors goes through a loopback fault proxy (cluster.Spec.Proxied,
+// internal/netfault) while producers and checks use the direct listeners (pfDirect), so a
 // fault only ever cuts the mirrors off. kmirror, MM2 and MM2 with exactly-once run side by
-// side, a lane each (pfLane: topic, producer, tail, source alias), so every fault hits all
-// three. Lag is measured by a read_committed tail of the target that keeps the highest
-// sequence number seen per partition (the producer writes "<partition>-<seq>-..." values):
-// lag 0 after a fault is when the target has every record the source had acknowledged when
-// the fault ended. Each fault's records are diffed by kverify's library (verify.Diff over the
-// source offsets produced since the previous fault), and the whole topic at the end; an idle
-// source group committed at each window's end is planned on the target (reconcile.Plan).
-// TestProdFaultsHarness runs the same machinery on kfake, without JVMs.
+// side, a lane each (pfLane). Each fault's records are diffed by verify.Diff and an idle
+// group is planned by reconcile.Plan. TestProdFaultsHarness runs the machinery on kfake.
 //
-// unreplicated_tail_test.go covers the unreplicated tail (TestUnreplicatedTail,
-// mirror/doc.go's Limits): a 3-broker 3.7.1 target whose partition-0 followers are frozen
-// (cluster.Pauser) until the leader holds records kmirror wrote after they froze, above its
-// high watermark; kmirror is killed -9 there, the leader killed -9 too or kept, and the whole
-// topic diffed once kmirror has resumed, with transactions and with fencing none.
+// unreplicated_tail_test.go is mirror/doc.go's unreplicated tail (TestUnreplicatedTail): a
+// 3-broker 3.7.1 target whose partition-0 followers are frozen (cluster.Pauser) while the
+// leader takes kmirror's records, kmirror killed -9 there, the leader killed too or kept.
 //
 // # Benchmarks
 //
 // They run only with KMIGRATE_BENCH=1 (scripts/bench.sh, make bench, make bench-quick) and
-// report ratios against a peer in the same run; they assert nothing about speed.
-// mirror_bench_prod_test.go is the production-shape benchmark (TestMirrorBenchProd: a bare
-// franz-go loop, kmirror, MM2 defaults and tuned on the same source topic, each contender's
-// own CPU from /proc/PID/stat and peak RSS from internal/peakrss; a contender counts as done
-// when the target's last stable offsets reach the record count, and as stalled after two
-// minutes without progress). mirror_bench_latency_test.go is the latency benchmark
-// (TestMirrorLatency: a fixed rate derived from the bare loop measured first, send time in
-// an x-source-timestamp header, arrival measured by a consumer on the target, and per record
-// the source's acknowledgement, so that the mirror's share can be told from the source's).
-// TestMirrorBench (mirror_test.go) is the smaller 200-byte benchmark with and without the
-// fence.
+// report ratios against a peer in the same run; they assert nothing about speed:
+// TestMirrorBenchProd (production shape), TestMirrorLatency, TestMirrorBench (200-byte
+// records, with and without the fence), the growth and start-up tests. Each contender's own
+// CPU and peak RSS are measured (internal/peakrss). Method and figures: docs/benchmarks.md.
 package integration

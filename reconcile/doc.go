@@ -33,26 +33,19 @@
 //     offsets to a Backup first, re-reads to confirm, and is idempotent. It refuses a client
 //     that is not the plan's target cluster. The backup (version 2, backup.go) records both
 //     cluster IDs and, per partition, the previous offset and the one Apply commits; it is
-//     written whole or not at all (internal/atomicfile: a temporary file in the same
-//     directory, mode 0600, fsynced, linked into place, never over an existing file, and the
-//     directory fsynced), before any commit. After
-//     the commit Apply re-reads: each partition says whether it was committed (Applied) or not
-//     (ApplyError); a group with any failure gets an Err naming the partitions committed and
-//     not, and the returned error (kreconcile exits 2). A broker refusing the admin commit
-//     because a member joined after the check (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
-//     REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID) is named as such.
+//     written whole (internal/atomicfile: fsynced, never over an existing file) before any
+//     commit. After the commit each partition says whether it was committed (Applied) or not
+//     (ApplyError); a group with any failure gets an Err naming both, and the returned error
+//     (kreconcile exits 2). A commit the broker refuses because a member joined after the
+//     check (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID)
+//     is named as such.
 //   - Rollback (rollback.go) restores a backup exactly (offsets that did not exist are
-//     deleted), with these refusals, nothing written for what is refused: an invalid backup
-//     (unknown version, bytes after the JSON, empty group or topic, negative partition or
-//     offset other than "none", a partition twice, no cluster IDs or committed offsets in
-//     version 2); a cluster whose ID is not the backup's target (the source or any other; no
-//     result, kreconcile exits 2); a version 1 backup of an earlier kreconcile, which
-//     records no cluster, unless RollbackConfig.LegacyClusterID is the connected cluster's ID
-//     (kreconcile rollback --legacy-cluster-id; the error prints the ID); groups with members;
-//     and partitions whose target commit is no longer the one Apply wrote (the group consumed
-//     since; with a version 1 backup, any partition not at the backup's offset), listed as
-//     Conflicts unless RollbackConfig.Force (kreconcile exits 1). Partitions already at the
-//     backup's offset are left as they are.
+//     deleted). It refuses, writing nothing for what it refuses: an invalid backup; a cluster
+//     whose ID is not the backup's target (kreconcile exits 2); a version 1 backup, which
+//     records no cluster, unless RollbackConfig.LegacyClusterID is the connected cluster's;
+//     groups with members; and partitions whose target commit is no longer the one Apply
+//     wrote (the group consumed since), listed as Conflicts unless RollbackConfig.Force
+//     (kreconcile exits 1). Partitions already at the backup's offset are left as they are.
 //   - Follow (follow.go, kreconcile groups --follow) plans every interval and applies E(G) to
 //     one group at a time, as each becomes Empty on the source with nothing pending, never to a
 //     group with members on the target; its one backup file is rewritten whole after each
@@ -69,15 +62,11 @@
 //     one by one after the controller. Brokers that still differ at the bound stop the command,
 //     named: before the writes with nothing written, after them with the backup complete.
 //
-// Reading committed offsets (fetch.go). Plan, Apply and Rollback read the groups' commits
-// through one helper, fetchOffsets: at most 256 groups in flight at once, in calls of 32, so
-// that a broker before Kafka 3.0, which takes one group per OffsetFetch and answers the
-// requests of a connection one after the other, never has thousands queued on the
-// coordinator's connection (10,000 at once killed it on a 2.3.0 source). Groups failing with a
-// retriable error (a dead or timed-out connection, a coordinator loading or moving) are tried
-// up to 4 times with a doubling backoff within the context's time. Every group asked for gets
-// an answer, its offsets or its last error: kadm's FetchManyOffsets leaves out the groups whose
-// single-group request failed, and a group left out is never read as a group without commits.
+// Reading committed offsets (fetch.go): Plan, Apply and Rollback read the groups' commits
+// through fetchOffsets, at most 256 groups in flight in calls of 32 (a broker before Kafka
+// 3.0 takes one group per OffsetFetch and answers a connection's requests in turn), retrying
+// retriable errors up to 4 times within the context's time. Every group asked for gets its
+// offsets or its last error: a group left out is never read as a group without commits.
 //
 // Counting. RedeliveredIfUnchanged is the number of target records in [target commit, E):
 // records a consumer switched now would read although the group consumed them on the source.
@@ -86,7 +75,6 @@
 // commit only when the target holds no markers or extras in between. SkippedIfUnchanged is
 // the same count over [E, target commit).
 //
-// Testing. The unit tests run two kfake clusters, a test mirror that copies records with
-// replays and gaps, MM2-format checkpoints and offset syncs written as MM2 3.7.1 translates
-// them; integration/reconcile_test.go runs the same checks on real brokers with MirrorMaker 2.
+// Tests: two kfake clusters with a test mirror (replays, gaps, MM2-format checkpoints and
+// offset syncs); integration/reconcile_test.go on real brokers with MirrorMaker 2.
 package reconcile

@@ -24,54 +24,45 @@
 // # Reading
 //
 // Both sides are read with package logread (exact positions, so a range ending in markers or
-// a compacted gap is known to be done). Each side fetches on one goroutine and fingerprints one
-// batch at a time on another, a few batches ahead of the aligner: a few MiB per partition plus
-// the windows. The end offsets are resolved at the start; a log that ends before them is an
-// error. Isolation: read_committed by default on both sides (aborted records skipped, markers
-// are gaps, the end is the last stable offset); Config.ReadUncommitted reads to the high
-// watermark including aborted records.
+// a compacted gap is known to be done), fetching and fingerprinting a few batches ahead of the
+// aligner: memory is a few MiB per partition plus the windows. The end offsets are resolved
+// at the start; a log that ends before them is an error. Isolation: read_committed by default
+// (the end is the last stable offset); Config.ReadUncommitted reads to the high watermark.
 //
-// Where the target is read from: with From earliest on a source whose log starts at 0, the
-// whole target partition (leading target records are extra). Otherwise the target start is a
-// lower bound: the newest MM2 offset sync at or below the source start
-// (Config.OffsetSyncsTopic) and the first target offset whose timestamp is at or after the first
-// source record's, less a margin of 100 records; target records before the first copy are
-// skipped (align.PartitionResult.TargetSkipped). With To latest the target is read to its end
-// (trailing records are extra); with a bounded To the comparison ends at the first target
-// record after the copy of the last source record that repeats nothing.
+// Where the target is read from: from earliest on a source log starting at 0, the whole
+// target partition (leading target records are extra). Otherwise from a lower bound (the
+// newest MM2 offset sync at or below the source start, and the first target record not older
+// than the first source record, less 100 records); target records before the first copy are
+// skipped (PartitionResult.TargetSkipped). To latest reads the target to its end; a bounded
+// To ends after the copy of the last source record that repeats nothing.
 //
 // # Explicit ranges, drill and evidence
 //
-// DiffRanges aligns given offset ranges of both sides, strictly on both ends, and merges the
-// ranges of a partition into one PartitionResult. Drill (`kverify compare --drill`) checks
-// both clusters' IDs against two digests and runs DiffRanges over the regions they differ in
-// (package digest); a region it cannot read is an error. Evidence (`kverify diff
-// --evidence`) reads the compared range of every compared partition of a Result again on both
-// clusters and returns its digest.Evidence; a range whose record count is not the one compared
-// (the log changed since) is an error.
+// DiffRanges aligns given offset ranges of both sides, strictly on both ends, one
+// PartitionResult per partition. Drill (`kverify compare --drill`) checks both clusters' IDs
+// against two digests and runs DiffRanges over the regions they differ in. Evidence (`kverify
+// diff --evidence`) reads each compared range of a Result again on both clusters and returns
+// its digest.Evidence; a region or range it cannot read, or whose count changed, is an error.
 //
 // # Preflight
 //
-// Preflight (`kverify topics`, preflight.go and preflight_rules.go) compares the metadata of
-// every topic a flow mirrors before the producers move and returns a PreflightResult: per
-// topic a status (ok, differs, risk, missing) and findings, plus the brokers of both clusters
-// and cluster-level findings. preflight_rules.go states each rule. It only reads; no topic
-// selected is ErrNoTopics, never "all ok".
+// Preflight (`kverify topics`) compares the metadata of every topic a flow mirrors and returns
+// a PreflightResult: per topic a status (ok, differs, risk, missing) and findings, plus the
+// brokers and cluster-level findings; preflight_rules.go states each rule. It only reads; no
+// topic selected is ErrNoTopics, never "all ok".
 //
 // # Resuming from a state
 //
 // DiffState is Diff resumed from a State (`kverify diff --state`): per partition the verified
-// end on both sides, the log starts, the counts so far, and the offsets and fingerprints of
-// the last 8 records below each end. Before it compares a partition it re-checks the
-// boundary: the topic ID, the log end (not below the verified end), the log start (not before
-// where it was, not past the boundary records) and the boundary records themselves. A boundary
-// that no longer holds is a finding in Result.Problems; that partition is not compared and
-// keeps its state. A resumed partition is read strictly from its verified ends; one with
-// nothing new is compared, never "nothing to compare". Earlier findings are problems of every
-// later run. The verified end stops after the last source record the target has a copy of:
-// later source records are missing in this run (with StateOptions.Follow, the lag) and read
-// again by the next. A replay of records from before the boundary is extra, not duplicated.
-// The offset map of a resumed run covers its own range only.
+// ends, the log starts, the counts so far and the fingerprints of the last 8 records below
+// each end. It first re-checks the boundary (topic ID, log end not below the verified end,
+// log start not before where it was nor past the boundary records, the boundary records
+// themselves); one that no longer holds is a finding in Result.Problems, and that partition
+// is not compared and keeps its state. Earlier findings are problems of every later run. The
+// verified end stops after the last source record the target has a copy of: later ones are
+// missing in this run (with StateOptions.Follow, the lag) and read again by the next. A replay
+// of records from before the boundary is extra, not duplicated. The offset map of a resumed
+// run covers its own range only.
 //
 // # Several topics, shards and their merge
 //
@@ -84,10 +75,7 @@
 // of a topic (topicProblems, listOffsets, runPool, Result.verdict). docs/verify-topics.md
 // describes the selection, the verdict, the shards and the JSON form.
 //
-// # Testing
-//
-// `go test ./verify` runs Diff against two kfake clusters (the aligner's tables and fuzz tests
-// are in package align); cmd/kverify's tests run Drill and Evidence through the commands. Real brokers are exercised in
-// integration/verify_test.go, preflight_test.go and verify_state_test.go; the throughput
-// benchmark is scripts/bench-verify.sh, the link benchmark BenchmarkLinkBytes.
+// Tests: `go test ./verify` on two kfake clusters; real brokers in integration/verify_test.go,
+// preflight_test.go and verify_state_test.go. Benchmarks: scripts/bench-verify.sh and
+// BenchmarkLinkBytes (docs/benchmarks.md).
 package verify

@@ -16,20 +16,14 @@
 //     into $KMIGRATE_CACHE (default ~/.cache/kmigrate; fetched on first use, offline after).
 //     2.3.0 runs on one ZooKeeper 3.5.9 node, 3.7.1 and 4.3.1 on KRaft with every node both
 //     broker and controller (a static quorum: controller.quorum.voters, storage formatted with
-//     one cluster id). 4.3.1 logs through log4j2, the others through log4j 1; every JVM is
-//     given both configurations. 4.3.1 is the newest Kafka 4 whose MirrorMaker 2
-//     (connect-mirror) resolves from Maven Central here. Java 17 is pinned ($JAVA_HOME must be 17 when set, else
-//     /usr/lib/jvm/java-17-openjdk-amd64, else java on PATH); other versions are refused.
+//     one cluster id). 4.3.1 logs through log4j2, the others through log4j 1. Java 17 is
+//     pinned ($JAVA_HOME, else /usr/lib/jvm/java-17-openjdk-amd64, else java on PATH).
 //     [Pauser] freezes a broker (SIGSTOP to its process group) and thaws it (SIGCONT).
 //   - testcontainers: the same clusters as containers on one Docker network, each broker's
 //     client port published on 127.0.0.1 (the only way the tests reach them). The images are
-//     the ones scripts/images.sh builds on the machine with no registry (kmigrate-local/...:
-//     a Java 17 Debian base made from the machine's own package sources, the cached Kafka
-//     jars copied in); KMIGRATE_IMAGE_ZOOKEEPER, KMIGRATE_IMAGE_KAFKA_2_3_0,
-//     KMIGRATE_IMAGE_KAFKA_3_7_1 and KMIGRATE_IMAGE_KAFKA_4_3_1 name others, e.g. the public
-//     confluentinc/cp-zookeeper and cp-kafka 5.3.0 (Kafka 2.3.0), apache/kafka:3.7.1 and
-//     apache/kafka:4.3.1, which read the same environment.
-//     Nothing is ever pulled: a missing image is an [UnavailableError] that says how to build
+//     the ones scripts/images.sh builds with no registry (kmigrate-local/...);
+//     KMIGRATE_IMAGE_ZOOKEEPER, KMIGRATE_IMAGE_KAFKA_2_3_0, _3_7_1 and _4_3_1 name others,
+//     e.g. confluentinc/cp-kafka 5.3.0 or apache/kafka:3.7.1. Nothing is ever pulled: a missing image is an [UnavailableError] that says how to build
 //     it, as is a machine without an engine (within a second or two). MirrorMaker 2 runs in
 //     KMIGRATE_IMAGE_MM2 on the host network under this provider (KMIGRATE_MM2_PROVIDER=jvm
 //     keeps it a JVM). testcontainers' reaper (Ryuk, itself pulled from a registry) is off:
@@ -37,39 +31,28 @@
 //     removes those whose starter has ended. KillBroker sends SIGKILL; [Faulter] adds pause
 //     and network disconnection.
 //
-// Broker settings of the jvm provider (Spec.Config overrides any): listeners on 127.0.0.1 at
-// free ports (drawn below the ephemeral range), node ids index+1, num.partitions=1,
-// auto.create.topics.enable=true (Kafka's default, as on the clusters users migrate; tests
-// create their topics explicitly all the same), default and internal-topic replication
-// factors min(brokers, 3), offsets and transaction topics with 10 partitions instead of 50
-// (a quicker first coordinator lookup), group.initial.rebalance.delay.ms=0, heaps of 128 MiB
-// (ZooKeeper) to 512 MiB (MirrorMaker), serial GC.
+// Broker settings of the jvm provider (Spec.Config overrides any): 127.0.0.1 at free ports,
+// node ids index+1, num.partitions=1, auto.create.topics.enable=true (Kafka's default),
+// replication factors min(brokers, 3), offsets and transaction topics with 10 partitions,
+// group.initial.rebalance.delay.ms=0, heaps of 128 MiB to 512 MiB, serial GC.
 //
 // Secure bed (Spec.Secure, jvm provider only; [Secured], [SecurityOf]): 2.3.0 listens
-// SASL_PLAINTEXT with SCRAM-SHA-256, its admin's credentials written into ZooKeeper with
-// kafka.admin.ConfigCommand before any broker starts (2.3.0 has no AlterUserScramCredentials);
-// 3.7.1 and 4.3.1 listen SASL_SSL with SCRAM-SHA-512, the admin's credentials in the first
-// metadata records (StorageTool format --add-scram), certificates from a CA generated in Go
-// for 127.0.0.1 and localhost (PKCS12 keystores, the CA as a PEM truststore) so that host
-// name verification passes. Brokers talk to each other as the admin over the same listener; the
-// KRaft controller listener is SASL_PLAINTEXT with PLAIN (controllers cannot check SCRAM) on
-// the loopback, also as the admin. The authorizer is on (SimpleAclAuthorizer on ZooKeeper,
-// StandardAuthorizer on KRaft) with the admin as the only super user and
-// allow.everyone.if.no.acl.found=false. AddUser creates users (ConfigCommand on 2.3.0,
-// AlterUserScramCredentials on KRaft) and waits until they log in; [Security.Opts],
-// [Security.ClientProperties] and [MM2Properties] connect clients, Kafka's CLI tools and
-// MirrorMaker 2. ZooKeeper has no authentication. From three brokers on every cluster has
-// min.insync.replicas=2 and unclean.leader.election.enable=false.
+// SASL_PLAINTEXT with SCRAM-SHA-256 (the admin's credentials written into ZooKeeper before
+// any broker starts); 3.7.1 and 4.3.1 listen SASL_SSL with SCRAM-SHA-512 (the credentials in
+// the first metadata records), with certificates from a CA generated in Go for 127.0.0.1 and
+// localhost, so that host name verification passes. The KRaft controller listener is
+// SASL_PLAINTEXT with PLAIN on the loopback. The authorizer is on with the admin as the only
+// super user and allow.everyone.if.no.acl.found=false. AddUser creates users and waits until
+// they log in; [Security.Opts], [Security.ClientProperties] and [MM2Properties] connect
+// clients, Kafka's CLI tools and MirrorMaker 2. ZooKeeper has no authentication. From three
+// brokers on every cluster has min.insync.replicas=2 and unclean.leader.election.enable=false.
 //
 // Proxied bed (Spec.Proxied, jvm provider, plaintext; [Proxied], [ProxiesOf]): every broker
-// gets a loopback fault proxy (internal/netfault) in front of a CLIENT listener that it
-// advertises at the proxy's port, and an INTERNAL listener, direct, for replication (and, on
-// KRaft, the CONTROLLER listener as before). Bootstrap lists the proxies, so the tools under
-// test and every address they learn from metadata go through them; Direct lists the INTERNAL
-// listeners, which advertise themselves: a producer or a check bootstrapped there never meets
-// a fault. Blackholing a cluster's proxies cuts its clients off while the brokers keep
-// replicating among themselves. Readiness (Start, RestartBroker) is probed through the
-// proxies, the clients' path.
+// gets a loopback fault proxy (internal/netfault) in front of a CLIENT listener advertised at
+// the proxy's port, and a direct INTERNAL listener for replication. Bootstrap lists the
+// proxies, so the tools under test and every address they learn go through them; Direct
+// lists the INTERNAL listeners, where a producer or a check never meets a fault. Readiness is
+// probed through the proxies.
 //
 // Guarantees:
 //   - Start returns only when a Kafka metadata request lists every broker and each answers
@@ -90,9 +73,7 @@
 // directory (zookeeper/zookeeper.log, broker-<i>/broker.log, mm2.log). Under StartT that is
 // t.TempDir, or a kept sub-directory of $KMIGRATE_LOGDIR when set.
 //
-// Testing the package itself: go test ./integration/cluster/ (2 to 3 minutes on an idle
-// 2-core machine: both versions with one broker; three brokers of each version with one
-// killed -9, restarted, and one stopped; MirrorMaker 2 killed and restarted; a broker dying at
-// start; the pid registry; the Docker probe; the Kafka 4.3.1 bed, one plain broker and three
-// secure ones with ACLs, and cluster.sh up --secure 2.3.0 4.3.1: about 45 s more).
+// Tests: go test ./integration/cluster/ (2 to 3 minutes on 2 cores): every version, three
+// brokers with kill -9, restart and stop, MirrorMaker 2 killed and restarted, the pid
+// registry, the Docker probe, the Kafka 4.3.1 bed plain and secure.
 package cluster
