@@ -9,7 +9,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/internal/offsetcommit"
 	"github.com/kmigrate/kmigrate/internal/testkit"
@@ -17,16 +16,8 @@ import (
 
 func setup(t *testing.T) (*kfake.Cluster, *kadm.Client, kadm.Offsets) {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(2, "orders"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
+	c := testkit.StartCluster(t, kfake.NumBrokers(3), kfake.SeedTopics(2, "orders"))
+	cl := testkit.Client(t, c)
 	offs := kadm.Offsets{}
 	offs.Add(kadm.Offset{Topic: "orders", Partition: 0, At: 7, LeaderEpoch: -1, Metadata: "m0"})
 	offs.Add(kadm.Offset{Topic: "orders", Partition: 1, At: 9, LeaderEpoch: -1})
