@@ -62,7 +62,8 @@
 // verified end stops after the last source record the target has a copy of: later ones are
 // missing in this run (with StateOptions.Follow, the lag) and read again by the next. A replay
 // of records from before the boundary is extra, not duplicated. The offset map of a resumed
-// run covers its own range only.
+// run covers its own range only. FollowMetrics shows each round's state as Prometheus
+// metrics (`kverify diff --follow --metrics-addr`).
 //
 // # Several topics, shards and their merge
 //

@@ -8,15 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
@@ -118,14 +110,14 @@ func follow(c *cli.Context, st *verify.State, outs []output, format report.Forma
 			stateOut = append(stateOut, o)
 		}
 	}
-	m := newMetrics()
-	m.set(st, nil)
+	m := verify.NewFollowMetrics()
+	m.Set(st, nil)
 	if addr := c.String("metrics-addr"); addr != "" {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return clikit.Failf("--metrics-addr %s: %w", addr, err)
 		}
-		srv := &http.Server{Handler: m.handler(), ReadHeaderTimeout: 5 * time.Second}
+		srv := &http.Server{Handler: m.Handler(), ReadHeaderTimeout: 5 * time.Second}
 		go srv.Serve(ln)
 		defer srv.Close()
 	}
@@ -140,10 +132,10 @@ func follow(c *cli.Context, st *verify.State, outs []output, format report.Forma
 			return err
 		}
 		last, st = run, run.State
-		m.set(st, run)
+		m.Set(st, run)
 		if !c.Bool("quiet") {
 			fmt.Fprintf(c.App.ErrWriter, "kverify: round %d: %d records matched, lag %d, problems %d\n",
-				n, run.Result.Summary.Matched, st.Lag(), m.problems())
+				n, run.Result.Summary.Matched, st.Lag(), m.Problems())
 		}
 		select {
 		case <-c.Context.Done():
@@ -163,63 +155,4 @@ func follow(c *cli.Context, st *verify.State, outs []output, format report.Forma
 		fmt.Fprintf(c.App.ErrWriter, "kverify: stopped; the verdict so far covers source offsets up to the verified ends (lag %d not verified)\n", last.State.Lag())
 	}
 	return finish(c, outs, format, last, title)
-}
-
-// metrics are the Prometheus metrics of --follow (client_golang, a registry of kverify's own,
-// with the Go runtime and process collectors): per partition the verified source offset, and,
-// once a round has a state, the lag and the problems found.
-type metrics struct {
-	reg      *prometheus.Registry
-	verified *prometheus.GaugeVec
-	lag      prometheus.Gauge
-	found    prometheus.Gauge
-	ready    sync.Once
-	count    atomic.Int64
-}
-
-func newMetrics() *metrics {
-	m := &metrics{
-		reg: prometheus.NewRegistry(),
-		verified: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kverify_verified_offset",
-			Help: "Source offset up to which (exclusive) the partition is verified."}, []string{"topic", "partition"}),
-		lag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kverify_lag_records",
-			Help: "Source offsets listed by the last round and not verified yet."}),
-		found: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kverify_problems_total",
-			Help: "Records found missing, duplicated, mismatched or extra so far, plus topic and boundary findings."}),
-	}
-	m.reg.MustRegister(m.verified, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return m
-}
-
-func (m *metrics) set(st *verify.State, run *verify.StateRun) {
-	if st == nil {
-		return
-	}
-	m.ready.Do(func() { m.reg.MustRegister(m.lag, m.found) })
-	m.verified.Reset()
-	for _, p := range st.Partitions {
-		m.verified.WithLabelValues(st.SourceTopic, strconv.Itoa(int(p.Partition))).Set(float64(p.SourceEnd))
-	}
-	m.lag.Set(float64(st.Lag()))
-	count := st.Differing()
-	if run != nil {
-		// Topic and boundary problems of this round, not the earlier runs' findings (counted
-		// in Differing already).
-		for _, p := range run.Result.Problems {
-			if !strings.Contains(p, "earlier runs (state ") {
-				count++
-			}
-		}
-	}
-	m.count.Store(count)
-	m.found.Set(float64(count))
-}
-
-func (m *metrics) problems() int64 { return m.count.Load() }
-
-// handler serves the metrics at /metrics, nothing else.
-func (m *metrics) handler() http.Handler {
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
-	return mux
 }
