@@ -140,6 +140,19 @@ type Config struct {
 	Logger *slog.Logger
 }
 
+// UseOffsetSyncs has Diff take the lower bound of the target start from the flow's MM2
+// offset syncs, read from the cluster the flow keeps them on (src or dst), when From is not
+// earliest; with From earliest it does nothing.
+func (c *Config) UseOffsetSyncs(flow *mm2.Flow, src, dst *kgo.Client) {
+	if c.From.Kind == Earliest {
+		return
+	}
+	c.OffsetSyncsTopic, c.OffsetSyncsClient = flow.OffsetSyncsTopic(), src
+	if flow.OffsetSyncsOnTarget() {
+		c.OffsetSyncsClient = dst
+	}
+}
+
 // SetDefaults fills in the defaults documented on each field.
 func (c *Config) SetDefaults() {
 	if c.TargetTopic == "" {

@@ -283,13 +283,8 @@ func runDiff(c *cli.Context) error {
 	if !c.IsSet("target-topic") {
 		cfg.TargetTopic = conn.Flow.TargetTopic(cfg.SourceTopic)
 	}
-	if cfg.From.Kind != verify.Earliest && conn.Config != nil {
-		// MM2's offset syncs say where each source offset landed: a lower bound for the target start.
-		cfg.OffsetSyncsTopic = conn.Flow.OffsetSyncsTopic()
-		cfg.OffsetSyncsClient = src
-		if conn.Flow.OffsetSyncsOnTarget() {
-			cfg.OffsetSyncsClient = dst
-		}
+	if conn.Config != nil {
+		cfg.UseOffsetSyncs(conn.Flow, src, dst)
 	}
 	if c.String("state") != "" {
 		return runState(c, src, dst, cfg, conn.Conn, prev, outs, format)

@@ -139,11 +139,8 @@ func runMulti(c *cli.Context) error {
 	}
 	defer conn.Close()
 	mc.Flow = conn.Flow
-	if mc.Base.From.Kind != verify.Earliest && conn.Config != nil {
-		mc.Base.OffsetSyncsTopic, mc.Base.OffsetSyncsClient = conn.Flow.OffsetSyncsTopic(), conn.Src
-		if conn.Flow.OffsetSyncsOnTarget() {
-			mc.Base.OffsetSyncsClient = conn.Dst
-		}
+	if conn.Config != nil {
+		mc.Base.UseOffsetSyncs(conn.Flow, conn.Src, conn.Dst)
 	}
 	var prog *multiProgress
 	if !c.Bool("quiet") && clikit.IsTerminal(os.Stderr) {
