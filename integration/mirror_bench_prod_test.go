@@ -404,7 +404,7 @@ func bpMM2(ctx context.Context, t *testing.T, src, dst cluster.Cluster, alias, t
 	return bpProc{pid: m.Pid(), alive: func() bool { return m.Pid() != 0 }, stop: func() { m.Close() }}
 }
 
-// bpMM2Tuned is the best-effort tuning of MirrorMaker 2 for throughput (BENCHMARKS.md gives
+// bpMM2Tuned is the best-effort tuning of MirrorMaker 2 for throughput (docs/benchmarks.md gives
 // each value's reason): a task per partition, full producer batches compressed as the source
 // was, larger polls and fetches, with each task's memory bounded so that 24 of them fit the
 // start script's 2 GiB heap (with the 200-byte benchmark's settings, max.poll.records 5000,

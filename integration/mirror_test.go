@@ -1136,7 +1136,7 @@ offset-syncs.topic.location=target
 	// MirrorMaker 2, default and tuned (KMIGRATE_BENCH_SKIP_MM2=1 leaves them out)
 	mms := []struct{ alias, name, extra string }{
 		{"md", "MirrorMaker 2 3.7.1 (defaults)", ""},
-		// Tuned, best effort, each value for a reason (BENCHMARKS.md repeats them):
+		// Tuned, best effort, each value for a reason:
 		//   tasks.max = the partition count: one task per partition, the most parallelism
 		//     MM2 can use (the default, 1, runs every partition through one task);
 		//   linger.ms 20 and batch.size 512 KiB: full producer batches instead of one request

@@ -21,7 +21,7 @@ import (
 
 // Least privilege, on the secure bed (1 broker per cluster: on a 2-core
 // machine the 3+3-broker bed makes this matrix too slow). Each tool runs as its own principal
-// with exactly the ACLs of the README's "Least privilege" table: it works; with each ACL
+// with exactly the ACLs of the "Least privilege" table (docs/security.md): it works; with each ACL
 // removed in turn it exits 2, its error names the resource, its type and the principal, and
 // it writes nothing (target offsets unchanged, no output or backup file).
 
@@ -325,7 +325,7 @@ func TestLeastPrivilege(t *testing.T) {
 }
 
 // TestLeastPrivilegeKmirror is TestLeastPrivilege for kmirror run, in the two rows of the
-// README's table: the mirror alone (fencing by transactions, topic configs synced, no offset
+// "Least privilege" table (docs/security.md): the mirror alone (fencing by transactions, topic configs synced, no offset
 // syncs, no group sync), then with offset syncs on the target and group offset sync with
 // checkpoints. Each runs as its own principal on a flow of its own (its own aliases, topic and
 // group), so that each starts from a target without its topics: kmirror must create them, and

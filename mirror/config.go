@@ -76,7 +76,7 @@ type Config struct {
 	CheckpointsTopic string
 
 	// MapTopic is the compacted topic on the target that holds the exact offset map
-	// (format in doc.go). Default: "kmirror-offsets.<source-alias>.internal".
+	// (format in docs/design.md). Default: "kmirror-offsets.<source-alias>.internal".
 	MapTopic string
 	// GroupID is the consumer group on the source used only to share partitions between
 	// kmirror processes (no offsets are committed). Default: "kmirror-<source>-<target>".

@@ -14,7 +14,7 @@ import (
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
-// The offset map topic's records (documented in doc.go): one record per segment, keyed by
+// The offset map topic's records (documented in docs/design.md): one record per segment, keyed by
 // source topic, partition and the segment's first source offset, so that compaction keeps the
 // newest length of each segment. All fields big-endian; STRING is an int16 length and bytes.
 //

@@ -308,7 +308,7 @@ func (e *Engine) clusterErr(side, alias, what string, err error) error {
 func hint(err error) string {
 	switch {
 	case logread.Denied(err):
-		return " (missing permission: grant the kmirror principal the ACLs of the README's \"Least privilege\" table: Read on the source topics and its group, Create/Write/Read/AlterConfigs on the target topics and its map topic, Write on its transactional ids)"
+		return " (missing permission: grant the kmirror principal the ACLs of the \"Least privilege\" table in docs/security.md: Read on the source topics and its group, Create/Write/Read/AlterConfigs on the target topics and its map topic, Write on its transactional ids)"
 	case errors.Is(err, kerr.InvalidReplicationFactor):
 		return " (the cluster has fewer brokers than the replication factor: set replication.factor / offset-syncs.topic.replication.factor)"
 	case errors.Is(err, context.DeadlineExceeded):

@@ -3,7 +3,7 @@
 # partitions in the same run, on one real Kafka 3.7.1 broker (two topics, "source" and
 # "target", 1M records each by default), and kverify digest against one plain consumer when
 # this kverify has the digest command. Prints the throughput ratios and peak memory (each
-# contender's own VmHWM, sampled by internal/peakrss) as a Markdown section for BENCHMARKS.md.
+# contender's own VmHWM, sampled by internal/peakrss) as a Markdown section for docs/benchmarks.md.
 # With KMIGRATE_BENCH_ALL_TOPICS set it then runs the --all benchmark (TestBenchVerifyAll):
 # kverify diff --all over that many one-partition topics against one topic of as many
 # partitions and against two plain consumers.

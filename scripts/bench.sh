@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench.sh: every benchmark that compares kmigrate with a peer in the same run, on real brokers
 # (JVM processes from the cached jars). Each writes a Markdown table under reports/ that
-# BENCHMARKS.md quotes.
+# docs/benchmarks.md quotes.
 #
 #   scripts/bench.sh                    # all of them at full size (make bench)
 #   scripts/bench.sh --quick            # a small version of each, same code (make bench-quick)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# cutover-walkthrough.sh: the README's "Cutover" section, run against real brokers.
+# cutover-walkthrough.sh: docs/cutover.md, run against real brokers.
 #
 #   flock /tmp/kmigrate-jvm.lock scripts/cutover-walkthrough.sh [OUTDIR]
 #

@@ -220,7 +220,7 @@ func noGroups(conn *clikit.Session, group string) error {
 		sel = "--group " + group
 	}
 	return clikit.Failf("no consumer group on source cluster %s matches the selection (%s): nothing to reconcile. "+
-		"Kafka lists only the groups that the principal (%s) may describe: check its Describe ACL on the Group (README, \"Least privilege\")", conn.Source.Alias, sel, clikit.Principal(conn.Source))
+		"Kafka lists only the groups that the principal (%s) may describe: check its Describe ACL on the Group (docs/security.md, \"Least privilege\")", conn.Source.Alias, sel, clikit.Principal(conn.Source))
 }
 
 func configFromFlags(c *cli.Context) (reconcile.Config, error) {

@@ -90,7 +90,7 @@ func AuthzHint(err error) string {
 			who = "(not connected yet)"
 		}
 		return fmt.Sprintf("authorization failed (%s): the brokers denied an operation on the %s named above to this command's principal (%s); "+
-			"the operations on a %s: %s. Grant what the README's \"Least privilege\" table lists for this command (kafka-acls --add --allow-principal User:... --operation ... %s ...)",
+			"the operations on a %s: %s. Grant what the \"Least privilege\" table of docs/security.md lists for this command (kafka-acls --add --allow-principal User:... --operation ... %s ...)",
 			name, k.resource, who, k.resource, k.ops, k.flag)
 	}
 	return ""
