@@ -16,8 +16,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// MM2Spec describes a MirrorMaker 2 3.7.1 process in dedicated mode.
+// MM2Spec describes a MirrorMaker 2 process in dedicated mode, 3.7.1 unless Version says.
 type MM2Spec struct {
+	// Version is the Kafka release whose MirrorMaker 2 runs: V371 (the default) or V431
+	// (Kafka 4's, from the 4.3.1 jars, which include connect-mirror). The testcontainers
+	// provider runs its image's MirrorMaker and takes only the default.
+	Version string
 	// Properties is the full mm2.properties text, written as is. Against a 2.3.0 cluster set
 	// every internal topic replication factor (replication.factor, checkpoints.topic...,
 	// heartbeats.topic..., offset-syncs.topic..., offset/status/config.storage...): MM2's
@@ -32,7 +36,7 @@ type MM2Spec struct {
 	// JVMFlags are added after the defaults (-Xmx512m, serial GC, C1 only) and win over
 	// them, e.g. {"-XX:TieredStopAtLevel=4", "-Xmx1g"} for a throughput benchmark.
 	JVMFlags []string
-	// Provider is "jvm" (a JVM process on the 3.7.1 jars) or "testcontainers" (the image
+	// Provider is "jvm" (a JVM process on the jars of Version) or "testcontainers" (the image
 	// $KMIGRATE_IMAGE_MM2 names, on the host network). Default: $KMIGRATE_MM2_PROVIDER, else
 	// testcontainers when $KMIGRATE_PROVIDER says so, else jvm.
 	Provider string
@@ -68,7 +72,7 @@ type MM2 struct {
 }
 
 // StartMM2 writes the properties and starts org.apache.kafka.connect.mirror.MirrorMaker on the
-// 3.7.1 classpath. When the properties name the target's bootstrap.servers and an enabled flow
+// classpath of the spec's version (3.7.1 by default). When the properties name the target's bootstrap.servers and an enabled flow
 // into it, it returns once the flow's Connect status topic (mm2-status.<source>.internal)
 // exists on the target, i.e. the worker has joined its cluster; else once the process runs.
 func StartMM2(ctx context.Context, spec MM2Spec) (_ *MM2, err error) {
@@ -77,6 +81,16 @@ func StartMM2(ctx context.Context, spec MM2Spec) (_ *MM2, err error) {
 	}
 	if spec.Name == "" {
 		spec.Name = "mm2-" + spec.Target
+	}
+	switch spec.Version {
+	case "":
+		spec.Version = V371
+	case V371, V431:
+	default:
+		return nil, fmt.Errorf("mm2 %s: version %q: want %s or %s", spec.Name, spec.Version, V371, V431)
+	}
+	if spec.Version != V371 && mm2Provider(spec) == ProviderTestcontainers {
+		return nil, fmt.Errorf("mm2 %s: version %s: the testcontainers provider runs its image's MirrorMaker 2; use the jvm provider", spec.Name, spec.Version)
 	}
 	reapOnce()
 	dir, removeDir, err := clusterDir(Spec{Name: spec.Name, Dir: spec.Dir})
@@ -131,13 +145,13 @@ func StartMM2(ctx context.Context, spec MM2Spec) (_ *MM2, err error) {
 	return m, nil
 }
 
-// startMM2Process runs MirrorMaker as a JVM on the 3.7.1 jars.
+// startMM2Process runs MirrorMaker as a JVM on the jars of the spec's version.
 func (m *MM2) startMM2Process(ctx context.Context) error {
 	bin, err := java()
 	if err != nil {
 		return err
 	}
-	lib, err := libDir(ctx, V371)
+	lib, err := libDir(ctx, m.spec.Version)
 	if err != nil {
 		return err
 	}
