@@ -62,6 +62,8 @@ var connectorKeys = set(
 	// MirrorHeartbeatConfig
 	"heartbeats.topic.replication.factor", "emit.heartbeats.enabled",
 	"emit.heartbeats.interval.seconds",
+	// Read by MirrorMaker 2 4.x only (v4Keys): known, with a note that 3.7.1 ignores them.
+	"emit.offset-syncs.enabled", "heartbeats.replication.enabled", "metric.names.formats",
 	// Connect ConnectorConfig / SourceConnectorConfig
 	"name", "connector.class", "tasks.max", "key.converter", "value.converter",
 	"header.converter", "transforms", "predicates", "config.action.reload",
@@ -69,6 +71,26 @@ var connectorKeys = set(
 	"errors.log.enable", "errors.log.include.messages", "topic.creation.groups",
 	"exactly.once.support", "transaction.boundary", "transaction.boundary.interval.ms",
 	"offsets.storage.topic",
+)
+
+// v4Keys are the connector keys MirrorMaker 2 4.x reads and 3.7.1 does not, with what they do;
+// removedInV4 the keys 3.7.1 reads and 4.x no longer does, with what to write instead. Both
+// are the difference of the ConfigDef constants of connect-mirror 3.7.1 and 4.3.1 (and, for
+// auto.include.jmx.reporter, of kafka-clients' CommonClientConfigs).
+var (
+	v4Keys = map[string]string{
+		"emit.offset-syncs.enabled":      "KIP-1031: false stops the offset syncs, and with them the checkpoints and the group offset sync",
+		"heartbeats.replication.enabled": "KIP-1089: false stops the source connector from replicating the heartbeats topics",
+		"metric.names.formats":           "the names of the connectors' metrics (legacy, new); already deprecated",
+	}
+	removedInV4 = map[string]string{
+		"topics.blacklist":              "topics.exclude",
+		"groups.blacklist":              "groups.exclude",
+		"config.properties.blacklist":   "config.properties.exclude",
+		"use.incremental.alter.configs": "",
+		"add.source.alias.to.metrics":   "",
+		"auto.include.jmx.reporter":     "metric.reporters=org.apache.kafka.common.metrics.JmxReporter",
+	}
 )
 
 // mm2Keys are read by MirrorMakerConfig itself.
@@ -104,7 +126,8 @@ var clusterOnlyKeys = set(
 // clientSubPrefixes are "<alias>.producer.", "<alias>.consumer." and "<alias>.admin.".
 var clientSubPrefixes = []string{"producer.", "consumer.", "admin."}
 
-// IsKnownKey reports whether MM2 3.7.1 reads key when it appears unprefixed at the top level.
+// IsKnownKey reports whether MM2 3.7.1 or 4.x reads key when it appears unprefixed at the top
+// level.
 func IsKnownKey(key string) bool {
 	if clientKeys[key] || connectorKeys[key] || mm2Keys[key] {
 		return true

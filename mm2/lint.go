@@ -34,14 +34,15 @@ type Finding struct {
 	Suggestion string   `json:"suggestion,omitempty"`
 }
 
-// Lint reports what MirrorMaker 2 3.7.1 would silently ignore or misread in an mm2.properties
-// file: unknown or misspelled keys (with suggestions), flow keys naming an undeclared alias or
-// one in the wrong case, inline "# comments" that become part of a value, trailing blanks that
-// turn "true" false, regexes that do not compile or mean something else in Java, missing or -1
-// replication factors, flows without bootstrap servers, and settings MM2 ignores where they
-// are written. The error is only for a file that cannot be read, or is beyond MaxFileSize or
-// MaxLineSize (a *LimitError in a *LineError); a file that does not parse is reported as
-// findings. No finding quotes the value of a secret-bearing key (IsSecretKey).
+// Lint reports what MirrorMaker 2 would silently ignore or misread in an mm2.properties file,
+// as 3.7.1 reads it and, where they differ, 4.x: unknown or misspelled keys (with
+// suggestions), flow keys naming an undeclared alias or one in the wrong case, inline
+// "# comments" that become part of a value, trailing blanks that turn "true" false, regexes
+// that do not compile or mean something else in Java, missing or -1 replication factors, flows
+// without bootstrap servers, settings MM2 ignores where they are written, and keys only one of
+// the two releases reads. The error is only for a file that cannot be read, or is beyond
+// MaxFileSize or MaxLineSize (a *LimitError in a *LineError); a file that does not parse is
+// reported as findings. No finding quotes the value of a secret-bearing key (IsSecretKey).
 func Lint(r io.Reader) ([]Finding, error) {
 	data, err := readBounded(r)
 	if err != nil {
@@ -91,6 +92,7 @@ func Lint(r io.Reader) ([]Finding, error) {
 	lintRegexes(all, stopped, add)
 	lintReplicationFactors(props, cfg, add)
 	lintFlows(cfg, all, add)
+	lintV4(all, cfg, add)
 	return sortFindings(out), nil
 }
 
