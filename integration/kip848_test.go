@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -232,4 +233,75 @@ func k848Offset(p *int64) string {
 		return "none"
 	}
 	return fmt.Sprint(*p)
+}
+
+// TestKIP848Plan4To4 plans a 4.3.1 -> 4.3.1 flow whose source group used the consumer group
+// protocol of KIP-848 and left: kreconcile describes it by its type on the source and answers
+// E(G) exactly. A share group of the source (KIP-932) is listed as not migrated, with why,
+// when the source runs share groups.
+func TestKIP848Plan4To4(t *testing.T) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	src := cluster.StartT(t, cluster.Spec{Version: cluster.V431, Name: "source"})
+	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V431, Name: "target"})
+	topic, group, share := bedUnique("kip848-44"), bedUnique("kip848-44-group"), bedUnique("kip848-44-share")
+	bedCreateTopic(t, src, topic, 1, nil)
+	bedCreateTopic(t, dst, topic, 1, nil)
+	recs := make([]*kgo.Record, k848Records)
+	for i := range recs {
+		recs[i] = &kgo.Record{Key: fmt.Appendf(nil, "k%d", i%5), Value: fmt.Appendf(nil, "%s-%03d", topic, i)}
+	}
+	bedProduce(ctx, t, src, topic, 0, recs)
+	k848CopyInTransactions(ctx, t, dst, topic, recs)
+	rcCommit(t, src, group, topic, 0, k848G, "")
+	member := k848Member(ctx, t, src, group, topic)
+	member.Close()
+
+	// A share group on the source, if the source runs them.
+	sc, err := kgo.NewClient(kgo.SeedBrokers(src.Bootstrap()...), kgo.ShareGroup(share), kgo.ConsumeTopics(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	sharing := false
+	adm := bedAdmin(t, src)
+	for i := 0; i < 20 && !sharing; i++ {
+		pctx, pcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		sc.PollRecords(pctx, 1)
+		pcancel()
+		listed, _ := adm.ListGroups(ctx)
+		sharing = listed[share].GroupType == "share"
+	}
+	t.Logf("share group on the 4.3.1 source: listed %v", sharing)
+
+	bedWaitFor(ctx, t, 200*time.Millisecond, "the source consumer group to be empty", func() string {
+		d, err := adm.DescribeConsumerGroups(ctx, group)
+		if err != nil || d[group].Err != nil || len(d[group].Members) != 0 {
+			return fmt.Sprintf("%+v %v", d[group], err)
+		}
+		return ""
+	})
+	props := bedProperties(src, dst, "source", "target", topic)
+	flow := bedFlow(t, props, "")
+	res, err := reconcile.Plan(ctx, bedClient(t, src.Bootstrap()), bedClient(t, dst.Bootstrap()),
+		reconcile.Config{Flow: flow, Groups: regexp.MustCompile(regexp.QuoteMeta(group) + "|" + regexp.QuoteMeta(share))})
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	g := rcGroup(t, res, group)
+	p := rcPartition(t, res, group, topic)
+	truth := rcTruth(t, bedReadPartition(ctx, t, src, topic, 0, 0), bedReadPartition(ctx, t, dst, topic, 0, 0), k848G)
+	t.Logf("plan: source group %s/%s, G=%d, E(G)=%s (true %d), %s", g.SourceType, g.SourceState, p.SourceCommitted, k848Offset(p.ExactTarget), truth, p.Status)
+	if g.Err != "" || g.SourceType != "consumer" || g.SourceState != "Empty" || p.ExactTarget == nil || *p.ExactTarget != truth {
+		t.Fatalf("plan of the consumer group: %+v, partition %+v, want an Empty consumer group with E(G)=%d", g, p, truth)
+	}
+	if sharing {
+		sg := rcGroup(t, res, share)
+		t.Logf("plan: share group %s: not migrated: %s", share, sg.NotMigrated)
+		if sg.SourceType != "share" || !strings.Contains(sg.NotMigrated, "KIP-932") || len(sg.Partitions) != 0 || sg.Err != "" {
+			t.Fatalf("plan of the share group: %+v, want it listed as not migrated", sg)
+		}
+	}
+	t.Logf("KIP-848 plan on 4.3.1 -> 4.3.1 took %s", time.Since(start).Round(time.Second))
 }

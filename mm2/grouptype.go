@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -46,7 +47,7 @@ func (d DescribedGroup) Absent() bool {
 func NotMigrated(typ string) string {
 	switch typ {
 	case GroupTypeShare:
-		return "share group (KIP-932): its progress is per-record acquisition state kept by the share coordinator, not committed offsets; neither kmigrate nor MirrorMaker 2 migrates it, so start its consumers on the target from the share group's auto.offset.reset (share.auto.offset.reset)"
+		return "share group (KIP-932): its progress is per-record acquisition state kept by the share coordinator, not committed offsets; neither kmigrate nor MirrorMaker 2 migrates it: on the target its consumers start where the group config share.auto.offset.reset puts them"
 	case GroupTypeStreams:
 		return "streams group (KIP-1071, group.protocol=streams): its committed offsets are only part of its state (the tasks' state stores and changelogs are the rest), and it is not migrated; reset or rebuild the application's state on the target"
 	case "", GroupTypeClassic, GroupTypeConsumer:
@@ -126,7 +127,10 @@ func describeClassic(ctx context.Context, adm *kadm.Client, names []string, out 
 	if len(names) == 0 {
 		return nil, nil
 	}
-	desc, err := adm.DescribeGroups(ctx, names...)
+	desc, err := awaitCoordinator(ctx, func() (kadm.DescribedGroups, error) {
+		d, err := adm.DescribeGroups(ctx, names...)
+		return d, errors.Join(err, coordinatorErr(d))
+	})
 	if err != nil && len(desc) == 0 {
 		err = fmt.Errorf("describe groups: %w", err)
 		for _, name := range names {
@@ -160,7 +164,10 @@ func describeConsumer(ctx context.Context, adm *kadm.Client, names []string, out
 	if len(names) == 0 {
 		return nil, nil
 	}
-	desc, err := adm.DescribeConsumerGroups(ctx, names...)
+	desc, err := awaitCoordinator(ctx, func() (kadm.DescribedConsumerGroups, error) {
+		d, err := adm.DescribeConsumerGroups(ctx, names...)
+		return d, errors.Join(err, coordinatorErr(d))
+	})
 	if err != nil && len(desc) == 0 {
 		err = fmt.Errorf("describe consumer groups: %w", err)
 		for _, name := range names {
@@ -184,4 +191,53 @@ func describeConsumer(ctx context.Context, adm *kadm.Client, names []string, out
 		}
 	}
 	return notFound, nil
+}
+
+// coordinatorBound is how long a describe waits for the group coordinator of a cluster that has
+// none yet: a cluster where no group ever committed creates __consumer_offsets at the first
+// FindCoordinator, and answers COORDINATOR_NOT_AVAILABLE until it has (seconds on Kafka 4).
+const coordinatorBound = 30 * time.Second
+
+// awaitCoordinator calls describe again, after a pause that doubles from 100 ms to 1 s, while
+// its error says the group coordinator is not there yet, for coordinatorBound at most; it
+// returns the last answer.
+func awaitCoordinator[T any](ctx context.Context, describe func() (T, error)) (T, error) {
+	deadline := time.Now().Add(coordinatorBound)
+	pause := 100 * time.Millisecond
+	for {
+		v, err := describe()
+		if !waitingForCoordinator(err) || time.Now().Add(pause).After(deadline) {
+			return v, err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return v, err
+		case <-t.C:
+		}
+		pause = min(2*pause, time.Second)
+	}
+}
+
+func waitingForCoordinator(err error) bool {
+	return errors.Is(err, kerr.CoordinatorNotAvailable) || errors.Is(err, kerr.CoordinatorLoadInProgress) || errors.Is(err, kerr.NotCoordinator)
+}
+
+// coordinatorErr is the first per-group error of an answer that says the coordinator is not
+// there yet, nil when none does.
+func coordinatorErr[G kadm.DescribedGroup | kadm.DescribedConsumerGroup](groups map[string]G) error {
+	for _, g := range groups {
+		var err error
+		switch d := any(g).(type) {
+		case kadm.DescribedGroup:
+			err = d.Err
+		case kadm.DescribedConsumerGroup:
+			err = d.Err
+		}
+		if waitingForCoordinator(err) {
+			return err
+		}
+	}
+	return nil
 }
