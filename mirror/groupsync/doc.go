@@ -51,6 +51,8 @@
 // Testing: go test -short ./mirror/groupsync/ runs against two in-process kfake clusters and a
 // Translator built from an offsetmap.PartitionMap (under a second). Without -short,
 // TestRealBrokers also runs a Kafka 2.3.0 source and a 3.7.1 target as JVM processes
-// (integration/cluster; about 12 s; skipped without Java 17 unless KMIGRATE_REQUIRE_REAL=1).
+// (integration/cluster; about 12 s; skipped without Java 17 unless KMIGRATE_REQUIRE_REAL=1),
+// and TestRealBrokersKafka4 a 2.3.0 source and a 4.3.1 target whose groups use the consumer
+// group protocol of KIP-848 (about 13 s).
 // go test -run X -bench IdlePass measures passes over 200 groups.
 package groupsync
