@@ -185,3 +185,38 @@ func TestPlanShareGroupNotMigrated(t *testing.T) {
 		t.Fatalf("Apply: %v (applied %v), want nothing written", err, res.Applied)
 	}
 }
+
+// TestRollbackConsumerGroup: a rollback restores an empty consumer group of the new protocol
+// and refuses one with a member.
+func TestRollbackConsumerGroup(t *testing.T) {
+	a := newApplyEnv(t)
+	group := "kip848-rb-" + a.topic
+	commit(t, a.srcAdm, group, a.topic, 0, 30, "")
+	commit(t, a.dstAdm, group, a.topic, 0, 21, "old")
+	cons, _ := consumer848(t, a.dst, group, a.topic)
+	cons.Close()
+	waitEmpty848(t, a.dstAdm, group)
+	backup := filepath.Join(t.TempDir(), "backup.json")
+	res := a.plan(t, group)
+	if err := Apply(testCtx(t), a.dst, res, ApplyConfig{Backup: backup}); err != nil || !res.Applied {
+		t.Fatalf("Apply: %v (applied %v)", err, res.Applied)
+	}
+
+	member, _ := consumer848(t, a.dst, group, a.topic)
+	rb, err := Rollback(testCtx(t), a.dst, backup, RollbackConfig{})
+	if err == nil || len(rb.Groups) != 1 || !strings.Contains(rb.Groups[0].Refused, "group.protocol=consumer") {
+		t.Fatalf("rollback with a member: %v %+v, want the consumer group refused", err, rb)
+	}
+	if at, _, _ := committed(t, a.dstAdm, group, a.topic, 0); at != 35 {
+		t.Fatalf("target commit after the refused rollback: %d, want 35", at)
+	}
+	member.Close()
+	waitEmpty848(t, a.dstAdm, group)
+	rb, err = Rollback(testCtx(t), a.dst, backup, RollbackConfig{})
+	if err != nil || rb.Groups[0].Restored != 1 {
+		t.Fatalf("rollback: %v %+v, want 1 restored", err, rb)
+	}
+	if at, meta, _ := committed(t, a.dstAdm, group, a.topic, 0); at != 21 || meta != "old" {
+		t.Fatalf("target commit after the rollback: %d %q, want 21 old", at, meta)
+	}
+}
