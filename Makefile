@@ -5,7 +5,7 @@ BIN     ?= bin
 
 comma := ,
 
-.PHONY: help build test test-short seed cluster-up cluster-down it it-prod it-containers images lint bench bench-quick bench-startup demo demo-real nightly fetch-kafka clean validate-deploy
+.PHONY: help build test test-short seed cluster-up cluster-down it it-prod it-containers images lint bench bench-quick bench-startup demo demo-real docs-transcripts nightly fetch-kafka clean validate-deploy
 
 help: ## list the targets
 	@awk 'BEGIN{FS=":.*## "} /^[a-zA-Z_-]+:.*## /{printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -59,6 +59,9 @@ demo: build ## the seed case on in-process clusters (no Java): the 30-vs-38 gap,
 
 demo-real: fetch-kafka ## the same story on real Kafka 2.3.0 -> 3.7.1 with the real MirrorMaker 2 (Java 17, Maven)
 	KMIGRATE_DEMO_REAL=1 KMIGRATE_REQUIRE_REAL=1 $(GO) test -count=1 -v -timeout 15m -run '^TestDemoReal$$' ./integration/
+
+docs-transcripts: build ## regenerate the transcripts of docs/verify.md (kverify on kfake, no Java; scripts/docs-verify)
+	$(GO) run ./scripts/docs-verify -bin $(BIN) -write docs/verify.md
 
 bench: ## benchmarks against peers in the same run, full size (real brokers; see docs/benchmarks.md)
 	scripts/bench.sh
