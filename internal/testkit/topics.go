@@ -52,3 +52,20 @@ func Produce(t testing.TB, cl *kgo.Client, topic string, p int32, recs ...*kgo.R
 	}
 	return offsets
 }
+
+// ProduceTxn writes copies of recs to partition p of topic in one transaction of cl (a client
+// with a transactional ID) and commits it, so that a commit marker follows them; it returns
+// the offsets the records were written at. An error fails the test.
+func ProduceTxn(t testing.TB, cl *kgo.Client, topic string, p int32, recs ...*kgo.Record) []int64 {
+	t.Helper()
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatalf("begin a transaction to %s/%d: %v", topic, p, err)
+	}
+	offsets := Produce(t, cl, topic, p, recs...)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatalf("commit the transaction to %s/%d: %v", topic, p, err)
+	}
+	return offsets
+}
