@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/mirror"
 	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/offsetmap"
@@ -29,52 +30,24 @@ type pair struct {
 	src, dst *kfake.Cluster
 }
 
-func newPair(t *testing.T) pair {
+// newPair starts two one-broker kfake clusters, both with opts.
+func newPair(t *testing.T, opts ...kfake.Opt) pair {
 	t.Helper()
-	src, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(src.Close)
-	dst, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(dst.Close)
-	return pair{src, dst}
+	return pair{testkit.StartCluster(t, opts...), testkit.StartCluster(t, opts...)}
 }
 
 func seeds(c *kfake.Cluster) []kgo.Opt { return []kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)} }
 
-func client(t *testing.T, c *kfake.Cluster, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(append(seeds(c), opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
-}
-
-func createTopic(t *testing.T, c *kfake.Cluster, topic string, partitions int32, configs map[string]*string) {
-	t.Helper()
-	adm := kadm.NewClient(client(t, c))
-	if _, err := adm.CreateTopic(context.Background(), partitions, 1, configs, topic); err != nil {
-		t.Fatalf("create topic %s: %v", topic, err)
-	}
-}
-
 // produce writes n records to every partition of topic, numbered from start, with keys (some
-// null), headers and timestamps.
+// null), headers and timestamps. testkit.Produce writes the records it is given; these tests
+// want every partition filled with records whose keys vary and are sometimes null.
 func produce(t *testing.T, c *kfake.Cluster, topic string, partitions int32, start, n int) {
 	t.Helper()
-	cl := client(t, c, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	var recs []*kgo.Record
+	cl := testkit.Client(t, c)
 	for p := int32(0); p < partitions; p++ {
+		var recs []*kgo.Record
 		for i := start; i < start+n; i++ {
 			r := &kgo.Record{
-				Topic:     topic,
-				Partition: p,
 				Value:     fmt.Appendf(nil, "value-%d-%d", p, i),
 				Timestamp: time.UnixMilli(1_700_000_000_000 + int64(i)),
 				Headers:   []kgo.RecordHeader{{Key: "h", Value: fmt.Appendf(nil, "%d", i)}},
@@ -84,9 +57,7 @@ func produce(t *testing.T, c *kfake.Cluster, topic string, partitions int32, sta
 			}
 			recs = append(recs, r)
 		}
-	}
-	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
-		t.Fatalf("produce to %s: %v", topic, err)
+		testkit.Produce(t, cl, topic, p, recs...)
 	}
 }
 
@@ -96,7 +67,7 @@ func readAll(t *testing.T, c *kfake.Cluster, topic string, partition int32) []*k
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	adm := kadm.NewClient(client(t, c))
+	adm := kadm.NewClient(testkit.Client(t, c))
 	ends, err := adm.ListCommittedOffsets(ctx, topic) // what read_committed can read
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +76,7 @@ func readAll(t *testing.T, c *kfake.Cluster, topic string, partition int32) []*k
 	if end.Offset == 0 {
 		return nil
 	}
-	cl := client(t, c,
+	cl := testkit.Client(t, c,
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {partition: kgo.NewOffset().AtStart()}}),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
 	var out []*kgo.Record
@@ -154,7 +125,7 @@ func waitMirrored(t *testing.T, p pair, topic string, partitions int32) {
 // records are written, committed or not.
 func waitProduced(t *testing.T, p pair, topic string, partitions int32) {
 	t.Helper()
-	srcAdm, dstAdm := kadm.NewClient(client(t, p.src)), kadm.NewClient(client(t, p.dst))
+	srcAdm, dstAdm := kadm.NewClient(testkit.Client(t, p.src)), kadm.NewClient(testkit.Client(t, p.dst))
 	waitFor(t, "records produced to "+topic, func() bool {
 		ctx := context.Background()
 		se, err1 := srcAdm.ListEndOffsets(ctx, topic)
@@ -366,7 +337,7 @@ func TestMirrorDataPath(t *testing.T) {
 	p := newPair(t)
 	const topic, parts = "orders-datapath", 3
 	retention := "3600000"
-	createTopic(t, p.src, topic, parts, map[string]*string{"retention.ms": &retention})
+	testkit.CreateTopic(t, testkit.Client(t, p.src), topic, parts, map[string]*string{"retention.ms": &retention})
 	produce(t, p.src, topic, parts, 0, 200)
 
 	e, stop := start(t, p, testConfig(topic))
@@ -388,7 +359,7 @@ func TestMirrorDataPath(t *testing.T) {
 	}
 
 	// The target topic got the source's partition count and its own configuration override.
-	adm := kadm.NewClient(client(t, p.dst))
+	adm := kadm.NewClient(testkit.Client(t, p.dst))
 	rcs, err := adm.DescribeTopicConfigs(context.Background(), topic)
 	if err != nil {
 		t.Fatal(err)
@@ -445,15 +416,16 @@ func readPersisted(t *testing.T, p pair, mapTopic string) map[string][]offsetmap
 	return out
 }
 
+// waitFor waits up to 30 s for cond with testkit.WaitFor. Its conditions say what is still
+// missing; these tests' conditions are yes-or-no, with nothing more to say.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+	testkit.WaitFor(t, what, 30*time.Second, func() string {
+		if cond() {
+			return ""
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return "not yet"
+	})
 }
 
 // TestMirrorResumeAfterCrash kills an engine after it produced records but before it persisted
@@ -467,7 +439,7 @@ func TestMirrorResumeAfterCrash(t *testing.T) {
 			t.Parallel()
 			p := newPair(t)
 			const topic, parts = "orders-crash", 2
-			createTopic(t, p.src, topic, parts, nil)
+			testkit.CreateTopic(t, testkit.Client(t, p.src), topic, parts, nil)
 			produce(t, p.src, topic, parts, 0, 300)
 
 			cfg := testConfig(topic)
@@ -510,7 +482,7 @@ func TestMirrorScaleOut(t *testing.T) {
 	t.Parallel()
 	p := newPair(t)
 	const topic, parts = "orders-scale", 6
-	createTopic(t, p.src, topic, parts, nil)
+	testkit.CreateTopic(t, testkit.Client(t, p.src), topic, parts, nil)
 	produce(t, p.src, topic, parts, 0, 100)
 
 	e1, stop1 := start(t, p, testConfig(topic))
@@ -552,8 +524,8 @@ func TestMirrorTransactions(t *testing.T) {
 	t.Parallel()
 	p := newPair(t)
 	const topic = "orders-txn"
-	createTopic(t, p.src, topic, 1, nil)
-	cl := client(t, p.src, kgo.TransactionalID("txn-test"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	testkit.CreateTopic(t, testkit.Client(t, p.src), topic, 1, nil)
+	cl := testkit.Client(t, p.src, kgo.TransactionalID("txn-test"))
 	ctx := context.Background()
 	want := 0
 	for batch := 0; batch < 6; batch++ {
@@ -615,12 +587,12 @@ func TestMirrorGroupSyncAndOffsetSyncs(t *testing.T) {
 	t.Parallel()
 	p := newPair(t)
 	const topic, parts, group = "orders-groups", 2, "billing"
-	createTopic(t, p.src, topic, parts, nil)
-	createTopic(t, p.dst, topic, parts, nil)
+	testkit.CreateTopic(t, testkit.Client(t, p.src), topic, parts, nil)
+	testkit.CreateTopic(t, testkit.Client(t, p.dst), topic, parts, nil)
 	produce(t, p.dst, topic, parts, 0, 10) // foreign records already on the target
 	produce(t, p.src, topic, parts, 0, 100)
 	ctx := context.Background()
-	srcAdm := kadm.NewClient(client(t, p.src))
+	srcAdm := kadm.NewClient(testkit.Client(t, p.src))
 	commits := kadm.Offsets{}
 	commits.Add(kadm.Offset{Topic: topic, Partition: 0, At: 40, LeaderEpoch: -1})
 	commits.Add(kadm.Offset{Topic: topic, Partition: 1, At: 100, LeaderEpoch: -1})
@@ -656,7 +628,7 @@ emit.checkpoints.interval.seconds=1
 	})
 	_, stop := start(t, p, cfg)
 
-	dstAdm := kadm.NewClient(client(t, p.dst))
+	dstAdm := kadm.NewClient(testkit.Client(t, p.dst))
 	targetAt := func(want0, want1 int64) func() bool {
 		return func() bool {
 			got, err := dstAdm.FetchOffsets(ctx, group)
@@ -680,7 +652,7 @@ emit.checkpoints.interval.seconds=1
 		t.Errorf("source answered %d ListGroups requests, want 1 (groups listed again before refresh.groups.interval.seconds)", n)
 	}
 
-	syncs, err := mm2.ReadOffsetSyncs(ctx, client(t, p.dst), cfg.OffsetSyncsTopic)
+	syncs, err := mm2.ReadOffsetSyncs(ctx, testkit.Client(t, p.dst), cfg.OffsetSyncsTopic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -707,7 +679,7 @@ func TestMirrorStopsOnProduceError(t *testing.T) {
 	t.Parallel()
 	p := newPair(t)
 	const topic = "orders-refused"
-	createTopic(t, p.src, topic, 1, nil)
+	testkit.CreateTopic(t, testkit.Client(t, p.src), topic, 1, nil)
 	e, err := mirror.New(testConfig(topic), seeds(p.src), seeds(p.dst), testLogger(t))
 	if err != nil {
 		t.Fatal(err)
@@ -746,24 +718,6 @@ func TestMirrorStopsOnProduceError(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer for a logger that several goroutines write to.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestMirrorWarnsWhenTargetStalls makes the target refuse every record with a retriable error
 // (NOT_ENOUGH_REPLICAS, as a target short of in-sync replicas for acks=all does). franz-go
 // retries without end and logs nothing above debug, so the engine must warn that the
@@ -772,8 +726,8 @@ func TestMirrorWarnsWhenTargetStalls(t *testing.T) {
 	t.Parallel()
 	p := newPair(t)
 	const topic = "orders-stalled"
-	createTopic(t, p.src, topic, 1, nil)
-	var logs lockedBuffer
+	testkit.CreateTopic(t, testkit.Client(t, p.src), topic, 1, nil)
+	var logs testkit.SyncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	e, err := mirror.New(testConfig(topic), seeds(p.src), seeds(p.dst), log)
 	if err != nil {
@@ -881,14 +835,14 @@ func TestMirrorBoundsRevokeOnStalledTarget(t *testing.T) {
 	t.Parallel()
 	p := newPair(t)
 	const topic = "orders-revoke-stalled"
-	createTopic(t, p.src, topic, 1, nil)
+	testkit.CreateTopic(t, testkit.Client(t, p.src), topic, 1, nil)
 	cfg := testConfig(topic)
 	cfg.PersistInterval = time.Hour
 	e, done := runBounded(t, p, cfg)
 	waitFor(t, "the engine owns the partition", func() bool { return len(e.Owned()[topic]) == 1 })
 	// The target takes the produce request of the mirrored topic and never answers it. A
 	// request names the topic, or from version 13 its ID.
-	tds, err := kadm.NewClient(client(t, p.dst)).ListTopics(context.Background(), topic)
+	tds, err := kadm.NewClient(testkit.Client(t, p.dst)).ListTopics(context.Background(), topic)
 	if err != nil || tds[topic].Err != nil {
 		t.Fatalf("describe the target topic: %v %v", err, tds[topic].Err)
 	}
@@ -955,7 +909,7 @@ func runBounded(t *testing.T, p pair, cfg mirror.Config) (*mirror.Engine, <-chan
 func runFrozen(t *testing.T, topic string, parts int32, before func(p pair)) <-chan error {
 	t.Helper()
 	p := newPair(t)
-	createTopic(t, p.src, topic, parts, nil)
+	testkit.CreateTopic(t, testkit.Client(t, p.src), topic, parts, nil)
 	_, done := runBounded(t, p, testConfig(topic))
 	produce(t, p.src, topic, parts, 0, 100)
 	waitProduced(t, p, topic, parts)
@@ -974,7 +928,7 @@ func TestMirrorResumesAfterTargetThaws(t *testing.T) {
 	t.Parallel()
 	p := newPair(t)
 	const topic = "orders-thawed"
-	createTopic(t, p.src, topic, 2, nil)
+	testkit.CreateTopic(t, testkit.Client(t, p.src), topic, 2, nil)
 	e, stop := start(t, p, testConfig(topic))
 	produce(t, p.src, topic, 2, 0, 100)
 	waitProduced(t, p, topic, 2)

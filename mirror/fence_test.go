@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/mirror"
 )
 
@@ -34,19 +35,9 @@ func TestMirrorFencesStaleOwner(t *testing.T) {
 	} {
 		t.Run(tc.fencing, func(t *testing.T) {
 			t.Parallel()
-			src, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.GroupMinSessionTimeout(100*time.Millisecond))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(src.Close)
-			dst, err := kfake.NewCluster(kfake.NumBrokers(1))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(dst.Close)
-			p := pair{src, dst}
+			p := pair{testkit.StartCluster(t, kfake.GroupMinSessionTimeout(100*time.Millisecond)), testkit.StartCluster(t)}
 			const topic, parts = "orders-fence", 2
-			createTopic(t, p.src, topic, parts, nil)
+			testkit.CreateTopic(t, testkit.Client(t, p.src), topic, parts, nil)
 			produce(t, p.src, topic, parts, 0, 100)
 
 			cfg := testConfig(topic)
@@ -55,7 +46,7 @@ func TestMirrorFencesStaleOwner(t *testing.T) {
 			a, stopA := start(t, p, cfg)
 			waitMirrored(t, p, topic, parts)
 			ctx := context.Background()
-			adm := kadm.NewClient(client(t, p.src))
+			adm := kadm.NewClient(testkit.Client(t, p.src))
 			group := a.Config().GroupID
 			memberA := onlyMember(t, adm, group)
 
@@ -173,11 +164,11 @@ func TestMirrorWarnsFencingNone(t *testing.T) {
 			t.Parallel()
 			p := newPair(t)
 			const topic = "orders-warn"
-			createTopic(t, p.src, topic, 1, nil)
+			testkit.CreateTopic(t, testkit.Client(t, p.src), topic, 1, nil)
 			produce(t, p.src, topic, 1, 0, 10)
 			cfg := testConfig(topic)
 			cfg.Fencing = tc.fencing
-			var logs lockedBuffer
+			var logs testkit.SyncBuffer
 			e, err := mirror.New(cfg, seeds(p.src), seeds(p.dst), slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
 			if err != nil {
 				t.Fatal(err)

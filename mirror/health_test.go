@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/mirror"
 )
 
@@ -67,7 +68,7 @@ func TestReadyz(t *testing.T) {
 	t.Parallel()
 	p := newPair(t)
 	const topic, parts = "orders-ready", 4
-	createTopic(t, p.src, topic, parts, nil)
+	testkit.CreateTopic(t, testkit.Client(t, p.src), topic, parts, nil)
 	produce(t, p.src, topic, parts, 0, 50)
 
 	g1 := newGate()

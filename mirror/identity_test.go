@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/mirror"
 )
 
@@ -22,29 +23,20 @@ func newPairVersions(t *testing.T, v *kversion.Versions) pair {
 	if v == nil {
 		return newPair(t)
 	}
-	var cs [2]*kfake.Cluster
-	for i := range cs {
-		c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.MaxVersions(v))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Close)
-		cs[i] = c
-	}
-	return pair{cs[0], cs[1]}
+	return newPair(t, kfake.MaxVersions(v))
 }
 
 // logged is an engine running with its log (info and above) captured.
 type logged struct {
 	e      *mirror.Engine
-	logs   *lockedBuffer
+	logs   *testkit.SyncBuffer
 	done   chan error
 	cancel context.CancelFunc
 }
 
 func startLogged(t *testing.T, p pair, cfg mirror.Config) *logged {
 	t.Helper()
-	l := &logged{logs: &lockedBuffer{}, done: make(chan error, 1)}
+	l := &logged{logs: &testkit.SyncBuffer{}, done: make(chan error, 1)}
 	e, err := mirror.New(cfg, seeds(p.src), seeds(p.dst), slog.New(slog.NewTextHandler(l.logs, &slog.HandlerOptions{Level: slog.LevelInfo})))
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +118,7 @@ func written(t *testing.T, c *kfake.Cluster, topic string, partition int32) int6
 
 func recreateTopic(t *testing.T, c *kfake.Cluster, topic string, partitions int32) {
 	t.Helper()
-	adm := kadm.NewClient(client(t, c))
+	adm := kadm.NewClient(testkit.Client(t, c))
 	ctx := context.Background()
 	resp, err := adm.DeleteTopics(ctx, topic)
 	if err == nil {
@@ -178,8 +170,8 @@ func TestMirrorRecreatedSourceTopic(t *testing.T) {
 			t.Parallel()
 			p := newPairVersions(t, tt.versions)
 			topic, other := fmt.Sprintf("orders-recreated-%d", i), fmt.Sprintf("other-%d", i)
-			createTopic(t, p.src, topic, 1, nil)
-			createTopic(t, p.src, other, 1, nil)
+			testkit.CreateTopic(t, testkit.Client(t, p.src), topic, 1, nil)
+			testkit.CreateTopic(t, testkit.Client(t, p.src), other, 1, nil)
 			produce(t, p.src, topic, 1, 0, 50)
 			produce(t, p.src, other, 1, 0, 10)
 			cfg := testConfig(topic)
@@ -241,7 +233,7 @@ func TestMirrorRecreatedTargetTopic(t *testing.T) {
 			t.Parallel()
 			p := newPairVersions(t, tt.versions)
 			topic := fmt.Sprintf("orders-target-recreated-%d", i)
-			createTopic(t, p.src, topic, 1, nil)
+			testkit.CreateTopic(t, testkit.Client(t, p.src), topic, 1, nil)
 			produce(t, p.src, topic, 1, 0, 50)
 			cfg := testConfig(topic)
 			l := startLogged(t, p, cfg)

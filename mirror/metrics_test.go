@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/mirror"
 )
 
@@ -74,9 +75,9 @@ func TestMetrics(t *testing.T) {
 	t.Parallel()
 	p := newPair(t)
 	const topic, parts, n = "orders-metrics", 2, 100
-	createTopic(t, p.src, topic, parts, nil)
+	testkit.CreateTopic(t, testkit.Client(t, p.src), topic, parts, nil)
 	old := time.Now().Add(-3 * time.Second)
-	prod := client(t, p.src, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	prod := testkit.Client(t, p.src)
 	var recs []*kgo.Record
 	for i := 0; i < n*parts; i++ {
 		recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i % parts), Value: fmt.Appendf(nil, "v%d", i), Timestamp: old})

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/mirror"
 )
 
@@ -16,7 +17,7 @@ func TestReadCommittedNotice(t *testing.T) {
 			t.Parallel()
 			p := newPair(t)
 			topic := "orders-notice-" + fencing
-			createTopic(t, p.src, topic, 1, nil)
+			testkit.CreateTopic(t, testkit.Client(t, p.src), topic, 1, nil)
 			produce(t, p.src, topic, 1, 0, 5)
 			cfg := testConfig(topic)
 			cfg.Fencing = fencing

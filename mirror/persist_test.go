@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
@@ -19,31 +20,13 @@ import (
 func TestReadRangeEnds(t *testing.T) {
 	t.Parallel()
 	const topic = "read-range"
-	fake, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
-	opts := []kgo.Opt{kgo.SeedBrokers(fake.ListenAddrs()...)}
+	fake := testkit.StartCluster(t, kfake.SeedTopics(1, topic))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	txn, err := kgo.NewClient(append(opts, kgo.TransactionalID("read-range"), kgo.DefaultProduceTopic(topic))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer txn.Close()
-	if err := txn.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	if err := txn.ProduceSync(ctx, &kgo.Record{Value: []byte("a")}, &kgo.Record{Value: []byte("b")}).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
-	if err := txn.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		t.Fatal(err)
-	}
+	testkit.ProduceTxn(t, testkit.Client(t, fake, kgo.TransactionalID("read-range")), topic, 0, &kgo.Record{Value: []byte("a")}, &kgo.Record{Value: []byte("b")})
 	var offs []int64
 	controls := 0
-	err = readRange(ctx, reader(t, opts), topic, 0, 0, 3, true, func(r *kgo.Record) (bool, error) {
+	err := readRange(ctx, testkit.Client(t, fake), topic, 0, 0, 3, true, func(r *kgo.Record) (bool, error) {
 		offs = append(offs, r.Offset)
 		if r.Attrs.IsControl() {
 			controls++
@@ -53,7 +36,7 @@ func TestReadRangeEnds(t *testing.T) {
 	if err != nil || len(offs) != 3 || controls != 1 {
 		t.Fatalf("range [0, 3): got offsets %v (%d controls), %v; want 0, 1 and the marker at 2", offs, controls, err)
 	}
-	err = readRange(ctx, reader(t, opts), topic, 0, 0, 10, true, func(*kgo.Record) (bool, error) { return true, nil })
+	err = readRange(ctx, testkit.Client(t, fake), topic, 0, 0, 10, true, func(*kgo.Record) (bool, error) { return true, nil })
 	if err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "the log ends at 3, before the end offset 10") {
 		t.Fatalf("range past the log: got %v (context %v), want an error naming the end of the log", err, ctx.Err())
 	}
@@ -68,20 +51,11 @@ func TestReadRangeEnds(t *testing.T) {
 func TestReadMapAboveOpenTransaction(t *testing.T) {
 	t.Parallel()
 	const topic = "map-open-txn"
-	fake, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
-	opts := []kgo.Opt{kgo.SeedBrokers(fake.ListenAddrs()...)}
+	fake := testkit.StartCluster(t, kfake.SeedTopics(1, topic))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	producer := func(id string) *kgo.Client {
-		cl, err := kgo.NewClient(append(opts, kgo.TransactionalID(id), kgo.DefaultProduceTopic(topic))...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(cl.Close)
+		cl := testkit.Client(t, fake, kgo.TransactionalID(id), kgo.DefaultProduceTopic(topic))
 		if err := cl.BeginTransaction(); err != nil {
 			t.Fatal(err)
 		}
@@ -101,11 +75,7 @@ func TestReadMapAboveOpenTransaction(t *testing.T) {
 	if err := done.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		t.Fatal(err)
 	}
-	admCl, err := kgo.NewClient(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admCl.Close()
+	admCl := testkit.Client(t, fake)
 	adm := kadm.NewClient(admCl)
 	end, err := mapEnd(ctx, adm, topic) // listed while the other transaction is open
 	if err != nil {
@@ -126,14 +96,4 @@ func TestReadMapAboveOpenTransaction(t *testing.T) {
 	if got := m[mine]; len(got) != 1 || got[0].Len != 7 {
 		t.Fatalf("segments of %v read from the map up to %d: %v, want the committed segment of 7 records (all read: %v)", mine, end, got, m)
 	}
-}
-
-// reader is a plain client of the cluster, closed with the test.
-func reader(t *testing.T, opts []kgo.Opt) *kgo.Client {
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
 }

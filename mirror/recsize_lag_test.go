@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/mirror"
 )
 
@@ -61,21 +62,12 @@ func TestRecordLimitLaggingBroker(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			src, err := kfake.NewCluster(kfake.NumBrokers(1))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(src.Close)
-			dst, err := kfake.NewCluster(kfake.NumBrokers(3))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(dst.Close)
+			src, dst := testkit.StartCluster(t), testkit.StartCluster(t, kfake.NumBrokers(3))
 			const topic = "orders-limit"
-			createTopic(t, dst, topic, 1, map[string]*string{"max.message.bytes": kadm.StringPtr("2000")})
+			testkit.CreateTopic(t, testkit.Client(t, dst), topic, 1, map[string]*string{"max.message.bytes": kadm.StringPtr("2000")})
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			resp, err := kadm.NewClient(client(t, dst)).AlterTopicConfigs(ctx,
+			resp, err := kadm.NewClient(testkit.Client(t, dst)).AlterTopicConfigs(ctx,
 				[]kadm.AlterConfig{{Op: kadm.SetConfig, Name: "max.message.bytes", Value: kadm.StringPtr("100000")}}, topic)
 			if err == nil {
 				_, err = resp.On(topic, nil)

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/logread"
 )
 
@@ -56,12 +56,12 @@ func TestMirrorRecordTooLarge(t *testing.T) {
 			t.Parallel()
 			p := newPair(t)
 			topic := fmt.Sprintf("orders-too-large-%d", i)
-			createTopic(t, p.src, topic, 2, nil)
+			testkit.CreateTopic(t, testkit.Client(t, p.src), topic, 2, nil)
 			var cfgs map[string]*string
 			if tt.targetLimit != "" {
 				cfgs = map[string]*string{"max.message.bytes": &tt.targetLimit}
 			}
-			createTopic(t, p.dst, topic, 2, cfgs)
+			testkit.CreateTopic(t, testkit.Client(t, p.dst), topic, 2, cfgs)
 
 			// One request: offsets 0..19 of partition 0 (10 is the big one), 0..19 of partition 1.
 			var recs []*kgo.Record
@@ -74,7 +74,7 @@ func TestMirrorRecordTooLarge(t *testing.T) {
 					recs = append(recs, r)
 				}
 			}
-			prod := client(t, p.src, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(50*time.Millisecond))
+			prod := testkit.Client(t, p.src, kgo.ProducerLinger(50*time.Millisecond))
 			if err := prod.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
 				t.Fatal(err)
 			}
@@ -100,7 +100,7 @@ func TestMirrorRecordTooLarge(t *testing.T) {
 				l.running(t)
 				return
 			}
-			adm := kadm.NewClient(client(t, p.dst))
+			adm := kadm.NewClient(testkit.Client(t, p.dst))
 			raised := strconv.Itoa(100_000)
 			resp, err := adm.AlterTopicConfigs(context.Background(), []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "max.message.bytes", Value: &raised}}, topic)
 			if err == nil {
@@ -126,11 +126,7 @@ func TestMirrorRecordTooLarge(t *testing.T) {
 // brokers).
 func TestRecordBatchSize(t *testing.T) {
 	t.Parallel()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := testkit.StartCluster(t)
 	tests := []struct {
 		name string
 		rec  kgo.Record
@@ -147,8 +143,8 @@ func TestRecordBatchSize(t *testing.T) {
 			for _, limit := range []int64{size, size - 1} {
 				topic := fmt.Sprintf("size-%d-%d", i, limit)
 				l := strconv.FormatInt(limit, 10)
-				createTopic(t, c, topic, 1, map[string]*string{"max.message.bytes": &l})
-				cl := client(t, c, kgo.ProducerLinger(0), kgo.MaxProduceRequestsInflightPerBroker(1), kgo.RecordRetries(0),
+				testkit.CreateTopic(t, testkit.Client(t, c), topic, 1, map[string]*string{"max.message.bytes": &l})
+				cl := testkit.Client(t, c, kgo.ProducerLinger(0), kgo.MaxProduceRequestsInflightPerBroker(1), kgo.RecordRetries(0),
 					kgo.ProducerBatchCompression(kgo.NoCompression())) // kmirror's default: the broker counts uncompressed bytes
 				r := tt.rec
 				r.Topic = topic

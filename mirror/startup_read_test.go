@@ -8,6 +8,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/internal/testkit"
 )
 
 // A prefetched read returns exactly what the read on its own returns (records, transaction
@@ -16,15 +18,11 @@ import (
 func TestPrefetchMatchesRead(t *testing.T) {
 	t.Parallel()
 	const topic = "prefetch"
-	fake, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fake.Close()
+	fake := testkit.StartCluster(t, kfake.SeedTopics(3, topic))
 	opts := []kgo.Opt{kgo.SeedBrokers(fake.ListenAddrs()...)}
+	seedPrefetch(t, fake, topic)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	seedPrefetch(ctx, t, opts, topic)
 	e, err := New(Config{SourceAlias: "A", TargetAlias: "B", Topics: []string{topic}, ReplicationFactor: 1, InternalReplicationFactor: 1}, opts, opts, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -70,27 +68,20 @@ func TestPrefetchMatchesRead(t *testing.T) {
 }
 
 // seedPrefetch writes to each of the 3 partitions of topic: plain records, then a committed
-// and an aborted transaction (markers and aborted records in the log), then plain records.
-func seedPrefetch(ctx context.Context, t *testing.T, opts []kgo.Opt, topic string) {
+// and an aborted transaction (markers and aborted records in the log), then plain records,
+// each record in a request of its own.
+func seedPrefetch(t *testing.T, c *kfake.Cluster, topic string) {
 	t.Helper()
-	plain, err := kgo.NewClient(append(opts, kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer plain.Close()
-	txn, err := kgo.NewClient(append(opts, kgo.TransactionalID("prefetch"), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer txn.Close()
+	plain := testkit.Client(t, c)
+	txn := testkit.Client(t, c, kgo.TransactionalID("prefetch"))
 	produce := func(cl *kgo.Client, p int32, n int, tag string) {
 		t.Helper()
 		for i := range n {
-			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: fmt.Appendf(nil, "%s-%d", tag, i)}).FirstErr(); err != nil {
-				t.Fatal(err)
-			}
+			testkit.Produce(t, cl, topic, p, &kgo.Record{Value: fmt.Appendf(nil, "%s-%d", tag, i)})
 		}
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
 	for p := int32(0); p < 3; p++ {
 		produce(plain, p, 3, "a")
 		for _, commit := range []kgo.TransactionEndTry{kgo.TryCommit, kgo.TryAbort} {

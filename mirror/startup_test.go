@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/mirror"
 )
 
@@ -30,17 +30,9 @@ func startUpPartitions(tb testing.TB) int32 {
 	return int32(n)
 }
 
-func fakeCluster(tb testing.TB) *kfake.Cluster {
-	tb.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(c.Close)
-	return c
-}
-
-// seedOne creates topic on c when create is set and writes one record to each partition.
+// seedOne creates topic on c when create is set and writes one record to each partition, in
+// one request. Its client is closed on return, not at the end of the benchmark, which calls
+// it once per run.
 func seedOne(tb testing.TB, c *kfake.Cluster, topic string, partitions int32, create bool) {
 	tb.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -48,17 +40,14 @@ func seedOne(tb testing.TB, c *kfake.Cluster, topic string, partitions int32, cr
 		tb.Fatal(err)
 	}
 	defer cl.Close()
-	ctx := context.Background()
 	if create {
-		if _, err := kadm.NewClient(cl).CreateTopic(ctx, partitions, 1, nil, topic); err != nil {
-			tb.Fatalf("create topic %s: %v", topic, err)
-		}
+		testkit.CreateTopic(tb, cl, topic, partitions, nil)
 	}
 	recs := make([]*kgo.Record, partitions)
 	for p := range partitions {
 		recs[p] = &kgo.Record{Topic: topic, Partition: p, Value: fmt.Appendf(nil, "v-%d-%d", p, time.Now().UnixNano())}
 	}
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+	if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
 		tb.Fatalf("produce to %s: %v", topic, err)
 	}
 }
@@ -103,7 +92,7 @@ func untilFirstRecord(tb testing.TB, src, dst *kfake.Cluster, cfg mirror.Config)
 func BenchmarkStartUp(b *testing.B) {
 	parts := startUpPartitions(b)
 	topic := "startup"
-	src := fakeCluster(b)
+	src := testkit.StartCluster(b)
 	seedOne(b, src, topic, parts, true)
 	cfg := testConfig(topic)
 	cfg.PersistInterval = time.Second
@@ -111,7 +100,7 @@ func BenchmarkStartUp(b *testing.B) {
 		var runs []startRun
 		for i := 0; b.Loop(); i++ {
 			b.StopTimer()
-			dst := fakeCluster(b)
+			dst := testkit.StartCluster(b)
 			c := cfg
 			c.GroupID = fmt.Sprintf("startup-fresh-%d", i)
 			b.StartTimer()
@@ -121,7 +110,7 @@ func BenchmarkStartUp(b *testing.B) {
 		report(b, runs)
 	})
 	b.Run("resumed", func(b *testing.B) {
-		dst := fakeCluster(b)
+		dst := testkit.StartCluster(b)
 		c := cfg
 		c.GroupID = "startup-resumed"
 		untilFirstRecord(b, src, dst, c) // the map now holds every partition

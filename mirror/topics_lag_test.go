@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/mirror"
 )
 
@@ -69,18 +70,9 @@ func staleMetadata(t *testing.T, c *kfake.Cluster, topic string, partitions int3
 // target refuses INVALID_PARTITIONS, which stopped kmirror at start): every broker lists 2.
 func TestEnsureTargetsLaggingBroker(t *testing.T) {
 	t.Parallel()
-	src, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(src.Close)
-	dst, err := kfake.NewCluster(kfake.NumBrokers(3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(dst.Close)
+	src, dst := testkit.StartCluster(t), testkit.StartCluster(t, kfake.NumBrokers(3))
 	const topic = "orders-grown"
-	createTopic(t, dst, topic, 2, nil)
+	testkit.CreateTopic(t, testkit.Client(t, dst), topic, 2, nil)
 	served := staleMetadata(t, dst, topic, 1, 3)
 	// Kafka refuses a CreatePartitions that adds none ("Topic already has 2 partitions");
 	// kfake accepts it, so the test answers as Kafka does.

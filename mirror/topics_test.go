@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/mirror"
 )
 
@@ -19,9 +20,9 @@ func TestMirrorTopicChanges(t *testing.T) {
 	t.Parallel()
 	p := newPair(t)
 	const short, growing, later = "changes-short", "changes-growing", "changes-later"
-	createTopic(t, p.src, short, 3, nil)
-	createTopic(t, p.dst, short, 1, nil) // fewer partitions than the source
-	createTopic(t, p.src, growing, 1, nil)
+	testkit.CreateTopic(t, testkit.Client(t, p.src), short, 3, nil)
+	testkit.CreateTopic(t, testkit.Client(t, p.dst), short, 1, nil) // fewer partitions than the source
+	testkit.CreateTopic(t, testkit.Client(t, p.src), growing, 1, nil)
 	produce(t, p.src, short, 3, 0, 20)
 	produce(t, p.src, growing, 1, 0, 20)
 
@@ -31,12 +32,12 @@ func TestMirrorTopicChanges(t *testing.T) {
 	waitMirrored(t, p, short, 3)
 	waitMirrored(t, p, growing, 1)
 
-	srcAdm := kadm.NewClient(client(t, p.src))
+	srcAdm := kadm.NewClient(testkit.Client(t, p.src))
 	if _, err := srcAdm.UpdatePartitions(context.Background(), 3, growing); err != nil {
 		t.Fatal(err)
 	}
 	produce(t, p.src, growing, 3, 20, 20)
-	createTopic(t, p.src, later, 2, nil)
+	testkit.CreateTopic(t, testkit.Client(t, p.src), later, 2, nil)
 	produce(t, p.src, later, 2, 0, 30)
 	waitMirrored(t, p, growing, 3)
 	waitMirrored(t, p, later, 2)

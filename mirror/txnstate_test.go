@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/mirror"
 )
 
@@ -67,9 +68,9 @@ func TestMirrorWarnsWhileFenceWaits(t *testing.T) {
 	t.Parallel()
 	p := newPair(t)
 	const topic = "orders-fence-waits"
-	createTopic(t, p.src, topic, 1, nil)
+	testkit.CreateTopic(t, testkit.Client(t, p.src), topic, 1, nil)
 	produce(t, p.src, topic, 1, 0, 50)
-	var buf lockedBuffer
+	var buf testkit.SyncBuffer
 	e, err := mirror.New(testConfig(topic), seeds(p.src), seeds(p.dst), slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		t.Fatal(err)

@@ -107,44 +107,18 @@ func newEnv(t *testing.T) *env {
 func newBenchEnv(t testing.TB, ctx context.Context) *env {
 	t.Helper()
 	e := &env{t: t, ctx: ctx, tr: &fakeTranslator{}}
-	e.src = newClient(t, newCluster(t))
-	e.tgtK = newCluster(t)
-	e.tgt = newClient(t, e.tgtK)
+	e.src = testkit.Client(t, testkit.StartCluster(t))
+	e.tgtK = testkit.StartCluster(t)
+	e.tgt = testkit.Client(t, e.tgtK)
 	e.srcAdm, e.tgtAdm = kadm.NewClient(e.src), kadm.NewClient(e.tgt)
 	return e
-}
-
-func newCluster(t testing.TB) *kfake.Cluster {
-	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	if err != nil {
-		t.Fatalf("start kfake: %v", err)
-	}
-	t.Cleanup(c.Close)
-	return c
-}
-
-func newClient(t testing.TB, c *kfake.Cluster, opts ...kgo.Opt) *kgo.Client {
-	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.ListenAddrs()...)}, opts...)...)
-	if err != nil {
-		t.Fatalf("client: %v", err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
 }
 
 // topic creates topic on the source and prefix+topic on the target.
 func (e *env) topic(name string, partitions int32) {
 	e.t.Helper()
-	for _, c := range []struct {
-		adm  *kadm.Client
-		name string
-	}{{e.srcAdm, name}, {e.tgtAdm, prefix + name}} {
-		if _, err := c.adm.CreateTopic(e.ctx, partitions, 1, nil, c.name); err != nil {
-			e.t.Fatalf("create topic %s: %v", c.name, err)
-		}
-	}
+	testkit.CreateTopic(e.t, e.src, name, partitions, nil)
+	testkit.CreateTopic(e.t, e.tgt, prefix+name, partitions, nil)
 }
 
 func (e *env) config() groupsync.Config {
