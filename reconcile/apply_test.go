@@ -22,10 +22,10 @@ func newApplyEnv(t *testing.T) *applyEnv {
 	t.Helper()
 	e := newEnv(t)
 	topic := uniqueTopic("apply")
-	createTopic(t, e.srcAdm, topic, 2)
-	createTopic(t, e.dstAdm, topic, 2)
+	testkit.CreateTopic(t, e.src, topic, 2, nil)
+	testkit.CreateTopic(t, e.dst, topic, 2, nil)
 	for p := int32(0); p < 2; p++ {
-		produce(t, e.src, topic, p, values("v", 0, 40)...)
+		testkit.Produce(t, e.src, topic, p, values("v", 0, 40)...)
 	}
 	mirrorTopic(t, e, topic, topic, 0, step{0, 20}, step{15, 40}) // p0: source k >= 20 at k+5
 	mirrorTopic(t, e, topic, topic, 1, step{0, 40})               // p1: identity

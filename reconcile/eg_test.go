@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/mm2"
 )
 
@@ -18,10 +21,10 @@ func TestPlanGroupAtSourceEndAfterMarker(t *testing.T) {
 	e := newEnv(t)
 	topic := uniqueTopic("marker-end")
 	group := "g-" + topic
-	createTopic(t, e.srcAdm, topic, 1)
-	createTopic(t, e.dstAdm, topic, 1)
-	produceTxn(t, e.src, topic, 0, values("v", 0, 10)...) // offsets 0..9, commit marker at 10
-	mirrorTopic(t, e, topic, topic, 0, step{0, 11})       // target offsets 0..9
+	testkit.CreateTopic(t, e.src, topic, 1, nil)
+	testkit.CreateTopic(t, e.dst, topic, 1, nil)
+	testkit.ProduceTxn(t, testkit.Client(t, e.srcK, kgo.TransactionalID("txn-"+topic)), topic, 0, values("v", 0, 10)...) // offsets 0..9, commit marker at 10
+	mirrorTopic(t, e, topic, topic, 0, step{0, 11})                                                                      // target offsets 0..9
 	commit(t, e.srcAdm, group, topic, 0, 11, "")
 	commit(t, e.dstAdm, group, topic, 0, 10, "")
 	res, err := Plan(testCtx(t), e.src, e.dst, Config{Groups: regexp.MustCompile(regexp.QuoteMeta(group))})
@@ -40,8 +43,8 @@ func TestPlanGroupAtSourceEndAfterMarker(t *testing.T) {
 func TestPlanFlowGroupSelection(t *testing.T) {
 	e := newEnv(t)
 	topic := uniqueTopic("flowgroups")
-	createTopic(t, e.srcAdm, topic, 1)
-	produce(t, e.src, topic, 0, values("v", 0, 3)...)
+	testkit.CreateTopic(t, e.src, topic, 1, nil)
+	testkit.Produce(t, e.src, topic, 0, values("v", 0, 3)...)
 	for _, g := range []string{"foo1", "bar1"} {
 		commit(t, e.srcAdm, g, topic, 0, 1, "")
 	}
@@ -82,9 +85,9 @@ func TestPartitionErr(t *testing.T) {
 	e := newEnv(t)
 	topic := uniqueTopic("typed")
 	group := "g-" + topic
-	createTopic(t, e.srcAdm, topic, 1)
-	createTopic(t, e.dstAdm, topic, 1)
-	produce(t, e.src, topic, 0, values("v", 0, 10)...)
+	testkit.CreateTopic(t, e.src, topic, 1, nil)
+	testkit.CreateTopic(t, e.dst, topic, 1, nil)
+	testkit.Produce(t, e.src, topic, 0, values("v", 0, 10)...)
 	commit(t, e.srcAdm, group, topic, 0, 5, "") // nothing mirrored yet
 	res, err := Plan(testCtx(t), e.src, e.dst, Config{Groups: regexp.MustCompile(regexp.QuoteMeta(group))})
 	if err != nil {

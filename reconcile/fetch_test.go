@@ -16,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/kmigrate/kmigrate/internal/testkit"
 )
 
 // newOldSource replaces e's source with a kfake cluster that speaks only what Kafka 2.3.0
@@ -23,23 +25,14 @@ import (
 // client gets opts on top of its seeds.
 func newOldSource(t *testing.T, e *env, opts ...kfake.Opt) {
 	t.Helper()
-	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1), kfake.ClusterID("kfake-source-2.3.0"), kfake.MaxVersions(kversion.V2_3_0())}, opts...)...)
-	if err != nil {
-		t.Fatalf("start kfake: %v", err)
-	}
-	t.Cleanup(c.Close)
+	c := testkit.StartCluster(t, append([]kfake.Opt{kfake.ClusterID("kfake-source-2.3.0"), kfake.MaxVersions(kversion.V2_3_0())}, opts...)...)
 	e.srcK, e.srcSeeds = c, c.ListenAddrs()
 }
 
 // oldSourceClient is a client of e's 2.3.0 source with opts.
 func oldSourceClient(t *testing.T, e *env, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
-	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(e.srcSeeds...)}, opts...)...)
-	if err != nil {
-		t.Fatalf("client: %v", err)
-	}
-	t.Cleanup(cl.Close)
-	return cl
+	return testkit.Client(t, e.srcK, opts...)
 }
 
 // commitGroups commits n groups named "<prefix>-%04d" on adm, group i at offset at(i) of
@@ -93,9 +86,9 @@ func TestPlanRetriesGroupsWhoseOffsetFetchDied(t *testing.T) {
 	e.src = oldSourceClient(t, e, kgo.RequestRetries(0))
 	e.srcAdm = kadm.NewClient(e.src)
 	topic := uniqueTopic("fetchdied")
-	createTopic(t, e.srcAdm, topic, 1)
-	createTopic(t, e.dstAdm, topic, 1)
-	produce(t, e.src, topic, 0, values("v", 0, 50)...)
+	testkit.CreateTopic(t, e.src, topic, 1, nil)
+	testkit.CreateTopic(t, e.dst, topic, 1, nil)
+	testkit.Produce(t, e.src, topic, 0, values("v", 0, 50)...)
 	mirrorTopic(t, e, topic, topic, 0, step{0, 50}) // identity: E(G) = G
 	const n = 300
 	at := func(i int) int64 { return int64(i % 51) }
@@ -175,7 +168,7 @@ func TestFetchOffsetsBoundsGroupsInFlight(t *testing.T) {
 	cl := oldSourceClient(t, e, kgo.WithHooks(counter))
 	adm := kadm.NewClient(cl)
 	topic := uniqueTopic("inflight")
-	createTopic(t, adm, topic, 1)
+	testkit.CreateTopic(t, cl, topic, 1, nil)
 	const n = 3 * fetchInFlight
 	at := func(i int) int64 { return int64(i) }
 	names := commitGroups(t, adm, "if-"+topic, topic, n, at)
@@ -218,7 +211,7 @@ func TestFetchOffsetsGivesUpClearly(t *testing.T) {
 	cl := oldSourceClient(t, e, kgo.RequestRetries(0))
 	adm := kadm.NewClient(cl)
 	topic := uniqueTopic("giveup")
-	createTopic(t, adm, topic, 1)
+	testkit.CreateTopic(t, cl, topic, 1, nil)
 	names := commitGroups(t, adm, "gu-"+topic, topic, 3, func(i int) int64 { return int64(i) })
 	var mu sync.Mutex
 	tries := map[string]int{}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/internal/testkit"
 )
 
 // member joins group on the cluster of cl as a consumer of topic (no commits) and waits until
@@ -209,7 +211,7 @@ func TestFollowWaitsForTheMirror(t *testing.T) {
 	a := newApplyEnv(t)
 	g := "follow-pending-" + a.topic
 	onTarget(t, a, g)
-	produce(t, a.src, a.topic, 1, values("v", 40, 50)...) // not mirrored yet
+	testkit.Produce(t, a.src, a.topic, 1, values("v", 40, 50)...) // not mirrored yet
 	commit(t, a.srcAdm, g, a.topic, 1, 45, "")
 	ev := &events{}
 	mirrored := false

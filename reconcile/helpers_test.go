@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
@@ -34,31 +35,12 @@ func newEnv(t *testing.T) *env {
 // newEnvBrokers is newEnv with a target of targetBrokers brokers (the source has one).
 func newEnvBrokers(t *testing.T, targetBrokers int) *env {
 	t.Helper()
-	var last *kfake.Cluster
-	start := func(id string) (*kgo.Client, []string) {
-		n := 1
-		if id == "kfake-target" {
-			n = targetBrokers
-		}
-		c, err := kfake.NewCluster(kfake.NumBrokers(n), kfake.ClusterID(id))
-		if err != nil {
-			t.Fatalf("start kfake: %v", err)
-		}
-		t.Cleanup(c.Close)
-		cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
-		if err != nil {
-			t.Fatalf("client: %v", err)
-		}
-		t.Cleanup(cl.Close)
-		last = c
-		return cl, c.ListenAddrs()
-	}
 	e := &env{}
 	// Distinct cluster IDs, as real clusters have (kfake's default is "kfake" for every one).
-	e.src, e.srcSeeds = start("kfake-source")
-	e.srcK = last
-	e.dst, e.dstSeeds = start("kfake-target")
-	e.dstK = last
+	e.srcK = testkit.StartCluster(t, kfake.ClusterID("kfake-source"))
+	e.dstK = testkit.StartCluster(t, kfake.NumBrokers(targetBrokers), kfake.ClusterID("kfake-target"))
+	e.src, e.dst = testkit.Client(t, e.srcK), testkit.Client(t, e.dstK)
+	e.srcSeeds, e.dstSeeds = e.srcK.ListenAddrs(), e.dstK.ListenAddrs()
 	e.srcAdm, e.dstAdm = kadm.NewClient(e.src), kadm.NewClient(e.dst)
 	return e
 }
@@ -76,17 +58,6 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-func createTopic(t *testing.T, adm *kadm.Client, topic string, partitions int32) {
-	t.Helper()
-	resp, err := adm.CreateTopic(testCtx(t), partitions, 1, nil, topic)
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatalf("create topic %s: %v", topic, err)
-	}
-}
-
 // ensureTopic creates a single-partition topic unless it exists. (Asking for a missing topic
 // first would make the shared client cache it as unknown for a while.)
 func ensureTopic(t *testing.T, adm *kadm.Client, topic string) {
@@ -98,28 +69,6 @@ func ensureTopic(t *testing.T, adm *kadm.Client, topic string) {
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		t.Fatalf("create topic %s: %v", topic, err)
 	}
-}
-
-// produce writes records to one partition in order and returns their offsets.
-func produce(t *testing.T, cl *kgo.Client, topic string, part int32, recs ...*kgo.Record) []int64 {
-	t.Helper()
-	for _, r := range recs {
-		r.Topic, r.Partition = topic, part
-	}
-	pr, err := kgo.NewClient(append(seedsOf(t, cl), kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
-	if err != nil {
-		t.Fatalf("producer: %v", err)
-	}
-	defer pr.Close()
-	res := pr.ProduceSync(testCtx(t), recs...)
-	if err := res.FirstErr(); err != nil {
-		t.Fatalf("produce to %s/%d: %v", topic, part, err)
-	}
-	out := make([]int64, len(res))
-	for i, r := range res {
-		out[i] = r.Record.Offset
-	}
-	return out
 }
 
 func seedsOf(t *testing.T, cl *kgo.Client) []kgo.Opt {
@@ -180,7 +129,7 @@ func mirrorTopic(t *testing.T, e *env, srcTopic, dstTopic string, part int32, st
 		if len(batch) == 0 {
 			continue
 		}
-		offs := produce(t, e.dst, dstTopic, part, batch...)
+		offs := testkit.Produce(t, e.dst, dstTopic, part, batch...)
 		for i, o := range offs {
 			m[from[i]] = append(m[from[i]], o)
 		}
@@ -224,7 +173,7 @@ func writeCheckpoints(t *testing.T, e *env, alias string, cps ...mm2.Checkpoint)
 	for _, c := range cps {
 		recs = append(recs, &kgo.Record{Key: c.Key(), Value: c.Value()})
 	}
-	produce(t, e.dst, topic, 0, recs...)
+	testkit.Produce(t, e.dst, topic, 0, recs...)
 }
 
 // writeSyncs writes MM2-format offset syncs to the topic on cluster cl.
@@ -235,26 +184,7 @@ func writeSyncs(t *testing.T, cl *kgo.Client, topic string, syncs ...mm2.OffsetS
 	for _, s := range syncs {
 		recs = append(recs, &kgo.Record{Key: s.Key(), Value: s.Value()})
 	}
-	produce(t, cl, topic, 0, recs...)
-}
-
-// mm2Translate is MM2 3.7.1's checkpoint translation from sparse syncs: the newest sync s with
-// s.Upstream <= g gives s.Downstream if equal, else s.Downstream+1.
-func mm2Translate(syncs []mm2.OffsetSync, g int64) (int64, bool) {
-	var best *mm2.OffsetSync
-	for i := range syncs {
-		s := &syncs[i]
-		if s.Upstream <= g && (best == nil || s.Upstream >= best.Upstream) {
-			best = s
-		}
-	}
-	if best == nil {
-		return 0, false
-	}
-	if best.Upstream == g {
-		return best.Downstream, true
-	}
-	return best.Downstream + 1, true
+	testkit.Produce(t, cl, topic, 0, recs...)
 }
 
 func findPartition(t *testing.T, res *Result, group, topic string, part int32) *Partition {

@@ -4,6 +4,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/internal/testkit"
 )
 
 // TestPlanCommitPastMarkerIsExact: on a transactional target the copy of source offsets 0..9
@@ -15,10 +19,10 @@ func TestPlanCommitPastMarkerIsExact(t *testing.T) {
 	e := newEnv(t)
 	topic := uniqueTopic("marker-span")
 	group := "g-" + topic
-	createTopic(t, e.srcAdm, topic, 1)
-	createTopic(t, e.dstAdm, topic, 1)
-	produce(t, e.src, topic, 0, values("v", 0, 10)...)    // source 0..9
-	produceTxn(t, e.dst, topic, 0, values("v", 0, 10)...) // target 0..9, commit marker at 10
+	testkit.CreateTopic(t, e.src, topic, 1, nil)
+	testkit.CreateTopic(t, e.dst, topic, 1, nil)
+	testkit.Produce(t, e.src, topic, 0, values("v", 0, 10)...)                                                           // source 0..9
+	testkit.ProduceTxn(t, testkit.Client(t, e.dstK, kgo.TransactionalID("txn-"+topic)), topic, 0, values("v", 0, 10)...) // target 0..9, commit marker at 10
 	commit(t, e.srcAdm, group, topic, 0, 10, "")
 	commit(t, e.dstAdm, group, topic, 0, 11, "")
 	res, err := Plan(testCtx(t), e.src, e.dst, Config{Groups: regexp.MustCompile(regexp.QuoteMeta(group))})

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
@@ -107,9 +108,9 @@ func TestPlan(t *testing.T) {
 		{
 			name: "identical run across G, copied once each",
 			source: func(t *testing.T, e *env, topic string) {
-				produce(t, e.src, topic, 0, values("v", 0, 48)...)
-				produce(t, e.src, topic, 0, same(3)...)
-				produce(t, e.src, topic, 0, values("v", 51, 100)...)
+				testkit.Produce(t, e.src, topic, 0, values("v", 0, 48)...)
+				testkit.Produce(t, e.src, topic, 0, same(3)...)
+				testkit.Produce(t, e.src, topic, 0, values("v", 51, 100)...)
 			},
 			steps: []step{{0, 100}}, g: 50, target: ptr(50),
 			wantStatus: StatusExact, wantE: ptr(50),
@@ -117,9 +118,9 @@ func TestPlan(t *testing.T) {
 		{
 			name: "identical run across G with a replayed copy",
 			source: func(t *testing.T, e *env, topic string) {
-				produce(t, e.src, topic, 0, values("v", 0, 48)...)
-				produce(t, e.src, topic, 0, same(3)...)
-				produce(t, e.src, topic, 0, values("v", 51, 100)...)
+				testkit.Produce(t, e.src, topic, 0, values("v", 0, 48)...)
+				testkit.Produce(t, e.src, topic, 0, same(3)...)
+				testkit.Produce(t, e.src, topic, 0, values("v", 51, 100)...)
 			},
 			steps: []step{{0, 50}, {49, 100}}, g: 50, target: ptr(50),
 			wantStatus: StatusUnmappable, wantReason: "ambiguous",
@@ -127,9 +128,9 @@ func TestPlan(t *testing.T) {
 		{
 			name: "group inside a transaction's gap (commit marker at G-1)",
 			source: func(t *testing.T, e *env, topic string) {
-				produce(t, e.src, topic, 0, values("v", 0, 10)...)
-				produceTxn(t, e.src, topic, 0, values("t", 10, 15)...) // 10..14, marker 15
-				produce(t, e.src, topic, 0, values("v", 16, 30)...)    // 16..29
+				testkit.Produce(t, e.src, topic, 0, values("v", 0, 10)...)
+				testkit.ProduceTxn(t, testkit.Client(t, e.srcK, kgo.TransactionalID("txn-"+topic)), topic, 0, values("t", 10, 15)...) // 10..14, marker 15
+				testkit.Produce(t, e.src, topic, 0, values("v", 16, 30)...)                                                           // 16..29
 			},
 			steps: []step{{0, 30}}, g: 16, target: ptr(15),
 			wantStatus: StatusExact, wantE: ptr(15),
@@ -137,9 +138,9 @@ func TestPlan(t *testing.T) {
 		{
 			name: "group at the commit marker offset",
 			source: func(t *testing.T, e *env, topic string) {
-				produce(t, e.src, topic, 0, values("v", 0, 10)...)
-				produceTxn(t, e.src, topic, 0, values("t", 10, 15)...)
-				produce(t, e.src, topic, 0, values("v", 16, 30)...)
+				testkit.Produce(t, e.src, topic, 0, values("v", 0, 10)...)
+				testkit.ProduceTxn(t, testkit.Client(t, e.srcK, kgo.TransactionalID("txn-"+topic)), topic, 0, values("t", 10, 15)...)
+				testkit.Produce(t, e.src, topic, 0, values("v", 16, 30)...)
 			},
 			steps: []step{{0, 30}}, g: 15, target: ptr(14),
 			wantStatus: StatusBehind, wantE: ptr(15), wantRedelivered: 1,
@@ -147,7 +148,7 @@ func TestPlan(t *testing.T) {
 		{
 			name: "a lone record identical to s* after it: replay or new record, cannot tell",
 			source: func(t *testing.T, e *env, topic string) {
-				produce(t, e.src, topic, 0, values("v", 0, 100)...)
+				testkit.Produce(t, e.src, topic, 0, values("v", 0, 100)...)
 			},
 			steps: []step{{0, 100}, {99, 100}}, g: 100, target: ptr(100),
 			wantStatus: StatusUnmappable, wantReason: "ambiguous",
@@ -157,7 +158,7 @@ func TestPlan(t *testing.T) {
 			after: func(t *testing.T, e *env, topic string) {
 				r := values("v", 99, 100)[0]
 				r.Value = []byte("re-encoded")
-				produce(t, e.dst, topic, 0, r)
+				testkit.Produce(t, e.dst, topic, 0, r)
 			},
 			steps: []step{{0, 99}}, g: 100, target: ptr(100),
 			wantStatus: StatusUnmappable, wantReason: "altered",
@@ -165,7 +166,7 @@ func TestPlan(t *testing.T) {
 		{
 			name: "records below G deleted on the source",
 			source: func(t *testing.T, e *env, topic string) {
-				produce(t, e.src, topic, 0, values("v", 0, 100)...)
+				testkit.Produce(t, e.src, topic, 0, values("v", 0, 100)...)
 			},
 			steps: []step{{0, 100}}, g: 20, target: ptr(0),
 			wantStatus: StatusBehind, wantE: ptr(30), wantRedelivered: 30,
@@ -176,20 +177,20 @@ func TestPlan(t *testing.T) {
 			e := newEnv(t)
 			topic := uniqueTopic("plan")
 			group := "g-" + topic
-			createTopic(t, e.srcAdm, topic, 1)
+			testkit.CreateTopic(t, e.src, topic, 1, nil)
 			if tc.source != nil {
 				tc.source(t, e, topic)
 			} else {
-				produce(t, e.src, topic, 0, values("v", 0, 100)...)
+				testkit.Produce(t, e.src, topic, 0, values("v", 0, 100)...)
 			}
 			if !tc.noTarget {
-				createTopic(t, e.dstAdm, topic, 1)
+				testkit.CreateTopic(t, e.dst, topic, 1, nil)
 				if tc.before > 0 {
 					extras := values("extra", 0, tc.before)
 					for _, r := range extras {
 						r.Timestamp = r.Timestamp.Add(-24 * 3600e9)
 					}
-					produce(t, e.dst, topic, 0, extras...)
+					testkit.Produce(t, e.dst, topic, 0, extras...)
 				}
 				mirrorTopic(t, e, topic, topic, 0, tc.steps...)
 				if tc.after != nil {
@@ -208,11 +209,13 @@ func TestPlan(t *testing.T) {
 				commit(t, e.dstAdm, group, topic, 0, *tc.target, "")
 			}
 			if tc.syncs != nil {
+				model := make([]testkit.Sync, len(tc.syncs))
 				for i := range tc.syncs {
 					tc.syncs[i].Topic = topic
+					model[i] = testkit.Sync{Upstream: tc.syncs[i].Upstream, Downstream: tc.syncs[i].Downstream}
 				}
 				writeSyncs(t, e.src, "mm2-offset-syncs.target.internal", tc.syncs...)
-				if d, ok := mm2Translate(tc.syncs, tc.g); ok {
+				if d, ok := testkit.MM2TranslateHighest(model, tc.g); ok {
 					writeCheckpoints(t, e, "source", mm2.Checkpoint{Group: group, Topic: topic, Upstream: tc.g, Downstream: d, Metadata: "meta-" + group})
 				}
 			}
@@ -262,36 +265,13 @@ func same(n int) []*kgo.Record {
 	return out
 }
 
-// produceTxn writes records in one committed transaction (a commit marker follows them).
-func produceTxn(t *testing.T, cl *kgo.Client, topic string, part int32, recs ...*kgo.Record) {
-	t.Helper()
-	ctx := testCtx(t)
-	pr, err := kgo.NewClient(append(seedsOf(t, cl), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionalID("txn-"+topic))...)
-	if err != nil {
-		t.Fatalf("transactional producer: %v", err)
-	}
-	defer pr.Close()
-	if err := pr.BeginTransaction(); err != nil {
-		t.Fatalf("begin transaction: %v", err)
-	}
-	for _, r := range recs {
-		r.Topic, r.Partition = topic, part
-	}
-	if err := pr.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatalf("produce in transaction: %v", err)
-	}
-	if err := pr.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		t.Fatalf("commit transaction: %v", err)
-	}
-}
-
 func TestPlanOffsetMap(t *testing.T) {
 	e := newEnv(t)
 	topic := uniqueTopic("map")
 	group := "g-" + topic
-	createTopic(t, e.srcAdm, topic, 1)
-	createTopic(t, e.dstAdm, topic, 1)
-	produce(t, e.src, topic, 0, values("v", 0, 100)...)
+	testkit.CreateTopic(t, e.src, topic, 1, nil)
+	testkit.CreateTopic(t, e.dst, topic, 1, nil)
+	testkit.Produce(t, e.src, topic, 0, values("v", 0, 100)...)
 	mirrorTopic(t, e, topic, topic, 0, step{0, 50}, step{45, 100})
 	commit(t, e.srcAdm, group, topic, 0, 70, "")
 	commit(t, e.dstAdm, group, topic, 0, 51, "")
@@ -340,9 +320,9 @@ func TestPlanTopicOutsideFlow(t *testing.T) {
 	e := newEnv(t)
 	topic := uniqueTopic("filtered")
 	group := "g-" + topic
-	createTopic(t, e.srcAdm, topic, 1)
-	createTopic(t, e.dstAdm, topic, 1)
-	produce(t, e.src, topic, 0, values("v", 0, 10)...)
+	testkit.CreateTopic(t, e.src, topic, 1, nil)
+	testkit.CreateTopic(t, e.dst, topic, 1, nil)
+	testkit.Produce(t, e.src, topic, 0, values("v", 0, 10)...)
 	mirrorTopic(t, e, topic, topic, 0, step{0, 10})
 	commit(t, e.srcAdm, group, topic, 0, 5, "")
 	flow := &mm2.Flow{Source: "source", Target: "target", Enabled: true, Policy: mm2.IdentityPolicy{},
@@ -360,8 +340,8 @@ func TestPlanTopicOutsideFlow(t *testing.T) {
 func TestPlanDefaultExclusions(t *testing.T) {
 	e := newEnv(t)
 	topic := uniqueTopic("excl")
-	createTopic(t, e.srcAdm, topic, 1)
-	produce(t, e.src, topic, 0, values("v", 0, 3)...)
+	testkit.CreateTopic(t, e.src, topic, 1, nil)
+	testkit.Produce(t, e.src, topic, 0, values("v", 0, 3)...)
 	for _, g := range []string{"console-consumer-1", "connect-x", "__internal", "app-" + topic} {
 		commit(t, e.srcAdm, g, topic, 0, 1, "")
 	}
@@ -382,11 +362,11 @@ func TestPlanExtraAfterE(t *testing.T) {
 	e := newEnv(t)
 	topic := uniqueTopic("extra")
 	group := "g-" + topic
-	createTopic(t, e.srcAdm, topic, 1)
-	createTopic(t, e.dstAdm, topic, 1)
-	produce(t, e.src, topic, 0, values("v", 0, 100)...)
+	testkit.CreateTopic(t, e.src, topic, 1, nil)
+	testkit.CreateTopic(t, e.dst, topic, 1, nil)
+	testkit.Produce(t, e.src, topic, 0, values("v", 0, 100)...)
 	mirrorTopic(t, e, topic, topic, 0, step{0, 50})
-	produce(t, e.dst, topic, 0, values("direct", 0, 1)...) // target offset 50
+	testkit.Produce(t, e.dst, topic, 0, values("direct", 0, 1)...) // target offset 50
 	mirrorTopic(t, e, topic, topic, 0, step{50, 100})
 	commit(t, e.srcAdm, group, topic, 0, 50, "")
 	commit(t, e.dstAdm, group, topic, 0, 50, "")

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
@@ -24,10 +25,10 @@ func TestPlanOffsetMapCoverage(t *testing.T) {
 	e := newEnv(t)
 	topic := uniqueTopic("mapcov")
 	group := "g-" + topic
-	createTopic(t, e.srcAdm, topic, 2)
-	createTopic(t, e.dstAdm, topic, 2)
+	testkit.CreateTopic(t, e.src, topic, 2, nil)
+	testkit.CreateTopic(t, e.dst, topic, 2, nil)
 	for p := int32(0); p < 2; p++ {
-		produce(t, e.src, topic, p, values("v", 0, 100)...)
+		testkit.Produce(t, e.src, topic, p, values("v", 0, 100)...)
 	}
 	// p0: source 0..49 at 0..49, a replay of 45..49 at 50..54, 50..99 at 55..104: E(70) = 75.
 	// p1: identity: E(70) = 70.
@@ -96,9 +97,9 @@ func TestPlanOffsetMapStale(t *testing.T) {
 	e := newEnv(t)
 	topic := uniqueTopic("mapstale")
 	group := "g-" + topic
-	createTopic(t, e.srcAdm, topic, 1)
-	createTopic(t, e.dstAdm, topic, 1)
-	produce(t, e.src, topic, 0, values("v", 0, 100)...)
+	testkit.CreateTopic(t, e.src, topic, 1, nil)
+	testkit.CreateTopic(t, e.dst, topic, 1, nil)
+	testkit.Produce(t, e.src, topic, 0, values("v", 0, 100)...)
 	mirrorTopic(t, e, topic, topic, 0, step{0, 100})
 	om := &offsetmap.TopicMap{Version: offsetmap.Version, SourceTopic: topic, TargetTopic: topic, Partitions: []*offsetmap.PartitionMap{{
 		Partition: 0, SourceFrom: 0, SourceTo: 100, TargetTo: 100, Segments: []offsetmap.Segment{{Source: 0, Target: 0, Len: 100}}}}}
