@@ -12,10 +12,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/internal/atomicfile"
+	"github.com/kmigrate/kmigrate/internal/clustermeta"
 )
 
 // BackupVersion is the format version of the backup files Apply writes. Version 2 records the
@@ -248,14 +248,15 @@ func encodeBackup(path string, b any) (*atomicfile.File, error) {
 	return f, nil
 }
 
-// clusterID returns the cluster ID the brokers of cl report (Metadata v2+: Kafka 0.10.1 on).
+// clusterID returns the cluster ID the brokers of cl report (clustermeta.ID) and refuses a
+// cluster that reports none: kreconcile cannot tell it from another cluster.
 func clusterID(ctx context.Context, cl *kgo.Client, alias string) (string, error) {
-	m, err := kadm.NewClient(cl).BrokerMetadata(ctx)
+	id, err := clustermeta.ID(ctx, cl, alias)
 	if err != nil {
-		return "", fmt.Errorf("%s cluster: read its cluster ID: %w", alias, err)
+		return "", err
 	}
-	if m.Cluster == "" {
+	if id == "" {
 		return "", fmt.Errorf("%s cluster reports no cluster ID (Kafka before 0.10.1?): kreconcile cannot tell it from another cluster and does not write to it", alias)
 	}
-	return m.Cluster, nil
+	return id, nil
 }
