@@ -214,6 +214,9 @@ func client(t *testing.T, seeds []string, opts ...kgo.Opt) *kgo.Client {
 	return cl
 }
 
+// createTopic creates topic on any cluster of the bed. testkit.CreateTopic does not fit: it
+// takes replication factor 1 and a bound made for kfake, where these tests replicate a topic
+// over real brokers, which take longer.
 func createTopic(t *testing.T, c cluster.Cluster, topic string, partitions int32, rf int16) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -233,6 +236,9 @@ func produce(t *testing.T, c cluster.Cluster, topic string, from, n int) {
 	produceTo(t, c.Bootstrap(), topic, from, n)
 }
 
+// produceTo writes records from..from+n-1 to topic through seeds, spread over its partitions
+// by key and acknowledged by every in-sync replica. testkit.Produce writes to one partition
+// with the client's acks, which tells nothing of a replicated topic on real brokers.
 func produceTo(t *testing.T, seeds []string, topic string, from, n int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

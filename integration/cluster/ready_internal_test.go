@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kmigrate/kmigrate/internal/testkit"
 )
 
 // TestProbeBrokersAsksEveryBroker: a cluster is ready only when every broker's own metadata
@@ -20,11 +22,7 @@ import (
 // broker of the client's choosing passes two times in three (the TestJVMProxied failure in CI:
 // the cluster was "ready" and the next metadata request listed two brokers).
 func TestProbeBrokersAsksEveryBroker(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(3))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := testkit.StartCluster(t, kfake.NumBrokers(3))
 	addrs := c.ListenAddrs()
 	var lagging atomic.Bool
 	lagging.Store(true)
