@@ -16,7 +16,7 @@ func TestReconcileNotMigratedGroup(t *testing.T) {
 		Group: "queue", SourceState: "Stable", SourceType: "share", TargetState: "Dead", Partitions: []reconcile.Partition{},
 		NotMigrated: "share group (KIP-932): not migrated",
 	}}}
-	for _, f := range []report.Format{report.Table, report.Markdown, report.JUnit, report.JSON} {
+	for _, f := range []report.Format{report.Table, report.Markdown, report.JUnit, report.JSON, report.HTML} {
 		var buf bytes.Buffer
 		if err := report.Write(&buf, f, res, report.Options{}); err != nil {
 			t.Fatalf("%s: %v", f, err)
