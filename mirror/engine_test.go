@@ -671,6 +671,31 @@ emit.checkpoints.interval.seconds=1
 	}
 }
 
+// refuseProduce makes c answer every Produce request with err for each partition as long as
+// refuse says so; from the first request it does not, c handles them as usual.
+func refuseProduce(c *kfake.Cluster, err *kerr.Error, refuse func() bool) {
+	c.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		if !refuse() {
+			c.DropControl()
+			return nil, nil, false
+		}
+		c.KeepControl()
+		req := kr.(*kmsg.ProduceRequest)
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, err.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+}
+
 // TestMirrorStopsOnProduceError makes the target refuse every record with a non-retriable
 // error once the engine owns its partition and the source has no more records to send. Run
 // must stop with the produce error at once: a fatal error has to end the wait for the next
@@ -690,22 +715,7 @@ func TestMirrorStopsOnProduceError(t *testing.T) {
 	go func() { done <- e.Run(ctx) }()
 	waitFor(t, "the engine owns the partition", func() bool { return len(e.Owned()[topic]) == 1 })
 
-	p.dst.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
-		p.dst.KeepControl()
-		req := kr.(*kmsg.ProduceRequest)
-		resp := req.ResponseKind().(*kmsg.ProduceResponse)
-		for _, rt := range req.Topics {
-			st := kmsg.NewProduceResponseTopic()
-			st.Topic, st.TopicID = rt.Topic, rt.TopicID
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewProduceResponseTopicPartition()
-				sp.Partition, sp.ErrorCode = rp.Partition, kerr.TopicAuthorizationFailed.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp, nil, true
-	})
+	refuseProduce(p.dst, kerr.TopicAuthorizationFailed, func() bool { return true })
 	produce(t, p.src, topic, 1, 0, 10) // the last source records: no fetch returns after them
 
 	select {
@@ -742,26 +752,7 @@ func TestMirrorWarnsWhenTargetStalls(t *testing.T) {
 
 	var refuse atomic.Bool
 	refuse.Store(true)
-	p.dst.ControlKey(int16(kmsg.Produce), func(kr kmsg.Request) (kmsg.Response, error, bool) {
-		if !refuse.Load() {
-			p.dst.DropControl()
-			return nil, nil, false
-		}
-		p.dst.KeepControl()
-		req := kr.(*kmsg.ProduceRequest)
-		resp := req.ResponseKind().(*kmsg.ProduceResponse)
-		for _, rt := range req.Topics {
-			st := kmsg.NewProduceResponseTopic()
-			st.Topic, st.TopicID = rt.Topic, rt.TopicID
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewProduceResponseTopicPartition()
-				sp.Partition, sp.ErrorCode = rp.Partition, kerr.NotEnoughReplicas.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp, nil, true
-	})
+	refuseProduce(p.dst, kerr.NotEnoughReplicas, refuse.Load)
 	defer func() {
 		if t.Failed() {
 			t.Logf("log:\n%s", logs.String())
