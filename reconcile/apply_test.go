@@ -44,9 +44,9 @@ func (a *applyEnv) plan(t *testing.T, group string) *Result {
 func TestApply(t *testing.T) {
 	a := newApplyEnv(t)
 	group := "apply-" + a.topic
-	commit(t, a.srcAdm, group, a.topic, 0, 30, "src-meta-0")
-	commit(t, a.srcAdm, group, a.topic, 1, 25, "src-meta-1")
-	commit(t, a.dstAdm, group, a.topic, 0, 21, "old-meta") // MM2-like: behind
+	testkit.Commit(t, a.srcAdm, group, a.topic, 0, 30, "src-meta-0")
+	testkit.Commit(t, a.srcAdm, group, a.topic, 1, 25, "src-meta-1")
+	testkit.Commit(t, a.dstAdm, group, a.topic, 0, 21, "old-meta") // MM2-like: behind
 	// partition 1 has no target commit
 
 	res := a.plan(t, group)
@@ -65,7 +65,7 @@ func TestApply(t *testing.T) {
 		want     int64
 		wantMeta string
 	}{{0, 35, "src-meta-0"}, {1, 25, "src-meta-1"}} {
-		at, meta, ok := committed(t, a.dstAdm, group, a.topic, tc.part)
+		at, meta, ok := testkit.Committed(t, a.dstAdm, group, a.topic, tc.part)
 		if !ok || at != tc.want || meta != tc.wantMeta {
 			t.Errorf("target commit p%d: got %d %q (exists %v), want %d %q", tc.part, at, meta, ok, tc.want, tc.wantMeta)
 		}
@@ -83,7 +83,7 @@ func TestApply(t *testing.T) {
 		part int32
 		from int
 	}{{0, 30}, {1, 25}} {
-		at, _, _ := committed(t, a.dstAdm, group, a.topic, tc.part)
+		at, _, _ := testkit.Committed(t, a.dstAdm, group, a.topic, tc.part)
 		got := readAll(t, a.dst, a.topic, tc.part, at)
 		if want := 40 - tc.from; len(got) != want {
 			t.Fatalf("p%d after apply: got %d records, want %d", tc.part, len(got), want)
@@ -118,10 +118,10 @@ func TestApply(t *testing.T) {
 	if len(rb.Groups) != 1 || rb.Groups[0].Restored != 1 || rb.Groups[0].Deleted != 1 {
 		t.Errorf("rollback result: got %+v, want 1 restored, 1 deleted", rb.Groups)
 	}
-	if at, meta, ok := committed(t, a.dstAdm, group, a.topic, 0); !ok || at != 21 || meta != "old-meta" {
+	if at, meta, ok := testkit.Committed(t, a.dstAdm, group, a.topic, 0); !ok || at != 21 || meta != "old-meta" {
 		t.Errorf("p0 after rollback: got %d %q (exists %v), want 21 old-meta", at, meta, ok)
 	}
-	if at, _, ok := committed(t, a.dstAdm, group, a.topic, 1); ok {
+	if at, _, ok := testkit.Committed(t, a.dstAdm, group, a.topic, 1); ok {
 		t.Errorf("p1 after rollback: got commit %d, want none", at)
 	}
 }
@@ -132,8 +132,8 @@ func TestApply(t *testing.T) {
 func TestApplyCommitCoordinatorBehind(t *testing.T) {
 	a := newApplyEnv(t)
 	group := "apply-" + a.topic
-	commit(t, a.srcAdm, group, a.topic, 0, 30, "src-meta-0")
-	commit(t, a.dstAdm, group, a.topic, 0, 21, "old-meta") // behind, as MM2 leaves it
+	testkit.Commit(t, a.srcAdm, group, a.topic, 0, 30, "src-meta-0")
+	testkit.Commit(t, a.dstAdm, group, a.topic, 0, 21, "old-meta") // behind, as MM2 leaves it
 	res := a.plan(t, group)
 	refused := testkit.UnknownTopicCommits(a.dstK, 2)
 	if err := Apply(testCtx(t), a.dst, res, ApplyConfig{Backup: filepath.Join(t.TempDir(), "backup.json")}); err != nil {
@@ -142,7 +142,7 @@ func TestApplyCommitCoordinatorBehind(t *testing.T) {
 	if refused.Load() != 2 {
 		t.Fatalf("%d commits refused, want 2: the fault was not staged", refused.Load())
 	}
-	if at, _, ok := committed(t, a.dstAdm, group, a.topic, 0); !ok || at != 35 {
+	if at, _, ok := testkit.Committed(t, a.dstAdm, group, a.topic, 0); !ok || at != 35 {
 		t.Errorf("target commit p0: %d (exists %v), want 35", at, ok)
 	}
 }
@@ -150,8 +150,8 @@ func TestApplyCommitCoordinatorBehind(t *testing.T) {
 func TestApplyRefusesActiveGroup(t *testing.T) {
 	a := newApplyEnv(t)
 	group := "active-" + a.topic
-	commit(t, a.srcAdm, group, a.topic, 0, 30, "")
-	commit(t, a.dstAdm, group, a.topic, 0, 21, "")
+	testkit.Commit(t, a.srcAdm, group, a.topic, 0, 30, "")
+	testkit.Commit(t, a.dstAdm, group, a.topic, 0, 21, "")
 
 	// A live member of the group on the target.
 	cons, err := kgo.NewClient(append(seedsOf(t, a.dst), kgo.ConsumerGroup(group), kgo.ConsumeTopics(a.topic),
@@ -184,7 +184,7 @@ func TestApplyRefusesActiveGroup(t *testing.T) {
 	if !strings.Contains(g.Refused, group) || g.Applied || res.Applied {
 		t.Errorf("refusal: got refused=%q applied=%v, want a message naming %s and nothing applied", g.Refused, g.Applied, group)
 	}
-	if at, _, _ := committed(t, a.dstAdm, group, a.topic, 0); at != 21 {
+	if at, _, _ := testkit.Committed(t, a.dstAdm, group, a.topic, 0); at != 21 {
 		t.Errorf("target commit: got %d, want 21 (unchanged)", at)
 	}
 	if res.Backup != "" {
@@ -195,8 +195,8 @@ func TestApplyRefusesActiveGroup(t *testing.T) {
 func TestApplyNeverRewindsUnlessAllowed(t *testing.T) {
 	a := newApplyEnv(t)
 	group := "ahead-" + a.topic
-	commit(t, a.srcAdm, group, a.topic, 1, 20, "")
-	commit(t, a.dstAdm, group, a.topic, 1, 30, "")
+	testkit.Commit(t, a.srcAdm, group, a.topic, 1, 20, "")
+	testkit.Commit(t, a.dstAdm, group, a.topic, 1, 30, "")
 	tests := []struct {
 		name  string
 		allow bool
@@ -208,7 +208,7 @@ func TestApplyNeverRewindsUnlessAllowed(t *testing.T) {
 			if err := Apply(testCtx(t), a.dst, res, ApplyConfig{AllowRewind: tc.allow, Backup: filepath.Join(t.TempDir(), "b.json")}); err != nil {
 				t.Fatalf("Apply: %v", err)
 			}
-			if at, _, _ := committed(t, a.dstAdm, group, a.topic, 1); at != tc.want {
+			if at, _, _ := testkit.Committed(t, a.dstAdm, group, a.topic, 1); at != tc.want {
 				t.Errorf("target commit: got %d, want %d (action %q)", at, tc.want, findPartition(t, res, group, a.topic, 1).Action)
 			}
 		})

@@ -25,8 +25,8 @@ func TestPlanGroupAtSourceEndAfterMarker(t *testing.T) {
 	testkit.CreateTopic(t, e.dst, topic, 1, nil)
 	testkit.ProduceTxn(t, testkit.Client(t, e.srcK, kgo.TransactionalID("txn-"+topic)), topic, 0, values("v", 0, 10)...) // offsets 0..9, commit marker at 10
 	mirrorTopic(t, e, topic, topic, 0, step{0, 11})                                                                      // target offsets 0..9
-	commit(t, e.srcAdm, group, topic, 0, 11, "")
-	commit(t, e.dstAdm, group, topic, 0, 10, "")
+	testkit.Commit(t, e.srcAdm, group, topic, 0, 11, "")
+	testkit.Commit(t, e.dstAdm, group, topic, 0, 10, "")
 	res, err := Plan(testCtx(t), e.src, e.dst, Config{Groups: regexp.MustCompile(regexp.QuoteMeta(group))})
 	if err != nil {
 		t.Fatalf("Plan: %v", err)
@@ -46,7 +46,7 @@ func TestPlanFlowGroupSelection(t *testing.T) {
 	testkit.CreateTopic(t, e.src, topic, 1, nil)
 	testkit.Produce(t, e.src, topic, 0, values("v", 0, 3)...)
 	for _, g := range []string{"foo1", "bar1"} {
-		commit(t, e.srcAdm, g, topic, 0, 1, "")
+		testkit.Commit(t, e.srcAdm, g, topic, 0, 1, "")
 	}
 	cfg, err := mm2.Parse(strings.NewReader("clusters = source, target\nsource.bootstrap.servers = s:9092\ntarget.bootstrap.servers = t:9092\nsource->target.enabled = true\ngroups.exclude = foo.*\n"))
 	if err != nil {
@@ -88,7 +88,7 @@ func TestPartitionErr(t *testing.T) {
 	testkit.CreateTopic(t, e.src, topic, 1, nil)
 	testkit.CreateTopic(t, e.dst, topic, 1, nil)
 	testkit.Produce(t, e.src, topic, 0, values("v", 0, 10)...)
-	commit(t, e.srcAdm, group, topic, 0, 5, "") // nothing mirrored yet
+	testkit.Commit(t, e.srcAdm, group, topic, 0, 5, "") // nothing mirrored yet
 	res, err := Plan(testCtx(t), e.src, e.dst, Config{Groups: regexp.MustCompile(regexp.QuoteMeta(group))})
 	if err != nil {
 		t.Fatalf("Plan: %v", err)

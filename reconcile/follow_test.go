@@ -52,7 +52,7 @@ func onTarget(t *testing.T, a *applyEnv, groups ...string) {
 	t.Helper()
 	ensureTopic(t, a.dstAdm, "follow-other")
 	for _, g := range groups {
-		commit(t, a.dstAdm, g, "follow-other", 0, 0, "")
+		testkit.Commit(t, a.dstAdm, g, "follow-other", 0, 0, "")
 	}
 }
 
@@ -129,11 +129,11 @@ func TestFollowAppliesEachGroupAsItStops(t *testing.T) {
 	a := newApplyEnv(t)
 	gA, gB := "follow-a-"+a.topic, "follow-b-"+a.topic
 	onTarget(t, a, gB)
-	commit(t, a.srcAdm, gA, a.topic, 0, 30, "ma")
-	commit(t, a.srcAdm, gA, a.topic, 1, 25, "ma")
-	commit(t, a.dstAdm, gA, a.topic, 0, 21, "old") // behind; p1 has no target commit
-	commit(t, a.srcAdm, gB, a.topic, 0, 10, "mb")
-	commit(t, a.srcAdm, gB, a.topic, 1, 35, "mb")
+	testkit.Commit(t, a.srcAdm, gA, a.topic, 0, 30, "ma")
+	testkit.Commit(t, a.srcAdm, gA, a.topic, 1, 25, "ma")
+	testkit.Commit(t, a.dstAdm, gA, a.topic, 0, 21, "old") // behind; p1 has no target commit
+	testkit.Commit(t, a.srcAdm, gB, a.topic, 0, 10, "mb")
+	testkit.Commit(t, a.srcAdm, gB, a.topic, 1, 35, "mb")
 	stopB := member(t, a.src, gB, a.topic)
 
 	backup := filepath.Join(t.TempDir(), "cutover.json")
@@ -176,7 +176,7 @@ func TestFollowAppliesEachGroupAsItStops(t *testing.T) {
 		want int64
 		meta string
 	}{{gA, 0, 35, "ma"}, {gA, 1, 25, "ma"}, {gB, 0, 10, "mb"}, {gB, 1, 35, "mb"}} {
-		if at, meta, ok := committed(t, a.dstAdm, c.g, a.topic, c.p); !ok || at != c.want || meta != c.meta {
+		if at, meta, ok := testkit.Committed(t, a.dstAdm, c.g, a.topic, c.p); !ok || at != c.want || meta != c.meta {
 			t.Errorf("%s p%d on the target: got %d %q (exists %v), want %d %q", c.g, c.p, at, meta, ok, c.want, c.meta)
 		}
 	}
@@ -192,14 +192,14 @@ func TestFollowAppliesEachGroupAsItStops(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Rollback: %v", err)
 	}
-	if at, meta, ok := committed(t, a.dstAdm, gA, a.topic, 0); !ok || at != 21 || meta != "old" {
+	if at, meta, ok := testkit.Committed(t, a.dstAdm, gA, a.topic, 0); !ok || at != 21 || meta != "old" {
 		t.Errorf("%s p0 after rollback: got %d %q (exists %v), want 21 old", gA, at, meta, ok)
 	}
 	for _, c := range []struct {
 		g string
 		p int32
 	}{{gA, 1}, {gB, 0}, {gB, 1}} {
-		if at, _, ok := committed(t, a.dstAdm, c.g, a.topic, c.p); ok {
+		if at, _, ok := testkit.Committed(t, a.dstAdm, c.g, a.topic, c.p); ok {
 			t.Errorf("%s p%d after rollback: got %d, want no commit (rollback %+v)", c.g, c.p, at, rb.Groups)
 		}
 	}
@@ -212,7 +212,7 @@ func TestFollowWaitsForTheMirror(t *testing.T) {
 	g := "follow-pending-" + a.topic
 	onTarget(t, a, g)
 	testkit.Produce(t, a.src, a.topic, 1, values("v", 40, 50)...) // not mirrored yet
-	commit(t, a.srcAdm, g, a.topic, 1, 45, "")
+	testkit.Commit(t, a.srcAdm, g, a.topic, 1, 45, "")
 	ev := &events{}
 	mirrored := false
 	fc := FollowConfig{Apply: true, Backup: filepath.Join(t.TempDir(), "b.json"), Interval: 50 * time.Millisecond, OnEvent: ev.add,
@@ -229,7 +229,7 @@ func TestFollowWaitsForTheMirror(t *testing.T) {
 	if ev.index(g, FollowWaiting, "pending") < 0 || ev.index(g, FollowExact, "committed 45") < 0 {
 		t.Errorf("events: want waiting (pending), then ready with 45 committed; got%s", ev)
 	}
-	if at, _, _ := committed(t, a.dstAdm, g, a.topic, 1); at != 45 {
+	if at, _, _ := testkit.Committed(t, a.dstAdm, g, a.topic, 1); at != 45 {
 		t.Errorf("target commit: got %d, want 45", at)
 	}
 }
@@ -240,10 +240,10 @@ func TestFollowLeavesTargetGroupWithMembers(t *testing.T) {
 	a := newApplyEnv(t)
 	gC, gD := "follow-c-"+a.topic, "follow-d-"+a.topic
 	onTarget(t, a, gD)
-	commit(t, a.srcAdm, gC, a.topic, 0, 30, "")
-	commit(t, a.dstAdm, gC, a.topic, 0, 21, "")
+	testkit.Commit(t, a.srcAdm, gC, a.topic, 0, 30, "")
+	testkit.Commit(t, a.dstAdm, gC, a.topic, 0, 21, "")
 	member(t, a.dst, gC, a.topic) // someone switched its consumers already
-	commit(t, a.srcAdm, gD, a.topic, 0, 30, "")
+	testkit.Commit(t, a.srcAdm, gD, a.topic, 0, 30, "")
 	backup := filepath.Join(t.TempDir(), "b.json")
 	ev := &events{}
 	fr, err := Follow(testCtx(t), a.src, a.dst, Config{Groups: groupsRe(gC, gD)}, FollowConfig{Apply: true, Backup: backup, Interval: 50 * time.Millisecond, OnEvent: ev.add})
@@ -257,7 +257,7 @@ func TestFollowLeavesTargetGroupWithMembers(t *testing.T) {
 	if d := followGroup(t, fr, gD); d.State != FollowExact {
 		t.Errorf("%s: got %+v, want exact", gD, d)
 	}
-	if at, _, _ := committed(t, a.dstAdm, gC, a.topic, 0); at != 21 {
+	if at, _, _ := testkit.Committed(t, a.dstAdm, gC, a.topic, 0); at != 21 {
 		t.Errorf("%s on the target: got %d, want 21 (untouched)", gC, at)
 	}
 	if got := backupOffsets(t, backup); len(got) != 1 || !strings.HasPrefix(got[0], gD+" ") {
@@ -273,7 +273,7 @@ func TestFollowTimeout(t *testing.T) {
 	a := newApplyEnv(t)
 	g := "follow-busy-" + a.topic
 	onTarget(t, a, g)
-	commit(t, a.srcAdm, g, a.topic, 0, 30, "")
+	testkit.Commit(t, a.srcAdm, g, a.topic, 0, 30, "")
 	member(t, a.src, g, a.topic)
 	backup := filepath.Join(t.TempDir(), "b.json")
 	start := time.Now()
@@ -290,7 +290,7 @@ func TestFollowTimeout(t *testing.T) {
 	if _, err := os.Stat(backup); err == nil {
 		t.Errorf("backup %s written, want none (nothing was applied)", backup)
 	}
-	if _, _, ok := committed(t, a.dstAdm, g, a.topic, 0); ok {
+	if _, _, ok := testkit.Committed(t, a.dstAdm, g, a.topic, 0); ok {
 		t.Errorf("target commit written, want none")
 	}
 }
@@ -300,10 +300,10 @@ func TestFollowTimeout(t *testing.T) {
 func TestFollowInterruptedAndRerun(t *testing.T) {
 	a := newApplyEnv(t)
 	gA, gB := "follow-ka-"+a.topic, "follow-kb-"+a.topic
-	commit(t, a.srcAdm, gA, a.topic, 0, 30, "")
-	commit(t, a.dstAdm, gA, a.topic, 0, 21, "old-a")
-	commit(t, a.srcAdm, gB, a.topic, 1, 35, "")
-	commit(t, a.dstAdm, gB, a.topic, 1, 7, "old-b")
+	testkit.Commit(t, a.srcAdm, gA, a.topic, 0, 30, "")
+	testkit.Commit(t, a.dstAdm, gA, a.topic, 0, 21, "old-a")
+	testkit.Commit(t, a.srcAdm, gB, a.topic, 1, 35, "")
+	testkit.Commit(t, a.dstAdm, gB, a.topic, 1, 7, "old-b")
 	backup := filepath.Join(t.TempDir(), "b.json")
 	cfg := Config{Groups: groupsRe(gA, gB)}
 
@@ -319,7 +319,7 @@ func TestFollowInterruptedAndRerun(t *testing.T) {
 	if got := backupOffsets(t, backup); len(got) != 2 {
 		t.Fatalf("backup after the interruption: got %v, want both groups' entries", got)
 	}
-	if at, _, _ := committed(t, a.dstAdm, gB, a.topic, 1); at != 7 {
+	if at, _, _ := testkit.Committed(t, a.dstAdm, gB, a.topic, 1); at != 7 {
 		t.Fatalf("%s: got %d, want 7 (its commit never happened)", gB, at)
 	}
 
@@ -345,7 +345,7 @@ func TestFollowInterruptedAndRerun(t *testing.T) {
 		want int64
 		meta string
 	}{{gA, 0, 21, "old-a"}, {gB, 1, 7, "old-b"}} {
-		if at, meta, _ := committed(t, a.dstAdm, c.g, a.topic, c.p); at != c.want || meta != c.meta {
+		if at, meta, _ := testkit.Committed(t, a.dstAdm, c.g, a.topic, c.p); at != c.want || meta != c.meta {
 			t.Errorf("%s after rollback: got %d %q, want %d %q", c.g, at, meta, c.want, c.meta)
 		}
 	}
@@ -362,9 +362,9 @@ func TestFollowAppliesAgainOnlyWhileUntouched(t *testing.T) {
 	a := newApplyEnv(t)
 	gA, gT, gBusy := "follow-ra-"+a.topic, "follow-rt-"+a.topic, "follow-rbusy-"+a.topic
 	onTarget(t, a, gA, gT, gBusy)
-	commit(t, a.srcAdm, gA, a.topic, 1, 20, "")
-	commit(t, a.srcAdm, gT, a.topic, 1, 20, "")
-	commit(t, a.srcAdm, gBusy, a.topic, 1, 5, "")
+	testkit.Commit(t, a.srcAdm, gA, a.topic, 1, 20, "")
+	testkit.Commit(t, a.srcAdm, gT, a.topic, 1, 20, "")
+	testkit.Commit(t, a.srcAdm, gBusy, a.topic, 1, 5, "")
 	stopBusy := member(t, a.src, gBusy, a.topic) // keeps the run going
 	backup := filepath.Join(t.TempDir(), "b.json")
 	ev := &events{}
@@ -374,9 +374,9 @@ func TestFollowAppliesAgainOnlyWhileUntouched(t *testing.T) {
 			switch {
 			case p.Exact == 2 && !moved:
 				moved = true
-				commit(t, a.srcAdm, gA, a.topic, 1, 30, "") // consumed again on the source
-				commit(t, a.srcAdm, gT, a.topic, 1, 30, "")
-				commit(t, a.dstAdm, gT, a.topic, 1, 22, "") // and gT consumed on the target
+				testkit.Commit(t, a.srcAdm, gA, a.topic, 1, 30, "") // consumed again on the source
+				testkit.Commit(t, a.srcAdm, gT, a.topic, 1, 30, "")
+				testkit.Commit(t, a.dstAdm, gT, a.topic, 1, 22, "") // and gT consumed on the target
 			case moved && ev.index(gA, FollowExact, "committed 30") >= 0:
 				stopBusy()
 			}
@@ -388,10 +388,10 @@ func TestFollowAppliesAgainOnlyWhileUntouched(t *testing.T) {
 	if got := followGroup(t, fr, gA); got.Applied != 2 {
 		t.Errorf("%s: applied %d times, want 2 (the source moved, the target was untouched)", gA, got.Applied)
 	}
-	if at, _, _ := committed(t, a.dstAdm, gA, a.topic, 1); at != 30 {
+	if at, _, _ := testkit.Committed(t, a.dstAdm, gA, a.topic, 1); at != 30 {
 		t.Errorf("%s on the target: got %d, want 30", gA, at)
 	}
-	if at, _, _ := committed(t, a.dstAdm, gT, a.topic, 1); at != 22 {
+	if at, _, _ := testkit.Committed(t, a.dstAdm, gT, a.topic, 1); at != 22 {
 		t.Errorf("%s on the target: got %d, want 22 (it consumed there: never rewritten)", gT, at)
 	}
 	if got := followGroup(t, fr, gT); got.State != FollowExact || !got.Final || got.Applied != 1 {

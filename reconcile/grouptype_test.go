@@ -9,6 +9,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/internal/testkit"
 )
 
 // consumer848 starts a member of group on topic with the consumer group protocol of KIP-848
@@ -64,8 +66,8 @@ func waitEmpty848(t *testing.T, adm *kadm.Client, group string) {
 func TestApplyConsumerGroupIdle(t *testing.T) {
 	a := newApplyEnv(t)
 	group := "kip848-idle-" + a.topic
-	commit(t, a.srcAdm, group, a.topic, 0, 30, "src-meta-0")
-	commit(t, a.dstAdm, group, a.topic, 0, 21, "old-meta") // behind, as MM2 leaves it
+	testkit.Commit(t, a.srcAdm, group, a.topic, 0, 30, "src-meta-0")
+	testkit.Commit(t, a.dstAdm, group, a.topic, 0, 21, "old-meta") // behind, as MM2 leaves it
 	cons, _ := consumer848(t, a.dst, group, a.topic)
 	cons.Close()
 	waitEmpty848(t, a.dstAdm, group)
@@ -84,7 +86,7 @@ func TestApplyConsumerGroupIdle(t *testing.T) {
 	if g := findGroup(t, res, group); !g.Applied || g.Refused != "" {
 		t.Fatalf("apply: got applied=%v refused=%q, want applied", g.Applied, g.Refused)
 	}
-	if at, meta, ok := committed(t, a.dstAdm, group, a.topic, 0); !ok || at != 35 || meta != "src-meta-0" {
+	if at, meta, ok := testkit.Committed(t, a.dstAdm, group, a.topic, 0); !ok || at != 35 || meta != "src-meta-0" {
 		t.Fatalf("target commit p0: got %d %q (exists %v), want 35 src-meta-0", at, meta, ok)
 	}
 
@@ -110,8 +112,8 @@ func TestApplyConsumerGroupIdle(t *testing.T) {
 func TestApplyRefusesActiveConsumerGroup(t *testing.T) {
 	a := newApplyEnv(t)
 	group := "kip848-active-" + a.topic
-	commit(t, a.srcAdm, group, a.topic, 0, 30, "")
-	commit(t, a.dstAdm, group, a.topic, 0, 21, "")
+	testkit.Commit(t, a.srcAdm, group, a.topic, 0, 30, "")
+	testkit.Commit(t, a.dstAdm, group, a.topic, 0, 21, "")
 	consumer848(t, a.dst, group, a.topic)
 
 	res := a.plan(t, group)
@@ -126,7 +128,7 @@ func TestApplyRefusesActiveConsumerGroup(t *testing.T) {
 	if !strings.Contains(g.Refused, "is Stable with 1 member") || !strings.Contains(g.Refused, "group.protocol=consumer") || g.Applied || res.Applied {
 		t.Errorf("refusal: got refused=%q applied=%v, want the active consumer group named and nothing applied", g.Refused, g.Applied)
 	}
-	if at, _, _ := committed(t, a.dstAdm, group, a.topic, 0); at != 21 {
+	if at, _, _ := testkit.Committed(t, a.dstAdm, group, a.topic, 0); at != 21 {
 		t.Errorf("target commit: got %d, want 21 (unchanged)", at)
 	}
 }
@@ -136,8 +138,8 @@ func TestApplyRefusesActiveConsumerGroup(t *testing.T) {
 func TestPlanSourceConsumerGroup(t *testing.T) {
 	a := newApplyEnv(t)
 	group := "kip848-src-" + a.topic
-	commit(t, a.srcAdm, group, a.topic, 0, 30, "")
-	commit(t, a.dstAdm, group, a.topic, 1, 40, "") // the target group exists, classic
+	testkit.Commit(t, a.srcAdm, group, a.topic, 0, 30, "")
+	testkit.Commit(t, a.dstAdm, group, a.topic, 1, 40, "") // the target group exists, classic
 	cons, _ := consumer848(t, a.src, group, a.topic)
 	cons.Close()
 	waitEmpty848(t, a.srcAdm, group)
@@ -191,8 +193,8 @@ func TestPlanShareGroupNotMigrated(t *testing.T) {
 func TestRollbackConsumerGroup(t *testing.T) {
 	a := newApplyEnv(t)
 	group := "kip848-rb-" + a.topic
-	commit(t, a.srcAdm, group, a.topic, 0, 30, "")
-	commit(t, a.dstAdm, group, a.topic, 0, 21, "old")
+	testkit.Commit(t, a.srcAdm, group, a.topic, 0, 30, "")
+	testkit.Commit(t, a.dstAdm, group, a.topic, 0, 21, "old")
 	cons, _ := consumer848(t, a.dst, group, a.topic)
 	cons.Close()
 	waitEmpty848(t, a.dstAdm, group)
@@ -207,7 +209,7 @@ func TestRollbackConsumerGroup(t *testing.T) {
 	if err == nil || len(rb.Groups) != 1 || !strings.Contains(rb.Groups[0].Refused, "group.protocol=consumer") {
 		t.Fatalf("rollback with a member: %v %+v, want the consumer group refused", err, rb)
 	}
-	if at, _, _ := committed(t, a.dstAdm, group, a.topic, 0); at != 35 {
+	if at, _, _ := testkit.Committed(t, a.dstAdm, group, a.topic, 0); at != 35 {
 		t.Fatalf("target commit after the refused rollback: %d, want 35", at)
 	}
 	member.Close()
@@ -216,7 +218,7 @@ func TestRollbackConsumerGroup(t *testing.T) {
 	if err != nil || rb.Groups[0].Restored != 1 {
 		t.Fatalf("rollback: %v %+v, want 1 restored", err, rb)
 	}
-	if at, meta, _ := committed(t, a.dstAdm, group, a.topic, 0); at != 21 || meta != "old" {
+	if at, meta, _ := testkit.Committed(t, a.dstAdm, group, a.topic, 0); at != 21 || meta != "old" {
 		t.Fatalf("target commit after the rollback: %d %q, want 21 old", at, meta)
 	}
 }

@@ -137,33 +137,6 @@ func mirrorTopic(t *testing.T, e *env, srcTopic, dstTopic string, part int32, st
 	return m
 }
 
-// commit commits offsets for a group (no members) with metadata.
-func commit(t *testing.T, adm *kadm.Client, group, topic string, part int32, at int64, meta string) {
-	t.Helper()
-	offs := kadm.Offsets{}
-	offs.Add(kadm.Offset{Topic: topic, Partition: part, At: at, LeaderEpoch: -1, Metadata: meta})
-	resp, err := adm.CommitOffsets(testCtx(t), group, offs)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
-		t.Fatalf("commit %s %s/%d=%d: %v", group, topic, part, at, err)
-	}
-}
-
-func committed(t *testing.T, adm *kadm.Client, group, topic string, part int32) (int64, string, bool) {
-	t.Helper()
-	resp, err := adm.FetchOffsets(testCtx(t), group)
-	if err != nil {
-		t.Fatalf("fetch offsets of %s: %v", group, err)
-	}
-	o, ok := resp.Lookup(topic, part)
-	if !ok || o.At < 0 {
-		return 0, "", false
-	}
-	return o.At, o.Metadata, true
-}
-
 // writeCheckpoints writes MM2-format checkpoints to "<alias>.checkpoints.internal" on the target.
 func writeCheckpoints(t *testing.T, e *env, alias string, cps ...mm2.Checkpoint) {
 	t.Helper()

@@ -23,8 +23,8 @@ func TestPlanCommitPastMarkerIsExact(t *testing.T) {
 	testkit.CreateTopic(t, e.dst, topic, 1, nil)
 	testkit.Produce(t, e.src, topic, 0, values("v", 0, 10)...)                                                           // source 0..9
 	testkit.ProduceTxn(t, testkit.Client(t, e.dstK, kgo.TransactionalID("txn-"+topic)), topic, 0, values("v", 0, 10)...) // target 0..9, commit marker at 10
-	commit(t, e.srcAdm, group, topic, 0, 10, "")
-	commit(t, e.dstAdm, group, topic, 0, 11, "")
+	testkit.Commit(t, e.srcAdm, group, topic, 0, 10, "")
+	testkit.Commit(t, e.dstAdm, group, topic, 0, 11, "")
 	res, err := Plan(testCtx(t), e.src, e.dst, Config{Groups: regexp.MustCompile(regexp.QuoteMeta(group))})
 	if err != nil {
 		t.Fatalf("Plan: %v", err)
@@ -41,7 +41,7 @@ func TestPlanCommitPastMarkerIsExact(t *testing.T) {
 	if p := findPartition(t, res, group, topic, 0); p.Status != StatusExact || p.Applied {
 		t.Errorf("after apply: %s, applied %v (%s); want exact and nothing written", p.Status, p.Applied, p.Action)
 	}
-	if at, _, _ := committed(t, e.dstAdm, group, topic, 0); at != 11 {
+	if at, _, _ := testkit.Committed(t, e.dstAdm, group, topic, 0); at != 11 {
 		t.Errorf("target commit after apply: %d, want 11 (unchanged)", at)
 	}
 }

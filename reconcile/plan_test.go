@@ -204,9 +204,9 @@ func TestPlan(t *testing.T) {
 					t.Fatalf("delete records: %v", err)
 				}
 			}
-			commit(t, e.srcAdm, group, topic, 0, tc.g, "meta-"+group)
+			testkit.Commit(t, e.srcAdm, group, topic, 0, tc.g, "meta-"+group)
 			if tc.target != nil {
-				commit(t, e.dstAdm, group, topic, 0, *tc.target, "")
+				testkit.Commit(t, e.dstAdm, group, topic, 0, *tc.target, "")
 			}
 			if tc.syncs != nil {
 				model := make([]testkit.Sync, len(tc.syncs))
@@ -273,8 +273,8 @@ func TestPlanOffsetMap(t *testing.T) {
 	testkit.CreateTopic(t, e.dst, topic, 1, nil)
 	testkit.Produce(t, e.src, topic, 0, values("v", 0, 100)...)
 	mirrorTopic(t, e, topic, topic, 0, step{0, 50}, step{45, 100})
-	commit(t, e.srcAdm, group, topic, 0, 70, "")
-	commit(t, e.dstAdm, group, topic, 0, 51, "")
+	testkit.Commit(t, e.srcAdm, group, topic, 0, 70, "")
+	testkit.Commit(t, e.dstAdm, group, topic, 0, 51, "")
 	om := &offsetmap.TopicMap{Version: offsetmap.Version, SourceTopic: topic, TargetTopic: topic, Partitions: []*offsetmap.PartitionMap{{
 		Partition: 0, SourceFrom: 0, SourceTo: 100, TargetTo: 105,
 		Segments:   []offsetmap.Segment{{Source: 0, Target: 0, Len: 50}, {Source: 50, Target: 55, Len: 50}},
@@ -324,7 +324,7 @@ func TestPlanTopicOutsideFlow(t *testing.T) {
 	testkit.CreateTopic(t, e.dst, topic, 1, nil)
 	testkit.Produce(t, e.src, topic, 0, values("v", 0, 10)...)
 	mirrorTopic(t, e, topic, topic, 0, step{0, 10})
-	commit(t, e.srcAdm, group, topic, 0, 5, "")
+	testkit.Commit(t, e.srcAdm, group, topic, 0, 5, "")
 	flow := &mm2.Flow{Source: "source", Target: "target", Enabled: true, Policy: mm2.IdentityPolicy{},
 		Topics: []string{".*"}, TopicsExclude: append(append([]string(nil), mm2.DefaultTopicsExclude...), "filtered-.*")}
 	res, err := Plan(testCtx(t), e.src, e.dst, Config{Flow: flow, Groups: regexp.MustCompile(regexp.QuoteMeta(group))})
@@ -343,7 +343,7 @@ func TestPlanDefaultExclusions(t *testing.T) {
 	testkit.CreateTopic(t, e.src, topic, 1, nil)
 	testkit.Produce(t, e.src, topic, 0, values("v", 0, 3)...)
 	for _, g := range []string{"console-consumer-1", "connect-x", "__internal", "app-" + topic} {
-		commit(t, e.srcAdm, g, topic, 0, 1, "")
+		testkit.Commit(t, e.srcAdm, g, topic, 0, 1, "")
 	}
 	res, err := Plan(testCtx(t), e.src, e.dst, Config{})
 	if err != nil {
@@ -368,8 +368,8 @@ func TestPlanExtraAfterE(t *testing.T) {
 	mirrorTopic(t, e, topic, topic, 0, step{0, 50})
 	testkit.Produce(t, e.dst, topic, 0, values("direct", 0, 1)...) // target offset 50
 	mirrorTopic(t, e, topic, topic, 0, step{50, 100})
-	commit(t, e.srcAdm, group, topic, 0, 50, "")
-	commit(t, e.dstAdm, group, topic, 0, 50, "")
+	testkit.Commit(t, e.srcAdm, group, topic, 0, 50, "")
+	testkit.Commit(t, e.dstAdm, group, topic, 0, 50, "")
 	res, err := Plan(testCtx(t), e.src, e.dst, Config{Groups: regexp.MustCompile(regexp.QuoteMeta(group))})
 	if err != nil {
 		t.Fatalf("Plan: %v", err)

@@ -34,9 +34,9 @@ func TestPlanOffsetMapCoverage(t *testing.T) {
 	// p1: identity: E(70) = 70.
 	mirrorTopic(t, e, topic, topic, 0, step{0, 50}, step{45, 100})
 	mirrorTopic(t, e, topic, topic, 1, step{0, 100})
-	commit(t, e.srcAdm, group, topic, 0, 70, "")
-	commit(t, e.srcAdm, group, topic, 1, 70, "")
-	commit(t, e.dstAdm, group, topic, 0, 51, "")
+	testkit.Commit(t, e.srcAdm, group, topic, 0, 70, "")
+	testkit.Commit(t, e.srcAdm, group, topic, 1, 70, "")
+	testkit.Commit(t, e.dstAdm, group, topic, 0, 51, "")
 	exactP0 := &offsetmap.PartitionMap{Partition: 0, SourceFrom: 0, SourceTo: 100, TargetTo: 105,
 		Segments:   []offsetmap.Segment{{Source: 0, Target: 0, Len: 50}, {Source: 50, Target: 55, Len: 50}},
 		Duplicates: []offsetmap.Copy{{Target: 50, Source: 45}, {Target: 51, Source: 46}, {Target: 52, Source: 47}, {Target: 53, Source: 48}, {Target: 54, Source: 49}},
@@ -105,8 +105,8 @@ func TestPlanOffsetMapStale(t *testing.T) {
 		Partition: 0, SourceFrom: 0, SourceTo: 100, TargetTo: 100, Segments: []offsetmap.Segment{{Source: 0, Target: 0, Len: 100}}}}}
 	// After the map: a restarted mirror replays 65..74 at 100..109, so E(70) = 1 + 104.
 	mirrorTopic(t, e, topic, topic, 0, step{65, 75})
-	commit(t, e.srcAdm, group, topic, 0, 70, "")
-	commit(t, e.dstAdm, group, topic, 0, 70, "")
+	testkit.Commit(t, e.srcAdm, group, topic, 0, 70, "")
+	testkit.Commit(t, e.dstAdm, group, topic, 0, 70, "")
 	res, err := Plan(testCtx(t), e.src, e.dst, Config{Groups: regexp.MustCompile(regexp.QuoteMeta(group)), OffsetMap: om})
 	if err != nil {
 		t.Fatalf("Plan: %v", err)
@@ -121,9 +121,9 @@ func TestPlanOffsetMapStale(t *testing.T) {
 func TestRollbackRefusesOtherCluster(t *testing.T) {
 	a := newApplyEnv(t)
 	group := "other-" + a.topic
-	commit(t, a.srcAdm, group, a.topic, 0, 30, "src")
-	commit(t, a.srcAdm, group, a.topic, 1, 25, "src")
-	commit(t, a.dstAdm, group, a.topic, 0, 21, "old")
+	testkit.Commit(t, a.srcAdm, group, a.topic, 0, 30, "src")
+	testkit.Commit(t, a.srcAdm, group, a.topic, 1, 25, "src")
+	testkit.Commit(t, a.dstAdm, group, a.topic, 0, 21, "old")
 	res := a.plan(t, group)
 	backup := filepath.Join(t.TempDir(), "backup.json")
 	if err := Apply(testCtx(t), a.dst, res, ApplyConfig{Backup: backup}); err != nil {
@@ -151,7 +151,7 @@ func TestRollbackRefusesOtherCluster(t *testing.T) {
 		part int32
 		want int64
 	}{{0, 30}, {1, 25}} {
-		if at, meta, ok := committed(t, a.srcAdm, group, a.topic, c.part); !ok || at != c.want || meta != "src" {
+		if at, meta, ok := testkit.Committed(t, a.srcAdm, group, a.topic, c.part); !ok || at != c.want || meta != "src" {
 			t.Errorf("source commit p%d after the refused rollback: got %d %q (exists %v), want %d (untouched)", c.part, at, meta, ok, c.want)
 		}
 	}
@@ -159,7 +159,7 @@ func TestRollbackRefusesOtherCluster(t *testing.T) {
 	if _, err := Rollback(testCtx(t), a.dst, backup, RollbackConfig{}); err != nil {
 		t.Fatalf("rollback on the target: %v", err)
 	}
-	if at, _, _ := committed(t, a.dstAdm, group, a.topic, 0); at != 21 {
+	if at, _, _ := testkit.Committed(t, a.dstAdm, group, a.topic, 0); at != 21 {
 		t.Errorf("target commit p0 after rollback: got %d, want 21", at)
 	}
 }
@@ -169,7 +169,7 @@ func TestRollbackRefusesOtherCluster(t *testing.T) {
 func TestRollbackLegacyBackup(t *testing.T) {
 	a := newApplyEnv(t)
 	group := "legacy-" + a.topic
-	commit(t, a.dstAdm, group, a.topic, 0, 35, "applied")
+	testkit.Commit(t, a.dstAdm, group, a.topic, 0, 35, "applied")
 	path := filepath.Join(t.TempDir(), "v1.json")
 	v1 := `{"version": 1, "created": "2026-01-01T00:00:00Z", "entries": [{"group": "` + group + `", "topic": "` + a.topic + `", "partition": 0, "offset": 21, "metadata": "old"}]}`
 	if err := os.WriteFile(path, []byte(v1), 0o600); err != nil {
@@ -192,7 +192,7 @@ func TestRollbackLegacyBackup(t *testing.T) {
 			if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Errorf("error: got %v, want one containing %q", err, tc.wantErr)
 			}
-			if at, _, _ := committed(t, a.dstAdm, group, a.topic, 0); at != tc.wantAfter {
+			if at, _, _ := testkit.Committed(t, a.dstAdm, group, a.topic, 0); at != tc.wantAfter {
 				t.Errorf("target commit: got %d, want %d", at, tc.wantAfter)
 			}
 		})
@@ -203,26 +203,26 @@ func TestRollbackLegacyBackup(t *testing.T) {
 func TestRollbackKeepsProgress(t *testing.T) {
 	a := newApplyEnv(t)
 	group := "progress-" + a.topic
-	commit(t, a.srcAdm, group, a.topic, 0, 30, "")
-	commit(t, a.srcAdm, group, a.topic, 1, 25, "")
-	commit(t, a.dstAdm, group, a.topic, 0, 21, "old")
-	commit(t, a.dstAdm, group, a.topic, 1, 20, "old")
+	testkit.Commit(t, a.srcAdm, group, a.topic, 0, 30, "")
+	testkit.Commit(t, a.srcAdm, group, a.topic, 1, 25, "")
+	testkit.Commit(t, a.dstAdm, group, a.topic, 0, 21, "old")
+	testkit.Commit(t, a.dstAdm, group, a.topic, 1, 20, "old")
 	res := a.plan(t, group)
 	backup := filepath.Join(t.TempDir(), "backup.json")
 	if err := Apply(testCtx(t), a.dst, res, ApplyConfig{Backup: backup}); err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
 	// The group consumed p0 on the target: 35 -> 38. p1 stays where apply put it.
-	commit(t, a.dstAdm, group, a.topic, 0, 38, "consumed")
+	testkit.Commit(t, a.dstAdm, group, a.topic, 0, 38, "consumed")
 
 	rb, err := Rollback(testCtx(t), a.dst, backup, RollbackConfig{})
 	if err == nil {
 		t.Errorf("rollback: got no error, want one naming %s/0", a.topic)
 	}
-	if at, meta, _ := committed(t, a.dstAdm, group, a.topic, 0); at != 38 || meta != "consumed" {
+	if at, meta, _ := testkit.Committed(t, a.dstAdm, group, a.topic, 0); at != 38 || meta != "consumed" {
 		t.Errorf("p0 after rollback: got %d %q, want 38 consumed (progress kept)", at, meta)
 	}
-	if at, meta, _ := committed(t, a.dstAdm, group, a.topic, 1); at != 20 || meta != "old" {
+	if at, meta, _ := testkit.Committed(t, a.dstAdm, group, a.topic, 1); at != 20 || meta != "old" {
 		t.Errorf("p1 after rollback: got %d %q, want 20 old (restored)", at, meta)
 	}
 	if rb == nil || len(rb.Groups) != 1 || len(rb.Groups[0].Conflicts) != 1 || rb.Groups[0].Restored != 1 {
@@ -240,7 +240,7 @@ func TestRollbackKeepsProgress(t *testing.T) {
 	if _, err := Rollback(testCtx(t), a.dst, backup, RollbackConfig{Force: true}); err != nil {
 		t.Fatalf("rollback --force: %v", err)
 	}
-	if at, _, _ := committed(t, a.dstAdm, group, a.topic, 0); at != 21 {
+	if at, _, _ := testkit.Committed(t, a.dstAdm, group, a.topic, 0); at != 21 {
 		t.Errorf("p0 after rollback --force: got %d, want 21", at)
 	}
 }
@@ -314,13 +314,13 @@ func TestWriteBackupFile(t *testing.T) {
 	// A backup that cannot be written stops Apply before any commit.
 	a := newApplyEnv(t)
 	group := "nobackup-" + a.topic
-	commit(t, a.srcAdm, group, a.topic, 0, 30, "")
-	commit(t, a.dstAdm, group, a.topic, 0, 21, "")
+	testkit.Commit(t, a.srcAdm, group, a.topic, 0, 30, "")
+	testkit.Commit(t, a.dstAdm, group, a.topic, 0, 21, "")
 	res := a.plan(t, group)
 	if err := Apply(testCtx(t), a.dst, res, ApplyConfig{Backup: filepath.Join(dir, "missing-dir", "b.json")}); err == nil {
 		t.Errorf("Apply with an unwritable backup: got no error")
 	}
-	if at, _, _ := committed(t, a.dstAdm, group, a.topic, 0); at != 21 {
+	if at, _, _ := testkit.Committed(t, a.dstAdm, group, a.topic, 0); at != 21 {
 		t.Errorf("target commit: got %d, want 21 (nothing written without a backup)", at)
 	}
 }
@@ -329,10 +329,10 @@ func TestWriteBackupFile(t *testing.T) {
 func TestApplyPartialFailure(t *testing.T) {
 	a := newApplyEnv(t)
 	group := "partial-" + a.topic
-	commit(t, a.srcAdm, group, a.topic, 0, 30, "")
-	commit(t, a.srcAdm, group, a.topic, 1, 25, "")
-	commit(t, a.dstAdm, group, a.topic, 0, 21, "")
-	commit(t, a.dstAdm, group, a.topic, 1, 20, "")
+	testkit.Commit(t, a.srcAdm, group, a.topic, 0, 30, "")
+	testkit.Commit(t, a.srcAdm, group, a.topic, 1, 25, "")
+	testkit.Commit(t, a.dstAdm, group, a.topic, 0, 21, "")
+	testkit.Commit(t, a.dstAdm, group, a.topic, 1, 20, "")
 	res := a.plan(t, group)
 	h := a.dstK.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.OffsetCommit}, Topic: a.topic, Partitions: []int32{1}, Err: kerr.TopicAuthorizationFailed, Count: -1})
 	defer h.Remove()
@@ -340,10 +340,10 @@ func TestApplyPartialFailure(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), a.topic+"/1") || strings.Contains(err.Error(), a.topic+"/0:") {
 		t.Errorf("error: got %v, want one naming %s/1 (and not 0)", err, a.topic)
 	}
-	if at, _, _ := committed(t, a.dstAdm, group, a.topic, 0); at != 35 {
+	if at, _, _ := testkit.Committed(t, a.dstAdm, group, a.topic, 0); at != 35 {
 		t.Fatalf("p0: got %d, want 35 committed", at)
 	}
-	if at, _, _ := committed(t, a.dstAdm, group, a.topic, 1); at != 20 {
+	if at, _, _ := testkit.Committed(t, a.dstAdm, group, a.topic, 1); at != 20 {
 		t.Fatalf("p1: got %d, want 20 (the commit failed)", at)
 	}
 	if !res.Applied || !findGroup(t, res, group).Applied {
@@ -375,8 +375,8 @@ func TestApplyConsumerJoinedBetween(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			a := newApplyEnv(t)
 			group := "late-" + a.topic
-			commit(t, a.srcAdm, group, a.topic, 0, 30, "")
-			commit(t, a.dstAdm, group, a.topic, 0, 21, "")
+			testkit.Commit(t, a.srcAdm, group, a.topic, 0, 30, "")
+			testkit.Commit(t, a.dstAdm, group, a.topic, 0, 21, "")
 			res := a.plan(t, group)
 			cfg := ApplyConfig{Backup: filepath.Join(t.TempDir(), "b.json")}
 			if tc.fault != nil {
@@ -390,7 +390,7 @@ func TestApplyConsumerJoinedBetween(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "joined") || !strings.Contains(err.Error(), group) {
 				t.Errorf("error: got %v, want one saying a consumer of %s joined", err, group)
 			}
-			if at, _, _ := committed(t, a.dstAdm, group, a.topic, 0); at != 21 {
+			if at, _, _ := testkit.Committed(t, a.dstAdm, group, a.topic, 0); at != 21 {
 				t.Errorf("target commit: got %d, want 21 (nothing written)", at)
 			}
 			if res.Applied {

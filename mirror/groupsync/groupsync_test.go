@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -135,39 +133,9 @@ func (e *env) config() groupsync.Config {
 	}
 }
 
-func commit(t testing.TB, ctx context.Context, adm *kadm.Client, group, topic string, p int32, at int64, meta string) {
-	t.Helper()
-	os := make(kadm.Offsets)
-	os.Add(kadm.Offset{Topic: topic, Partition: p, At: at, LeaderEpoch: -1, Metadata: meta})
-	resp, err := adm.CommitOffsets(ctx, group, os)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
-		t.Fatalf("commit %s %s/%d=%d: %v", group, topic, p, at, err)
-	}
-}
-
 func (e *env) commitSource(group, topic string, p int32, at int64, meta string) {
 	e.t.Helper()
-	commit(e.t, e.ctx, e.srcAdm, group, topic, p, at, meta)
-}
-
-// committed returns a group's committed offset and metadata, ok=false when there is none.
-func committed(t testing.TB, ctx context.Context, adm *kadm.Client, group, topic string, p int32) (int64, string, bool) {
-	t.Helper()
-	resp, err := adm.FetchOffsets(ctx, group)
-	if errors.Is(err, kerr.GroupIDNotFound) {
-		return 0, "", false
-	}
-	if err != nil {
-		t.Fatalf("fetch offsets of %s: %v", group, err)
-	}
-	o, ok := resp.Lookup(topic, p)
-	if !ok || o.At < 0 {
-		return 0, "", false
-	}
-	return o.At, o.Metadata, true
+	testkit.Commit(e.t, e.srcAdm, group, topic, p, at, meta)
 }
 
 // checkpointRecords reads every record of the checkpoints topic.
@@ -237,7 +205,7 @@ func wantPartition(t testing.TB, rep groupsync.Report, group, topic string, p in
 
 func (e *env) wantTarget(group, topic string, p int32, want int64) {
 	e.t.Helper()
-	got, _, ok := committed(e.t, e.ctx, e.tgtAdm, group, topic, p)
+	got, _, ok := testkit.Committed(e.t, e.tgtAdm, group, topic, p)
 	if want < 0 {
 		if ok {
 			e.t.Fatalf("target %s %s/%d: got offset %d, want none", group, topic, p, got)
@@ -294,7 +262,7 @@ func testIdleGroupPendingThenExact(t *testing.T, okWhenOwned bool) {
 		t.Fatalf("E(8): got %d, want %d", pr.Downstream, want)
 	}
 	e.wantTarget("idle", prefix+"orders", 0, want)
-	if _, meta, _ := committed(t, e.ctx, e.tgtAdm, "idle", prefix+"orders", 0); meta != "meta-8" {
+	if _, meta, _ := testkit.Committed(t, e.tgtAdm, "idle", prefix+"orders", 0); meta != "meta-8" {
 		t.Fatalf("target metadata: got %q, want %q", meta, "meta-8")
 	}
 	cps := e.lastCheckpoints()
@@ -485,7 +453,7 @@ func TestNeverBackwardsUnlessRewound(t *testing.T) {
 			}
 
 			// Partition 1: consumers on the target moved the target group ahead (130).
-			commit(t, e.ctx, e.tgtAdm, "g", prefix+"pay", 1, 130, "target")
+			testkit.Commit(t, e.tgtAdm, "g", prefix+"pay", 1, 130, "target")
 			e.commitSource("g", "pay", 1, 20, "")
 			// Partition 0: synced at G=30.
 			e.commitSource("g", "pay", 0, 30, "")
@@ -608,7 +576,7 @@ func TestSourceNeverWritten(t *testing.T) {
 	e.tr.mirrored("s", 0, 10, 3)
 	e.commitSource("g", "s", 0, 4, "m")
 	e.syncOnce(e.config())
-	got, meta, ok := committed(t, e.ctx, e.srcAdm, "g", "s", 0)
+	got, meta, ok := testkit.Committed(t, e.srcAdm, "g", "s", 0)
 	if !ok || got != 4 || meta != "m" {
 		t.Fatalf("source offset: got %d %q (present %v), want 4 %q", got, meta, ok, "m")
 	}
@@ -684,7 +652,7 @@ func TestRunFollowsMirror(t *testing.T) {
 	})
 	e.tr.mirrored("r", 0, 9, 0)
 	for {
-		got, _, ok := committed(t, e.ctx, e.tgtAdm, "g", prefix+"r", 0)
+		got, _, ok := testkit.Committed(t, e.tgtAdm, "g", prefix+"r", 0)
 		if ok && got == 6 && passes.Load() > 0 {
 			break
 		}
@@ -718,14 +686,14 @@ func TestRewindKeepsTargetProgress(t *testing.T) {
 		}
 		return rep
 	}
-	commit(t, e.ctx, e.tgtAdm, "g", prefix+"w", 1, 30, "") // already exact before the first pass
+	testkit.Commit(t, e.tgtAdm, "g", prefix+"w", 1, 30, "") // already exact before the first pass
 	e.commitSource("g", "w", 0, 30, "")
 	e.commitSource("g", "w", 1, 30, "")
 	rep := pass()
 	wantPartition(t, rep, "g", "w", 0, groupsync.StatusSynced, groupsync.StatusDisabled)
 	wantPartition(t, rep, "g", "w", 1, groupsync.StatusUnchanged, groupsync.StatusDisabled)
 
-	commit(t, e.ctx, e.tgtAdm, "g", prefix+"w", 0, 45, "") // consumers of the target moved on
+	testkit.Commit(t, e.tgtAdm, "g", prefix+"w", 0, 45, "") // consumers of the target moved on
 	e.commitSource("g", "w", 0, 10, "")
 	e.commitSource("g", "w", 1, 10, "")
 	rep = pass()

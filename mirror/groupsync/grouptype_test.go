@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/mirror/groupsync"
 )
 
@@ -62,7 +63,7 @@ func TestSyncWritesIdleConsumerGroup(t *testing.T) {
 	e.topic("clicks", 1)
 	e.tr.mirrored("clicks", 0, 10, 0)
 	e.commitSource("idle848", "clicks", 0, 7, "m")
-	commit(t, e.ctx, e.tgtAdm, "idle848", prefix+"clicks", 0, 2, "") // as the old consumer left it
+	testkit.Commit(t, e.tgtAdm, "idle848", prefix+"clicks", 0, 2, "") // as the old consumer left it
 	member := e.join848("idle848", prefix+"clicks")
 	member.Close()
 	for {

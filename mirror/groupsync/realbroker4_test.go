@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/integration/cluster"
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/mirror/groupsync"
 )
 
@@ -51,7 +52,7 @@ func TestRealBrokersKafka4(t *testing.T) {
 	e.tr.mirrored("orders", 0, 40, 5)
 	e.commitSource("idle848", "orders", 0, 30, "m30")
 	e.commitSource("busy848", "orders", 0, 10, "")
-	commit(t, ctx, e.tgtAdm, "idle848", prefix+"orders", 0, 7, "") // where the old consumers left it
+	testkit.Commit(t, e.tgtAdm, "idle848", prefix+"orders", 0, 7, "") // where the old consumers left it
 
 	idle := e.join848("idle848", prefix+"orders")
 	idle.Close()

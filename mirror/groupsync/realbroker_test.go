@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/integration/cluster"
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/mirror/groupsync"
 	"github.com/kmigrate/kmigrate/mm2"
 )
@@ -128,7 +129,7 @@ func TestRealBrokers(t *testing.T) {
 	wantPartition(t, rep, "idle", "orders", 1, groupsync.StatusSynced, groupsync.StatusSynced)
 	e.wantTarget("idle", prefix+"orders", 0, 17)
 	e.wantTarget("idle", prefix+"orders", 1, 50)
-	if got, _, ok := committed(t, ctx, e.srcAdm, "idle", "orders", 0); !ok || got != 12 {
+	if got, _, ok := testkit.Committed(t, e.srcAdm, "idle", "orders", 0); !ok || got != 12 {
 		t.Fatalf("source offset: got %d (present %v), want 12 untouched", got, ok)
 	}
 }
