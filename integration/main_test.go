@@ -17,7 +17,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmigrate/kmigrate/integration/cluster"
 	"github.com/kmigrate/kmigrate/internal/agree"
@@ -88,27 +87,8 @@ func bedCreateTopic(t testing.TB, c cluster.Cluster, topic string, partitions in
 // UNKNOWN_TOPIC_OR_PARTITION, so one broker's metadata is not enough.
 func bedServed(ctx context.Context, t testing.TB, cl *kgo.Client, cluster, topic string, partitions int32) {
 	t.Helper()
-	led := func(ctx context.Context, _ int32, r kmsg.Requestor) ([]int32, error) {
-		req := kmsg.NewPtrMetadataRequest()
-		rt := kmsg.NewMetadataRequestTopic()
-		rt.Topic = kmsg.StringPtr(topic)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, r)
-		if err != nil {
-			return nil, err
-		}
-		var ids []int32
-		for _, mt := range resp.Topics {
-			for _, p := range mt.Partitions {
-				if mt.ErrorCode == 0 && p.ErrorCode == 0 && p.Leader >= 0 {
-					ids = append(ids, p.Partition)
-				}
-			}
-		}
-		return ids, nil
-	}
 	deadline, _ := ctx.Deadline()
-	ans, err := agree.Sets(ctx, cl, agree.Config{Timeout: time.Until(deadline)}, led,
+	ans, err := agree.Sets(ctx, cl, agree.Config{Timeout: time.Until(deadline)}, agree.Partitions(topic, true),
 		func(s map[int32]bool) bool { return len(s) == int(partitions) })
 	if err != nil {
 		t.Fatalf("topic %s on %s: %v", topic, cluster, err)

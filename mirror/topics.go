@@ -94,25 +94,7 @@ const partitionsReadTimeout = 5 * time.Second
 // INVALID_PARTITIONS, which would stop kmirror at start. Brokers that do not agree within the
 // bound (or a failed read) count as not grown: kmirror adds partitions, as it would have.
 func (e *Engine) grownAlready(ctx context.Context, t string, want int) bool {
-	ans, err := agree.Sets(ctx, e.dst, agree.Config{Timeout: partitionsReadTimeout}, func(ctx context.Context, _ int32, r kmsg.Requestor) ([]int32, error) {
-		req := kmsg.NewPtrMetadataRequest()
-		rt := kmsg.NewMetadataRequestTopic()
-		rt.Topic = kmsg.StringPtr(t)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, r)
-		if err != nil {
-			return nil, err
-		}
-		var ids []int32
-		for _, mt := range resp.Topics {
-			if mt.Topic != nil && *mt.Topic == t && mt.ErrorCode == 0 {
-				for _, p := range mt.Partitions {
-					ids = append(ids, p.Partition)
-				}
-			}
-		}
-		return ids, nil
-	}, nil)
+	ans, err := agree.Sets(ctx, e.dst, agree.Config{Timeout: partitionsReadTimeout}, agree.Partitions(t, false), nil)
 	if err != nil {
 		return false
 	}

@@ -237,3 +237,31 @@ func sameSet[K comparable](a, b map[K]bool) bool {
 	}
 	return true
 }
+
+// Partitions reads, from the one broker r sends to, the partitions of topic its metadata
+// lists; with led, only those that have a leader and no error. A read for Sets: every broker's
+// list, once they agree, is what the cluster serves.
+func Partitions(topic string, led bool) func(context.Context, int32, kmsg.Requestor) ([]int32, error) {
+	return func(ctx context.Context, _ int32, r kmsg.Requestor) ([]int32, error) {
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		var ids []int32
+		for _, mt := range resp.Topics {
+			if mt.Topic == nil || *mt.Topic != topic || mt.ErrorCode != 0 {
+				continue
+			}
+			for _, p := range mt.Partitions {
+				if !led || p.ErrorCode == 0 && p.Leader >= 0 {
+					ids = append(ids, p.Partition)
+				}
+			}
+		}
+		return ids, nil
+	}
+}

@@ -77,3 +77,23 @@ func TestSets(t *testing.T) {
 		t.Errorf("a refusal: %v, want CLUSTER_AUTHORIZATION_FAILED at once, naming the broker", err)
 	}
 }
+
+// TestPartitions: every broker lists a topic's partitions; a topic no broker knows gives none.
+func TestPartitions(t *testing.T) {
+	c := testkit.StartCluster(t, kfake.NumBrokers(3), kfake.SeedTopics(4, "orders"))
+	cl := testkit.Client(t, c)
+	ctx := context.Background()
+	for _, led := range []bool{false, true} {
+		ans, err := Sets(ctx, cl, Config{Timeout: 5 * time.Second}, Partitions("orders", led), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, ok := ans.Agreed(); !ok || len(s) != 4 || len(ans.Brokers()) != 3 {
+			t.Errorf("led %v: agreed %v on %v from %v, want partitions 0-3 from 3 brokers", led, ok, s, ans.Brokers())
+		}
+	}
+	ans, err := Sets(ctx, cl, Config{Timeout: 5 * time.Second}, Partitions("absent", false), nil)
+	if s, ok := ans.Agreed(); err != nil || !ok || len(s) != 0 {
+		t.Errorf("absent topic: %v, %v %v", err, ok, s)
+	}
+}
