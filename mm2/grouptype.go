@@ -124,52 +124,39 @@ func DescribeGroups(ctx context.Context, adm *kadm.Client, listed kadm.ListedGro
 // describeClassic describes groups with DescribeGroups into out and returns those the broker
 // did not find (Kafka 4: GROUP_ID_NOT_FOUND, also for a group of another type).
 func describeClassic(ctx context.Context, adm *kadm.Client, names []string, out map[string]DescribedGroup) ([]string, error) {
-	if len(names) == 0 {
-		return nil, nil
-	}
-	desc, err := awaitCoordinator(ctx, func() (kadm.DescribedGroups, error) {
-		d, err := adm.DescribeGroups(ctx, names...)
-		return d, errors.Join(err, coordinatorErr(d))
+	return describeInto(ctx, "describe groups", adm.DescribeGroups, names, out, func(name string, d kadm.DescribedGroup) DescribedGroup {
+		if d.State == "" || d.State == "Dead" {
+			return DescribedGroup{Group: name} // absent (brokers before Kafka 4)
+		}
+		return DescribedGroup{Group: name, Type: GroupTypeClassic, ProtocolType: d.ProtocolType, State: d.State, Members: len(d.Members)}
 	})
-	if err != nil && len(desc) == 0 {
-		err = fmt.Errorf("describe groups: %w", err)
-		for _, name := range names {
-			out[name] = DescribedGroup{Group: name, Err: err}
-		}
-		return nil, err
-	}
-	var notFound []string
-	for _, name := range names {
-		d, ok := desc[name]
-		switch {
-		case !ok:
-			out[name] = DescribedGroup{Group: name, Err: fmt.Errorf("describe groups: no answer for this group: %w", err)}
-		case errors.Is(d.Err, kerr.GroupIDNotFound):
-			notFound = append(notFound, name)
-			out[name] = DescribedGroup{Group: name, Err: d.Err}
-		case d.Err != nil:
-			out[name] = DescribedGroup{Group: name, Err: d.Err}
-		case d.State == "" || d.State == "Dead":
-			out[name] = DescribedGroup{Group: name} // absent (brokers before Kafka 4)
-		default:
-			out[name] = DescribedGroup{Group: name, Type: GroupTypeClassic, ProtocolType: d.ProtocolType, State: d.State, Members: len(d.Members)}
-		}
-	}
-	return notFound, nil
 }
 
 // describeConsumer describes groups with ConsumerGroupDescribe (KIP-848) into out and returns
 // those the broker did not find as consumer groups.
 func describeConsumer(ctx context.Context, adm *kadm.Client, names []string, out map[string]DescribedGroup) ([]string, error) {
+	return describeInto(ctx, "describe consumer groups", adm.DescribeConsumerGroups, names, out, func(name string, d kadm.DescribedConsumerGroup) DescribedGroup {
+		return DescribedGroup{Group: name, Type: GroupTypeConsumer, ProtocolType: "consumer", State: d.State, Members: len(d.Members)}
+	})
+}
+
+// describeInto is describeClassic and describeConsumer: it describes names with describe
+// (the request what names in errors), waiting for the group coordinator, into out, and returns
+// those the broker did not find (GROUP_ID_NOT_FOUND). found makes the entry of a group the
+// broker answered without an error.
+func describeInto[M ~map[string]G, G kadm.DescribedGroup | kadm.DescribedConsumerGroup](ctx context.Context, what string,
+	describe func(context.Context, ...string) (M, error), names []string, out map[string]DescribedGroup,
+	found func(name string, d G) DescribedGroup,
+) ([]string, error) {
 	if len(names) == 0 {
 		return nil, nil
 	}
-	desc, err := awaitCoordinator(ctx, func() (kadm.DescribedConsumerGroups, error) {
-		d, err := adm.DescribeConsumerGroups(ctx, names...)
+	desc, err := awaitCoordinator(ctx, func() (M, error) {
+		d, err := describe(ctx, names...)
 		return d, errors.Join(err, coordinatorErr(d))
 	})
 	if err != nil && len(desc) == 0 {
-		err = fmt.Errorf("describe consumer groups: %w", err)
+		err = fmt.Errorf("%s: %w", what, err)
 		for _, name := range names {
 			out[name] = DescribedGroup{Group: name, Err: err}
 		}
@@ -178,16 +165,16 @@ func describeConsumer(ctx context.Context, adm *kadm.Client, names []string, out
 	var notFound []string
 	for _, name := range names {
 		d, ok := desc[name]
-		switch {
+		switch derr := groupErr(d); {
 		case !ok:
-			out[name] = DescribedGroup{Group: name, Err: fmt.Errorf("describe consumer groups: no answer for this group: %w", err)}
-		case errors.Is(d.Err, kerr.GroupIDNotFound):
+			out[name] = DescribedGroup{Group: name, Err: fmt.Errorf("%s: no answer for this group: %w", what, err)}
+		case errors.Is(derr, kerr.GroupIDNotFound):
 			notFound = append(notFound, name)
-			out[name] = DescribedGroup{Group: name, Err: d.Err}
-		case d.Err != nil:
-			out[name] = DescribedGroup{Group: name, Err: d.Err}
+			out[name] = DescribedGroup{Group: name, Err: derr}
+		case derr != nil:
+			out[name] = DescribedGroup{Group: name, Err: derr}
 		default:
-			out[name] = DescribedGroup{Group: name, Type: GroupTypeConsumer, ProtocolType: "consumer", State: d.State, Members: len(d.Members)}
+			out[name] = found(name, d)
 		}
 	}
 	return notFound, nil
@@ -228,16 +215,20 @@ func waitingForCoordinator(err error) bool {
 // there yet, nil when none does.
 func coordinatorErr[G kadm.DescribedGroup | kadm.DescribedConsumerGroup](groups map[string]G) error {
 	for _, g := range groups {
-		var err error
-		switch d := any(g).(type) {
-		case kadm.DescribedGroup:
-			err = d.Err
-		case kadm.DescribedConsumerGroup:
-			err = d.Err
-		}
-		if waitingForCoordinator(err) {
+		if err := groupErr(g); waitingForCoordinator(err) {
 			return err
 		}
+	}
+	return nil
+}
+
+// groupErr is the per-group error of a describe answer.
+func groupErr[G kadm.DescribedGroup | kadm.DescribedConsumerGroup](g G) error {
+	switch d := any(g).(type) {
+	case kadm.DescribedGroup:
+		return d.Err
+	case kadm.DescribedConsumerGroup:
+		return d.Err
 	}
 	return nil
 }
