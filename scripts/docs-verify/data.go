@@ -17,50 +17,18 @@ import (
 // target has no such topic); the source also holds heartbeats and an MM2 offset-syncs topic,
 // which --all leaves out.
 func Flow(ctx context.Context, kverify string) (*Transcript, error) {
-	src, dst, err := clusters()
+	b, err := newBed()
 	if err != nil {
 		return nil, err
 	}
-	defer src.Close()
-	defer dst.Close()
-	sc, dc, err := clients(src, dst)
-	if err != nil {
+	defer b.close()
+	if err := b.mirror(ctx, "alpha", 3, flowRecords("alpha", 20, nil)); err != nil {
 		return nil, err
 	}
-	defer sc.Close()
-	defer dc.Close()
-	mirror := func(topic string, parts int32, n int, lost func(p int32, i int) bool) error {
-		if err := createTopic(ctx, sc, topic, parts); err != nil {
-			return err
-		}
-		if err := createTopic(ctx, dc, topic, parts); err != nil {
-			return err
-		}
-		for p := range parts {
-			var all, kept []*kgo.Record
-			for i := range n {
-				r := flowRecord(topic, p, i)
-				all = append(all, r)
-				if lost == nil || !lost(p, i) {
-					kept = append(kept, r)
-				}
-			}
-			if err := produce(ctx, sc, topic, p, all); err != nil {
-				return err
-			}
-			if err := produce(ctx, dc, topic, p, kept); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if err := mirror("alpha", 3, 20, nil); err != nil {
+	if err := b.mirror(ctx, "bravo", 1, flowRecords("bravo", 15, nil)); err != nil {
 		return nil, err
 	}
-	if err := mirror("bravo", 1, 15, nil); err != nil {
-		return nil, err
-	}
-	if err := mirror("charlie", 2, 30, func(p int32, i int) bool { return p == 1 && i >= 10 && i < 13 }); err != nil {
+	if err := b.mirror(ctx, "charlie", 2, flowRecords("charlie", 30, func(p int32, i int) bool { return p == 1 && i >= 10 && i < 13 })); err != nil {
 		return nil, err
 	}
 	for _, topic := range []string{"delta", "heartbeats", "mm2-offset-syncs.target.internal"} {
@@ -68,7 +36,7 @@ func Flow(ctx context.Context, kverify string) (*Transcript, error) {
 		if topic != "delta" {
 			parts = 1
 		}
-		if err := createTopic(ctx, sc, topic, parts); err != nil {
+		if err := createTopic(ctx, b.sc, topic, parts); err != nil {
 			return nil, err
 		}
 		for p := range parts {
@@ -79,21 +47,36 @@ func Flow(ctx context.Context, kverify string) (*Transcript, error) {
 					recs = append(recs, flowRecord(topic, p, i))
 				}
 			}
-			if err := produce(ctx, sc, topic, p, recs); err != nil {
+			if err := produce(ctx, b.sc, topic, p, recs); err != nil {
 				return nil, err
 			}
 		}
 	}
 
-	s, err := newSession("flow", kverify, names(src, dst))
+	s, err := newSession("flow", kverify, names(b.src, b.dst))
 	if err != nil {
 		return nil, err
 	}
 	defer s.close()
-	if _, err := s.run(ctx, Trim{Head: 24, Tail: 1}, "diff", "--source-brokers", addrs(src), "--target-brokers", addrs(dst), "--all"); err != nil {
+	if _, err := s.run(ctx, Trim{Head: 24, Tail: 1}, "diff", "--source-brokers", addrs(b.src), "--target-brokers", addrs(b.dst), "--all"); err != nil {
 		return nil, err
 	}
 	return s.t, nil
+}
+
+// flowRecords are n records a partition of topic for bed.mirror: every one on the source, on
+// the target those lost does not name (nil: none lost).
+func flowRecords(topic string, n int, lost func(p int32, i int) bool) func(p int32) (src, dst []*kgo.Record) {
+	return func(p int32) (all, kept []*kgo.Record) {
+		for i := range n {
+			r := flowRecord(topic, p, i)
+			all = append(all, r)
+			if lost == nil || !lost(p, i) {
+				kept = append(kept, r)
+			}
+		}
+		return all, kept
+	}
 }
 
 func flowRecord(topic string, p int32, i int) *kgo.Record {
@@ -117,43 +100,29 @@ const (
 // on its own, the digests compared, the differing regions drilled, the evidence written by
 // kverify diff and checked.
 func AcrossSites(ctx context.Context, kverify string) (*Transcript, error) {
-	src, dst, err := clusters()
+	b, err := newBed()
 	if err != nil {
 		return nil, err
 	}
-	defer src.Close()
-	defer dst.Close()
-	sc, dc, err := clients(src, dst)
-	if err != nil {
-		return nil, err
-	}
-	defer sc.Close()
-	defer dc.Close()
-	for _, cl := range []*kgo.Client{sc, dc} {
-		if err := createTopic(ctx, cl, ordersTopic, 2); err != nil {
-			return nil, err
-		}
-	}
-	for p := range int32(2) {
+	defer b.close()
+	err = b.mirror(ctx, ordersTopic, 2, func(p int32) (src, dst []*kgo.Record) {
 		recs := orderRecords(p)
-		if err := produce(ctx, sc, ordersTopic, p, recs); err != nil {
-			return nil, err
-		}
 		if p == 0 {
-			recs = faultyCopy(recs)
+			return recs, faultyCopy(recs)
 		}
-		if err := produce(ctx, dc, ordersTopic, p, recs); err != nil {
-			return nil, err
-		}
+		return recs, recs
+	})
+	if err != nil {
+		return nil, err
 	}
 
-	s, err := newSession("across-sites", kverify, names(src, dst))
+	s, err := newSession("across-sites", kverify, names(b.src, b.dst))
 	if err != nil {
 		return nil, err
 	}
 	defer s.close()
-	srcFlag := []string{"--source-brokers", addrs(src)}
-	dstFlag := []string{"--target-brokers", addrs(dst)}
+	srcFlag := []string{"--source-brokers", addrs(b.src)}
+	dstFlag := []string{"--target-brokers", addrs(b.dst)}
 	both := append(append([]string(nil), srcFlag...), dstFlag...)
 	for _, c := range []struct {
 		trim Trim
@@ -214,6 +183,57 @@ func join[T any](parts ...[]T) []T {
 		out = append(out, p...)
 	}
 	return out
+}
+
+// bed is the two kfake clusters of a transcript, source and target, with a client on each
+// that writes records to the partition they name.
+type bed struct {
+	src, dst *kfake.Cluster
+	sc, dc   *kgo.Client
+}
+
+// newBed starts a bed; close stops it.
+func newBed() (*bed, error) {
+	src, dst, err := clusters()
+	if err != nil {
+		return nil, err
+	}
+	sc, dc, err := clients(src, dst)
+	if err != nil {
+		dst.Close()
+		src.Close()
+		return nil, err
+	}
+	return &bed{src: src, dst: dst, sc: sc, dc: dc}, nil
+}
+
+func (b *bed) close() {
+	b.dc.Close()
+	b.sc.Close()
+	b.dst.Close()
+	b.src.Close()
+}
+
+// mirror creates topic with parts partitions on both clusters and writes, partition by
+// partition, the records recs gives for the source to the source and those for the target to
+// the target.
+func (b *bed) mirror(ctx context.Context, topic string, parts int32, recs func(p int32) (src, dst []*kgo.Record)) error {
+	if err := createTopic(ctx, b.sc, topic, parts); err != nil {
+		return err
+	}
+	if err := createTopic(ctx, b.dc, topic, parts); err != nil {
+		return err
+	}
+	for p := range parts {
+		src, dst := recs(p)
+		if err := produce(ctx, b.sc, topic, p, src); err != nil {
+			return err
+		}
+		if err := produce(ctx, b.dc, topic, p, dst); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func clients(src, dst *kfake.Cluster) (sc, dc *kgo.Client, err error) {
