@@ -34,8 +34,8 @@ const (
 // checkpointed the group: the state in which users meet the bug, and on which the reconcile
 // work shows the fix. MM2 still runs (close it to freeze the target group).
 type SeedFixture struct {
-	Source, Target cluster.Cluster // Kafka 2.3.0 (ZooKeeper) and 3.7.1 (KRaft), one broker each
-	MM2            *cluster.MM2    // MirrorMaker 2 3.7.1, dedicated mode, --clusters destination
+	Source, Target cluster.Cluster // Kafka 2.3.0 (ZooKeeper) and 3.7.1 (KRaft) by default, one broker each
+	MM2            *cluster.MM2    // MirrorMaker 2 3.7.1 by default, dedicated mode, --clusters destination
 	Topic, Group   string          // seedTopic, seedGroup; one partition, same name on both
 	// Consumed are the values the group consumed (and committed) on the source, in order;
 	// Unconsumed the ones produced after it stopped. Every value is unique.
@@ -84,20 +84,29 @@ func seedProperties(source, target cluster.Cluster) string {
 	return b.String()
 }
 
-// runSeedScenario runs the seed case on real brokers and returns once MM2 has
-// mirrored every record, checkpointed the group and synced the target group's offset. It
-// skips like cluster.StartT when Java 17 is missing. Everything it starts stops in t.Cleanup.
+// runSeedScenario runs the seed case on real brokers (target and MirrorMaker 2 3.7.1) and
+// returns once MM2 has mirrored every record, checkpointed the group and synced the target
+// group's offset. It skips like cluster.StartT when Java 17 is missing. Everything it starts
+// stops in t.Cleanup.
 func runSeedScenario(t *testing.T) *SeedFixture {
+	t.Helper()
+	return runSeedScenarioOn(t, cluster.V371, cluster.V371)
+}
+
+// runSeedScenarioOn is runSeedScenario with the target cluster and MirrorMaker 2 of the
+// given versions: the same user's file, records, pacing and group, and the same waits for
+// MM2's mirror, checkpoint and group offset sync.
+func runSeedScenarioOn(t *testing.T, targetVersion, mm2Version string) *SeedFixture {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	src := cluster.StartT(t, cluster.Spec{Version: cluster.V230, Name: "source"})
-	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "destination"})
+	dst := cluster.StartT(t, cluster.Spec{Version: targetVersion, Name: "destination"})
 	f := &SeedFixture{Source: src, Target: dst, Topic: seedTopic, Group: seedGroup}
 	bedCreateTopic(t, src, seedTopic, 1, nil)
 
 	f.MM2Properties = seedProperties(src, dst)
-	f.MM2 = cluster.StartMM2T(t, cluster.MM2Spec{Properties: f.MM2Properties, Target: "destination"})
+	f.MM2 = cluster.StartMM2T(t, cluster.MM2Spec{Version: mm2Version, Properties: f.MM2Properties, Target: "destination"})
 
 	run := fmt.Sprintf("%x", time.Now().UnixNano())
 	value := func(i int) []byte { return fmt.Appendf(nil, "seed-%s-%04d", run, i) }
