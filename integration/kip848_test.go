@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -40,32 +41,15 @@ func TestKIP848Reconcile(t *testing.T) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	src := cluster.StartT(t, cluster.Spec{Version: cluster.V230, Name: "source"})
-	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V431, Name: "target"})
 	topic, group := bedUnique("kip848"), bedUnique("kip848-group")
-	bedCreateTopic(t, src, topic, 1, nil)
-	bedCreateTopic(t, dst, topic, 1, nil)
-
-	recs := make([]*kgo.Record, k848Records)
-	for i := range recs {
-		recs[i] = &kgo.Record{Key: fmt.Appendf(nil, "k%d", i%5), Value: fmt.Appendf(nil, "%s-%03d", topic, i)}
-	}
-	bedProduce(ctx, t, src, topic, 0, recs)
-	k848CopyInTransactions(ctx, t, dst, topic, recs)
-	rcCommit(t, src, group, topic, 0, k848G, "")
+	src, dst, recs := k848Bed(ctx, t, cluster.V230, topic, group)
 	rcCommit(t, dst, group, topic, 0, 22, "") // behind, where a mirror's checkpoint may leave it
 
 	// A new-protocol consumer runs on the target and leaves: the group is now of type consumer.
 	member := k848Member(ctx, t, dst, group, topic)
 	member.Close()
 	adm := bedAdmin(t, dst)
-	bedWaitFor(ctx, t, 200*time.Millisecond, "the consumer group to be empty", func() string {
-		d, err := adm.DescribeConsumerGroups(ctx, group)
-		if err != nil || d[group].Err != nil || len(d[group].Members) != 0 {
-			return fmt.Sprintf("%+v %v", d[group], err)
-		}
-		return ""
-	})
+	k848WaitEmpty(ctx, t, adm, group, "the consumer group to be empty")
 	listed, err := adm.ListGroups(ctx)
 	if err != nil {
 		t.Fatalf("list groups on the target: %v", err)
@@ -133,6 +117,39 @@ func TestKIP848Reconcile(t *testing.T) {
 		t.Fatalf("target commit moved from %s to %s while refused", k848Offset(before), k848Offset(after))
 	}
 	t.Logf("KIP-848 on 2.3.0 -> 4.3.1 took %s", time.Since(start).Round(time.Second))
+}
+
+// k848Bed starts a source of srcVersion and a 4.3.1 target, each with topic (one partition):
+// the source holds k848Records records (keys k0 to k4, values topic-000 on), the target their
+// copy in transactions (k848CopyInTransactions), and group's offset on the source is k848G. It
+// returns the records.
+func k848Bed(ctx context.Context, t *testing.T, srcVersion, topic, group string) (src, dst cluster.Cluster, recs []*kgo.Record) {
+	t.Helper()
+	src = cluster.StartT(t, cluster.Spec{Version: srcVersion, Name: "source"})
+	dst = cluster.StartT(t, cluster.Spec{Version: cluster.V431, Name: "target"})
+	bedCreateTopic(t, src, topic, 1, nil)
+	bedCreateTopic(t, dst, topic, 1, nil)
+	recs = make([]*kgo.Record, k848Records)
+	for i := range recs {
+		recs[i] = &kgo.Record{Key: fmt.Appendf(nil, "k%d", i%5), Value: fmt.Appendf(nil, "%s-%03d", topic, i)}
+	}
+	bedProduce(ctx, t, src, topic, 0, recs)
+	k848CopyInTransactions(ctx, t, dst, topic, recs)
+	rcCommit(t, src, group, topic, 0, k848G, "")
+	return src, dst, recs
+}
+
+// k848WaitEmpty waits (what in the failure) until the consumer group (KIP-848) group that adm
+// describes has no member.
+func k848WaitEmpty(ctx context.Context, t *testing.T, adm *kadm.Client, group, what string) {
+	t.Helper()
+	bedWaitFor(ctx, t, 200*time.Millisecond, what, func() string {
+		d, err := adm.DescribeConsumerGroups(ctx, group)
+		if err != nil || d[group].Err != nil || len(d[group].Members) != 0 {
+			return fmt.Sprintf("%+v %v", d[group], err)
+		}
+		return ""
+	})
 }
 
 // k848CopyInTransactions copies recs to topic/0 on c in transactions of k848Txn records, as a
@@ -243,18 +260,8 @@ func TestKIP848Plan4To4(t *testing.T) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	src := cluster.StartT(t, cluster.Spec{Version: cluster.V431, Name: "source"})
-	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V431, Name: "target"})
 	topic, group, share := bedUnique("kip848-44"), bedUnique("kip848-44-group"), bedUnique("kip848-44-share")
-	bedCreateTopic(t, src, topic, 1, nil)
-	bedCreateTopic(t, dst, topic, 1, nil)
-	recs := make([]*kgo.Record, k848Records)
-	for i := range recs {
-		recs[i] = &kgo.Record{Key: fmt.Appendf(nil, "k%d", i%5), Value: fmt.Appendf(nil, "%s-%03d", topic, i)}
-	}
-	bedProduce(ctx, t, src, topic, 0, recs)
-	k848CopyInTransactions(ctx, t, dst, topic, recs)
-	rcCommit(t, src, group, topic, 0, k848G, "")
+	src, dst, _ := k848Bed(ctx, t, cluster.V431, topic, group)
 	member := k848Member(ctx, t, src, group, topic)
 	member.Close()
 
@@ -275,13 +282,7 @@ func TestKIP848Plan4To4(t *testing.T) {
 	}
 	t.Logf("share group on the 4.3.1 source: listed %v", sharing)
 
-	bedWaitFor(ctx, t, 200*time.Millisecond, "the source consumer group to be empty", func() string {
-		d, err := adm.DescribeConsumerGroups(ctx, group)
-		if err != nil || d[group].Err != nil || len(d[group].Members) != 0 {
-			return fmt.Sprintf("%+v %v", d[group], err)
-		}
-		return ""
-	})
+	k848WaitEmpty(ctx, t, adm, group, "the source consumer group to be empty")
 	props := bedProperties(src, dst, "source", "target", topic)
 	flow := bedFlow(t, props, "")
 	res, err := reconcile.Plan(ctx, bedClient(t, src.Bootstrap()), bedClient(t, dst.Bootstrap()),
