@@ -38,7 +38,7 @@ func TestSecureBed3Script(t *testing.T) {
 	for _, v := range []string{"2_3_0", "3_7_1"} {
 		boot, cfg := env["KMIGRATE_BOOTSTRAP_"+v], env["KMIGRATE_ADMIN_CONFIG_"+v]
 		for _, id := range []string{"1", "2", "3"} {
-			out := kafkaConfigs(t, boot, cfg, id)
+			out := kafkaConfigs(t, cluster.V371, boot, cfg, id)
 			for _, w := range []string{"min.insync.replicas=2", "unclean.leader.election.enable=false", "default.replication.factor=3"} {
 				if !strings.Contains(out, w) {
 					t.Errorf("kafka-configs --command-config %s, broker %s of %s: no %s in\n%s", cfg, id, v, w, out)
@@ -61,16 +61,7 @@ func TestSecureBed3Script(t *testing.T) {
 // the three files of a secure bed, each readable by its owner only.
 func readEnv(t *testing.T, path string) map[string]string {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := map[string]string{}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(strings.TrimPrefix(line, "export "), "="); ok {
-			m[k] = v
-		}
-	}
+	m := parseEnv(t, path)
 	for _, k := range []string{"KMIGRATE_BOOTSTRAP_2_3_0", "KMIGRATE_BOOTSTRAP_3_7_1", "KMIGRATE_ADMIN_CONFIG_2_3_0", "KMIGRATE_ADMIN_CONFIG_3_7_1", "KMIGRATE_MM2_CONFIG"} {
 		if m[k] == "" {
 			t.Fatalf("env file does not set %s: %v", k, m)
@@ -84,9 +75,26 @@ func readEnv(t *testing.T, path string) map[string]string {
 	return m
 }
 
-// kafkaConfigs runs Kafka 3.7.1's kafka-configs (kafka.admin.ConfigCommand) --describe --all
-// on one broker with the admin's --command-config.
-func kafkaConfigs(t *testing.T, boot, cfg, broker string) string {
+// parseEnv reads the variables cluster.sh's env file exports.
+func parseEnv(t *testing.T, path string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]string{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(strings.TrimPrefix(line, "export "), "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// kafkaConfigs runs Kafka version's own kafka-configs (kafka.admin.ConfigCommand) --describe
+// --all on one broker with the admin's --command-config and returns its output; it fails the
+// test when the tool fails.
+func kafkaConfigs(t *testing.T, version, boot, cfg, broker string) string {
 	t.Helper()
 	cache := os.Getenv(cluster.EnvCache)
 	if cache == "" {
@@ -99,12 +107,12 @@ func kafkaConfigs(t *testing.T, boot, cfg, broker string) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, java, "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", filepath.Join(cache, "kafka-3.7.1", "lib", "*"),
+	cmd := exec.CommandContext(ctx, java, "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", filepath.Join(cache, "kafka-"+version, "lib", "*"),
 		"kafka.admin.ConfigCommand", "--bootstrap-server", boot, "--command-config", cfg,
 		"--entity-type", "brokers", "--entity-name", broker, "--describe", "--all")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("kafka-configs --command-config %s --describe broker %s: %v\n%s", cfg, broker, err, out)
+		t.Fatalf("kafka-configs %s --command-config %s --describe broker %s: %v\n%s", version, cfg, broker, err, out)
 	}
 	return string(out)
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -174,16 +172,7 @@ func TestKafka4Script(t *testing.T) {
 		t.Fatalf("cluster.sh up --secure 2.3.0 4.3.1: %v\n%s", err, out)
 	}
 	t.Logf("up --secure 2.3.0 4.3.1: %s\n%s", time.Since(start).Round(time.Second), out)
-	env := map[string]string{}
-	b, err := os.ReadFile(filepath.Join(rundir, "env"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(strings.TrimPrefix(line, "export "), "="); ok {
-			env[k] = v
-		}
-	}
+	env := parseEnv(t, filepath.Join(rundir, "env"))
 	for _, k := range []string{"KMIGRATE_BOOTSTRAP_2_3_0", "KMIGRATE_BOOTSTRAP_4_3_1", "KMIGRATE_ADMIN_CONFIG_2_3_0", "KMIGRATE_ADMIN_CONFIG_4_3_1", "KMIGRATE_MM2_CONFIG"} {
 		if env[k] == "" {
 			t.Fatalf("env file does not set %s: %v", k, env)
@@ -192,8 +181,7 @@ func TestKafka4Script(t *testing.T) {
 	if _, ok := env["KMIGRATE_BOOTSTRAP_3_7_1"]; ok {
 		t.Errorf("env file names a 3.7.1 cluster that was not asked for: %v", env)
 	}
-	cfgOut := kafkaTool(t, cluster.V431, "kafka.admin.ConfigCommand", "--bootstrap-server", env["KMIGRATE_BOOTSTRAP_4_3_1"],
-		"--command-config", env["KMIGRATE_ADMIN_CONFIG_4_3_1"], "--entity-type", "brokers", "--entity-name", "1", "--describe", "--all")
+	cfgOut := kafkaConfigs(t, cluster.V431, env["KMIGRATE_BOOTSTRAP_4_3_1"], env["KMIGRATE_ADMIN_CONFIG_4_3_1"], "1")
 	if !strings.Contains(cfgOut, "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer") {
 		t.Errorf("kafka-configs 4.3.1 --describe broker 1: no StandardAuthorizer in\n%s", cfgOut)
 	}
@@ -224,27 +212,4 @@ func TestKafka4Script(t *testing.T) {
 	if out, err := sh("down"); err != nil {
 		t.Fatalf("cluster.sh down: %v\n%s", err, out)
 	}
-}
-
-// kafkaTool runs a main class of Kafka version's own jars (a CLI tool) and returns its
-// output; it fails the test when the tool fails.
-func kafkaTool(t *testing.T, version, main string, args ...string) string {
-	t.Helper()
-	cache := os.Getenv(cluster.EnvCache)
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = filepath.Join(home, ".cache", "kmigrate")
-	}
-	java := "/usr/lib/jvm/java-17-openjdk-amd64/bin/java"
-	if home := os.Getenv("JAVA_HOME"); home != "" {
-		java = filepath.Join(home, "bin", "java")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	argv := append([]string{"-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", filepath.Join(cache, "kafka-"+version, "lib", "*"), main}, args...)
-	out, err := exec.CommandContext(ctx, java, argv...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("%s %s: %v\n%s", main, strings.Join(args, " "), err, out)
-	}
-	return string(out)
 }
