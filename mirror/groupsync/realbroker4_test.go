@@ -1,11 +1,9 @@
 package groupsync_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/integration/cluster"
@@ -19,37 +17,8 @@ import (
 // with ConsumerGroupDescribe and left alone, and the broker refuses a commit to it too. It
 // skips without Java 17 (see integration/cluster).
 func TestRealBrokersKafka4(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skip: real brokers in -short mode")
-	}
-	srcC := cluster.StartT(t, cluster.Spec{Version: cluster.V230, Name: "groupsync-src"})
-	tgtC := cluster.StartT(t, cluster.Spec{Version: cluster.V431, Name: "groupsync-tgt"})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	client := func(seeds []string, opts ...kgo.Opt) *kgo.Client {
-		t.Helper()
-		cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...)}, opts...)...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(cl.Close)
-		return cl
-	}
-	e := &env{t: t, ctx: ctx, tr: &fakeTranslator{}}
-	e.src, e.tgt = client(srcC.Bootstrap()), client(tgtC.Bootstrap())
-	e.srcAdm, e.tgtAdm = kadm.NewClient(e.src), kadm.NewClient(e.tgt)
-	e.topic("orders", 1)
-	// The target holds copies of source 0..39 after 5 records that were there before (so
-	// E(G) = G + 5).
-	var recs []*kgo.Record
-	for i := range 45 {
-		recs = append(recs, &kgo.Record{Topic: prefix + "orders", Partition: 0, Value: []byte{byte(i)}})
-	}
-	producer := client(tgtC.Bootstrap(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err := producer.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatalf("produce to target: %v", err)
-	}
-	e.tr.mirrored("orders", 0, 40, 5)
+	e, tgtClient := realBrokers(t, cluster.V230, cluster.V431, 1) // orders/0: E(G) = G + 5
+	ctx := e.ctx
 	e.commitSource("idle848", "orders", 0, 30, "m30")
 	e.commitSource("busy848", "orders", 0, 10, "")
 	testkit.Commit(t, e.tgtAdm, "idle848", prefix+"orders", 0, 7, "") // where the old consumers left it
@@ -67,15 +36,7 @@ func TestRealBrokersKafka4(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	busy := e.join848("busy848", prefix+"orders")
-	pollCtx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for pollCtx.Err() == nil {
-			busy.PollFetches(pollCtx)
-		}
-	}()
-	t.Cleanup(func() { stop(); <-done })
+	keepPolling(ctx, t, busy)
 
 	rep := e.syncOnce(e.config())
 	wantPartition(t, rep, "idle848", "orders", 0, groupsync.StatusSynced, groupsync.StatusSynced)
@@ -90,19 +51,14 @@ func TestRealBrokersKafka4(t *testing.T) {
 	e.wantTarget("busy848", prefix+"orders", 0, -1)
 
 	// Kafka 4.3.1 refuses a generation -1 commit to a consumer group with a member too.
-	os := make(kadm.Offsets)
-	os.Add(kadm.Offset{Topic: prefix + "orders", Partition: 0, At: 1, LeaderEpoch: -1})
-	resp, err := e.tgtAdm.CommitOffsets(ctx, "busy848", os)
-	if err == nil {
-		err = resp.Error()
-	}
+	err := simpleCommit(ctx, e.tgtAdm, "busy848", prefix+"orders")
 	if err == nil {
 		t.Fatalf("commit to an active consumer group on 4.3.1: got no error, want one")
 	}
 	t.Logf("4.3.1 refuses a simple commit to an active consumer group: %v", err)
 
 	// A new-protocol consumer joining idle848 starts at E(G).
-	member := client(tgtC.Bootstrap(), kgo.ConsumerGroup("idle848"), kgo.ConsumeTopics(prefix+"orders"),
+	member := tgtClient(kgo.ConsumerGroup("idle848"), kgo.ConsumeTopics(prefix+"orders"),
 		kgo.ServerSideBalancer(), kgo.Balancers(kgo.RangeBalancer()), kgo.DisableAutoCommit())
 	var first *kgo.Record
 	for first == nil && ctx.Err() == nil {
