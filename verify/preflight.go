@@ -22,7 +22,9 @@ import (
 // Preflight (`kverify topics`) compares, before the producers move, the metadata of every topic
 // a flow mirrors on both clusters: presence, partitions, replication factor, every topic
 // configuration that differs (and whether MirrorMaker 2 3.7.1 would sync it), and the settings
-// that lose or alter records (timestamps, record size limits, retention, cleanup policy). It
+// that lose or alter records (timestamps, record size limits, retention, cleanup policy); and
+// MirrorMaker 2's own internal topics, compacted and replicated as MM2 needs
+// (preflight_internal.go). It
 // only reads: metadata, ApiVersions, DescribeConfigs, ListOffsets and, for the largest-record
 // rule, the source records (PreflightConfig.ScanRecords). preflight_rules.go holds the rules.
 
@@ -204,6 +206,11 @@ func Preflight(ctx context.Context, src, dst *kgo.Client, cfg PreflightConfig) (
 		res.Findings += len(tc.Findings)
 		res.Topics = append(res.Topics, tc)
 	}
+	internal, err := internalTopicFindings(ctx, sa, da, f)
+	if err != nil {
+		return nil, err
+	}
+	res.ClusterFindings = append(res.ClusterFindings, internal...)
 	res.Findings += len(res.ClusterFindings)
 	res.OK = res.Findings == 0
 	return res, nil
@@ -217,6 +224,9 @@ func sourceTopics(ctx context.Context, sa *kadm.Client, f *mm2.Flow, cfg Preflig
 	}
 	var names []string
 	for _, td := range srcTopics.Sorted() {
+		if errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+			continue // a topic the client asked about before that does not exist
+		}
 		if td.Err != nil {
 			return nil, nil, fmt.Errorf("source cluster %s: describe topic %s: %w", f.Source, td.Topic, td.Err)
 		}

@@ -46,7 +46,13 @@ Severity: risk (records lost, refused or altered), warning (MM2 leaves the diffe
 info (MM2 would sync it). A topic's status is missing, risk, differs or ok. Cluster level:
 each broker's version (derived from the API versions it supports: Kafka reports no version
 string, so the patch level is unknown, and a set matching no release is "unknown") and rack;
-mixed versions in one cluster and racks on one side only are findings.
+mixed versions in one cluster and racks on one side only are findings. MirrorMaker 2's own
+topics that exist (the checkpoints and heartbeats topics on the target, the offset syncs where
+the flow keeps them, Connect's mm2-offsets/configs/status.<source>.internal on the target) must
+have cleanup.policy=compact alone (a risk otherwise: MM2's state there is deleted at
+retention.ms, e.g. every checkpoint after 7 days) and at least the replication factor the flow
+asks for (a warning). Topics MM2 will create, and those of features the flow turns off, are not
+checked.
 
 It only reads both clusters (metadata, ApiVersions, DescribeConfigs, ListOffsets and, with
 --scan-records, the source records); it never writes to either. JUnit: one test case per topic
