@@ -389,48 +389,26 @@ func (p *planner) judge(ctx context.Context, group string, part *Partition, dstS
 	}
 	tc := *part.TargetCommitted
 	part.Status = compare(tc, e)
-	switch part.Status {
-	case StatusBehind:
-		n, err := p.countTarget(ctx, j, max(tc, dstStart), e, ans.extras)
-		if err != nil {
-			return err
-		}
+	if part.Status == StatusExact {
+		return nil
+	}
+	lo, hi := min(tc, e), max(tc, e)
+	n, none, err := p.countTarget(ctx, j, max(lo, dstStart), hi, ans.extras)
+	if err != nil {
+		return err
+	}
+	switch {
+	case none && lo >= dstStart:
+		// No record at all lies between (only transaction markers): a consumer resumes at
+		// the same record from either offset.
+		part.Status = StatusExact
+		part.Reason = fmt.Sprintf("committed %d, E(G) %d: only transaction markers lie between, so a consumer resumes at the same record from either", tc, e)
+	case part.Status == StatusBehind:
 		part.RedeliveredIfUnchanged = n
-	case StatusAhead:
-		n, err := p.countTarget(ctx, j, max(e, dstStart), tc, ans.extras)
-		if err != nil {
-			return err
-		}
+	default:
 		part.SkippedIfUnchanged = n
 	}
-	if part.Status != StatusExact {
-		same, err := p.noRecordBetween(ctx, j, min(tc, e), max(tc, e), dstStart, ans.extras)
-		if err != nil {
-			return err
-		}
-		if same {
-			part.Status, part.RedeliveredIfUnchanged, part.SkippedIfUnchanged = StatusExact, 0, 0
-			part.Reason = fmt.Sprintf("committed %d, E(G) %d: only transaction markers lie between, so a consumer resumes at the same record from either", tc, e)
-		}
-	}
 	return nil
-}
-
-// noRecordBetween reports whether the target partition holds no record at all in [from, to)
-// (read uncommitted: aborted records count; only transaction markers or a compacted gap can
-// fill the range). A commit anywhere in such a range is the same position as E(G): the next
-// record a consumer gets is the same one.
-func (p *planner) noRecordBetween(ctx context.Context, j job, from, to, dstStart int64, extras []int64) (bool, error) {
-	if from < dstStart || to-from > countLimit {
-		return false, nil
-	}
-	for _, x := range extras {
-		if x >= from && x < to {
-			return false, nil
-		}
-	}
-	recs, err := p.dst.read(ctx, j.dstTopic, j.part, from, to, 1, p.cfg.Fields)
-	return len(recs) == 0 && err == nil, err
 }
 
 func compare(committed, e int64) Status {
@@ -541,26 +519,29 @@ func (p *planner) fromOffsetMap(ctx context.Context, j job) (ans answer, why str
 // countTarget counts the target records in [from, to) that are copies of source records, i.e.
 // the records a consumer starting at from reads before reaching to, minus the extras the
 // alignment identified. Offsets without records (transaction markers) do not count. Past
-// countLimit offsets it returns the offset difference minus the known extras.
-func (p *planner) countTarget(ctx context.Context, j job, from, to int64, extras []int64) (int64, error) {
+// countLimit offsets it returns the offset difference minus the known extras. none says the
+// range was read and holds no record at all (no extra either): only transaction markers.
+func (p *planner) countTarget(ctx context.Context, j job, from, to int64, extras []int64) (n int64, none bool, err error) {
 	if from >= to {
-		return 0, nil
+		return 0, false, nil
 	}
-	var n int64
-	if to-from <= countLimit {
+	read := to-from <= countLimit
+	if read {
 		// Only the count is used: the plan's fields take the fingerprints the cache holds.
 		recs, err := p.dst.read(ctx, j.dstTopic, j.part, from, to, 0, p.cfg.Fields)
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		n = int64(len(recs))
 	} else {
 		n = to - from
 	}
+	none = read && n == 0
 	for _, x := range extras {
 		if x >= from && x < to {
 			n--
+			none = false
 		}
 	}
-	return max(n, 0), nil
+	return max(n, 0), none, nil
 }
