@@ -775,7 +775,7 @@ func checkACLWrites(create, del []ACL, cerrs, derrs []error, after agree.Answers
 // aclErrors joins one error per failed ACL, in ACL order, naming the cluster alias (nil: none failed).
 func aclErrors(alias string, failed map[ACL]string) error {
 	var errs []error
-	for _, a := range sortedACLKeys(failed) {
+	for _, a := range sortedACLs(failed) {
 		errs = append(errs, fmt.Errorf("%s cluster: ACL %s: %s", alias, a, failed[a]))
 	}
 	return errors.Join(errs...)
@@ -798,7 +798,8 @@ func nonNil(acls []ACL) []ACL {
 	return acls
 }
 
-func sortedACLKeys(m map[ACL]string) []ACL {
+// sortedACLs lists the keys of m in ACL order.
+func sortedACLs[V any](m map[ACL]V) []ACL {
 	out := make([]ACL, 0, len(m))
 	for a := range m {
 		out = append(out, a)

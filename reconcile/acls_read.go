@@ -3,7 +3,6 @@ package reconcile
 import (
 	"context"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -19,14 +18,11 @@ import (
 // write, so it would make an apply create again an ACL that exists (and record it as its own),
 // a rollback leave an ACL it created, and a verification call a write that took effect failed.
 
-// aclReadConfig is the wait of one consistent ACL read: timeout, or agree's default.
-func aclReadConfig(timeout time.Duration) agree.Config { return agree.Config{Timeout: timeout} }
-
 // readACLs reads every ACL of the cluster connected to as alias, from every broker, and
 // returns them once every broker gives the same set; brokers that still differ when the wait
 // (timeout, 0: agree.DefaultTimeout) ends are an error naming them and the ACLs they differ on.
 func readACLs(ctx context.Context, cl *kgo.Client, alias string, timeout time.Duration) (map[ACL]bool, error) {
-	ans, err := agree.Sets(ctx, cl, aclReadConfig(timeout), brokerACLs(alias), nil)
+	ans, err := agree.Sets(ctx, cl, agree.Config{Timeout: timeout}, brokerACLs(alias), nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s cluster: describe ACLs: %w", alias, err)
 	}
@@ -55,7 +51,7 @@ func readACLWrites(ctx context.Context, cl *kgo.Client, alias string, timeout ti
 		}
 		return true
 	}
-	ans, err := agree.Sets(ctx, cl, aclReadConfig(timeout), brokerACLs(alias), want)
+	ans, err := agree.Sets(ctx, cl, agree.Config{Timeout: timeout}, brokerACLs(alias), want)
 	if err != nil {
 		return ans, fmt.Errorf("%s cluster: describe ACLs: %w", alias, err)
 	}
@@ -104,15 +100,5 @@ func accepted(acls []ACL, errs []error) []ACL {
 			out = append(out, a)
 		}
 	}
-	return out
-}
-
-// sortedACLs is the set s as a list in ACL order.
-func sortedACLs(s map[ACL]bool) []ACL {
-	out := make([]ACL, 0, len(s))
-	for a := range s {
-		out = append(out, a)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
 	return out
 }
