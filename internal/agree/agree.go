@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -74,7 +75,7 @@ func (a Answers[K]) Agreed() (map[K]bool, bool) {
 			first = s
 			continue
 		}
-		if !sameSet(first, s) {
+		if !maps.Equal(first, s) {
 			return nil, false
 		}
 	}
@@ -224,18 +225,6 @@ func readRound[K comparable](ctx context.Context, cl *kgo.Client, read func(cont
 		ans.ByBroker[id] = s
 	}
 	return ans, nil
-}
-
-func sameSet[K comparable](a, b map[K]bool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k := range a {
-		if !b[k] {
-			return false
-		}
-	}
-	return true
 }
 
 // Partitions reads, from the one broker r sends to, the partitions of topic its metadata
