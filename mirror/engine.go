@@ -193,7 +193,7 @@ func (e *Engine) newConsumer(topics map[string]int) (*kgo.Client, error) {
 	if e.cfg.RefreshTopics && e.cfg.RefreshTopicsInterval > 0 {
 		metaAge = min(max(e.cfg.RefreshTopicsInterval, 100*time.Millisecond), time.Minute)
 	}
-	src, err := kgo.NewClient(append(append([]kgo.Opt(nil), e.srcOpts...),
+	opts := append(append([]kgo.Opt(nil), e.srcOpts...),
 		kgo.ConsumerGroup(e.cfg.GroupID),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()),
 		kgo.DisableAutoCommit(),
@@ -206,7 +206,6 @@ func (e *Engine) newConsumer(topics map[string]int) (*kgo.Client, error) {
 		kgo.FetchMaxWait(e.cfg.FetchMaxWait),
 		kgo.SessionTimeout(e.cfg.SessionTimeout),
 		kgo.HeartbeatInterval(min(3*time.Second, e.cfg.SessionTimeout/3)),
-		instanceID(e.cfg.InstanceID),
 		kgo.AdjustFetchOffsetsFn(e.onAssigned),
 		kgo.OnPartitionsAssigned(e.onSessionAssigned), // health.go
 		kgo.OnPartitionsRevoked(e.onSessionRevoked),
@@ -215,7 +214,11 @@ func (e *Engine) newConsumer(topics map[string]int) (*kgo.Client, error) {
 		// The group notices new source partitions at a metadata refresh.
 		kgo.MetadataMaxAge(metaAge),
 		kgo.MetadataMinAge(min(metaAge, 5*time.Second)),
-	)...)
+	)
+	if e.cfg.InstanceID != "" {
+		opts = append(opts, kgo.InstanceID(e.cfg.InstanceID))
+	}
+	src, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("source cluster %s: create consumer: %w", e.cfg.SourceAlias, err)
 	}
@@ -300,14 +303,6 @@ const readCommittedNotice = "target consumers must read with isolation.level=rea
 	"kmirror writes in transactions, and after a crash or a fenced owner the records of its open transaction stay in the target's log, aborted, and are mirrored again after them; " +
 	"a read_uncommitted consumer (the default of Kafka's Java client and console consumer) reads those aborted copies as duplicates. " +
 	"Check a consumer's setting; kafka-console-consumer reads as read_committed with --isolation-level read_committed"
-
-// instanceID is the group option of a static member, or none for a dynamic one.
-func instanceID(id string) kgo.Opt {
-	if id == "" {
-		return kgo.WithHooks() // no option
-	}
-	return kgo.InstanceID(id)
-}
 
 // drainTimeout bounds the drain at stop: leaving the group, which waits for in-flight records.
 const drainTimeout = 30 * time.Second
