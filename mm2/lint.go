@@ -299,6 +299,17 @@ var rfKeys = []struct {
 	{"config.storage.replication.factor", 3},
 }
 
+// DefaultReplicationFactor is the replication factor MM2 3.7.1 uses for key (one of its
+// replication factor keys) when the key is not set; ok is false for any other key.
+func DefaultReplicationFactor(key string) (rf int, ok bool) {
+	for _, k := range rfKeys {
+		if k.key == key {
+			return k.def, true
+		}
+	}
+	return 0, false
+}
+
 func lintReplicationFactors(props *Properties, cfg *Config, add addFunc) {
 	for _, rf := range rfKeys {
 		var found []Property

@@ -140,18 +140,20 @@ func internalTopicChecks(f *mm2.Flow, t mm2Internal, side, alias string, d kadm.
 			Note: fmt.Sprintf("MirrorMaker 2 keeps %s in it and relies on compaction alone: with cleanup.policy=%s every record older than %s is deleted, and with it what MM2 kept there. Fix: kafka-configs --alter --entity-type topics --entity-name %s --add-config cleanup.policy=compact on cluster %s",
 				t.what, policy, retention, t.name, alias)}, "cleanup.policy="+policy))
 	}
-	want, set, err := f.ReplicationFactor(t.rfKey)
+	flowRF, set, err := f.ReplicationFactor(t.rfKey)
 	if err != nil {
 		return nil, err
 	}
+	def, _ := mm2.DefaultReplicationFactor(t.rfKey)
+	want := int(flowRF)
 	if !set {
-		want = 3
+		want = def
 	}
 	if len(d.Partitions) > 0 {
 		rf := len(d.Partitions.Sorted()[0].Replicas)
-		if want > 0 && rf < int(want) {
+		if want > 0 && rf < want {
 			out = append(out, value(Finding{Field: field + " replication factor", Severity: SeverityWarning,
-				Note: fmt.Sprintf("the flow asks for %s=%d (MM2's default 3 when unset); the topic has %d: a broker's loss can take %s with it", t.rfKey, want, rf, t.what)},
+				Note: fmt.Sprintf("the flow asks for %s=%d (MM2's default %d when unset); the topic has %d: a broker's loss can take %s with it", t.rfKey, want, def, rf, t.what)},
 				strconv.Itoa(rf)))
 		}
 	}
