@@ -20,6 +20,7 @@ func (r *reader) decode(resp response, split bool, emit func(Chunk) error) error
 		pieces = splitBatches(resp.part.RecordBatches)
 	}
 	pos := resp.from
+	r.watchOpen(resp.part)
 	for _, piece := range pieces {
 		if pos >= resp.to {
 			break
@@ -50,7 +51,11 @@ func (r *reader) decode(resp response, split bool, emit func(Chunk) error) error
 		if end == pos && len(fp.Records) == 0 {
 			continue // a batch wholly before the fetch offset
 		}
-		if err := emit(Chunk{From: pos, To: end, Records: fp.Records}); err != nil {
+		recs, err := r.watchTxns(&sub, pos, end, fp.Records)
+		if err != nil {
+			return err
+		}
+		if err := emit(Chunk{From: pos, To: end, Records: recs}); err != nil {
 			return err
 		}
 		pos = end

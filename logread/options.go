@@ -49,6 +49,9 @@ type Options struct {
 	// Leaders, when set, is shared by the reads of one cluster: the leader and topic ID are
 	// looked up once, not per read. Default: each read asks the metadata itself.
 	Leaders *Leaders
+	// Txns, with Committed, is told the aborted records the read passes over and a
+	// transaction open at the end of the log (see TxnWatch). Default: nothing is told.
+	Txns *TxnWatch
 }
 
 func (o Options) where() string {
