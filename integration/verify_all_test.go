@@ -19,10 +19,12 @@ import (
 // by MirrorMaker 2 3.7.1 to Kafka 3.7.1. With MM2 stopped, one copy is damaged (records
 // written directly to it) and a topic of the flow is created that was never mirrored. --all
 // with the MM2 file then gives each topic its verdict (exit 1), and two shards joined by
-// kverify merge give the same verdict, topic by topic, as the whole run.
+// kverify merge give the same verdict, topic by topic, as the whole run. $KMIGRATE_PAIR
+// (pair_test.go) picks other versions.
 func TestVerifyAll(t *testing.T) {
-	src := cluster.StartT(t, cluster.Spec{Version: cluster.V230, Name: "va-source"})
-	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "va-destination"})
+	srcV, dstV := bedPair(t)
+	src := cluster.StartT(t, cluster.Spec{Version: srcV, Name: "va-source"})
+	dst := cluster.StartT(t, cluster.Spec{Version: dstV, Name: "va-destination"})
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	run := fmt.Sprintf("%x", time.Now().UnixNano())

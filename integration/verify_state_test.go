@@ -31,9 +31,12 @@ import (
 //     stops it with exit 0;
 //   - MM2 is stopped, the target topic deleted, recreated and refilled with the very same
 //     records: the rerun finds the recreation (the 3.7.1 target has topic IDs) and exits 1.
+//
+// $KMIGRATE_PAIR (pair_test.go) picks other versions; every target of a pair has topic IDs.
 func TestVerifyState(t *testing.T) {
-	src := cluster.StartT(t, cluster.Spec{Version: cluster.V230, Name: "vs-source"})
-	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "vs-destination"})
+	srcV, dstV := bedPair(t)
+	src := cluster.StartT(t, cluster.Spec{Version: srcV, Name: "vs-source"})
+	dst := cluster.StartT(t, cluster.Spec{Version: dstV, Name: "vs-destination"})
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	run := fmt.Sprintf("%x", time.Now().UnixNano())

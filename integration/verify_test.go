@@ -20,13 +20,14 @@ import (
 )
 
 // TestVerify runs kverify on real brokers: Kafka 2.3.0 (source) mirrored by MirrorMaker 2
-// 3.7.1 to Kafka 3.7.1 (target). A plain topic, a transactional producer's topic (markers and
+// 3.7.1 to Kafka 3.7.1 (target), or the pair $KMIGRATE_PAIR names (pair_test.go). A plain topic, a transactional producer's topic (markers and
 // an aborted transaction leave gaps) and a topic compacted before mirroring are reported
 // identical (exit 0). Then a copy of the plain topic with faults injected is reported with every
 // fault at its exact offsets (exit 1).
 func TestVerify(t *testing.T) {
-	src := cluster.StartT(t, cluster.Spec{Version: cluster.V230, Name: "vf-source"})
-	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "vf-destination"})
+	srcV, dstV := bedPair(t)
+	src := cluster.StartT(t, cluster.Spec{Version: srcV, Name: "vf-source"})
+	dst := cluster.StartT(t, cluster.Spec{Version: dstV, Name: "vf-destination"})
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	run := fmt.Sprintf("%x", time.Now().UnixNano())
@@ -335,15 +336,17 @@ func vfDecode(t *testing.T, out string) *verify.Result {
 	return &res
 }
 
-// TestVerifyNothingToCompare runs kverify on real brokers, each version as
-// the source in turn, where the answer depends on Kafka: ListOffsets by a time after the last
+// TestVerifyNothingToCompare runs kverify on real brokers, each version of the pair (2.3.0
+// and 3.7.1, or those $KMIGRATE_PAIR names) as the source in turn, where the answer depends on Kafka: ListOffsets by a time after the last
 // record of a partition (Kafka answers -1, which kadm turns into the end offset). A range with
 // no source record is never identical: with nothing compared at all kverify exits 2 and writes
 // nothing; with a partition past its end and another not, the first is named as not compared
 // and left out of the offset map. No MirrorMaker: the same records are written to both sides.
 func TestVerifyNothingToCompare(t *testing.T) {
-	old := cluster.StartT(t, cluster.Spec{Version: cluster.V230, Name: "vn-230"})
-	cur := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "vn-371"})
+	oldV, curV := bedPair(t)
+	oldName, curName := bedPairNames("vn", oldV, curV)
+	old := cluster.StartT(t, cluster.Spec{Version: oldV, Name: oldName})
+	cur := cluster.StartT(t, cluster.Spec{Version: curV, Name: curName})
 	ctx := bedCtx(t, 10*time.Minute)
 	bin := filepath.Join(bedBuild(t, "kverify"), "kverify")
 	base := time.Now().Add(-time.Hour).Truncate(time.Second)
