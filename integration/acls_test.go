@@ -23,7 +23,8 @@ import (
 // kreconcile acls on real brokers: a Kafka 2.3.0 source with the ZooKeeper
 // authorizer, a 3.7.1 KRaft target with the StandardAuthorizer, checked with Kafka's own ACL
 // tool (kafka.admin.AclCommand of 3.7.1) as well as DescribeACLs; then the reverse direction,
-// writing to the 2.3.0 cluster.
+// writing to the 2.3.0 cluster. $KMIGRATE_PAIR (pair_test.go) picks other versions: a KRaft
+// cluster of any version has the StandardAuthorizer.
 
 // aclAuthorizer are the broker properties that turn ACLs on. PLAINTEXT clients (and the
 // brokers themselves) are User:ANONYMOUS, made a super user so that the test bed keeps working
@@ -31,7 +32,7 @@ import (
 // the same server.properties.
 func aclAuthorizer(version string) map[string]string {
 	class := "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
-	if version == "2.3.0" {
+	if version == cluster.V230 {
 		class = "kafka.security.auth.SimpleAclAuthorizer"
 	}
 	return map[string]string{"authorizer.class.name": class, "super.users": "User:ANONYMOUS"}
@@ -155,8 +156,10 @@ func aclSame(t *testing.T, what string, got, want []string) {
 }
 
 func TestACLs(t *testing.T) {
-	src := cluster.StartT(t, cluster.Spec{Version: "2.3.0", Name: "acls-230", Config: aclAuthorizer("2.3.0")})
-	dst := cluster.StartT(t, cluster.Spec{Version: "3.7.1", Name: "acls-371", Config: aclAuthorizer("3.7.1")})
+	srcV, dstV := bedPair(t)
+	srcName, dstName := bedPairNames("acls", srcV, dstV)
+	src := cluster.StartT(t, cluster.Spec{Version: srcV, Name: srcName, Config: aclAuthorizer(srcV)})
+	dst := cluster.StartT(t, cluster.Spec{Version: dstV, Name: dstName, Config: aclAuthorizer(dstV)})
 	bin := bedBuild(t, "kreconcile")
 	kreconcile := filepath.Join(bin, "kreconcile")
 	dir := t.TempDir()
@@ -269,8 +272,8 @@ func TestACLs(t *testing.T) {
 	sort.Strings(want)
 	aclSame(t, "target after rollback (kafka.admin.AclCommand --list)", aclTool(t, dst), want)
 
-	// The reverse direction writes to the 2.3.0 cluster (failback): source 3.7.1, identity
-	// policy, --delete-extra off; then its rollback.
+	// The reverse direction writes to the source cluster, 2.3.0 by default (failback): the
+	// target as the source, identity policy, --delete-extra off; then its rollback.
 	rev := []string{"acls", "--source-brokers", strings.Join(dst.Bootstrap(), ","), "--target-brokers", strings.Join(src.Bootstrap(), ",")}
 	revBackup := filepath.Join(dir, "acls-reverse.json")
 	code, out, errOut = bedOutput(t, kreconcile, append(rev, "--apply", "--backup", revBackup)...)
@@ -282,21 +285,22 @@ func TestACLs(t *testing.T) {
 		aclLine("ALLOW", "User:mm2", "ALL", "TOPIC", "LITERAL", "source.heartbeats", "*"), // IdentityReplicationPolicy renames heartbeats
 		aclLine("ALLOW", "User:carol", "READ", "TOPIC", "LITERAL", "old.orders", "*"))
 	sort.Strings(wantSrc)
-	aclSame(t, "2.3.0 cluster after the reverse apply (DescribeACLs)", aclDescribe(t, src), wantSrc)
-	aclSame(t, "2.3.0 cluster after the reverse apply (kafka.admin.AclCommand --list)", aclTool(t, src), wantSrc)
+	aclSame(t, srcV+" cluster after the reverse apply (DescribeACLs)", aclDescribe(t, src), wantSrc)
+	aclSame(t, srcV+" cluster after the reverse apply (kafka.admin.AclCommand --list)", aclTool(t, src), wantSrc)
 	if code, out, errOut := bedOutput(t, kreconcile, "rollback", "--target-brokers", strings.Join(src.Bootstrap(), ","), "--backup", revBackup); code != 0 {
 		t.Fatalf("reverse rollback: exit %d\n%s\n%s", code, out, errOut)
 	}
-	aclSame(t, "2.3.0 cluster after the reverse rollback", aclDescribe(t, src), srcBefore)
+	aclSame(t, srcV+" cluster after the reverse rollback", aclDescribe(t, src), srcBefore)
 }
 
 // TestACLsSecure3: kreconcile acls --apply, rollback and --apply again on the production-shaped
-// bed (3 brokers a side, SASL source, SASL_SSL target, authorizers on), three rounds, each
-// judged by Kafka's own kafka-acls --list. A target broker applies an ACL change a moment after
+// bed (3 brokers a side, SASL source, SASL_SSL target, authorizers on; the versions of
+// $KMIGRATE_PAIR, pair_test.go), three rounds, each judged by Kafka's own kafka-acls --list. A target broker applies an ACL change a moment after
 // the controller took it, so a tool that reads one broker once can read the set from before its
 // own write: the apply then reported ACLs it had created as failed, and a rollback left them.
 func TestACLsSecure3(t *testing.T) {
-	src, dst := secStart(t, 3)
+	srcV, dstV := bedPair(t)
+	src, dst := secStartOn(t, 3, srcV, dstV)
 	alice := "User:CN=alice"
 	lit := kadm.ACLPatternLiteral
 	asAdmin := func(c cluster.Cluster, b *kadm.ACLBuilder) {

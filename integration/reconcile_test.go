@@ -163,8 +163,11 @@ func rcSameValues(t *testing.T, what string, got, want [][]byte) {
 // TestReconcileSeed: on the seed fixture (2.3.0 -> 3.7.1 with MirrorMaker 2) the plan shows the
 // discrepancy with the fixture's re-read count; after Apply the target lag equals the source
 // lag and a consumer of the group on the target reads exactly the unconsumed records.
+// Under $KMIGRATE_PAIR (pair_test.go) the target is the pair's, MirrorMaker 2 stays 3.7.1.
 func TestReconcileSeed(t *testing.T) {
-	f := runSeedScenario(t)
+	bedSkipSource(t, cluster.V230, "the seed fixture's source is Kafka 2.3.0 (runSeedScenarioOn takes the target's version only)")
+	_, dstV := bedPair(t)
+	f := runSeedScenarioOn(t, dstV, cluster.V371)
 	flow := bedFlow(t, f.MM2Properties, "")
 	src := bedClient(t, f.Source.Bootstrap())
 	dst := bedClient(t, f.Target.Bootstrap())
@@ -290,9 +293,11 @@ func rcHasValue(ctx context.Context, t *testing.T, c cluster.Cluster, topic stri
 // 2: an idle group at the end of a topic, a group at log start, a group whose previous record
 // was compacted away, groups at and after a transaction's commit marker, a topic that is not
 // mirrored, an active target group (refused, nothing written), apply twice, rollback.
+// $KMIGRATE_PAIR (pair_test.go) picks other versions.
 func TestReconcileCases(t *testing.T) {
-	src := cluster.StartT(t, cluster.Spec{Version: cluster.V230, Name: "source"})
-	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "destination"})
+	srcV, dstV := bedPair(t)
+	src := cluster.StartT(t, cluster.Spec{Version: srcV, Name: "source"})
+	dst := cluster.StartT(t, cluster.Spec{Version: dstV, Name: "destination"})
 	ctx := bedCtx(t, 10*time.Minute)
 	run := fmt.Sprintf("%x", time.Now().UnixNano())
 	plain, compact, txn, unmirrored := "rc-plain-"+run, "rc-compact-"+run, "rc-txn-"+run, "rc-unmirrored-"+run
@@ -723,10 +728,12 @@ func TestReconcileBench(t *testing.T) {
 // brokers report them and a rollback against the source is refused with nothing written; after
 // the group consumed on the target, rollback leaves that partition alone (and --force restores
 // it); and a consumer that joins between Apply's check and its commit makes the broker refuse
-// the commit, which Apply names, on either version as the target.
+// the commit, which Apply names, on either version as the target. $KMIGRATE_PAIR
+// (pair_test.go) picks other versions.
 func TestReconcileRollbackSafety(t *testing.T) {
-	src := cluster.StartT(t, cluster.Spec{Version: cluster.V230, Name: "source"})
-	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "target"})
+	srcV, dstV := bedPair(t)
+	src := cluster.StartT(t, cluster.Spec{Version: srcV, Name: "source"})
+	dst := cluster.StartT(t, cluster.Spec{Version: dstV, Name: "target"})
 	ctx := bedCtx(t, 8*time.Minute)
 	run := fmt.Sprintf("%x", time.Now().UnixNano())
 	topic := "rcsafe-" + run
@@ -742,10 +749,11 @@ func TestReconcileRollbackSafety(t *testing.T) {
 	srcCl, dstCl := bedClient(t, src.Bootstrap()), bedClient(t, dst.Bootstrap())
 
 	ids := map[string]string{}
+	srcName, dstName := "source "+srcV, "target "+dstV
 	for _, c := range []struct {
 		name string
 		cl   *kgo.Client
-	}{{"source 2.3.0", srcCl}, {"target 3.7.1", dstCl}} {
+	}{{srcName, srcCl}, {dstName, dstCl}} {
 		m, err := kadm.NewClient(c.cl).BrokerMetadata(ctx)
 		if err != nil {
 			t.Fatalf("%s: metadata: %v", c.name, err)
@@ -756,7 +764,7 @@ func TestReconcileRollbackSafety(t *testing.T) {
 		ids[c.name] = m.Cluster
 		t.Logf("%s reports cluster ID %q", c.name, m.Cluster)
 	}
-	srcID, dstID := ids["source 2.3.0"], ids["target 3.7.1"]
+	srcID, dstID := ids[srcName], ids[dstName]
 	if srcID == dstID {
 		t.Fatalf("both clusters report cluster ID %q", srcID)
 	}
@@ -833,15 +841,20 @@ func TestReconcileRollbackSafety(t *testing.T) {
 		}
 	})
 
-	// A consumer joins between Apply's check and its commit, with 3.7.1 and with 2.3.0 as the
-	// cluster written to (for 2.3.0 the roles are swapped: the copies are the "source").
+	// A consumer joins between Apply's check and its commit, with the target (3.7.1) and the
+	// source (2.3.0) as the cluster written to (for the source the roles are swapped: the
+	// copies are the "source"). On a pair of one version the source's case says so.
+	back, backTag := srcV+" target", srcV
+	if srcV == dstV {
+		back, backTag = srcV+" source as target", srcV+"-source"
+	}
 	for _, c := range []struct {
-		name         string
+		name, tag    string
 		from, to     cluster.Cluster
 		fromCl, toCl *kgo.Client
-	}{{"3.7.1 target", src, dst, srcCl, dstCl}, {"2.3.0 target", dst, src, dstCl, srcCl}} {
+	}{{dstV + " target", dstV, src, dst, srcCl, dstCl}, {back, backTag, dst, src, dstCl, srcCl}} {
 		t.Run("consumer joins before the commit, "+c.name, func(t *testing.T) {
-			g := "rcsafe-join-" + strings.Fields(c.name)[0] + "-" + run
+			g := "rcsafe-join-" + c.tag + "-" + run
 			rcCommit(t, c.from, g, topic, 0, 30, "m")
 			res, err := reconcile.Plan(ctx, c.fromCl, c.toCl, reconcile.Config{Groups: regexp.MustCompile(regexp.QuoteMeta(g))})
 			if err != nil {

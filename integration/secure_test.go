@@ -23,8 +23,8 @@ import (
 )
 
 // The production-shaped bed: Spec.Secure puts 2.3.0 on SASL_PLAINTEXT with
-// SCRAM-SHA-256 and 3.7.1 on SASL_SSL with SCRAM-SHA-512 and the bed's own CA, the authorizer
-// on, the admin the only super user.
+// SCRAM-SHA-256 and 3.7.1 (and 4.3.1) on SASL_SSL with SCRAM-SHA-512 and the bed's own CA,
+// the authorizer on, the admin the only super user.
 
 // secClient is a franz-go client on the secure cluster c logged in as u, closed in t.Cleanup.
 func secClient(t testing.TB, c cluster.Cluster, u cluster.User, opts ...kgo.Opt) *kgo.Client {
@@ -89,17 +89,27 @@ func secProduce(t testing.TB, c cluster.Cluster, topic string, n int) {
 // secStart starts the secure 2.3.0 source and 3.7.1 target with nb brokers each.
 func secStart(t *testing.T, nb int) (src, dst cluster.Cluster) {
 	t.Helper()
+	return secStartOn(t, nb, cluster.V230, cluster.V371)
+}
+
+// secStartOn is secStart with the source and target of versions srcV and dstV.
+func secStartOn(t *testing.T, nb int, srcV, dstV string) (src, dst cluster.Cluster) {
+	t.Helper()
 	// The brokers check retention every second (the default is every 5 minutes, the first
 	// check 30 s after the start): records a test leaves to time retention go at once, not
 	// at a moment that races the test (secRetention).
 	cfg := map[string]string{"log.retention.check.interval.ms": "1000"}
-	src = cluster.StartT(t, cluster.Spec{Version: cluster.V230, Brokers: nb, Secure: true, Name: fmt.Sprintf("sec%d-230", nb), Config: cfg})
-	dst = cluster.StartT(t, cluster.Spec{Version: cluster.V371, Brokers: nb, Secure: true, Name: fmt.Sprintf("sec%d-371", nb), Config: cfg})
+	srcName, dstName := bedPairNames(fmt.Sprintf("sec%d", nb), srcV, dstV)
+	src = cluster.StartT(t, cluster.Spec{Version: srcV, Brokers: nb, Secure: true, Name: srcName, Config: cfg})
+	dst = cluster.StartT(t, cluster.Spec{Version: dstV, Brokers: nb, Secure: true, Name: dstName, Config: cfg})
 	return src, dst
 }
 
+// TestSecureBed checks the secure bed of the versions of $KMIGRATE_PAIR (pair_test.go; 2.3.0
+// and 3.7.1 when unset).
 func TestSecureBed(t *testing.T) {
-	src, dst := secStart(t, 1)
+	srcV, dstV := bedPair(t)
+	src, dst := secStartOn(t, 1, srcV, dstV)
 	const topic = "sec.orders"
 	for _, c := range []cluster.Cluster{src, dst} {
 		secTopic(t, c, topic, 2)
