@@ -21,7 +21,8 @@ import (
 )
 
 // TestCutover is the migration's end, on the seed case, with real brokers and kmirror: Kafka
-// 2.3.0 (ZooKeeper, "old") to 3.7.1 (KRaft, "new").
+// 2.3.0 (ZooKeeper, "old") to 3.7.1 (KRaft, "new"), or the pair $KMIGRATE_PAIR names
+// (pair_test.go).
 //
 //  1. 120 records on old; the seed group consumes all of them, a second group 50, both commit
 //     and stay members; 30 more records; kmirror old->new mirrors the 150.
@@ -39,8 +40,9 @@ import (
 //     the groups had consumed neither on old nor on new: the seed group the rest, the second
 //     group nothing.
 func TestCutover(t *testing.T) {
-	old := cluster.StartT(t, cluster.Spec{Version: cluster.V230, Name: "cutover-old"})
-	nw := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "cutover-new"})
+	oldV, newV := bedPair(t)
+	old := cluster.StartT(t, cluster.Spec{Version: oldV, Name: "cutover-old"})
+	nw := cluster.StartT(t, cluster.Spec{Version: newV, Name: "cutover-new"})
 	if t.Failed() || t.Skipped() {
 		return
 	}

@@ -51,16 +51,22 @@ func roundTripRecords(topic string) []*kgo.Record {
 }
 
 // codecsOf lists the compression codecs a version's brokers accept: all five of Kafka's from
-// 2.1.0 on (zstd came with 2.1.0), so the same for 2.3.0 and 3.7.1.
+// 2.1.0 on (zstd came with 2.1.0), so the same for 2.3.0, 3.7.1 and 4.3.1.
 func codecsOf(string) []kgo.CompressionCodec {
 	return []kgo.CompressionCodec{kgo.NoCompression(), kgo.GzipCompression(), kgo.SnappyCompression(), kgo.Lz4Compression(), kgo.ZstdCompression()}
 }
 
 // TestRoundTrip produces records of every shape with every codec the broker supports and
 // checks that they come back byte-identical (key, value, headers, timestamp) in batches of
-// that codec, on Kafka 2.3.0 and 3.7.1.
+// that codec, on Kafka 2.3.0 and 3.7.1, or the versions of the pair $KMIGRATE_PAIR names
+// (pair_test.go).
 func TestRoundTrip(t *testing.T) {
-	for _, v := range []string{cluster.V230, cluster.V371} {
+	srcV, dstV := bedPair(t)
+	versions := []string{srcV, dstV}
+	if srcV == dstV {
+		versions = versions[:1]
+	}
+	for _, v := range versions {
 		t.Run(v, func(t *testing.T) {
 			c := cluster.StartT(t, cluster.Spec{Version: v})
 			for i, codec := range codecsOf(v) {
