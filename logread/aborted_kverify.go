@@ -11,7 +11,7 @@ import (
 
 // TxnWatch is told, during a read_committed read (Options.Committed), what such a read
 // passes over and a read_uncommitted one would not: the records of aborted transactions, and
-// a transaction still open at the end of the log. Its functions are called on the goroutine
+// where the log ends (a transaction still open there). Its functions are called on the goroutine
 // that decodes (Start's decoding goroutine, the caller's for Read and Each), in the order the
 // responses are decoded, never concurrently, so they may keep state.
 //
@@ -29,11 +29,11 @@ type TxnWatch struct {
 	// reads below the last stable offset, and Aborted says which records are aborted. They
 	// count for MaxRecords.
 	Deliver bool
-	// Open is called with the last stable offset and the high watermark of a fetch response
-	// whose last stable offset is below its high watermark: the records from the last stable
-	// offset on belong to a transaction still open (or not yet marked), which read_committed
-	// does not return until it ends. Called once per such response, on the decoding goroutine.
-	Open func(lastStable, highWatermark int64)
+	// Ends is called with the last stable offset and the high watermark of every fetch
+	// response of the read, in order: a last stable offset below the high watermark means the
+	// records from it on belong to a transaction still open (or not yet marked), which
+	// read_committed does not return until it ends.
+	Ends func(lastStable, highWatermark int64)
 }
 
 // watchTxns tells the TxnWatch of a read_committed read what the response part, decoded from
@@ -79,14 +79,9 @@ func (r *reader) watchTxns(part *kmsg.FetchResponseTopicPartition, pos, end int6
 	return committed, nil
 }
 
-// watchOpen tells the TxnWatch of a read_committed read that the response shows a
-// transaction open at the end of the log.
-func (r *reader) watchOpen(part *kmsg.FetchResponseTopicPartition) {
-	w := r.o.Txns
-	if w == nil || w.Open == nil || !r.o.Committed {
-		return
-	}
-	if lso, hw := part.LastStableOffset, part.HighWatermark; lso >= 0 && lso < hw {
-		w.Open(lso, hw)
+// watchEnds tells the TxnWatch of a read_committed read where the response says the log ends.
+func (r *reader) watchEnds(part *kmsg.FetchResponseTopicPartition) {
+	if w := r.o.Txns; w != nil && w.Ends != nil && r.o.Committed && part.LastStableOffset >= 0 {
+		w.Ends(part.LastStableOffset, part.HighWatermark)
 	}
 }

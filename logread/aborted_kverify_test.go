@@ -56,15 +56,19 @@ func TestTxnWatchNothingAborted(t *testing.T) {
 		o := c.f.opts(0, c.to)
 		o.Committed = c.committed
 		told := 0
-		o.Txns = &TxnWatch{Aborted: func(*kgo.Record) { told++ }, Open: func(int64, int64) { told++ }}
+		o.Txns = &TxnWatch{Aborted: func(*kgo.Record) { told++ }, Ends: func(lso, hw int64) {
+			if lso != hw {
+				told++
+			}
+		}}
 		if _, err := each(t, c.f.cl, o); err != nil || told != 0 {
 			t.Errorf("%s: told %d times, %v; want nothing", c.name, told, err)
 		}
 	}
 }
 
-// A transaction open at the end of the log is told with the last stable offset and the high
-// watermark of the response that shows it.
+// A transaction open at the end of the log shows in the last stable offset and the high
+// watermark the watch is told.
 func TestTxnWatchOpen(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 1)
@@ -85,7 +89,7 @@ func TestTxnWatchOpen(t *testing.T) {
 	var open []string
 	o := f.opts(0, 1)
 	o.Committed = true
-	o.Txns = &TxnWatch{Open: func(lso, hw int64) { open = append(open, fmt.Sprintf("%d-%d", lso, hw)) }}
+	o.Txns = &TxnWatch{Ends: func(lso, hw int64) { open = append(open, fmt.Sprintf("%d-%d", lso, hw)) }}
 	got, err := stream(t, f.cl, o)
 	if err != nil || got != "0:a" || fmt.Sprint(open) != "[1-3]" {
 		t.Fatalf("got %q, open %v, %v; want \"0:a\", open [1-3]", got, open, err)

@@ -20,7 +20,7 @@ func (r *reader) decode(resp response, split bool, emit func(Chunk) error) error
 		pieces = splitBatches(resp.part.RecordBatches)
 	}
 	pos := resp.from
-	r.watchOpen(resp.part)
+	r.watchEnds(resp.part)
 	for _, piece := range pieces {
 		if pos >= resp.to {
 			break
