@@ -342,6 +342,8 @@ type pfTool struct {
 	// transactions in PrepareCommit or PrepareAbort past the commit bound, or -1 (kmirror
 	// only, else nil).
 	heldBy func() int
+	// owned is how many partitions the running process owns (kmirror only; -1: no answer).
+	owned func() int
 	// stale is the stale owner case (kmirror only, else nil): the running
 	// process is stopped (SIGSTOP) past its session timeout, a second one takes every
 	// partition over, then the first is woken with what it held; both run on.
@@ -377,9 +379,13 @@ func pfKmirror(t *testing.T, b *pfBed, topic string) *pfTool {
 	runs := 0
 	var p *mirProc
 	var others []*mirProc // the stale owner's second process
+	// Every process belongs to the whole run (owner), also one restarted within a fault's
+	// subtest (checkAlive, a restart over a held transaction): the subtest's end must not
+	// kill it.
+	owner := t
 	start := func(t *testing.T) {
 		runs++
-		p = mirStart(t, bin, props, "S->T", fmt.Sprintf("pf-kmirror-%d", runs))
+		p = mirStartOwned(t, owner, bin, props, "S->T", fmt.Sprintf("pf-kmirror-%d", runs))
 	}
 	start(t)
 	return &pfTool{name: "kmirror", restart: start,
@@ -394,7 +400,8 @@ func pfKmirror(t *testing.T, b *pfBed, topic string) *pfTool {
 			}
 			return nil
 		},
-		kill: func() { p.kill(); err := <-p.exited; p.exited <- err },
+		kill:  func() { p.kill(); err := <-p.exited; p.exited <- err },
+		owned: func() int { return p.owned() },
 		heldBy: func() int {
 			select {
 			case err := <-p.exited:
@@ -1027,4 +1034,36 @@ func TestProdFaultsHeldBroker(t *testing.T) {
 			t.Errorf("%q: got broker %q, want %q", c.log, got, c.want)
 		}
 	}
+}
+
+// TestProdFaultsRestartOutlivesSubtest checks that a kmirror the harness restarts within a
+// fault's subtest (checkAlive, or the restart over a transaction held in PrepareCommit) still
+// runs when that subtest ends, so that the next fault's window finds it alive.
+func TestProdFaultsRestartOutlivesSubtest(t *testing.T) {
+	src := cluster.StartT(t, cluster.Spec{Version: cluster.Kfake, Name: "pfr-src"})
+	dst := cluster.StartT(t, cluster.Spec{Version: cluster.Kfake, Name: "pfr-dst"})
+	b := &pfBed{src: src, dst: dst, srcDirect: src, dstDirect: dst}
+	topic := bedUnique("pfr")
+	bedCreateTopic(t, src, topic, pfParts, nil)
+	tool := pfKmirror(t, b, topic)
+	t.Run("a fault's window", func(t *testing.T) {
+		tool.kill()
+		tool.restart(t)
+		if err := tool.alive(); err != nil {
+			t.Fatalf("right after the restart: %v", err)
+		}
+	})
+	// Without an owner beyond the subtest, the subtest's end kills it: alive then says so.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	bedWaitFor(ctx, t, 100*time.Millisecond, "the restarted kmirror to own every partition", func() string {
+		if err := tool.alive(); err != nil {
+			t.Fatalf("after the subtest that restarted it ended: %v", err)
+		}
+		if n := tool.owned(); n != pfParts {
+			return fmt.Sprintf("it owns %d of %d", n, pfParts)
+		}
+		return ""
+	})
+	tool.stop(t)
 }
