@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -123,9 +124,16 @@ type Config struct {
 	History int
 	// Parallel is how many partitions are read at once. Default: 4.
 	Parallel int
-	// ReadUncommitted reads aborted and open transactions too. Default: false, both sides are
-	// read with read_committed (see doc.go).
+	// ReadUncommitted reads aborted and open transactions too, on both sides: a source's own
+	// aborted records are then compared too (missing when the mirror left them out), and no
+	// aborted record is told apart. Default: false, both sides are read with read_committed
+	// (see doc.go), the target's aborted records are counted in Result.Transactions.
 	ReadUncommitted bool
+	// TargetReadUncommitted reads the source with read_committed and the target as a
+	// read_uncommitted consumer reads it below its last stable offset: the target's aborted
+	// records are compared like the others (a copy of a source record is duplicated, another
+	// is extra) and still counted in Result.Transactions. Not with ReadUncommitted.
+	TargetReadUncommitted bool
 	// OffsetSyncsTopic names MM2's offset-syncs topic, read with OffsetSyncsClient, whose syncs
 	// tell where to start reading the target when From is not earliest. Optional: without it
 	// the target start is found by timestamp.
@@ -198,6 +206,9 @@ func (c *Config) Validate() error {
 	if c.From.Kind == AtTime && c.To.Kind == AtTime && c.To.Time.Before(c.From.Time) {
 		return fmt.Errorf("from %s is after to %s", c.From, c.To)
 	}
+	if c.ReadUncommitted && c.TargetReadUncommitted {
+		return errors.New("read uncommitted and target read uncommitted together: give one (read uncommitted reads both sides so)")
+	}
 	if c.OffsetSyncsTopic != "" && c.OffsetSyncsClient == nil {
 		return fmt.Errorf("offset syncs topic %q given without a client to read it", c.OffsetSyncsTopic)
 	}
@@ -229,7 +240,7 @@ func Diff(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, *offs
 	}
 	d := newDiffer(cfg, src, dst, kadm.NewClient(src), kadm.NewClient(dst))
 	res := &Result{SourceTopic: cfg.SourceTopic, TargetTopic: cfg.TargetTopic, Compared: cfg.Fields.Names(),
-		Partitions: []align.PartitionResult{}}
+		Partitions: []align.PartitionResult{}, TargetReadUncommitted: cfg.TargetReadUncommitted}
 	om := &offsetmap.TopicMap{Version: offsetmap.Version, SourceTopic: cfg.SourceTopic, TargetTopic: cfg.TargetTopic, Partitions: []*offsetmap.PartitionMap{}}
 	common, ok, err := d.partitions(ctx, res)
 	if err != nil || !ok {
@@ -500,6 +511,7 @@ type compared struct {
 	results map[int32]align.PartitionResult
 	maps    map[int32]*offsetmap.PartitionMap
 	why     map[int32]string
+	txns    map[int32]*TxnPartition // the target partitions with aborted records or an open transaction
 }
 
 // compare aligns the common partitions, at most Parallel at once (runPool, as DiffTopics
@@ -521,6 +533,7 @@ func (d *differ) job(o listedOffsets, p int32, from, to int64, syncs *mm2.SyncIn
 			SourceFrom: from, SourceTo: to,
 			TargetFrom: look(o.tStart, cfg.TargetTopic, p), TargetTo: look(o.tEnd, cfg.TargetTopic, p),
 			Fields: cfg.Fields, Window: cfg.Window, History: cfg.History, MaxListed: cfg.MaxListed, ReadUncommitted: cfg.ReadUncommitted,
+			TargetReadUncommitted: cfg.TargetReadUncommitted,
 			// The whole target is compared when the whole source is: leading records are
 			// extra unless the source lost older records to retention.
 			StrictTargetFrom: cfg.From.Kind == Earliest && ss == 0,
@@ -564,6 +577,7 @@ func (d *differ) collect(res *Result, om *offsetmap.TopicMap, common []int32, do
 		}
 		res.Partitions = append(res.Partitions, pr)
 	}
+	res.addTxns(done)
 	res.tally()
 	if res.verdict() != StatusNothing {
 		return nil
@@ -591,6 +605,7 @@ func (r *Result) tally() {
 	for _, pr := range r.Partitions {
 		r.Summary.Add(pr.Counts)
 	}
+	r.tallyTxns()
 	r.Identical = r.verdict() == StatusIdentical
 }
 
@@ -721,8 +736,8 @@ type PartitionSpec struct {
 	// StrictTargetFrom and StrictTargetTo: see align.Options. Default false: the target range
 	// is a window around the copy (TargetFrom may be a little before it, TargetTo after it).
 	StrictTargetFrom, StrictTargetTo bool
-	// ReadUncommitted: see Config. Default false (read_committed).
-	ReadUncommitted bool
+	// ReadUncommitted and TargetReadUncommitted: see Config. Default false (read_committed).
+	ReadUncommitted, TargetReadUncommitted bool
 	// MaxListed: see align.Options. Default: 1000.
 	MaxListed int
 }
@@ -738,6 +753,9 @@ type partJob struct {
 	// leaders are the source's and the target's leader caches; nil: each read looks its
 	// leader up.
 	leaders [2]*logread.Leaders
+	// txns is set by run: what the target's read_committed read passed over in the compared
+	// range (nil: nothing, or the target was read read_uncommitted).
+	txns *TxnPartition
 }
 
 // hintMargin is how many target records before the estimated start of the copy are read.
@@ -763,7 +781,11 @@ func (j *partJob) run(ctx context.Context, src, dst *kgo.Client) (align.Partitio
 	if sp.SourceFrom >= sp.SourceTo && !(sp.StrictTargetFrom && sp.StrictTargetTo) {
 		sp.TargetFrom = sp.TargetTo // nothing to compare against
 	}
-	ts := startFetch(sctx, dst, fetchSpec{cluster: "target", topic: sp.TargetTopic, partition: sp.Partition, from: sp.TargetFrom, to: sp.TargetTo, committed: committed, fields: sp.Fields, leaders: j.leaders[1]})
+	var tally *abortTally
+	if committed {
+		tally = newAbortTally(sp.Fields, sp.TargetReadUncommitted)
+	}
+	ts := startFetch(sctx, dst, fetchSpec{cluster: "target", topic: sp.TargetTopic, partition: sp.Partition, from: sp.TargetFrom, to: sp.TargetTo, committed: committed, fields: sp.Fields, leaders: j.leaders[1], tally: tally})
 	defer ts.close()
 	opt := align.Options{
 		Partition: sp.Partition, Fields: sp.Fields, Window: sp.Window, History: sp.History, MaxListed: sp.MaxListed,
@@ -784,6 +806,10 @@ func (j *partJob) run(ctx context.Context, src, dst *kgo.Client) (align.Partitio
 	pr, pm, err := align.Partition(ctx, sst, tst, opt)
 	if err != nil {
 		return pr, nil, err
+	}
+	if tally != nil {
+		ts.close() // the tally is the decoding goroutine's until the read stopped
+		j.txns = tally.result(sp.Partition, pr.TargetStart, pr.TargetEnd, cmp.Or(sp.MaxListed, 1000))
 	}
 	if j.progress != nil {
 		j.progress(Progress{Partition: sp.Partition, SourceOffset: sp.SourceTo, SourceFrom: sp.SourceFrom, SourceTo: sp.SourceTo, TargetOffset: pm.TargetTo, Records: pr.Matched*2 + pr.Missing + pr.Duplicated + pr.Mismatched*2 + pr.Extra, Done: true})

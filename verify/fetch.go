@@ -30,12 +30,20 @@ type fetchSpec struct {
 	// leaders is the cluster's leader cache shared by the reads of one call; nil: the read
 	// looks its leader up.
 	leaders *logread.Leaders
+	// tally, on a read_committed read, is told the aborted records passed over and every
+	// record yielded (see abortTally); nil: none.
+	tally *abortTally
 }
 
 // startFetch starts reading; the log ending before to is an error (to was listed up front).
 func startFetch(ctx context.Context, cl *kgo.Client, spec fetchSpec) *fetchStream {
 	var h offsetmap.Hasher // used by the decoding goroutine only
 	fields := spec.fields
+	var txns *logread.TxnWatch
+	if spec.tally != nil && spec.committed {
+		txns = spec.tally.watch()
+	}
+	tally := spec.tally
 	return &fetchStream{logread.Start(ctx, cl, logread.Options{
 		Cluster:        spec.cluster,
 		Topic:          spec.topic,
@@ -46,8 +54,13 @@ func startFetch(ctx context.Context, cl *kgo.Client, spec fetchSpec) *fetchStrea
 		Short:          logread.ShortError,
 		PartitionBytes: spec.maxPartBytes,
 		Leaders:        spec.leaders,
+		Txns:           txns,
 	}, func(r *kgo.Record) align.Item {
-		return align.Item{Offset: r.Offset, FP: h.Sum(r, fields), Record: r}
+		it := align.Item{Offset: r.Offset, FP: h.Sum(r, fields), Record: r}
+		if txns != nil {
+			tally.delivered(it.Offset, it.FP)
+		}
+		return it
 	})}
 }
 

@@ -228,7 +228,7 @@ func runPool(ctx context.Context, cfg Config, runs []*topicRun, o listedOffsets,
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(cfg.Parallel)
 	for _, r := range runs {
-		r.done = compared{results: map[int32]align.PartitionResult{}, maps: map[int32]*offsetmap.PartitionMap{}, why: map[int32]string{}}
+		r.done = compared{results: map[int32]align.PartitionResult{}, maps: map[int32]*offsetmap.PartitionMap{}, why: map[int32]string{}, txns: map[int32]*TxnPartition{}}
 		for _, p := range r.want {
 			from, to, why := r.d.sourceRange(o, p)
 			r.done.why[p] = why
@@ -254,6 +254,9 @@ func runPool(ctx context.Context, cfg Config, runs []*topicRun, o listedOffsets,
 				r.done.results[p] = pr
 				if pm != nil && err == nil {
 					r.done.maps[p] = pm
+				}
+				if job.txns != nil && err == nil {
+					r.done.txns[p] = job.txns
 				}
 				return nil
 			})

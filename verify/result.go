@@ -26,6 +26,19 @@ type Result struct {
 	Partitions []align.PartitionResult `json:"partitions"`
 	// Problems are topic-level findings: partition count mismatch, missing target topic.
 	Problems []string `json:"problems,omitempty"`
+	// Aborted counts the records of aborted transactions in the compared target ranges, and
+	// AbortedCopies those of them that are copies of records committed there: a
+	// read_uncommitted consumer (the Java default) reads them, a read_committed one does
+	// not. They do not change the verdict of a read_committed comparison. Zero (and left out)
+	// with ReadUncommitted, whose reads do not tell aborted records apart.
+	Aborted       int64 `json:"aborted,omitempty"`
+	AbortedCopies int64 `json:"aborted_copies,omitempty"`
+	// TargetReadUncommitted is set when the target was compared as read_uncommitted reads it
+	// (Config.TargetReadUncommitted): the aborted records were compared like the others.
+	TargetReadUncommitted bool `json:"target_read_uncommitted,omitempty"`
+	// Transactions lists, in partition order, the target partitions with aborted records in
+	// the compared range or a transaction open at the end (TxnPartition).
+	Transactions []TxnPartition `json:"target_transactions,omitempty"`
 }
 
 // ErrTargetMissing is what a align.PartitionResult's Cause matches when the target topic, or its

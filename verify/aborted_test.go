@@ -1,0 +1,144 @@
+package verify
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/align"
+	"github.com/kmigrate/kmigrate/internal/testkit"
+)
+
+// txnTarget is a source and a target cluster with one single-partition topic each, and a
+// transactional client of the target.
+type txnTarget struct {
+	src, dst *kgo.Client
+	fake     *kfake.Cluster
+	topic    string
+}
+
+func newTxnTarget(t *testing.T) *txnTarget {
+	t.Helper()
+	fake := testkit.StartCluster(t)
+	e := &txnTarget{src: newCluster(t), dst: testkit.Client(t, fake, kgo.ProducerLinger(0)), fake: fake, topic: testkit.TopicName("txn")}
+	testkit.CreateTopic(t, e.src, e.topic, 1, nil)
+	testkit.CreateTopic(t, e.dst, e.topic, 1, nil)
+	return e
+}
+
+// txn writes recs to the target in one transaction of a new transactional client and ends it
+// with end; kgo.TryAbort leaves an aborted batch and its marker, as a killed or fenced mirror
+// does. With open the transaction is left open (the client is closed when the test ends).
+func (e *txnTarget) txn(t *testing.T, end kgo.TransactionEndTry, open bool, recs ...*kgo.Record) {
+	t.Helper()
+	cl := testkit.Client(t, e.fake, kgo.ProducerLinger(0), kgo.TransactionalID(testkit.TopicName("txn-writer")))
+	if err := cl.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Produce(t, cl, e.topic, 0, recs...)
+	if open {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := cl.EndTransaction(ctx, end); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A mirror killed in a transaction leaves its records aborted on the target and writes them
+// again after: read_committed the target is identical, and the report counts the aborted
+// records and that each is a copy of a committed one.
+func TestDiffAbortedCopies(t *testing.T) {
+	e := newTxnTarget(t)
+	testkit.Produce(t, e.src, e.topic, 0, span(0, 9)...)
+	testkit.Produce(t, e.dst, e.topic, 0, span(0, 4)...) // target 0-4
+	e.txn(t, kgo.TryAbort, false, span(5, 9)...)         // 5-9 aborted, marker 10
+	testkit.Produce(t, e.dst, e.topic, 0, span(5, 9)...) // 11-15
+
+	res, _ := diff(t, e.src, e.dst, Config{SourceTopic: e.topic})
+	if !res.Identical || res.Summary != (align.Counts{Matched: 10}) {
+		t.Fatalf("read_committed: got identical=%v %+v, want identical with 10 matched", res.Identical, res.Summary)
+	}
+	want := []TxnPartition{{Partition: 0, Aborted: 5, AbortedCopies: 5, AbortedRanges: []align.TargetRange{{From: 5, To: 9}}}}
+	if res.Aborted != 5 || res.AbortedCopies != 5 || !reflect.DeepEqual(res.Transactions, want) {
+		t.Errorf("got aborted %d, copies %d, %+v; want 5, 5, %+v", res.Aborted, res.AbortedCopies, res.Transactions, want)
+	}
+
+	// Read as a read_uncommitted consumer reads the target, the copies are duplicates.
+	res, _ = diff(t, e.src, e.dst, Config{SourceTopic: e.topic, TargetReadUncommitted: true})
+	if res.Identical || res.Summary != (align.Counts{Matched: 10, Duplicated: 5}) || !res.TargetReadUncommitted {
+		t.Fatalf("target read_uncommitted: got identical=%v %+v, want 10 matched and 5 duplicated", res.Identical, res.Summary)
+	}
+	if res.Aborted != 5 || res.AbortedCopies != 5 || !reflect.DeepEqual(res.Transactions, want) {
+		t.Errorf("target read_uncommitted: got aborted %d, copies %d, %+v; want 5, 5, %+v", res.Aborted, res.AbortedCopies, res.Transactions, want)
+	}
+}
+
+// Aborted records that copy nothing committed are counted, not as copies; read as
+// read_uncommitted they are extra.
+func TestDiffAbortedNotCopies(t *testing.T) {
+	e := newTxnTarget(t)
+	testkit.Produce(t, e.src, e.topic, 0, span(0, 9)...)
+	testkit.Produce(t, e.dst, e.topic, 0, span(0, 4)...) // target 0-4
+	e.txn(t, kgo.TryAbort, false, span(100, 102)...)     // 5-7 aborted, marker 8
+	testkit.Produce(t, e.dst, e.topic, 0, span(5, 9)...) // 9-13
+
+	res, _ := diff(t, e.src, e.dst, Config{SourceTopic: e.topic})
+	want := []TxnPartition{{Partition: 0, Aborted: 3, AbortedRanges: []align.TargetRange{{From: 5, To: 7}}}}
+	if !res.Identical || res.Aborted != 3 || res.AbortedCopies != 0 || !reflect.DeepEqual(res.Transactions, want) {
+		t.Errorf("got identical=%v, aborted %d, copies %d, %+v; want identical, 3, 0, %+v", res.Identical, res.Aborted, res.AbortedCopies, res.Transactions, want)
+	}
+	res, _ = diff(t, e.src, e.dst, Config{SourceTopic: e.topic, TargetReadUncommitted: true})
+	if res.Identical || res.Summary != (align.Counts{Matched: 10, Extra: 3}) || res.Aborted != 3 {
+		t.Errorf("target read_uncommitted: got identical=%v %+v, aborted %d; want 10 matched, 3 extra, 3 aborted", res.Identical, res.Summary, res.Aborted)
+	}
+}
+
+// Committed transactions only: nothing aborted, nothing open, nothing to say.
+func TestDiffNoAborted(t *testing.T) {
+	e := newTxnTarget(t)
+	testkit.Produce(t, e.src, e.topic, 0, span(0, 9)...)
+	e.txn(t, kgo.TryCommit, false, span(0, 4)...)
+	e.txn(t, kgo.TryCommit, false, span(5, 9)...)
+	for _, uncommitted := range []bool{false, true} {
+		res, _ := diff(t, e.src, e.dst, Config{SourceTopic: e.topic, TargetReadUncommitted: uncommitted})
+		if !res.Identical || res.Aborted != 0 || res.AbortedCopies != 0 || res.Transactions != nil {
+			t.Errorf("target read_uncommitted %v: got identical=%v, aborted %d, copies %d, %+v; want identical and nothing aborted", uncommitted, res.Identical, res.Aborted, res.AbortedCopies, res.Transactions)
+		}
+	}
+}
+
+// A transaction still open on the target is reported open, its records neither read nor
+// counted (not extra, not aborted).
+func TestDiffOpenTransaction(t *testing.T) {
+	e := newTxnTarget(t)
+	testkit.Produce(t, e.src, e.topic, 0, span(0, 9)...)
+	testkit.Produce(t, e.dst, e.topic, 0, span(0, 9)...)
+	e.txn(t, kgo.TryCommit, true, span(100, 102)...) // 10-12, open
+
+	for _, uncommitted := range []bool{false, true} {
+		res, _ := diff(t, e.src, e.dst, Config{SourceTopic: e.topic, TargetReadUncommitted: uncommitted})
+		want := []TxnPartition{{Partition: 0, OpenTransaction: &align.TargetRange{From: 10, To: 12}}}
+		if !res.Identical || res.Summary != (align.Counts{Matched: 10}) || res.Aborted != 0 || !reflect.DeepEqual(res.Transactions, want) {
+			t.Errorf("target read_uncommitted %v: got identical=%v %+v, aborted %d, %+v; want identical, 10 matched, open 10-12",
+				uncommitted, res.Identical, res.Summary, res.Aborted, res.Transactions)
+		}
+		if ps, n := res.OpenTransactions(); !reflect.DeepEqual(ps, []int32{0}) || n != 3 {
+			t.Errorf("OpenTransactions: got %v, %d; want [0], 3", ps, n)
+		}
+	}
+}
+
+// Both read_uncommitted flags together are refused.
+func TestDiffReadUncommittedFlagsExclusive(t *testing.T) {
+	cfg := Config{SourceTopic: "t", ReadUncommitted: true, TargetReadUncommitted: true}
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err == nil {
+		t.Fatal("got no error, want one")
+	}
+}
