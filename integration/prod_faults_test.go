@@ -30,7 +30,8 @@ import (
 )
 
 // TestProdFaults is the fault suite during mirroring on the production-shaped bed: Kafka
-// 2.3.0 -> 3.7.1, three brokers each (RF 3, min.insync 2), every client connection of the
+// 2.3.0 -> 3.7.1 (another pair with KMIGRATE_PAIR, e.g. 2.3.0-4.3.1), three brokers each
+// (RF 3, min.insync 2), every client connection of the
 // mirror going through a loopback fault proxy per broker (cluster.Spec.Proxied) while the
 // brokers replicate directly. A steady producer writes to the source's direct listener (faults
 // never touch it); a tail consumer on the target's direct listener follows what is committed
@@ -67,8 +68,9 @@ func TestProdFaults(t *testing.T) {
 		t.Skip("skip: opt-in (KMIGRATE_PROD_FAULTS=1, or make it-prod: about 5 minutes for kmirror alone, 31 with both MirrorMaker 2 lanes)")
 	}
 	cfg := pfConfigFromEnv(t)
-	src := cluster.StartT(t, cluster.Spec{Version: cluster.V230, Brokers: 3, Proxied: true, Name: "pf-src"})
-	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Brokers: 3, Proxied: true, Name: "pf-dst"})
+	srcV, dstV := bedPair(t)
+	src := cluster.StartT(t, cluster.Spec{Version: srcV, Brokers: 3, Proxied: true, Name: "pf-src"})
+	dst := cluster.StartT(t, cluster.Spec{Version: dstV, Brokers: 3, Proxied: true, Name: "pf-dst"})
 	if t.Failed() || t.Skipped() {
 		return
 	}
