@@ -28,6 +28,7 @@ func fixtures() []fixture {
 	return []fixture{
 		{"verify-differing", verifyDiffering()},
 		{"verify-identical", verifyIdentical()},
+		{"verify-aborted", verifyAborted()},
 		{"reconcile-seed", reconcileSeed()},
 		{"reconcile-mixed", reconcileMixed()},
 		{"lint-findings", lintFindings()},

@@ -149,8 +149,13 @@ func newVerifyTopic(r *verify.Result) verifyTopic {
 		Compared: strings.Join(r.Compared, ", "),
 		Problems: r.Problems,
 	}
+	txns := map[int32]*verify.TxnPartition{}
+	for i := range r.Transactions {
+		txns[r.Transactions[i].Partition] = &r.Transactions[i]
+	}
 	for i := range r.Partitions {
 		p := newVerifyPart(&r.Partitions[i])
+		p.Details = append(p.Details, txnDetails(txns[p.P.Partition])...)
 		t.Counts.Add(p.P.Counts)
 		if p.P.Err != "" {
 			t.Failed++
@@ -167,7 +172,70 @@ func newVerifyTopic(r *verify.Result) verifyTopic {
 		t.Counts = r.Summary
 	}
 	t.Verdict = topicVerdict(&t, r)
+	t.Verdict.Details = append(t.Verdict.Details, txnClauses(r)...)
 	return t
+}
+
+// abortedClause says what n aborted records on the target, copies of them copies of
+// committed records, mean for consumers; uncommitted: the target was compared as
+// read_uncommitted consumers read it (--target-read-uncommitted).
+func abortedClause(n, copies int64, uncommitted bool) string {
+	s := fmt.Sprintf("%s on the target (%s): consumers reading read_uncommitted (the Java default) would read them; read_committed consumers do not",
+		plural(n, "aborted record", "aborted records"), plural(copies, "copy of a committed record", "copies of committed records"))
+	if uncommitted {
+		s += "; the target was compared as they read it (--target-read-uncommitted): copies of source records are counted duplicated, the others extra"
+	}
+	return s
+}
+
+// txnClauses are the verdict's clauses on the aborted records and open transactions of the
+// target of r; none when it had neither.
+func txnClauses(r *verify.Result) []string {
+	var out []string
+	if r.Aborted > 0 {
+		out = append(out, abortedClause(r.Aborted, r.AbortedCopies, r.TargetReadUncommitted))
+	}
+	if ps, n := r.OpenTransactions(); len(ps) > 0 {
+		names := make([]string, 0, len(ps))
+		for _, p := range ps {
+			names = append(names, fmt.Sprint(p))
+		}
+		if len(names) > 20 {
+			names = append(names[:20], "…")
+		}
+		word := "partitions"
+		if len(ps) == 1 {
+			word = "partition"
+		}
+		out = append(out, fmt.Sprintf("a transaction is open on the target in %s %s (%s past the last stable offset): not compared until it ends",
+			word, strings.Join(names, ", "), plural(n, "record", "records")))
+	}
+	return out
+}
+
+// txnDetails lists a target partition's aborted records and open transaction (tp nil: none).
+func txnDetails(tp *verify.TxnPartition) []detail {
+	if tp == nil {
+		return nil
+	}
+	var ds []detail
+	if len(tp.AbortedRanges) > 0 {
+		d := detail{Class: "aborted", Label: fmt.Sprintf("target offsets of aborted transactions, read by read_uncommitted consumers (%s, %s)",
+			plural(tp.Aborted, "record", "records"), plural(tp.AbortedCopies, "copy of a committed record", "copies of committed records")),
+			Level: levelWarn, Prefix: "target "}
+		for _, r := range tp.AbortedRanges {
+			d.Items = append(d.Items, span(r.From, r.To))
+		}
+		if tp.Truncated {
+			d.Items = append(d.Items, "…")
+		}
+		ds = append(ds, d)
+	}
+	if o := tp.OpenTransaction; o != nil {
+		ds = append(ds, detail{Class: "open txn", Label: "target offsets of a transaction still open, not compared until it ends", Level: levelWarn,
+			Prefix: "target ", Items: []string{span(o.From, o.To)}})
+	}
+	return ds
 }
 
 // topicVerdict is the verdict on topic t, whose partitions and counts are set, of result r.
