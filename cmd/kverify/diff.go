@@ -44,6 +44,20 @@ are not compared, markers are gaps) unless --read-uncommitted. A missing target 
 partition count mismatch is reported as a problem (exit 1); the common partitions are still
 compared. Progress (records/s, positions) goes to stderr when it is a terminal, unless --quiet.
 
+Aborted transactions on the target: a mirror writing transactions (kmirror, MM2 exactly-once)
+that is killed or fenced leaves aborted records on the target and writes them again after.
+read_committed consumers never see them; read_uncommitted ones (the Java client's default)
+read each one, a copy as a duplicate. Every report counts them per target partition
+(target_transactions in the JSON: aborted, aborted_copies, aborted_ranges): "N aborted
+records on the target (M copies of committed records)"; the verdict stays the read_committed
+one. --target-read-uncommitted reads the source read_committed and the target as a
+read_uncommitted consumer does: the copies are then duplicated and other aborted records
+extra, so the verdict fails for operators whose consumers read uncommitted.
+--read-uncommitted instead reads both sides read_uncommitted: the source's own aborted
+records are then compared too (missing when the mirror rightly left them out), and aborted
+records are not counted apart. A transaction still open at the end of the target log
+(open_transaction) is reported, its records not compared until it ends.
+
 --from and --to take earliest/latest, an offset (--to is exclusive, like an end offset) or an
 RFC 3339 time; with --from other than earliest the target is read from MM2's offset syncs
 (with --mm2-config) or by timestamp, a little before the copy. A partition with no source
@@ -129,7 +143,8 @@ func diffCommand() *cli.Command {
 		&cli.IntFlag{Name: "history", Value: align.DefaultHistory, Usage: "remember the last `RECORDS` matched per partition to recognise replays (an MM2 restart replays up to offset.flush.interval.ms of records)"},
 		&cli.IntFlag{Name: "parallel", Value: 4, Usage: "`N` partitions read at once"},
 		&cli.IntFlag{Name: "max-listed", Value: 1000, Usage: "list at most `N` ranges per class and partition (counts stay complete)"},
-		&cli.BoolFlag{Name: "read-uncommitted", Usage: "read aborted and open transactions too (default: read_committed on both sides)"},
+		&cli.BoolFlag{Name: "read-uncommitted", Usage: "read both sides read_uncommitted: aborted and open transactions too, the source's own aborted records are compared (default: read_committed on both sides)"},
+		&cli.BoolFlag{Name: "target-read-uncommitted", Usage: "read the source read_committed and the target as a read_uncommitted consumer (the Java default) does: the target's aborted copies count as duplicated"},
 		&cli.StringFlag{Name: "offset-map", Usage: "write the exact offset map to `FILE` (JSON, read by kreconcile)"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress on stderr"},
 		&cli.StringFlag{Name: "state", Usage: "resume from and update the verification state in `FILE` (JSON; created when missing)"},
@@ -176,6 +191,10 @@ func diffConfig(c *cli.Context) (verify.Config, error) {
 	}
 	cfg.MaxListed = c.Int("max-listed")
 	cfg.ReadUncommitted = c.Bool("read-uncommitted")
+	cfg.TargetReadUncommitted = c.Bool("target-read-uncommitted")
+	if cfg.ReadUncommitted && cfg.TargetReadUncommitted {
+		return cfg, clikit.Failf("--read-uncommitted reads both sides read_uncommitted, --target-read-uncommitted only the target: give one")
+	}
 	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {
 		return cfg, clikit.Failf("%w", err)
