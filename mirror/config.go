@@ -75,6 +75,16 @@ type Config struct {
 	// CheckpointsTopic is where checkpoints go. Default: "<source-alias>.checkpoints.internal".
 	CheckpointsTopic string
 
+	// EmitHeartbeats writes MM2's heartbeat of the flow (mm2.Heartbeat) to HeartbeatsTopic on
+	// the target every EmitHeartbeatsInterval, creating the topic (compacted, one partition,
+	// HeartbeatsReplicationFactor) when it is missing (heartbeat.go). Never to the source.
+	// Default: 1s, "heartbeats" and 3; FromFlow turns it on as MM2 does (emit.heartbeats.*,
+	// heartbeats.topic.replication.factor).
+	EmitHeartbeats              bool
+	EmitHeartbeatsInterval      time.Duration
+	HeartbeatsTopic             string
+	HeartbeatsReplicationFactor int16
+
 	// MapTopic is the compacted topic on the target that holds the exact offset map
 	// (format in docs/design.md). Default: "kmirror-offsets.<source-alias>.internal".
 	MapTopic string
@@ -165,6 +175,13 @@ func (c *Config) SetDefaults() {
 	setDur(&c.SyncTopicConfigsInterval, 600*time.Second)
 	setDur(&c.SyncGroupOffsetsInterval, 60*time.Second)
 	setDur(&c.EmitCheckpointsInterval, 60*time.Second)
+	setDur(&c.EmitHeartbeatsInterval, mm2.TaskEmitHeartbeats.Interval)
+	if c.HeartbeatsTopic == "" {
+		c.HeartbeatsTopic = mm2.HeartbeatsTopic
+	}
+	if c.HeartbeatsReplicationFactor == 0 {
+		c.HeartbeatsReplicationFactor = mm2.DefaultHeartbeatsReplicationFactor
+	}
 	setDur(&c.PersistInterval, time.Second)
 	if c.Fencing == "" {
 		c.Fencing = FenceTransactions
@@ -226,8 +243,9 @@ func (c *Config) Validate() error {
 	if _, err := compression(c.Compression); err != nil {
 		errs = append(errs, err)
 	}
-	if c.ReplicationFactor < -1 || c.InternalReplicationFactor < -1 {
-		errs = append(errs, fmt.Errorf("replication factors must be -1 (broker default) or positive, got %d and %d", c.ReplicationFactor, c.InternalReplicationFactor))
+	if c.ReplicationFactor < -1 || c.InternalReplicationFactor < -1 || c.HeartbeatsReplicationFactor < -1 {
+		errs = append(errs, fmt.Errorf("replication factors must be -1 (broker default) or positive, got %d, %d and %d (heartbeats)",
+			c.ReplicationFactor, c.InternalReplicationFactor, c.HeartbeatsReplicationFactor))
 	}
 	if c.Fencing != FenceTransactions && c.Fencing != FenceNone {
 		errs = append(errs, fmt.Errorf("fencing %q: use %q or %q", c.Fencing, FenceTransactions, FenceNone))

@@ -70,6 +70,7 @@ type Engine struct {
 	prepErr   error
 	created   []string                    // target topics missing at the access check, created by prepareTarget (access.go)
 	leaders   atomic.Pointer[resumeReads] // one resume's leader caches and prefetched reads (startup_read.go)
+	hb        *heartbeater                // MM2's heartbeats on the target (heartbeat.go); nil when none are emitted
 }
 
 // New checks cfg and prepares an engine. srcOpts and dstOpts connect to the source and the
@@ -137,6 +138,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 		return err
 	}
+	e.setupHeartbeats(ctx)
 	e.boot.mark("access_check")
 	e.mu.Lock()
 	e.topics = topics
@@ -241,6 +243,9 @@ func (e *Engine) startLoops(ctx context.Context, gs *groupSyncer) *background {
 	bg.wg.Go(func() { e.persistLoop(loops) })
 	bg.wg.Go(func() { e.refreshLoop(loops) })
 	bg.wg.Go(func() { e.safetyLoop(loops) }) // halt.go
+	if e.hb != nil {
+		bg.wg.Go(func() { e.hb.run(loops) }) // heartbeat.go
+	}
 	if gs != nil {
 		bg.gs = gs
 		bg.wg.Go(func() { e.groupSyncLoop(loops, gs) })

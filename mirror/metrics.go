@@ -34,6 +34,8 @@ type metrics struct {
 	persistedAt atomic.Int64 // unix nanoseconds of the last successful map persist
 	checkpoint  atomic.Int64 // unix nanoseconds of the last checkpoint / group sync round
 	restarts    atomic.Int64 // engines the Supervisor restarted before this one
+	// heartbeats and heartbeatErrors count MM2 heartbeats written and attempts that failed.
+	heartbeats, heartbeatErrors prometheus.Counter
 	// kafka are the franz-go client metrics (kprom), one set per client role.
 	kafka map[string]*kafkaMetrics
 }
@@ -60,10 +62,14 @@ func newMetrics(e *Engine) *metrics {
 		Help: "Source fetch errors (retried, or stopping the engine or a partition; the log says which)."})
 	m.prodErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "kmirror_produce_errors_total",
 		Help: "Records the target refused (a fenced partition's, or the error that stopped the engine)."})
+	m.heartbeats = prometheus.NewCounter(prometheus.CounterOpts{Name: "kmirror_heartbeats_total",
+		Help: "MM2 heartbeats the target acknowledged (emit.heartbeats.enabled)."})
+	m.heartbeatErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "kmirror_heartbeat_errors_total",
+		Help: "Heartbeats not emitted: the heartbeats topic could not be created or the target refused the record (tried again at the next interval; the log says why)."})
 	restarts := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kmirror_engine_restarts_total",
 		Help: "Engines the process started again after one stopped on a transient error (the log says which); the other counters start again with each engine."},
 		func() float64 { return float64(m.restarts.Load()) })
-	m.reg.MustRegister(m.records, m.bytes, m.latency, m.fetchErrors, m.prodErrors, restarts, engineCollector{e},
+	m.reg.MustRegister(m.records, m.bytes, m.latency, m.fetchErrors, m.prodErrors, m.heartbeats, m.heartbeatErrors, restarts, engineCollector{e},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, role := range []string{roleSource, roleSourceAdmin, roleTarget} {
 		m.kafka[role] = &kafkaMetrics{m: kprom.NewMetrics("kmirror", kprom.Subsystem("kafka"), kprom.Registry(m.reg),
