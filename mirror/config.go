@@ -331,6 +331,7 @@ var honoured = map[string]bool{
 	"config.properties.exclude": true, "config.properties.blacklist": true,
 	"sync.group.offsets.enabled": true, "sync.group.offsets.interval.seconds": true,
 	"emit.checkpoints.enabled": true, "emit.checkpoints.interval.seconds": true,
+	"emit.heartbeats.enabled": true, "emit.heartbeats.interval.seconds": true, "heartbeats.topic.replication.factor": true,
 	"offset-syncs.topic.location": true, "replication.factor": true,
 	"offset-syncs.topic.replication.factor": true, "checkpoints.topic.replication.factor": true,
 	"enabled": true, "bootstrap.servers": true, "security.protocol": true,
@@ -351,9 +352,6 @@ var consumerKeys = map[string]bool{
 // knownIgnored explains MM2 keys kmirror deliberately does without.
 var knownIgnored = map[string]string{
 	"tasks.max":                                           "kmirror shares partitions between processes through a consumer group; run more processes instead",
-	"emit.heartbeats.enabled":                             "kmirror does not emit heartbeats",
-	"emit.heartbeats.interval.seconds":                    "kmirror does not emit heartbeats",
-	"heartbeats.topic.replication.factor":                 "kmirror does not emit heartbeats",
 	"offset.lag.max":                                      "kmirror knows every offset exactly and writes an offset sync at every discontinuity instead",
 	"offset.flush.interval.ms":                            "kmirror persists its offset map every second (PersistInterval)",
 	"sync.topic.acls.enabled":                             "kmirror does not copy ACLs",
@@ -420,6 +418,7 @@ func (c *Config) readSchedules(f *mm2.Flow) error {
 		{mm2.TaskSyncTopicConfigs, &c.SyncTopicConfigs, &c.SyncTopicConfigsInterval},
 		{mm2.TaskSyncGroupOffsets, &c.SyncGroupOffsets, &c.SyncGroupOffsetsInterval},
 		{mm2.TaskEmitCheckpoints, &c.EmitCheckpoints, &c.EmitCheckpointsInterval},
+		{mm2.TaskEmitHeartbeats, &c.EmitHeartbeats, &c.EmitHeartbeatsInterval},
 	} {
 		s, err := f.Schedule(t.task)
 		if err != nil {
@@ -431,8 +430,9 @@ func (c *Config) readSchedules(f *mm2.Flow) error {
 	return errors.Join(errs...)
 }
 
-// readReplicationFactors reads replication.factor for the mirrored topics and the internal
-// topics' factor: offset-syncs.topic.replication.factor, else checkpoints.topic.replication.factor.
+// readReplicationFactors reads replication.factor for the mirrored topics, the internal
+// topics' factor (offset-syncs.topic.replication.factor, else checkpoints.topic.replication.factor)
+// and heartbeats.topic.replication.factor.
 func (c *Config) readReplicationFactors(f *mm2.Flow) error {
 	var errs []error
 	rf := func(key string) (int16, bool) {
@@ -444,6 +444,9 @@ func (c *Config) readReplicationFactors(f *mm2.Flow) error {
 	}
 	if n, ok := rf("replication.factor"); ok {
 		c.ReplicationFactor = n
+	}
+	if n, ok := rf("heartbeats.topic.replication.factor"); ok {
+		c.HeartbeatsReplicationFactor = n
 	}
 	syncs, syncsSet := rf("offset-syncs.topic.replication.factor")
 	checkpoints, checkpointsSet := rf("checkpoints.topic.replication.factor")

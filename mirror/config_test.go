@@ -86,7 +86,7 @@ tasks.max=4
 			},
 			// offset.max.lag is not an MM2 key: the parser reports it (Config.Warnings), and
 			// kmirror run prints those warnings too.
-			ignored: []string{"emit.heartbeats.enabled", "tasks.max"},
+			ignored: []string{"tasks.max"},
 		},
 		{
 			name:  "default policy with separator",
@@ -162,7 +162,8 @@ A.consumer.auto.offset.reset=latest
 					t.Errorf("key %s: not reported as ignored; got %v", k, ignored)
 				}
 			}
-			for _, honoured := range []string{"topics", "replication.factor", "sync.group.offsets.enabled", "bootstrap.servers"} {
+			for _, honoured := range []string{"topics", "replication.factor", "sync.group.offsets.enabled", "bootstrap.servers",
+				"emit.heartbeats.enabled", "emit.heartbeats.interval.seconds", "heartbeats.topic.replication.factor"} {
 				if got[honoured] {
 					t.Errorf("honoured key %s reported as ignored", honoured)
 				}
@@ -322,6 +323,60 @@ func TestFromFlowKeyRules(t *testing.T) {
 				t.Fatal(err)
 			}
 			tc.check(t, c)
+		})
+	}
+}
+
+// TestFromFlowHeartbeats: the heartbeat keys as MM2 reads them: on by default every second to
+// "heartbeats" with replication factor 3; switched off globally or for the flow alone (the
+// "A->B." key wins); a negative interval switches them off too; the keys are honoured, never
+// listed as ignored.
+func TestFromFlowHeartbeats(t *testing.T) {
+	t.Parallel()
+	type hb struct {
+		on       bool
+		interval time.Duration
+		rf       int16
+	}
+	for _, tc := range []struct {
+		name, extra string
+		want        hb
+		wantErr     string
+	}{
+		{name: "MM2's defaults", want: hb{true, time.Second, 3}},
+		{name: "off globally", extra: "emit.heartbeats.enabled=false\n", want: hb{false, time.Second, 3}},
+		{name: "off for the flow", extra: "A->B.emit.heartbeats.enabled=false\n", want: hb{false, time.Second, 3}},
+		{name: "the flow's key wins", extra: "emit.heartbeats.enabled=false\nA->B.emit.heartbeats.enabled=true\n", want: hb{true, time.Second, 3}},
+		{name: "interval and factor", extra: "emit.heartbeats.interval.seconds=5\nheartbeats.topic.replication.factor=-1\n", want: hb{true, 5 * time.Second, -1}},
+		{name: "negative interval", extra: "A->B.emit.heartbeats.interval.seconds=-1\n", want: hb{true, -1, 3}},
+		{name: "zero interval refused", extra: "emit.heartbeats.interval.seconds=0\n", wantErr: "emit.heartbeats.interval.seconds"},
+		{name: "bad factor refused", extra: "heartbeats.topic.replication.factor=0\n", wantErr: "heartbeats.topic.replication.factor"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f, cfg := flowOf(t, baseProps+tc.extra)
+			c, ignored, err := mirror.FromFlow(f, cfg.Cluster[f.Source], cfg.Cluster[f.Target])
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("got error %v, want one naming %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ig := range ignored {
+				if strings.Contains(ig.Key, "heartbeats") {
+					t.Errorf("heartbeat key %s listed as ignored: %s", ig.Key, ig.Reason)
+				}
+			}
+			c.SetDefaults()
+			if got := (hb{c.EmitHeartbeats, c.EmitHeartbeatsInterval, c.HeartbeatsReplicationFactor}); got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+			if c.HeartbeatsTopic != "heartbeats" {
+				t.Errorf("topic %q, want heartbeats", c.HeartbeatsTopic)
+			}
 		})
 	}
 }
