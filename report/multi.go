@@ -144,6 +144,21 @@ func multiVerdict(mr *verify.MultiResult) verdict {
 		t.Identical, t.Differs, t.Failed, t.NothingToCompare))
 	v.Details = append(v.Details, countClauses(t.Counts)...)
 	v.Details = append(v.Details, fmt.Sprintf("%s matched in %s", plural(t.Matched, "record", "records"), plural(int64(t.Partitions), "partition", "partitions")))
+	if t.Aborted > 0 {
+		v.Details = append(v.Details, abortedClause(t.Aborted, t.AbortedCopies, mr.Selection.Isolation == verify.IsolationTargetUncommitted))
+	}
+	var open []string
+	for _, tr := range mr.Topics {
+		if ps, _ := tr.OpenTransactions(); len(ps) > 0 {
+			open = append(open, fmt.Sprintf("%s (%s)", tr.TargetTopic, plural(int64(len(ps)), "partition", "partitions")))
+		}
+	}
+	if len(open) > 0 {
+		if len(open) > 20 {
+			open = append(open[:20], "…")
+		}
+		v.Details = append(v.Details, "a transaction is open on the target in "+strings.Join(open, ", ")+": not compared until it ends")
+	}
 	return v
 }
 

@@ -118,3 +118,31 @@ func TestWriteMulti(t *testing.T) {
 		}
 	})
 }
+
+// Every format of a multi-topic report says how many aborted records the targets hold and
+// names the topics with a transaction open.
+func TestWriteMultiAborted(t *testing.T) {
+	mr := multiFixture()
+	alpha := &mr.Topics[0]
+	alpha.Aborted, alpha.AbortedCopies = 7, 6
+	alpha.Transactions = []verify.TxnPartition{
+		{Partition: 0, Aborted: 7, AbortedCopies: 6, AbortedRanges: []align.TargetRange{{From: 3, To: 9}}},
+		{Partition: 1, OpenTransaction: &align.TargetRange{From: 12, To: 14}},
+	}
+	mr.Finish()
+	for _, f := range []report.Format{report.Table, report.Markdown, report.HTML, report.JUnit, report.JSON} {
+		var b bytes.Buffer
+		if err := report.WriteMulti(&b, f, mr, report.Options{}); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		want := []string{"7 aborted records on the target (6 copies of committed records)", "a transaction is open on the target in east.alpha (1 partition)"}
+		if f == report.JSON {
+			want = []string{`"aborted": 7`, `"aborted_copies": 6`, `"open_transaction"`}
+		}
+		for _, w := range want {
+			if !strings.Contains(b.String(), w) {
+				t.Errorf("%s lacks %q:\n%s", f, w, b.String())
+			}
+		}
+	}
+}

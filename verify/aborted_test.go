@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/kmigrate/kmigrate/align"
 	"github.com/kmigrate/kmigrate/internal/testkit"
+	"github.com/kmigrate/kmigrate/mm2"
 )
 
 // txnTarget is a source and a target cluster with one single-partition topic each, and a
@@ -141,4 +143,64 @@ func TestDiffReadUncommittedFlagsExclusive(t *testing.T) {
 	if err := cfg.Validate(); err == nil {
 		t.Fatal("got no error, want one")
 	}
+}
+
+// DiffTopics counts each topic's aborted target records and sums them; a merge of the
+// shards' reports keeps them; with TargetReadUncommitted the copies make the topic differ.
+func TestDiffTopicsAborted(t *testing.T) {
+	e := newTxnTarget(t)
+	clean := testkit.TopicName("clean")
+	testkit.CreateTopic(t, e.src, clean, 1, nil)
+	testkit.CreateTopic(t, e.dst, clean, 1, nil)
+	testkit.Produce(t, e.src, clean, 0, span(0, 4)...)
+	testkit.Produce(t, e.dst, clean, 0, span(0, 4)...)
+	testkit.Produce(t, e.src, e.topic, 0, span(0, 9)...)
+	testkit.Produce(t, e.dst, e.topic, 0, span(0, 4)...)
+	e.txn(t, kgo.TryAbort, false, span(5, 9)...)
+	testkit.Produce(t, e.dst, e.topic, 0, span(5, 9)...)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	flow := mm2.NewFlow("s", "t", mm2.IdentityPolicy{})
+	names := []string{clean, e.topic}
+	mr, err := DiffTopics(ctx, e.src, e.dst, MultiConfig{Flow: flow, Names: names})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !mr.Identical || mr.Total.Aborted != 5 || mr.Total.AbortedCopies != 5 {
+		t.Fatalf("got identical=%v, total %+v; want identical, 5 aborted, 5 copies", mr.Identical, mr.Total)
+	}
+	for _, tr := range mr.Topics {
+		if want := int64(5 * boolInt(tr.SourceTopic == e.topic)); tr.Aborted != want || tr.AbortedCopies != want || len(tr.Transactions) != int(want/5) {
+			t.Errorf("%s: got aborted %d, copies %d, %+v; want %d", tr.SourceTopic, tr.Aborted, tr.AbortedCopies, tr.Transactions, want)
+		}
+	}
+
+	var shards []ShardReport
+	for i := range 2 {
+		r, err := DiffTopics(ctx, e.src, e.dst, MultiConfig{Flow: flow, Names: names, Shard: Shard{Index: i, Count: 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		shards = append(shards, ShardReport{Name: fmt.Sprint(i), Result: r})
+	}
+	merged, err := MergeShards(shards)
+	if err != nil || merged.Total.Aborted != 5 || merged.Total.AbortedCopies != 5 {
+		t.Fatalf("merge: got %v, total %+v; want 5 aborted, 5 copies", err, merged.Total)
+	}
+
+	mr, err = DiffTopics(ctx, e.src, e.dst, MultiConfig{Flow: flow, Names: names, Base: Config{TargetReadUncommitted: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mr.Identical || mr.Total.Duplicated != 5 || mr.Total.Aborted != 5 || mr.Selection.Isolation != "source read_committed, target read_uncommitted" {
+		t.Errorf("target read_uncommitted: got identical=%v, total %+v, isolation %q; want 5 duplicated", mr.Identical, mr.Total, mr.Selection.Isolation)
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -51,7 +51,15 @@ type MultiTotals struct {
 	NothingToCompare int `json:"not_compared_topics"`
 	Partitions       int `json:"partitions"`
 	align.Counts
+	// Aborted and AbortedCopies sum the topics' Result.Aborted and Result.AbortedCopies: the
+	// records of aborted transactions on the target, and the copies of committed records
+	// among them, which read_uncommitted consumers read.
+	Aborted       int64 `json:"aborted,omitempty"`
+	AbortedCopies int64 `json:"aborted_copies,omitempty"`
 }
+
+// IsolationTargetUncommitted is Selection.Isolation of a run with Config.TargetReadUncommitted.
+const IsolationTargetUncommitted = "source read_committed, target read_uncommitted"
 
 // MultiResult is what DiffTopics and MergeShards return and the JSON of `kverify diff` over
 // several topics (--all, --topics, --topic given more than once, --shard): field names are
@@ -151,6 +159,8 @@ func newMultiResult(mc MultiConfig, srcID, dstID string) *MultiResult {
 	iso := "read_committed"
 	if mc.Base.ReadUncommitted {
 		iso = "read_uncommitted"
+	} else if mc.Base.TargetReadUncommitted {
+		iso = IsolationTargetUncommitted
 	}
 	mr := &MultiResult{Kind: MultiKind, Version: MultiVersion, Topics: []TopicResult{}, Selection: Selection{
 		Flow: mc.Flow.Name(), SourceCluster: srcID, TargetCluster: dstID,
@@ -193,7 +203,7 @@ func (mc MultiConfig) plan(mr *MultiResult, names []string, src, dst kadm.TopicD
 		if mc.Progress != nil {
 			cfg.Progress = func(p Progress) { mc.Progress(t, p) }
 		}
-		res := &Result{SourceTopic: t, TargetTopic: target, Compared: cfg.Fields.Names(), Partitions: []align.PartitionResult{}}
+		res := &Result{SourceTopic: t, TargetTopic: target, Compared: cfg.Fields.Names(), Partitions: []align.PartitionResult{}, TargetReadUncommitted: cfg.TargetReadUncommitted}
 		advice := topicAdvice{missing: ", every source record is missing (check the replication policy and the mirror)",
 			count: "the source records of the partitions the target lacks are missing"}
 		if mc.Shard.Sharded() {
@@ -283,6 +293,8 @@ func (mr *MultiResult) Finish() {
 		}
 		mr.Total.Partitions += len(t.Partitions)
 		mr.Total.Add(t.Summary)
+		mr.Total.Aborted += t.Aborted
+		mr.Total.AbortedCopies += t.AbortedCopies
 	}
 	mr.Identical = mr.Total.Identical > 0 && mr.Total.Identical+mr.Total.NothingToCompare == mr.Total.Topics
 }

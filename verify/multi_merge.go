@@ -81,6 +81,8 @@ func MergeShards(reports []ShardReport) (*MultiResult, error) {
 			for _, t := range r.Result.Topics {
 				if t.SourceTopic == st.Source {
 					res.Partitions = append(res.Partitions, t.Partitions...)
+					res.Transactions = append(res.Transactions, t.Transactions...)
+					res.TargetReadUncommitted = res.TargetReadUncommitted || t.TargetReadUncommitted
 					for _, p := range t.Problems {
 						if !slices.Contains(res.Problems, p) {
 							res.Problems = append(res.Problems, p)
