@@ -24,6 +24,9 @@ type job struct {
 	g                  int64
 	srcStart, srcEnd   int64
 	dstStart, dstEnd   int64
+	// srcStable and dstStable are the last stable offsets (the end of the log under
+	// read_committed), at most srcEnd and dstEnd.
+	srcStable, dstStable int64
 }
 
 // answer is E(G) or why it is not known.

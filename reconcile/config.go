@@ -59,6 +59,11 @@ type Config struct {
 	// MaxTargetRead bounds the target records read for one group partition before Plan gives
 	// up with "unmappable: record not found". Default: 20000.
 	MaxTargetRead int
+	// ScanLimit bounds the offsets Plan reads under read_committed from one position: past
+	// E(G) to count the records of aborted transactions ahead (and to step over the markers
+	// and aborted records right after the copy of s*), and past a commit to count the records
+	// left. A longer span is reported "not counted", never guessed. Default: 10000.
+	ScanLimit int
 	// Concurrency is how many group partitions are planned at once. Default: 8.
 	Concurrency int
 	// Logger receives progress at debug level. Default: discard.
@@ -81,6 +86,9 @@ func (c *Config) SetDefaults() {
 	}
 	if c.MaxTargetRead <= 0 {
 		c.MaxTargetRead = 20000
+	}
+	if c.ScanLimit <= 0 {
+		c.ScanLimit = 10000
 	}
 	if c.Concurrency <= 0 {
 		c.Concurrency = 8

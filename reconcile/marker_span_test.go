@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -43,5 +44,41 @@ func TestPlanCommitPastMarkerIsExact(t *testing.T) {
 	}
 	if at, _, _ := testkit.Committed(t, e.dstAdm, group, topic, 0); at != 11 {
 		t.Errorf("target commit after apply: %d, want 11 (unchanged)", at)
+	}
+}
+
+// TestPlanCommitInAbortedSpanIsExact: between the copy of source record 9 (target 9) and the
+// end, the target holds a commit marker (10), the records of an aborted transaction (11..13)
+// and its ABORT marker (14). A read_committed consumer resumes at the same record from any
+// offset of 10..15: a group committed anywhere there is exact. E(G) is 15, past the aborted
+// records, so that a read_uncommitted consumer of a group Apply writes does not read them; a
+// group left at 12 reads 12 and 13, and the plan says so.
+func TestPlanCommitInAbortedSpanIsExact(t *testing.T) {
+	e := newEnv(t)
+	topic := uniqueTopic("aborted-span")
+	testkit.CreateTopic(t, e.src, topic, 1, nil)
+	testkit.CreateTopic(t, e.dst, topic, 1, nil)
+	testkit.Produce(t, e.src, topic, 0, values("v", 0, 10)...) // source 0..9
+	w := newTxnWriter(t, e, topic, "txn-"+topic)
+	w.commit(values("v", 0, 10)...) // target 0..9, commit marker at 10
+	w.abort(values("v", 10, 13)...) // 11..13 aborted, abort marker at 14
+	for _, tc := range []int64{10, 11, 12, 14, 15} {
+		group := fmt.Sprintf("g-%s-%d", topic, tc)
+		testkit.Commit(t, e.srcAdm, group, topic, 0, 10, "")
+		testkit.Commit(t, e.dstAdm, group, topic, 0, tc, "")
+	}
+	res, err := Plan(testCtx(t), e.src, e.dst, Config{Groups: regexp.MustCompile(regexp.QuoteMeta("g-"+topic+"-") + ".*")})
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	for tc, aborted := range map[int64]string{10: "3", 11: "3", 12: "2", 14: "0", 15: "0"} {
+		p := findPartition(t, res, fmt.Sprintf("g-%s-%d", topic, tc), topic, 0)
+		if p.Status != StatusExact || fmtPtr(p.ExactTarget) != "15" || p.SkippedIfUnchanged != 0 || p.RedeliveredIfUnchanged != 0 {
+			t.Errorf("committed %d: got %s E=%s (skip %d, redeliver %d, %s), want exact, E=15",
+				tc, p.Status, fmtPtr(p.ExactTarget), p.SkippedIfUnchanged, p.RedeliveredIfUnchanged, p.Reason)
+		}
+		if fmtPtr(p.AbortedAhead) != aborted {
+			t.Errorf("committed %d: %s aborted records ahead, want %s", tc, fmtPtr(p.AbortedAhead), aborted)
+		}
 	}
 }

@@ -76,8 +76,16 @@ func Plan(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, error
 	for gi, name := range names {
 		res.Groups[gi] = p.group(name, st)
 	}
-	if err := p.judgeAll(ctx, res, st.dstStarts); err != nil {
+	if err := p.judgeAll(ctx, res, st); err != nil {
 		return nil, err
+	}
+	for gi := range res.Groups {
+		g := &res.Groups[gi]
+		for _, part := range g.Partitions {
+			if part.AbortedAhead != nil {
+				g.AbortedAhead += *part.AbortedAhead
+			}
+		}
 	}
 	return res, nil
 }
@@ -121,6 +129,9 @@ type planState struct {
 	dstTopicOf         map[string]string // source topic -> target topic
 	srcStarts, srcEnds kadm.ListedOffsets
 	dstStarts, dstEnds kadm.ListedOffsets
+	// srcStables and dstStables are the last stable offsets: where a read_committed consumer's
+	// log ends (below the first transaction still open).
+	srcStables, dstStables kadm.ListedOffsets
 }
 
 // state describes the groups and fetches their offsets on both clusters, and lists the logs of
@@ -154,7 +165,7 @@ func (p *planner) state(ctx context.Context, names []string) (*planState, error)
 		}
 	}
 	topics := sortedKeys(st.topicSet)
-	if st.srcStarts, st.srcEnds, err = p.src.bounds(ctx, topics); err != nil {
+	if st.srcStarts, st.srcEnds, st.srcStables, err = p.src.bounds(ctx, topics); err != nil {
 		return nil, err
 	}
 	var dstTopics []string
@@ -170,7 +181,7 @@ func (p *planner) state(ctx context.Context, names []string) (*planState, error)
 			dstTopics = append(dstTopics, tt)
 		}
 	}
-	if st.dstStarts, st.dstEnds, err = p.dst.bounds(ctx, dstTopics); err != nil {
+	if st.dstStarts, st.dstEnds, st.dstStables, err = p.dst.bounds(ctx, dstTopics); err != nil {
 		return nil, err
 	}
 	return st, nil
@@ -305,7 +316,7 @@ func (p *planner) partition(group string, o kadm.OffsetResponse, do kadm.FetchOf
 
 // judgeAll judges every group partition not refused yet, Concurrency at once. A failure is
 // the partition's and its group's; the error is the context's.
-func (p *planner) judgeAll(ctx context.Context, res *Result, dstStarts kadm.ListedOffsets) error {
+func (p *planner) judgeAll(ctx context.Context, res *Result, st *planState) error {
 	var errMu sync.Mutex
 	eg, ectx := errgroup.WithContext(ctx)
 	eg.SetLimit(p.cfg.Concurrency)
@@ -317,7 +328,7 @@ func (p *planner) judgeAll(ctx context.Context, res *Result, dstStarts kadm.List
 				continue
 			}
 			eg.Go(func() error {
-				err := p.judge(ectx, g.Group, part, dstStarts)
+				err := p.judge(ectx, g.Group, part, st)
 				if err != nil {
 					if ctx.Err() != nil {
 						return ctx.Err()
@@ -337,23 +348,34 @@ func (p *planner) judgeAll(ctx context.Context, res *Result, dstStarts kadm.List
 	return eg.Wait()
 }
 
-func (s *side) bounds(ctx context.Context, topics []string) (kadm.ListedOffsets, kadm.ListedOffsets, error) {
+// bounds lists the log start, end (high watermark) and last stable offsets of the topics.
+func (s *side) bounds(ctx context.Context, topics []string) (starts, ends, stables kadm.ListedOffsets, err error) {
 	if len(topics) == 0 {
-		return kadm.ListedOffsets{}, kadm.ListedOffsets{}, nil
+		return kadm.ListedOffsets{}, kadm.ListedOffsets{}, kadm.ListedOffsets{}, nil
 	}
-	starts, err := s.adm.ListStartOffsets(ctx, topics...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s cluster: list log start offsets of %v: %w", s.name, topics, err)
+	if starts, err = s.adm.ListStartOffsets(ctx, topics...); err != nil {
+		return nil, nil, nil, fmt.Errorf("%s cluster: list log start offsets of %v: %w", s.name, topics, err)
 	}
-	ends, err := s.adm.ListEndOffsets(ctx, topics...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s cluster: list log end offsets of %v: %w", s.name, topics, err)
+	if ends, err = s.adm.ListEndOffsets(ctx, topics...); err != nil {
+		return nil, nil, nil, fmt.Errorf("%s cluster: list log end offsets of %v: %w", s.name, topics, err)
 	}
-	return starts, ends, nil
+	if stables, err = s.adm.ListCommittedOffsets(ctx, topics...); err != nil {
+		return nil, nil, nil, fmt.Errorf("%s cluster: list last stable offsets of %v: %w", s.name, topics, err)
+	}
+	return starts, ends, stables, nil
+}
+
+// stable is the last stable offset of topic/partition as listed, within [0, end]; end when it
+// was not listed.
+func stable(l kadm.ListedOffsets, topic string, part int32, end int64) int64 {
+	if o, ok := l.Lookup(topic, part); ok && o.Err == nil && o.Offset >= 0 {
+		return min(o.Offset, end)
+	}
+	return end
 }
 
 // judge fills E(G), the status and the counts of one group partition.
-func (p *planner) judge(ctx context.Context, group string, part *Partition, dstStarts kadm.ListedOffsets) error {
+func (p *planner) judge(ctx context.Context, group string, part *Partition, st *planState) error {
 	if ok, why := topicMirrored(p.cfg.Flow, part.Topic); !ok && !p.fromMap(part.Topic) {
 		part.refuse(group, StatusUnmappable, why, nil)
 		return nil
@@ -365,11 +387,22 @@ func (p *planner) judge(ctx context.Context, group string, part *Partition, dstS
 		return nil
 	}
 	dstStart := int64(0)
-	if l, ok := dstStarts.Lookup(part.TargetTopic, part.Partition); ok {
+	if l, ok := st.dstStarts.Lookup(part.TargetTopic, part.Partition); ok {
 		dstStart = l.Offset
 	}
 	j := job{srcTopic: part.Topic, dstTopic: part.TargetTopic, part: part.Partition, g: part.SourceCommitted,
-		srcStart: part.SourceStart, srcEnd: part.SourceEnd, dstStart: dstStart, dstEnd: part.TargetEnd}
+		srcStart: part.SourceStart, srcEnd: part.SourceEnd, dstStart: dstStart, dstEnd: part.TargetEnd,
+		srcStable: stable(st.srcStables, part.Topic, part.Partition, part.SourceEnd),
+		dstStable: stable(st.dstStables, part.TargetTopic, part.Partition, part.TargetEnd)}
+	if err := p.judgeE(ctx, group, part, j); err != nil {
+		return err
+	}
+	return p.txnCounts(ctx, j, part)
+}
+
+// judgeE fills E(G), the status and the redelivered or skipped counts of one group partition.
+func (p *planner) judgeE(ctx context.Context, group string, part *Partition, j job) error {
+	dstStart := j.dstStart
 	ans, err := p.cached(ctx, j)
 	if err != nil {
 		return err
@@ -399,10 +432,10 @@ func (p *planner) judge(ctx context.Context, group string, part *Partition, dstS
 	}
 	switch {
 	case none && lo >= dstStart:
-		// No record at all lies between (only transaction markers): a consumer resumes at
-		// the same record from either offset.
+		// No record a read_committed consumer reads lies between (only transaction markers
+		// and records of aborted transactions): it resumes at the same record from either.
 		part.Status = StatusExact
-		part.Reason = fmt.Sprintf("committed %d, E(G) %d: only transaction markers lie between, so a consumer resumes at the same record from either", tc, e)
+		part.Reason = fmt.Sprintf("committed %d, E(G) %d: only transaction markers or records of aborted transactions lie between, so a read_committed consumer resumes at the same record from either", tc, e)
 	case part.Status == StatusBehind:
 		part.RedeliveredIfUnchanged = n
 	default:
@@ -438,24 +471,33 @@ func (p *planner) cached(ctx context.Context, j job) (answer, error) {
 	}
 	p.mu.Unlock()
 	e.once.Do(func() {
-		if !p.fromMap(j.srcTopic) {
-			e.ans, e.err = p.locate(ctx, j)
-			return
-		}
-		var why string
-		if e.ans, why, e.err = p.fromOffsetMap(ctx, j); e.err != nil || why == "" {
-			return
-		}
-		// The map does not answer here: content decides, and the result says why.
-		p.cfg.Logger.Debug("offset map not used", "topic", j.srcTopic, "partition", j.part, "g", j.g, "why", why)
-		e.ans, e.err = p.locate(ctx, j)
-		if e.ans.known {
-			e.ans.proof += "; offset map not used: " + why
-		} else {
-			e.ans.reason += " (offset map not used: " + why + ")"
+		e.ans, e.err = p.find(ctx, j)
+		if e.err == nil && e.ans.known {
+			e.err = p.settle(ctx, j, &e.ans)
 		}
 	})
 	return e.ans, e.err
+}
+
+// find is E(G) for j from the offset map where it answers, else from content: the offset
+// after the last copy of s*, before settle chooses among the offsets equal to it.
+func (p *planner) find(ctx context.Context, j job) (ans answer, err error) {
+	if !p.fromMap(j.srcTopic) {
+		return p.locate(ctx, j)
+	}
+	var why string
+	if ans, why, err = p.fromOffsetMap(ctx, j); err != nil || why == "" {
+		return ans, err
+	}
+	// The map does not answer here: content decides, and the result says why.
+	p.cfg.Logger.Debug("offset map not used", "topic", j.srcTopic, "partition", j.part, "g", j.g, "why", why)
+	ans, err = p.locate(ctx, j)
+	if ans.known {
+		ans.proof += "; offset map not used: " + why
+	} else {
+		ans.reason += " (offset map not used: " + why + ")"
+	}
+	return ans, err
 }
 
 // fromOffsetMap answers from the exact offset map where the map covers G, and proves the
@@ -517,30 +559,46 @@ func (p *planner) fromOffsetMap(ctx context.Context, j job) (ans answer, why str
 }
 
 // countTarget counts the target records in [from, to) that are copies of source records, i.e.
-// the records a consumer starting at from reads before reaching to, minus the extras the
-// alignment identified. Offsets without records (transaction markers) do not count. Past
-// countLimit offsets it returns the offset difference minus the known extras. none says the
-// range was read and holds no record at all (no extra either): only transaction markers.
+// the records a read_committed consumer starting at from reads before reaching to, minus the
+// extras the alignment identified. Offsets without records (transaction markers) and the
+// records of aborted transactions do not count; at and past the last stable offset (a
+// transaction still open) every record does. Past countLimit offsets it returns the offset
+// difference minus the known extras. none says the range was read and holds no record a
+// read_committed consumer reads (no extra either): only markers and aborted records.
 func (p *planner) countTarget(ctx context.Context, j job, from, to int64, extras []int64) (n int64, none bool, err error) {
 	if from >= to {
 		return 0, false, nil
 	}
-	read := to-from <= countLimit
-	if read {
-		// Only the count is used: the plan's fields take the fingerprints the cache holds.
-		recs, err := p.dst.read(ctx, j.dstTopic, j.part, from, to, 0, p.cfg.Fields)
+	if to-from > countLimit {
+		n = to - from
+		for _, x := range extras {
+			if x >= from && x < to {
+				n--
+			}
+		}
+		return max(n, 0), false, nil
+	}
+	var committed []int64
+	if hi := min(to, j.dstStable); from < hi {
+		v, err := p.dst.scan(ctx, j.dstTopic, j.part, from, hi, false)
 		if err != nil {
 			return 0, false, err
 		}
-		n = int64(len(recs))
-	} else {
-		n = to - from
+		committed = v.committed
 	}
-	none = read && n == 0
+	n = int64(len(committed))
+	if lo := max(from, j.dstStable); lo < to {
+		// Only the count is used: the plan's fields take the fingerprints the cache holds.
+		recs, err := p.dst.read(ctx, j.dstTopic, j.part, lo, to, 0, p.cfg.Fields)
+		if err != nil {
+			return 0, false, err
+		}
+		n += int64(len(recs))
+	}
+	none = n == 0
 	for _, x := range extras {
-		if x >= from && x < to {
+		if x >= from && x < to && (x >= j.dstStable || len(within(committed, x, x+1)) == 1) {
 			n--
-			none = false
 		}
 	}
 	return max(n, 0), none, nil

@@ -27,11 +27,12 @@ type side struct {
 	mu      sync.Mutex
 	topics  map[string]kadm.TopicDetail
 	cache   *recordCache
+	txn     *txnCache // what read_committed reads found, aborted records apart (txn.go)
 	leaders *logread.Leaders
 }
 
 func newSide(name string, cl *kgo.Client) *side {
-	return &side{name: name, cl: cl, adm: kadm.NewClient(cl), topics: make(map[string]kadm.TopicDetail), cache: newRecordCache(), leaders: &logread.Leaders{}}
+	return &side{name: name, cl: cl, adm: kadm.NewClient(cl), topics: make(map[string]kadm.TopicDetail), cache: newRecordCache(), txn: newTxnCache(), leaders: &logread.Leaders{}}
 }
 
 // topic returns the metadata of t, loading it once. ok is false when t does not exist.

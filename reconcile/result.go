@@ -65,6 +65,10 @@ type Group struct {
 	Refused string `json:"refused,omitempty"`
 	// Err is set when this group could not be planned or applied (the others still were).
 	Err string `json:"error,omitempty"`
+	// AbortedAhead is the sum of the partitions' AbortedAhead (those counted): when it is not
+	// zero, consumers of the group reading read_uncommitted (the Java client's default) read
+	// that many records of aborted transactions again after the switch.
+	AbortedAhead int64 `json:"aborted_ahead,omitempty"`
 }
 
 // Partition is one group partition. Pointers are null in JSON when unknown.
@@ -79,7 +83,16 @@ type Partition struct {
 	SourceEnd       int64  `json:"source_end"`
 	TargetCommitted *int64 `json:"target_committed"`
 	TargetEnd       int64  `json:"target_end"`
-	Checkpoint      *int64 `json:"checkpoint"`
+	// TargetLastStable is the target's last stable offset: a read_committed consumer's log
+	// ends there, below the first transaction still open (TargetEnd when none is).
+	TargetLastStable int64 `json:"target_last_stable"`
+	// SourceRecordsLeft and TargetRecordsLeft are the records a read_committed consumer at the
+	// commit still reads below the last stable offset: the lag in offsets without transaction
+	// markers, records of aborted transactions and compacted records. Null when not counted:
+	// no commit, or a span longer than Config.ScanLimit offsets.
+	SourceRecordsLeft *int64 `json:"source_records_left"`
+	TargetRecordsLeft *int64 `json:"target_records_left"`
+	Checkpoint        *int64 `json:"checkpoint"`
 	// CheckpointUpstream is the source offset MM2's checkpoint was translated from; when it is
 	// not SourceCommitted the checkpoint is stale.
 	CheckpointUpstream *int64 `json:"checkpoint_upstream,omitempty"`
@@ -95,6 +108,20 @@ type Partition struct {
 	// target now would read again; SkippedIfUnchanged how many it would never read.
 	RedeliveredIfUnchanged int64 `json:"redelivered_if_unchanged"`
 	SkippedIfUnchanged     int64 `json:"skipped_if_unchanged"`
+	// AbortedAhead is how many records of aborted transactions lie between the position the
+	// group resumes from on the target (E(G), or the target commit when it is exact: the same
+	// position for a read_committed consumer) and the last stable offset: what a consumer reading read_uncommitted (the Java
+	// client's default) reads again after the switch; a read_committed one does not. Null when
+	// not counted: E(G) unknown, or (AbortedNote says why) a span longer than
+	// Config.ScanLimit. AbortedRanges are their offsets.
+	AbortedAhead  *int64        `json:"aborted_ahead"`
+	AbortedRanges []OffsetRange `json:"aborted_ranges,omitempty"`
+	// AbortedNote says why AbortedAhead was not counted, and names a transaction still open
+	// ("open transaction at offset N"), whose records are not counted.
+	AbortedNote string `json:"aborted_note,omitempty"`
+	// OpenTransaction is the target's last stable offset when a transaction is open there
+	// (below TargetEnd): where its first record is.
+	OpenTransaction *int64 `json:"open_transaction,omitempty"`
 	// CheckpointStatus judges MM2's checkpoint against E(G) with the same statuses.
 	CheckpointStatus Status `json:"checkpoint_status,omitempty"`
 	// Proof says how E(G) was established, e.g. "fingerprint of source 41 = target 49".
