@@ -88,6 +88,9 @@ type TopicCheck struct {
 	Findings         []Finding   `json:"findings"`
 	// LargestRecord is set when the source records were read (nil: not read, or no record).
 	LargestRecord *RecordSize `json:"largest_record,omitempty"`
+	// Aborted is set when the target topic was read for aborted transactions
+	// (PreflightConfig.ScanAborted).
+	Aborted *AbortedOnTarget `json:"aborted_on_target,omitempty"`
 	// Notes say what was checked and how (e.g. how the largest record was determined).
 	Notes []string `json:"notes,omitempty"`
 }
@@ -138,6 +141,10 @@ type PreflightConfig struct {
 	// log start to high watermark) to find the largest one; without it the largest record
 	// is only bounded by the source's max.message.bytes.
 	ScanRecords bool
+	// ScanAborted reads every target topic that exists from each partition's log start to its
+	// last stable offset (read_committed) and reports the records of aborted transactions it
+	// holds: a read_uncommitted consumer reads them, a read_committed one does not.
+	ScanAborted bool
 	// MinRetention: a source topic that deletes records by time sooner than this (retention.ms
 	// below it) is a risk. Default DefaultMinRetention.
 	MinRetention time.Duration
@@ -200,6 +207,9 @@ func Preflight(ctx context.Context, src, dst *kgo.Client, cfg PreflightConfig) (
 		t := targets[i]
 		td, ok := dstTopics[t]
 		tc, err := checkTopic(ctx, src, sa, f, cfg.ScanRecords, rules, srcTopics[s], td, ok, srcCfg[s], dstCfg[t])
+		if err == nil && cfg.ScanAborted && ok && td.Err == nil {
+			err = checkAborted(ctx, dst, da, f.Target, td, &tc)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -284,6 +294,21 @@ func checkTopic(ctx context.Context, src *kgo.Client, sa *kadm.Client, f *mm2.Fl
 	}
 	check.Status = topicStatus(check)
 	return check, nil
+}
+
+// checkAborted adds to tc what targetAborted finds in the target topic td.
+func checkAborted(ctx context.Context, dst *kgo.Client, da *kadm.Client, alias string, td kadm.TopicDetail, tc *TopicCheck) error {
+	a, err := targetAborted(ctx, dst, da, alias, td)
+	if err != nil {
+		return err
+	}
+	tc.Aborted = a
+	if f, ok := abortedFinding(a); ok {
+		tc.Findings = append(tc.Findings, f)
+		tc.Status = topicStatus(*tc)
+	}
+	tc.Notes = append(tc.Notes, openNotes(a)...)
+	return nil
 }
 
 func topicStatus(tc TopicCheck) TopicStatus {

@@ -41,6 +41,13 @@ flow's replication policy) and reports every finding:
   retention.ms            the source deletes records by time sooner than --min-retention
                           (default 24h): risk, a mirror stopped that long loses records
   retention.bytes         the source deletes by size: a lagging mirror can lose records
+  aborted records         the target topic already holds records of aborted transactions
+                          (e.g. the copies a killed or fenced exactly-once mirror left):
+                          warning, with their count and offsets per partition. Consumers
+                          reading read_uncommitted (the Java client's default) read them,
+                          read_committed ones do not. Found by reading every target record
+                          (read_committed, log start to last stable offset); a transaction
+                          still open is noted, not counted. --scan-aborted=false reads none
 
 Severity: risk (records lost, refused or altered), warning (MM2 leaves the difference),
 info (MM2 would sync it). A topic's status is missing, risk, differs or ok. Cluster level:
@@ -55,8 +62,8 @@ asks for (a warning). Topics MM2 will create, and those of features the flow tur
 checked.
 
 It only reads both clusters (metadata, ApiVersions, DescribeConfigs, ListOffsets and, with
---scan-records, the source records); it never writes to either. JUnit: one test case per topic
-(and one for the clusters).
+--scan-records, the source records, with --scan-aborted the target records); it never writes
+to either. JUnit: one test case per topic (and one for the clusters).
 
 Exit status: 0 all ok (no finding); 1 any finding; 2 usage, configuration or connection error,
 or no topic selected; on exit 2 nothing is written.
@@ -72,17 +79,18 @@ func topicsCommand() *cli.Command {
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "topics", Usage: "only the topics of the flow matching one of these comma-separated `REGEXES` (the whole name must match, as in MM2's topics key)"},
 		&cli.BoolFlag{Name: "scan-records", Value: true, Usage: "read every source record to measure the largest (false: bound it by the source's max.message.bytes)"},
+		&cli.BoolFlag{Name: "scan-aborted", Value: true, Usage: "read every target record to find records of aborted transactions (what read_uncommitted consumers would read)"},
 		&cli.DurationFlag{Name: "min-retention", Value: verify.DefaultMinRetention, Usage: "a source retention.ms below this `DURATION` is a risk"},
 	}
 	flags = append(flags, clikit.ConnectionFlags()...)
 	return clikit.ReportCommand("topics", runTopics, flags,
 		"preflight: compare the metadata and configs of every mirrored topic on both clusters",
-		"kverify topics [--topics REGEX,...] [--scan-records=false] [--min-retention 24h] [--format ..] [--out FILE] [connection flags]",
+		"kverify topics [--topics REGEX,...] [--scan-records=false] [--scan-aborted=false] [--min-retention 24h] [--format ..] [--out FILE] [connection flags]",
 		topicsHelp)
 }
 
 func runTopics(c *cli.Context) error {
-	cfg := verify.PreflightConfig{ScanRecords: c.Bool("scan-records"), MinRetention: c.Duration("min-retention")}
+	cfg := verify.PreflightConfig{ScanRecords: c.Bool("scan-records"), ScanAborted: c.Bool("scan-aborted"), MinRetention: c.Duration("min-retention")}
 	if cfg.MinRetention <= 0 {
 		return clikit.Failf("--min-retention %s: give a positive duration such as 24h", c.Duration("min-retention"))
 	}
