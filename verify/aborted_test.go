@@ -2,8 +2,11 @@ package verify
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http/httptest"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -203,4 +206,75 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// A state counts the aborted target records of every run, each once; a state of a target read
+// as read_uncommitted resumes (its boundary, aborted records among the marks, holds) and is
+// refused by a run that reads otherwise. The follow metrics show the counts.
+func TestStateAborted(t *testing.T) {
+	for _, uncommitted := range []bool{false, true} {
+		e := newTxnTarget(t)
+		cfg := Config{SourceTopic: e.topic, TargetReadUncommitted: uncommitted}
+		run := func(prev *State) *StateRun {
+			t.Helper()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			r, err := DiffState(ctx, e.src, e.dst, cfg, prev, StateOptions{Name: "test.state"})
+			if err != nil {
+				t.Fatalf("DiffState: %v", err)
+			}
+			return r
+		}
+		testkit.Produce(t, e.src, e.topic, 0, span(0, 9)...)
+		testkit.Produce(t, e.dst, e.topic, 0, span(0, 4)...)
+		e.txn(t, kgo.TryAbort, false, span(5, 9)...)
+		testkit.Produce(t, e.dst, e.topic, 0, span(5, 9)...)
+		first := run(nil)
+		if ps := first.State.Partition(0); ps == nil || ps.Aborted != 5 || ps.AbortedCopies != 5 || first.Result.Aborted != 5 || first.Result.Identical == uncommitted {
+			t.Fatalf("uncommitted %v: first run: identical=%v, aborted %d, state %+v; want 5 aborted copies in both", uncommitted, first.Result.Identical, first.Result.Aborted, ps)
+		}
+		testkit.Produce(t, e.src, e.topic, 0, span(10, 14)...)
+		e.txn(t, kgo.TryAbort, false, span(10, 11)...)
+		testkit.Produce(t, e.dst, e.topic, 0, span(10, 14)...)
+		second := run(first.State)
+		if len(second.Boundary) > 0 || second.Result.Aborted != 2 || second.Result.AbortedCopies != 2 {
+			t.Fatalf("uncommitted %v: second run: boundary %v, aborted %d, copies %d; want no finding, 2 aborted copies", uncommitted, second.Boundary, second.Result.Aborted, second.Result.AbortedCopies)
+		}
+		if ps := second.State.Partition(0); ps.Aborted != 7 || ps.AbortedCopies != 7 || ps.Verified.Duplicated != 7*int64(boolInt(uncommitted)) {
+			t.Errorf("uncommitted %v: second state %+v; want 7 aborted copies over both runs", uncommitted, ps)
+		}
+		if second.State.TargetReadUncommitted != uncommitted {
+			t.Errorf("state target_read_uncommitted %v, want %v", second.State.TargetReadUncommitted, uncommitted)
+		}
+
+		m := NewFollowMetrics()
+		m.Set(second.State, second)
+		rec := httptest.NewRecorder()
+		m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		for _, want := range []string{"kverify_target_aborted_records 7", "kverify_target_aborted_copies 7", "kverify_target_open_transactions 0"} {
+			if !strings.Contains(rec.Body.String(), want) {
+				t.Errorf("metrics lack %q", want)
+			}
+		}
+
+		cfg.TargetReadUncommitted = !uncommitted
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_, err := DiffState(ctx, e.src, e.dst, cfg, second.State, StateOptions{Name: "test.state"})
+		cancel()
+		if !errors.Is(err, ErrStateMismatch) {
+			t.Errorf("a run reading the target otherwise: got %v, want ErrStateMismatch", err)
+		}
+	}
+}
+
+// The follow metrics of a target without aborted records or open transactions have none of
+// the target transaction metrics.
+func TestFollowMetricsNoTxns(t *testing.T) {
+	m := NewFollowMetrics()
+	m.Set(&State{SourceTopic: "t", Partitions: []PartitionState{{Partition: 0, SourceEnd: 10}}}, &StateRun{Result: &Result{}})
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if strings.Contains(rec.Body.String(), "kverify_target_") || !strings.Contains(rec.Body.String(), "kverify_lag_records") {
+		t.Errorf("metrics:\n%s", rec.Body.String())
+	}
 }

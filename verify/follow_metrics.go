@@ -14,14 +14,25 @@ import (
 
 // FollowMetrics are the Prometheus metrics of `kverify diff --follow`, in a registry of their
 // own with the Go runtime and process collectors: per partition the verified source offset
-// (kverify_verified_offset), and, once a round has a state, the lag (kverify_lag_records) and
-// the problems found so far (kverify_problems_total).
+// (kverify_verified_offset), and, once a round has a state, the lag (kverify_lag_records),
+// the problems found so far (kverify_problems_total), the records of aborted transactions in
+// the verified target ranges and the copies of committed records among them
+// (kverify_target_aborted_records, kverify_target_aborted_copies: what read_uncommitted
+// consumers read on top; not problems of a read_committed comparison) and the target
+// partitions whose last round ended at a transaction still open
+// (kverify_target_open_transactions). The three target metrics are served from the first
+// round that finds an aborted record or an open transaction on: a target written without
+// transactions never shows them.
 type FollowMetrics struct {
 	reg      *prometheus.Registry
 	verified *prometheus.GaugeVec
 	lag      prometheus.Gauge
 	found    prometheus.Gauge
+	aborted  prometheus.Gauge
+	copies   prometheus.Gauge
+	open     prometheus.Gauge
 	ready    sync.Once
+	txnReady sync.Once
 	count    atomic.Int64
 }
 
@@ -35,6 +46,12 @@ func NewFollowMetrics() *FollowMetrics {
 			Help: "Source offsets listed by the last round and not verified yet."}),
 		found: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kverify_problems_total",
 			Help: "Records found missing, duplicated, mismatched or extra so far, plus topic and boundary findings."}),
+		aborted: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kverify_target_aborted_records",
+			Help: "Records of aborted transactions in the verified target ranges so far: read_uncommitted consumers read them, read_committed ones do not."}),
+		copies: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kverify_target_aborted_copies",
+			Help: "Aborted target records that are copies of committed target records: what read_uncommitted consumers read twice."}),
+		open: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kverify_target_open_transactions",
+			Help: "Target partitions whose last round ended at a transaction still open (its records not compared yet)."}),
 	}
 	m.reg.MustRegister(m.verified, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -52,6 +69,22 @@ func (m *FollowMetrics) Set(st *State, run *StateRun) {
 		m.verified.WithLabelValues(st.SourceTopic, strconv.Itoa(int(p.Partition))).Set(float64(p.SourceEnd))
 	}
 	m.lag.Set(float64(st.Lag()))
+	var aborted, copies int64
+	for _, p := range st.Partitions {
+		aborted += p.Aborted
+		copies += p.AbortedCopies
+	}
+	open := 0
+	if run != nil {
+		ps, _ := run.Result.OpenTransactions()
+		open = len(ps)
+	}
+	if aborted > 0 || open > 0 {
+		m.txnReady.Do(func() { m.reg.MustRegister(m.aborted, m.copies, m.open) })
+	}
+	m.aborted.Set(float64(aborted))
+	m.copies.Set(float64(copies))
+	m.open.Set(float64(open))
 	count := st.Differing()
 	if run != nil {
 		// Topic and boundary problems of this round, not the earlier runs' findings (counted

@@ -35,16 +35,19 @@ var ErrStateMismatch = errors.New("the state file belongs to another comparison"
 // State is what a verification has proved so far, per partition: the file of `kverify diff
 // --state`. It is JSON (format version StateVersion); every field is checked when it is read.
 type State struct {
-	Version         int       `json:"version"`
-	SourceClusterID string    `json:"source_cluster_id"`
-	TargetClusterID string    `json:"target_cluster_id"`
-	SourceTopic     string    `json:"source_topic"`
-	TargetTopic     string    `json:"target_topic"`
-	SourceTopicID   string    `json:"source_topic_id,omitempty"` // empty when the broker has no topic IDs
-	TargetTopicID   string    `json:"target_topic_id,omitempty"`
-	Compared        []string  `json:"compared"`
-	ReadUncommitted bool      `json:"read_uncommitted,omitempty"`
-	Updated         time.Time `json:"updated"`
+	Version         int      `json:"version"`
+	SourceClusterID string   `json:"source_cluster_id"`
+	TargetClusterID string   `json:"target_cluster_id"`
+	SourceTopic     string   `json:"source_topic"`
+	TargetTopic     string   `json:"target_topic"`
+	SourceTopicID   string   `json:"source_topic_id,omitempty"` // empty when the broker has no topic IDs
+	TargetTopicID   string   `json:"target_topic_id,omitempty"`
+	Compared        []string `json:"compared"`
+	ReadUncommitted bool     `json:"read_uncommitted,omitempty"`
+	// TargetReadUncommitted: the target is compared as read_uncommitted reads it
+	// (Config.TargetReadUncommitted); its marks include aborted records.
+	TargetReadUncommitted bool      `json:"target_read_uncommitted,omitempty"`
+	Updated               time.Time `json:"updated"`
 	// Partitions are sorted by partition number.
 	Partitions []PartitionState `json:"partitions"`
 }
@@ -71,6 +74,12 @@ type PartitionState struct {
 	// Verified are the counts over everything verified so far; any missing, duplicated,
 	// mismatched or extra record keeps every later run from being identical.
 	Verified align.Counts `json:"verified"`
+	// Aborted and AbortedCopies count, over all runs, the records of aborted transactions in
+	// the verified target range and the copies of committed records among them (see
+	// TxnPartition); a copy committed in a later run's range than its aborted record is not
+	// seen as one.
+	Aborted       int64 `json:"aborted,omitempty"`
+	AbortedCopies int64 `json:"aborted_copies,omitempty"`
 	// SourceMarks and TargetMarks are the last records (at most 8) below SourceEnd and
 	// TargetEnd, in offset order, with their fingerprints over Compared: a run re-reads them
 	// before it resumes, and they must be there, unchanged, with nothing between them.
@@ -173,7 +182,8 @@ func (p *PartitionState) validate() error {
 		return errors.New("negative partition")
 	case p.SourceStart < 0 || p.SourceEnd < p.SourceStart || p.TargetEnd < 0:
 		return fmt.Errorf("offsets out of order (source %d-%d, target end %d)", p.SourceStart, p.SourceEnd, p.TargetEnd)
-	case p.Verified.Matched < 0 || p.Verified.Missing < 0 || p.Verified.Duplicated < 0 || p.Verified.Mismatched < 0 || p.Verified.Extra < 0:
+	case p.Verified.Matched < 0 || p.Verified.Missing < 0 || p.Verified.Duplicated < 0 || p.Verified.Mismatched < 0 || p.Verified.Extra < 0 ||
+		p.Aborted < 0 || p.AbortedCopies < 0 || p.AbortedCopies > p.Aborted:
 		return errors.New("negative counts")
 	}
 	for _, side := range []struct {
@@ -302,12 +312,12 @@ func DiffState(ctx context.Context, src, dst *kgo.Client, cfg Config, prev *Stat
 func newStateRun(cfg Config, ids identities, prev *State) *StateRun {
 	next := &State{Version: StateVersion, SourceClusterID: ids.sCluster, TargetClusterID: ids.tCluster,
 		SourceTopic: cfg.SourceTopic, TargetTopic: cfg.TargetTopic, SourceTopicID: ids.sTopic, TargetTopicID: ids.tTopic,
-		Compared: cfg.Fields.Names(), ReadUncommitted: cfg.ReadUncommitted, Updated: time.Now().UTC()}
+		Compared: cfg.Fields.Names(), ReadUncommitted: cfg.ReadUncommitted, TargetReadUncommitted: cfg.TargetReadUncommitted, Updated: time.Now().UTC()}
 	if prev != nil {
 		next.Partitions = slices.Clone(prev.Partitions)
 	}
 	return &StateRun{State: next,
-		Result: &Result{SourceTopic: cfg.SourceTopic, TargetTopic: cfg.TargetTopic, Compared: cfg.Fields.Names(), Partitions: []align.PartitionResult{}},
+		Result: &Result{SourceTopic: cfg.SourceTopic, TargetTopic: cfg.TargetTopic, Compared: cfg.Fields.Names(), Partitions: []align.PartitionResult{}, TargetReadUncommitted: cfg.TargetReadUncommitted},
 		Map:    &offsetmap.TopicMap{Version: offsetmap.Version, SourceTopic: cfg.SourceTopic, TargetTopic: cfg.TargetTopic, Partitions: []*offsetmap.PartitionMap{}}}
 }
 
@@ -350,7 +360,7 @@ func (d *differ) advanceState(ctx context.Context, compare []int32, done compare
 		if pr.Err != "" || pm == nil {
 			continue
 		}
-		ps, _, err := d.advance(ctx, p, &pr, pm, offs)
+		ps, _, err := d.advance(ctx, p, &pr, pm, offs, done.txns[p])
 		if err != nil {
 			return err
 		}
@@ -454,6 +464,8 @@ func (s *State) matches(ids identities, cfg Config, name string) error {
 		return bad("compared fields (--compare)", joinNames(s.Compared), joinNames(cfg.Fields.Names()))
 	case s.ReadUncommitted != cfg.ReadUncommitted:
 		return bad("--read-uncommitted", strconv.FormatBool(s.ReadUncommitted), strconv.FormatBool(cfg.ReadUncommitted))
+	case s.TargetReadUncommitted != cfg.TargetReadUncommitted:
+		return bad("--target-read-uncommitted", strconv.FormatBool(s.TargetReadUncommitted), strconv.FormatBool(cfg.TargetReadUncommitted))
 	}
 	return nil
 }
@@ -536,7 +548,12 @@ func (d *differ) readMarks(ctx context.Context, cl *kgo.Client, side, topic stri
 	if from >= to {
 		return nil, nil
 	}
-	s := startFetch(ctx, cl, fetchSpec{cluster: side, topic: topic, partition: p, from: from, to: to, committed: !d.cfg.ReadUncommitted, fields: d.cfg.Fields})
+	spec := fetchSpec{cluster: side, topic: topic, partition: p, from: from, to: to, committed: !d.cfg.ReadUncommitted, fields: d.cfg.Fields}
+	if side == "target" && d.cfg.TargetReadUncommitted && spec.committed {
+		// Read as the run read it: the aborted records among the others.
+		spec.tally = newAbortTally(d.cfg.Fields, true)
+	}
+	s := startFetch(ctx, cl, spec)
 	defer s.close()
 	var out []Mark
 	for {
@@ -556,7 +573,10 @@ func (d *differ) readMarks(ctx context.Context, cl *kgo.Client, side, topic stri
 // source offset after the last source record the target has a copy of: source records after
 // it were read as missing because the target ended before them, and the next run reads
 // them again (without Follow this run still reports them missing).
-func (d *differ) advance(ctx context.Context, p int32, pr *align.PartitionResult, pm *offsetmap.PartitionMap, o listedOffsets) (PartitionState, align.Counts, error) {
+//
+// txn is what the target's read passed over in the range compared (nil: nothing): its
+// aborted records are added to the state's counts with the records verified.
+func (d *differ) advance(ctx context.Context, p int32, pr *align.PartitionResult, pm *offsetmap.PartitionMap, o listedOffsets, txn *TxnPartition) (PartitionState, align.Counts, error) {
 	cfg := d.cfg
 	tp := d.taps[p]
 	old := d.resume[p]
@@ -576,6 +596,13 @@ func (d *differ) advance(ctx context.Context, p int32, pr *align.PartitionResult
 	}
 	if old != nil {
 		ps.SourceStart, ps.Verified = old.SourceStart, old.Verified
+		ps.Aborted, ps.AbortedCopies = old.Aborted, old.AbortedCopies
+	}
+	if txn != nil {
+		// Counted up to pr.TargetEnd, the new verified target end: the next run reads on
+		// from there.
+		ps.Aborted += txn.Aborted
+		ps.AbortedCopies += txn.AbortedCopies
 	}
 	last := int64(-1) // the last source record mapped
 	if n := len(pm.Segments); n > 0 {
