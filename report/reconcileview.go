@@ -23,6 +23,10 @@ type reconcileReport struct {
 	FailedGroups, NotMigrated int
 	// Redeliver and Skip are the totals a switch right now would cause.
 	Redeliver, Skip int64
+	// AbortedAhead is the total of the records of aborted transactions after E(G), which
+	// consumers reading read_uncommitted read again after the switch, over AbortedGroups groups.
+	AbortedAhead  int64
+	AbortedGroups int
 }
 
 type reconcileGroup struct {
@@ -39,10 +43,10 @@ type reconcileRow struct {
 	P          *reconcile.Partition
 	Name       string // "orders/0", or "orders/0 → us.orders" when renamed
 	Level      level
-	Status     string // "behind: would re-deliver 8"
+	Status     string // "behind: would re-deliver 8", "exact; 3 aborted records ahead"
 	Checkpoint string // "92 (behind)"
 	CPLevel    level
-	SourceLag  string
+	SourceLag  string // "31", or "31 (30 records)" when markers or aborted records lie in between
 	TargetLag  string
 	Details    []string // reason and proof
 }
@@ -81,6 +85,15 @@ func newReconcileReport(title string, r *reconcile.Result) *reconcileReport {
 			}
 		}
 		rg.Status = groupStatus(rg)
+		if g.AbortedAhead > 0 {
+			rep.AbortedAhead += g.AbortedAhead
+			rep.AbortedGroups++
+		}
+		for _, row := range rg.Rows {
+			if n := row.P.AbortedAhead; n != nil && *n > 0 {
+				rg.Notes = append(rg.Notes, AbortedAheadNote(row.P))
+			}
+		}
 		if g.NotMigrated != "" {
 			rep.NotMigrated++
 			rg.Level = worse(rg.Level, levelWarn)
@@ -188,6 +201,10 @@ func (rep *reconcileReport) verdict() verdict {
 	if rep.Skip > 0 {
 		v.Details = append(v.Details, "switching now would skip "+plural(rep.Skip, "record", "records")+" (data loss)")
 	}
+	if rep.AbortedAhead > 0 {
+		v.Details = append(v.Details, fmt.Sprintf("%s after E(G) in %s: consumers reading read_uncommitted (the Java default) will read them again after the switch; read_committed consumers will not",
+			plural(rep.AbortedAhead, "aborted record", "aborted records"), plural(int64(rep.AbortedGroups), "group", "groups")))
+	}
 	if rep.R.Applied {
 		a := "applied"
 		if rep.R.Backup != "" {
@@ -205,10 +222,14 @@ func newReconcileRow(group string, p *reconcile.Partition) reconcileRow {
 		row.Name += " → " + p.TargetTopic
 	}
 	row.Level, row.Status = statusText(p.Status, p.RedeliveredIfUnchanged, p.SkippedIfUnchanged)
-	row.SourceLag = num(max(p.SourceEnd-p.SourceCommitted, 0))
+	if n := p.AbortedAhead; n != nil && *n > 0 {
+		// Flagged whatever the status: read_uncommitted consumers read them again.
+		row.Status += "; " + plural(*n, "aborted record", "aborted records") + " ahead"
+	}
+	row.SourceLag = lagText(max(p.SourceEnd-p.SourceCommitted, 0), p.SourceRecordsLeft)
 	row.TargetLag = "-"
 	if p.TargetCommitted != nil {
-		row.TargetLag = num(max(p.TargetEnd-*p.TargetCommitted, 0))
+		row.TargetLag = lagText(max(p.TargetEnd-*p.TargetCommitted, 0), p.TargetRecordsLeft)
 	}
 	row.Checkpoint, row.CPLevel = optOffset(p.Checkpoint), levelOK
 	if p.Checkpoint != nil && p.CheckpointStatus != "" {
@@ -227,7 +248,37 @@ func newReconcileRow(group string, p *reconcile.Partition) reconcileRow {
 	if p.Proof != "" {
 		row.Details = append(row.Details, "E(G) proof: "+oneLine(p.Proof))
 	}
+	if len(p.AbortedRanges) > 0 {
+		var offs []string
+		for _, r := range p.AbortedRanges {
+			offs = append(offs, r.String())
+		}
+		row.Details = append(row.Details, "aborted records after E(G) at target offsets "+strings.Join(offs, ", "))
+	}
+	if p.AbortedNote != "" {
+		row.Details = append(row.Details, "aborted records after E(G): "+oneLine(p.AbortedNote))
+	}
 	return row
+}
+
+// lagText is an offset lag and, when they differ, the records a read_committed consumer still
+// reads in it (transaction markers and aborted records take offsets too).
+func lagText(lag int64, left *int64) string {
+	if left == nil || *left == lag {
+		return num(lag)
+	}
+	return num(lag) + " (" + plural(*left, "record", "records") + ")"
+}
+
+// AbortedAheadNote is what kreconcile says of a group partition with records of aborted
+// transactions after E(G): who reads them again.
+func AbortedAheadNote(p *reconcile.Partition) string {
+	n := int64(0)
+	if p.AbortedAhead != nil {
+		n = *p.AbortedAhead
+	}
+	return fmt.Sprintf("%s after E(G) on %s/%d: consumers reading read_uncommitted (the Java default) will read them again after the switch; read_committed consumers will not",
+		plural(n, "aborted record", "aborted records"), p.TargetTopic, p.Partition)
 }
 
 // checkpointWord judges MM2's checkpoint, with the distance to E(G) when both are known.
