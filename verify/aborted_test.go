@@ -278,3 +278,27 @@ func TestFollowMetricsNoTxns(t *testing.T) {
 		t.Errorf("metrics:\n%s", rec.Body.String())
 	}
 }
+
+// DiffRanges (the drill of `kverify compare --drill`) counts the aborted target records of
+// its ranges.
+func TestDiffRangesAborted(t *testing.T) {
+	e := newTxnTarget(t)
+	testkit.Produce(t, e.src, e.topic, 0, span(0, 9)...)
+	testkit.Produce(t, e.dst, e.topic, 0, span(0, 4)...)
+	e.txn(t, kgo.TryAbort, false, span(5, 9)...)
+	testkit.Produce(t, e.dst, e.topic, 0, span(5, 9)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	specs := []PartitionSpec{
+		{SourceTopic: e.topic, SourceFrom: 0, SourceTo: 3, TargetFrom: 0, TargetTo: 3, StrictTargetFrom: true},
+		{SourceTopic: e.topic, SourceFrom: 3, SourceTo: 10, TargetFrom: 3, TargetTo: 16, StrictTargetFrom: true},
+	}
+	res, err := DiffRanges(ctx, e.src, e.dst, specs, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []TxnPartition{{Partition: 0, Aborted: 5, AbortedCopies: 5, AbortedRanges: []align.TargetRange{{From: 5, To: 9}}}}
+	if !res.Identical || res.Aborted != 5 || res.AbortedCopies != 5 || !reflect.DeepEqual(res.Transactions, want) {
+		t.Errorf("got identical=%v, aborted %d, copies %d, %+v; want identical, %+v", res.Identical, res.Aborted, res.AbortedCopies, res.Transactions, want)
+	}
+}

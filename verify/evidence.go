@@ -2,6 +2,7 @@ package verify
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -27,6 +28,11 @@ type EvidenceNames struct {
 // hash is left to the caller, who renders the report. A range that reads back another record
 // count than the comparison counted (the log changed since) is an error.
 func Evidence(ctx context.Context, src, dst *kgo.Client, cfg Config, res *Result, names EvidenceNames) (*digest.Evidence, error) {
+	if cfg.TargetReadUncommitted {
+		// An evidence range is read with one isolation on both sides, and a root over the
+		// target's aborted records among its committed ones is not one of them.
+		return nil, errors.New("evidence of a comparison with the target read as read_uncommitted cannot be recorded: run without --target-read-uncommitted for evidence")
+	}
 	e := digest.NewEvidence()
 	e.Tool, e.Created = names.Tool, time.Now().UTC()
 	e.Compared, e.Isolation, e.Identical = cfg.Fields.Names(), digest.Isolation(!cfg.ReadUncommitted), res.Identical

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -34,6 +35,7 @@ func DiffRanges(ctx context.Context, src, dst *kgo.Client, specs []PartitionSpec
 	}
 	res := &Result{SourceTopic: first.SourceTopic, TargetTopic: first.TargetTopic, Compared: fields.Names(), Partitions: []align.PartitionResult{}}
 	results := make([]align.PartitionResult, len(specs))
+	txns := make([]*TxnPartition, len(specs))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(max(parallel, 1))
 	var mu sync.Mutex
@@ -49,6 +51,9 @@ func DiffRanges(ctx context.Context, src, dst *kgo.Client, specs []PartitionSpec
 			}
 			mu.Lock()
 			results[k] = pr
+			if err == nil {
+				txns[k] = job.txns
+			}
 			mu.Unlock()
 			return nil
 		})
@@ -57,6 +62,8 @@ func DiffRanges(ctx context.Context, src, dst *kgo.Client, specs []PartitionSpec
 		return nil, err
 	}
 	res.Partitions = mergeRanges(results)
+	res.Transactions = mergeTxns(txns)
+	res.tallyTxns()
 	res.Identical = true
 	for _, pr := range res.Partitions {
 		res.Summary.Add(pr.Counts)
@@ -112,6 +119,37 @@ func mergeRanges(rs []align.PartitionResult) []align.PartitionResult {
 		if m.Err == "" {
 			m.Err, m.Cause = r.Err, r.Cause
 		}
+	}
+	return out
+}
+
+// mergeTxns joins what the ranges' target reads passed over, per partition: counts added,
+// aborted ranges joined in offset order, the open transaction of the last range that saw one.
+func mergeTxns(ts []*TxnPartition) []TxnPartition {
+	by := map[int32]*TxnPartition{}
+	var out []TxnPartition
+	for _, t := range ts {
+		if t == nil {
+			continue
+		}
+		m := by[t.Partition]
+		if m == nil {
+			c := *t
+			c.AbortedRanges = slices.Clone(t.AbortedRanges)
+			by[t.Partition] = &c
+			continue
+		}
+		m.Aborted += t.Aborted
+		m.AbortedCopies += t.AbortedCopies
+		m.AbortedRanges = append(m.AbortedRanges, t.AbortedRanges...)
+		m.Truncated = m.Truncated || t.Truncated
+		if t.OpenTransaction != nil {
+			m.OpenTransaction = t.OpenTransaction
+		}
+	}
+	for _, m := range by {
+		slices.SortFunc(m.AbortedRanges, func(a, b align.TargetRange) int { return cmp.Compare(a.From, b.From) })
+		out = append(out, *m)
 	}
 	return out
 }

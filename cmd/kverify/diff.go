@@ -293,6 +293,9 @@ func runDiff(c *cli.Context) error {
 	if c.String("evidence") != "" && c.String("state") != "" {
 		return clikit.Failf("--evidence cannot be given with --state: run a full kverify diff for evidence")
 	}
+	if c.String("evidence") != "" && cfg.TargetReadUncommitted {
+		return clikit.Failf("--evidence cannot be given with --target-read-uncommitted: evidence reads both sides with one isolation; run without it for evidence")
+	}
 	conn, err := clikit.Open(c)
 	if err != nil {
 		return err
