@@ -16,6 +16,7 @@ import (
 	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
 	"github.com/kmigrate/kmigrate/offsetmap"
 	"github.com/kmigrate/kmigrate/reconcile"
+	"github.com/kmigrate/kmigrate/report"
 )
 
 const groupsHelp = `For every consumer group on the source that the flow selects (its groups and groups.exclude,
@@ -43,8 +44,22 @@ Statuses per partition (the same judge MM2's checkpoint, column "checkpoint"):
                           not found, ambiguous run of identical records, ...); nothing is guessed
 
 Counting: redelivered_if_unchanged counts target records between the target commit and E(G)
-(records a consumer switched now would read again); transaction markers and records written to
-the target directly (extras) found by the alignment do not count.
+(records a consumer switched now would read again); transaction markers, records of aborted
+transactions and records written to the target directly (extras) found by the alignment do
+not count.
+
+Isolation levels: an exactly-once mirror that crashed or was fenced leaves aborted transactions
+on the target and writes their records again after them. A consumer reading read_committed
+never reads them; one reading read_uncommitted (the Java client's default) does. Per partition
+aborted_ahead counts the aborted records between where the group resumes (E(G), or its exact
+commit) and the last stable offset (aborted_ranges: where), and the table flags them; a
+transaction still open is named ("open transaction at offset N") and never counted; a span
+longer than 10000 offsets is "not counted", never 0. Where only markers and aborted records
+follow the copy of the record before G, every offset there is the same E(G) for a
+read_committed consumer: kreconcile commits the next record's offset, which spares a
+read_uncommitted consumer the aborted records too (with a transaction open there, the offset
+after the copy). The lag columns show the records a read_committed consumer still reads
+beside the offset lag when they differ: "31 (30 records)".
 
 --apply writes only to groups that are Empty or absent on the target (a group with members is
 refused, by name, and nothing is written for it), commits E(G) with the source commit's
@@ -201,6 +216,7 @@ func runGroups(c *cli.Context) error {
 		if res.Backup != "" {
 			fmt.Fprintf(c.App.ErrWriter, "kreconcile: previous target offsets saved to %s (undo: kreconcile rollback --backup %s)\n", res.Backup, res.Backup)
 		}
+		sayAborted(c.App.ErrWriter, res)
 	}
 	if err := clikit.Render(c, res, ""); err != nil {
 		return err
@@ -209,6 +225,18 @@ func runGroups(c *cli.Context) error {
 		return clikit.Failf("apply: %w", applyErr)
 	}
 	return verdict(res)
+}
+
+// sayAborted tells, after an apply, every group partition whose consumers reading
+// read_uncommitted will read records of aborted transactions again after the switch.
+func sayAborted(w io.Writer, res *reconcile.Result) {
+	for _, g := range res.Groups {
+		for i := range g.Partitions {
+			if n := g.Partitions[i].AbortedAhead; n != nil && *n > 0 {
+				fmt.Fprintf(w, "kreconcile: group %s: %s\n", g.Group, report.AbortedAheadNote(&g.Partitions[i]))
+			}
+		}
+	}
 }
 
 // noGroups refuses a plan that selected no group: it checked nothing, and a source that lists
@@ -304,6 +332,9 @@ func runFollow(c *cli.Context, src, dst *kgo.Client, cfg reconcile.Config) error
 	res, err := reconcile.Follow(c.Context, src, dst, cfg, fc)
 	if res != nil && res.Backup != "" {
 		fmt.Fprintf(errw, "kreconcile: previous target offsets saved to %s (undo: kreconcile rollback --backup %s)\n", res.Backup, res.Backup)
+	}
+	if res != nil && res.Result != nil && apply {
+		sayAborted(errw, res.Result)
 	}
 	title := "kreconcile groups --follow"
 	if apply {
