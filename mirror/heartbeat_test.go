@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/mirror"
@@ -319,6 +320,52 @@ func TestHeartbeatsTopicLeftAsItIs(t *testing.T) {
 	for _, c := range rc.Configs {
 		if c.Key == "cleanup.policy" && c.MaybeValue() != "delete" {
 			t.Errorf("cleanup.policy %q: kmirror altered the topic", c.MaybeValue())
+		}
+	}
+}
+
+// TestHeartbeatsDenied: a target that denies Create on the heartbeats topic (the access
+// check's validate-only CreateTopics) gets a warning naming the operation, the topic and the
+// key that switches heartbeats off; the engine emits none, tries none, and mirrors as usual.
+func TestHeartbeatsDenied(t *testing.T) {
+	t.Parallel()
+	p := newPair(t)
+	topic := testkit.TopicName("hbdenied")
+	testkit.CreateTopic(t, testkit.Client(t, p.src), topic, 1, nil)
+	produce(t, p.src, topic, 1, 0, 10)
+	p.dst.ControlKey(int16(kmsg.CreateTopics), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		p.dst.KeepControl()
+		req := kreq.(*kmsg.CreateTopicsRequest)
+		if len(req.Topics) != 1 || req.Topics[0].Topic != mm2.HeartbeatsTopic {
+			return nil, nil, false
+		}
+		resp := req.ResponseKind().(*kmsg.CreateTopicsResponse)
+		rt := kmsg.NewCreateTopicsResponseTopic()
+		rt.Topic, rt.ErrorCode = mm2.HeartbeatsTopic, 29 // TOPIC_AUTHORIZATION_FAILED
+		resp.Topics = append(resp.Topics, rt)
+		return resp, nil, true
+	})
+	var logs testkit.SyncBuffer
+	e, err := mirror.New(hbConfig(topic), seeds(p.src), seeds(p.dst), slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := run(t, e)
+	waitMirrored(t, p, topic, 1)
+	neverWithin(t, 5*hbInterval, "a heartbeats topic appeared on the target", func() bool { return hasTopic(t, p.dst, mm2.HeartbeatsTopic) })
+	mfs := scrape(t, e)
+	if v := value(sample(t, mfs, "kmirror_heartbeats_total", nil)) + value(sample(t, mfs, "kmirror_heartbeat_errors_total", nil)); v != 0 {
+		t.Errorf("heartbeats emitted or tried: %g, want none", v)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	sameRecords(t, p, topic, 0)
+	out := logs.String()
+	for _, want := range []string{"level=WARN", "heartbeats not emitted: the principal may not create or write the heartbeats topic",
+		"emit.heartbeats.enabled=false", "cluster=B topic=heartbeats", "Create on Topic:heartbeats"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log does not say %q:\n%s", want, out)
 		}
 	}
 }
