@@ -29,6 +29,35 @@
 // at the start; a log that ends before them is an error. Isolation: read_committed by default
 // (the end is the last stable offset); Config.ReadUncommitted reads to the high watermark.
 //
+// # Aborted transactions on the target
+//
+// A transactional mirror killed or fenced leaves aborted records on the target and writes the
+// records again after them; read_committed readers skip them, read_uncommitted ones (the Java
+// default) read them. Under read_committed the target's read tells them
+// (logread.TxnWatch), and per target partition Result.Transactions (TxnPartition) has, in
+// the compared target range [TargetStart, TargetEnd): Aborted, the aborted records (control
+// records are not records); AbortedRanges, their offsets as ranges of consecutive offsets
+// (at most MaxListed); AbortedCopies, those whose fingerprint over the compared fields
+// equals that of a record committed in the same range (found anywhere after the aborted
+// record, or among the 4096 committed records before it): what a read_uncommitted reader
+// reads twice; and OpenTransaction, [last stable offset, high watermark) when the last fetch
+// of the target showed a transaction still open there: its records are not read, compared
+// or counted until it ends. Result.Aborted and AbortedCopies sum them; only partitions with
+// any are listed. They never change the read_committed verdict; every report format
+// states them beside it. A DiffState run adds them to the partition's state (each verified
+// range once; a copy committed in a later run's range is not seen as one); FollowMetrics
+// serves the sums. DiffRanges (the drill) counts them in its ranges.
+//
+// Config.TargetReadUncommitted reads the source read_committed and the target as a
+// read_uncommitted reader does below its last stable offset (committed and aborted records
+// in offset order): the aligner then classifies the aborted records like any other (a copy
+// of a source record already matched is duplicated, one of no source record extra), so the
+// verdict fails for operators whose consumers read uncommitted; the counts above are still
+// given. Config.ReadUncommitted differs: both sides read_uncommitted to the high watermark,
+// the source's own aborted records compared too (missing where the mirror left them out),
+// nothing counted apart. The two are exclusive; a State records either, and Evidence refuses
+// TargetReadUncommitted (its roots are read with one isolation on both sides).
+//
 // Where the target is read from: from earliest on a source log starting at 0, the whole
 // target partition (leading target records are extra). Otherwise from a lower bound (the
 // newest MM2 offset sync at or below the source start, and the first target record not older
