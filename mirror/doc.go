@@ -38,6 +38,11 @@
 //     refresh.topics.interval.seconds and configs synced again; a source topic that gains
 //     partitions is followed. max.message.bytes and partition counts are read from every
 //     target broker and used only where they agree.
+//   - MM2's heartbeats of the flow (Config.EmitHeartbeats, heartbeat.go): every interval one
+//     mm2.Heartbeat to partition 0 of "heartbeats" on the target, created compacted with one
+//     partition when missing. A producer of their own, never a transactional one; a failure is
+//     counted, logged and tried again at the next interval and never stops the mirror; a
+//     principal that may not create or write the topic gets a warning and no heartbeats.
 //   - Before it writes anything, Run asks both clusters, with requests that change nothing,
 //     whether the principal may do what it will do (access.go); a denied operation is an
 //     error naming the cluster, the operation and the resource.
@@ -75,9 +80,14 @@
 //   - With transactions the map gets a segment per commit of an active partition: about
 //     86,400 a day (24 bytes each in memory). Each owned partition buffers up to
 //     MaxBufferedRecords, plus up to 4,096 held during a commit: memory grows with them.
-//   - Heartbeats are not emitted; a source group created after start is synced from the next
-//     refresh.groups interval, as in MM2.
+//   - Heartbeats (emit.heartbeats.*, on by default as in MM2) go to the target's "heartbeats"
+//     topic only. kmirror never writes to the source, so the source's "heartbeats" topic, which
+//     MM2's herder of the reverse pair fills, is not written by kmirror: the target shows
+//     "<source>.heartbeats" (and MirrorClient.upstreamClusters the source) only when another
+//     flow writes heartbeats into the source. Each process of a flow emits its own heartbeats
+//     (same key; MM2 runs one heartbeat task per flow). A source group created after start is
+//     synced from the next refresh.groups interval, as in MM2.
 //
-// Tests: engine_test.go, metrics_test.go and health_test.go on two kfake clusters; real
-// brokers in integration/mirror_test.go and integration/mirror_safety_test.go.
+// Tests: engine_test.go, metrics_test.go, health_test.go and heartbeat_test.go on two kfake
+// clusters; real brokers in integration/mirror_test.go and integration/mirror_safety_test.go.
 package mirror
