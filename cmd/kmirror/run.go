@@ -46,10 +46,10 @@ func runCommand() *cli.Command {
 		Description: `run mirrors the topics of one flow of an mm2.properties file. It reads the MM2 keys that
 matter (topics, topics.exclude, groups, groups.exclude, replication.policy.class and separator,
 refresh.topics.*, refresh.groups.*, sync.topic.configs.*, config.properties.exclude,
-sync.group.offsets.*, emit.checkpoints.*, offset-syncs.topic.location, replication.factor,
-offset-syncs/checkpoints.topic.replication.factor, producer.compression.type, linger.ms,
-batch.size, consumer.fetch.max.bytes, max.partition.fetch.bytes, fetch.max.wait.ms,
-session.timeout.ms, auto.offset.reset) and prints, at start, every key of the flow it does not honour, with why.
+sync.group.offsets.*, emit.checkpoints.*, emit.heartbeats.*, offset-syncs.topic.location,
+replication.factor, offset-syncs/checkpoints/heartbeats.topic.replication.factor,
+producer.compression.type, linger.ms, batch.size, consumer.fetch.max.bytes,
+max.partition.fetch.bytes, fetch.max.wait.ms, session.timeout.ms, auto.offset.reset) and prints, at start, every key of the flow it does not honour, with why.
 
 What it writes, all on the target (kmirror never writes to the source):
   - the mirrored topics, created when missing with the source's partition count and its own
@@ -57,7 +57,11 @@ What it writes, all on the target (kmirror never writes to the source):
   - kmirror-offsets.<source>.internal: the exact offset map (compacted, one partition);
   - MM2 offset syncs at every discontinuity, when offset-syncs.topic.location=target;
   - MM2 checkpoints and target group offsets (emit.checkpoints.enabled,
-    sync.group.offsets.enabled), translated exactly; never into a group with active members.
+    sync.group.offsets.enabled), translated exactly; never into a group with active members;
+  - MM2 heartbeats of the flow in topic heartbeats (compacted, one partition), every
+    emit.heartbeats.interval.seconds (on by default, every second, as in MM2; off with
+    emit.heartbeats.enabled=false). A heartbeat that fails is logged and tried again; it
+    never stops the mirror.
 
 Run several processes with the same file and flow to share the partitions (consumer group
 kmirror-<source>-<target> on the source, for assignment only: no offsets are committed there).
