@@ -25,7 +25,10 @@
 // options, each documented on Options: what happens when the log ends before To (Short), whether
 // control records (markers) are delivered (Controls), at most how many records (MaxRecords),
 // and the fetch size (PartitionBytes). Leaders lets many reads of one cluster share what the
-// metadata said.
+// metadata said. Txns (TxnWatch) tells a read_committed reader what it passes over: the
+// records of aborted transactions (optionally delivered among the committed ones, as a
+// read_uncommitted reader reads them below the last stable offset) and where each response
+// says the log ends (a transaction still open there).
 //
 // A lost leader, a broker that cannot be reached or a retriable error is retried, with the
 // leader looked up again, for about a minute; an offset out of range (records deleted while
