@@ -183,6 +183,17 @@ func (s *side) scan(ctx context.Context, topic string, part int32, from, to int6
 	return v, nil
 }
 
+// AbortedAheadNote says who reads the records of aborted transactions after E(G) again, as
+// kreconcile prints it: "3 aborted records after E(G) on orders/0: consumers reading
+// read_uncommitted ...". Empty when none were counted.
+func (p *Partition) AbortedAheadNote() string {
+	if p.AbortedAhead == nil || *p.AbortedAhead <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s after E(G) on %s/%d: consumers reading read_uncommitted (the Java default) will read them again after the switch; read_committed consumers will not",
+		plural(int(*p.AbortedAhead), "aborted record", "aborted records"), p.TargetTopic, p.Partition)
+}
+
 // OffsetRange is a range of offsets, both ends included.
 type OffsetRange struct {
 	First int64 `json:"first"`

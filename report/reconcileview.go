@@ -90,8 +90,8 @@ func newReconcileReport(title string, r *reconcile.Result) *reconcileReport {
 			rep.AbortedGroups++
 		}
 		for _, row := range rg.Rows {
-			if n := row.P.AbortedAhead; n != nil && *n > 0 {
-				rg.Notes = append(rg.Notes, AbortedAheadNote(row.P))
+			if note := row.P.AbortedAheadNote(); note != "" {
+				rg.Notes = append(rg.Notes, note)
 			}
 		}
 		if g.NotMigrated != "" {
@@ -268,17 +268,6 @@ func lagText(lag int64, left *int64) string {
 		return num(lag)
 	}
 	return num(lag) + " (" + plural(*left, "record", "records") + ")"
-}
-
-// AbortedAheadNote is what kreconcile says of a group partition with records of aborted
-// transactions after E(G): who reads them again.
-func AbortedAheadNote(p *reconcile.Partition) string {
-	n := int64(0)
-	if p.AbortedAhead != nil {
-		n = *p.AbortedAhead
-	}
-	return fmt.Sprintf("%s after E(G) on %s/%d: consumers reading read_uncommitted (the Java default) will read them again after the switch; read_committed consumers will not",
-		plural(n, "aborted record", "aborted records"), p.TargetTopic, p.Partition)
 }
 
 // checkpointWord judges MM2's checkpoint, with the distance to E(G) when both are known.

@@ -16,7 +16,6 @@ import (
 	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
 	"github.com/kmigrate/kmigrate/offsetmap"
 	"github.com/kmigrate/kmigrate/reconcile"
-	"github.com/kmigrate/kmigrate/report"
 )
 
 const groupsHelp = `For every consumer group on the source that the flow selects (its groups and groups.exclude,
@@ -232,8 +231,8 @@ func runGroups(c *cli.Context) error {
 func sayAborted(w io.Writer, res *reconcile.Result) {
 	for _, g := range res.Groups {
 		for i := range g.Partitions {
-			if n := g.Partitions[i].AbortedAhead; n != nil && *n > 0 {
-				fmt.Fprintf(w, "kreconcile: group %s: %s\n", g.Group, report.AbortedAheadNote(&g.Partitions[i]))
+			if note := g.Partitions[i].AbortedAheadNote(); note != "" {
+				fmt.Fprintf(w, "kreconcile: group %s: %s\n", g.Group, note)
 			}
 		}
 	}
