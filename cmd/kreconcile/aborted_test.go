@@ -17,7 +17,8 @@ import (
 
 // TestGroupsApplySaysAbortedAhead: on a transactional target where a crashed mirror left an
 // aborted transaction after E(G), groups --apply says plainly, per group partition, that
-// read_uncommitted consumers will read those records again and read_committed ones will not.
+// read_uncommitted consumers will read those records again and read_committed ones will not;
+// --scan-limit bounds the count.
 func TestGroupsApplySaysAbortedAhead(t *testing.T) {
 	_, src, srcSeeds := kcluster(t, "kfake-source")
 	dstK, dst, dstSeeds := kcluster(t, "kfake-target")
@@ -51,7 +52,13 @@ func TestGroupsApplySaysAbortedAhead(t *testing.T) {
 	commitAt(t, src, group, topic, 10, "")
 	commitAt(t, dst, group, topic, 5, "")
 
-	code, _, errOut := run(t, "groups", "--source-brokers", srcSeeds, "--target-brokers", dstSeeds,
+	// --scan-limit bounds the count: a longer span is said not counted, never 0.
+	code, out, errOut := run(t, "groups", "--source-brokers", srcSeeds, "--target-brokers", dstSeeds, "--scan-limit", "4", "--format", "json")
+	if code != 1 || !strings.Contains(out, `"aborted_ahead": null`) || !strings.Contains(out, `"aborted_note": "not counted (span of 16 offsets larger than 4)"`) {
+		t.Fatalf("plan with --scan-limit 4: exit %d, want 1 and aborted records not counted:\n%s\n%s", code, out, errOut)
+	}
+
+	code, _, errOut = run(t, "groups", "--source-brokers", srcSeeds, "--target-brokers", dstSeeds,
 		"--apply", "--backup", filepath.Join(t.TempDir(), "b.json"))
 	if code != 0 {
 		t.Fatalf("apply exit: got %d, want 0 (stderr %q)", code, errOut)

@@ -53,7 +53,7 @@ never reads them; one reading read_uncommitted (the Java client's default) does.
 aborted_ahead counts the aborted records between where the group resumes (E(G), or its exact
 commit) and the last stable offset (aborted_ranges: where), and the table flags them; a
 transaction still open is named ("open transaction at offset N") and never counted; a span
-longer than 10000 offsets is "not counted", never 0. Where only markers and aborted records
+longer than --scan-limit offsets (10000) is "not counted", never 0. Where only markers and aborted records
 follow the copy of the record before G, every offset there is the same E(G) for a
 read_committed consumer: kreconcile commits the next record's offset, which spares a
 read_uncommitted consumer the aborted records too (with a transaction open there, the offset
@@ -138,6 +138,7 @@ func groupsCommand() *cli.Command {
 		&cli.StringFlag{Name: "compare", Value: offsetmap.DefaultFields.String(), Usage: "record `FIELDS` the fingerprints cover: key,value,headers,timestamp"},
 		&cli.IntFlag{Name: "window", Value: 500, Usage: "target records read per step and looked ahead for replays after the last copy found"},
 		&cli.IntFlag{Name: "concurrency", Value: 8, Usage: "group partitions planned at once"},
+		&cli.IntFlag{Name: "scan-limit", Value: 10000, Usage: "at most `N` offsets read under read_committed from a commit or E(G) to count records left and aborted records (a longer span is not counted)"},
 		&cli.BoolFlag{Name: "apply", Usage: "commit E(G) on the target (Empty or absent groups only, after a backup)"},
 		&cli.BoolFlag{Name: "allow-rewind", Usage: "with --apply, also move target offsets that are ahead of E(G) back to it"},
 		&cli.StringFlag{Name: "backup", Usage: "with --apply, save the previous target offsets to `FILE` (default: kreconcile-backup-<time>.json)"},
@@ -278,6 +279,9 @@ func configFromFlags(c *cli.Context) (reconcile.Config, error) {
 	}
 	cfg.Window = c.Int("window")
 	cfg.Concurrency = c.Int("concurrency")
+	if cfg.ScanLimit = c.Int("scan-limit"); cfg.ScanLimit <= 0 {
+		return cfg, clikit.Failf("--scan-limit must be positive")
+	}
 	var w io.Writer = io.Discard
 	level := slog.LevelInfo
 	if c.Bool("verbose") {
