@@ -66,8 +66,8 @@ func (e *Engine) setupHeartbeats(ctx context.Context) {
 		e.log.Info("heartbeats not emitted", "reason", "emit.heartbeats.interval.seconds is negative")
 		return
 	}
-	need := []need{{topic: c.HeartbeatsTopic, ops: []kadm.ACLOperation{kadm.OpWrite}, create: true}}
-	if _, err := e.checkTopics(ctx, "target", c.TargetAlias, e.dst, need); err != nil {
+	needs := []need{{topic: c.HeartbeatsTopic, ops: []kadm.ACLOperation{kadm.OpWrite}, create: true}}
+	if _, err := e.checkTopics(ctx, "target", c.TargetAlias, e.dst, needs); err != nil {
 		if logread.Denied(err) {
 			e.log.Warn("heartbeats not emitted: the principal may not create or write the heartbeats topic; grant Create and Write on it and restart, or set emit.heartbeats.enabled=false",
 				"cluster", c.TargetAlias, "topic", c.HeartbeatsTopic, "err", err)
