@@ -164,9 +164,14 @@ func (a *aligner) more(ctx context.Context) (bool, error) {
 		a.tNext = to
 		return to < a.j.dstEnd, nil
 	}
-	a.T = append(a.T, recs...)
 	a.read += len(recs)
 	a.tNext = recs[len(recs)-1].off + 1
+	// The records of aborted transactions copy nothing a read_committed consumer reads: an
+	// aborted replay of s* after its committed copy (a fenced writer's) must not move E(G).
+	if recs, err = a.p.dropAborted(ctx, a.j, recs); err != nil {
+		return false, err
+	}
+	a.T = append(a.T, recs...)
 	return true, nil
 }
 

@@ -85,6 +85,10 @@
 // (listed per partition as Partition.TargetLastStable) and never more than Config.ScanLimit
 // offsets (10000) from one position:
 //
+//   - The alignment leaves out the target's records of aborted transactions (below the last
+//     stable offset, in windows holding transactional records): they copy nothing a
+//     read_committed consumer reads, and a fenced writer's aborted replay of s* after its
+//     committed copy must not move E(G) past records every reader still has to read.
 //   - E(G) among equals: between the copy of s* and the copy of the next source record, every
 //     offset is the same E(G) for a read_committed consumer. When the offsets after the copy
 //     of s* hold only markers and records of ended aborted transactions up to a record (or up

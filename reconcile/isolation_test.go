@@ -108,11 +108,12 @@ func TestPlanAbortedAhead(t *testing.T) {
 		},
 		wantE: 14, wantStatus: StatusExact, wantAborted: 0,
 	}, {
-		// 0..9 v-0..9, 10 marker, 11..20 aborted copies of v-5..14 (s* = v-9 at 15, G = v-10
-		// at 16), 21 marker, 22..31 v-10..19, 32 marker. The last copy of s* is aborted: E(G)
-		// moves past the aborted records to the copy of G, 22. A group committed at 10 (after the
-		// committed copy of s*) is exact, and its read_uncommitted consumers read the 10 aborted
-		// records; a group at 5 is behind by the 5 records v-5..9 only.
+		// 0..9 v-0..9, 10 marker, 11..20 aborted copies of v-5..14 (of s* = v-9 at 15, of G =
+		// v-10 at 16), 21 marker, 22..31 v-10..19, 32 marker. The aborted copies are no copies:
+		// E(G) is after the committed copy of s*, and moves past the marker and aborted records
+		// to the copy of G, 22. A group committed at 10 is exact, and its read_uncommitted
+		// consumers read the 10 aborted records; a group at 5 is behind by the 5 records v-5..9
+		// only.
 		name: "across E(G), group exact at the committed copy",
 		target: func(w txnWriter) int64 {
 			w.commit(values("v", 0, 10)...)
@@ -121,7 +122,7 @@ func TestPlanAbortedAhead(t *testing.T) {
 			return 10
 		},
 		wantE: 22, wantStatus: StatusExact, wantAborted: 10, wantRanges: "11..20",
-		wantProof: "E(G) is 22 (the next record), not 16 (after the copy): offsets 16..21 hold only transaction markers and 5 records of aborted transactions",
+		wantProof: "E(G) is 22 (the next record), not 10 (after the copy): offsets 10..21 hold only transaction markers and 10 records of aborted transactions",
 	}, {
 		name: "across E(G), group behind",
 		target: func(w txnWriter) int64 {
@@ -131,6 +132,18 @@ func TestPlanAbortedAhead(t *testing.T) {
 			return 5
 		},
 		wantE: 22, wantStatus: StatusBehind, wantAborted: 0, wantRedeliver: 5,
+	}, {
+		// 0..12 v-0..12, 13 marker, 14..16 aborted copies of v-8..10, 17 marker: a fenced
+		// writer's aborted replay of s* after its committed copy. E(G) is 10, after the
+		// committed copy: taking the aborted copy at 15 for the last one would skip v-10..12
+		// for every reader.
+		name: "aborted replay of s* after its committed copy",
+		target: func(w txnWriter) int64 {
+			w.commit(values("v", 0, 13)...)
+			w.abort(values("v", 8, 11)...)
+			return 10
+		},
+		wantE: 10, wantStatus: StatusExact, wantAborted: 3, wantRanges: "14..16",
 	}, {
 		// 0..14 v-0..14, 15 marker, 16..18 aborted v-15..17, 19 marker, 20..21 aborted
 		// v-15..16, 22 marker, 23..27 v-15..19, 28 marker.

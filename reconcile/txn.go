@@ -220,6 +220,38 @@ func ranges(offs []int64) []OffsetRange {
 	return out
 }
 
+// dropAborted removes from recs (target records in offset order, as side.read returns them,
+// read_uncommitted) the records of aborted transactions below the last stable offset: they
+// copy nothing a read_committed consumer reads, and the alignment must not take them for
+// copies. A window without transactional records is returned as it is, unread again.
+func (p *planner) dropAborted(ctx context.Context, j job, recs []rec) ([]rec, error) {
+	txn := false
+	for _, r := range recs {
+		if r.r != nil && r.r.Attrs.IsTransactional() {
+			txn = true
+			break
+		}
+	}
+	if !txn {
+		return recs, nil
+	}
+	lo, hi := recs[0].off, min(recs[len(recs)-1].off+1, j.dstStable)
+	if lo >= hi {
+		return recs, nil
+	}
+	v, err := p.dst.scan(ctx, j.dstTopic, j.part, lo, hi, false)
+	if err != nil || len(v.aborted) == 0 {
+		return recs, err
+	}
+	out := make([]rec, 0, len(recs))
+	for _, r := range recs {
+		if len(within(v.aborted, r.off, r.off+1)) == 0 {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
 // settle chooses, among the offsets that are the same E(G) for a read_committed consumer, the
 // one to commit. Between the copy of the last source record below G (ans.e is the offset
 // after it) and the copy of the next one, a transactional target can hold markers and the
