@@ -15,9 +15,9 @@
 //     read only through Flow.Schedule, Bool, ReplicationFactor, List and ConfigExclude, each
 //     with MM2 3.7.1's rule beside it and one error, *SettingError, naming flow and key; Pattern
 //     compiles every filter list as MM2 does.
-//   - OffsetSync, Checkpoint: the records of MM2's offset-syncs and checkpoints topics,
-//     byte-compatible both ways; ReadOffsetSyncs and ReadCheckpoints read partition 0 of
-//     those topics. Heartbeats are neither read nor written.
+//   - OffsetSync, Checkpoint, Heartbeat: the records of MM2's offset-syncs, checkpoints and
+//     heartbeats topics, byte-compatible both ways; ReadOffsetSyncs and ReadCheckpoints read
+//     partition 0 of the first two, DecodeHeartbeat decodes a heartbeat.
 //   - Cluster.Opts: the franz-go options of kconn.Config for the cluster, named by its alias;
 //     a cluster without bootstrap servers is refused naming the key and flags that set them.
 //   - Lint: what MM2 would silently ignore or misread in a file, as Findings.
