@@ -273,3 +273,17 @@ func TestPlanRecordsLeft(t *testing.T) {
 			fmtPtr(p.SourceRecordsLeft), fmtPtr(p.TargetRecordsLeft), fmtPtr(p.AbortedAhead), p.AbortedNote)
 	}
 }
+
+// TestPlanRecordsLeftPlain: without transactions the records left are the offset lag, and no
+// aborted record is ahead (counted, 0).
+func TestPlanRecordsLeftPlain(t *testing.T) {
+	e, topic, group := isolationBed(t, "plain")
+	testkit.Produce(t, e.dst, topic, 0, values("v", 0, 20)...)
+	testkit.Commit(t, e.dstAdm, group, topic, 0, 10, "")
+	p := findPartition(t, planGroup(t, e, group, Config{}), group, topic, 0)
+	if p.Status != StatusExact || fmtPtr(p.TargetRecordsLeft) != "10" || fmtPtr(p.SourceRecordsLeft) != "10" ||
+		fmtPtr(p.AbortedAhead) != "0" || p.AbortedNote != "" || p.TargetLastStable != 20 {
+		t.Errorf("got %s, records left %s/%s, aborted ahead %s (%q), last stable %d; want exact, 10/10, 0, 20",
+			p.Status, fmtPtr(p.SourceRecordsLeft), fmtPtr(p.TargetRecordsLeft), fmtPtr(p.AbortedAhead), p.AbortedNote, p.TargetLastStable)
+	}
+}
