@@ -2,7 +2,6 @@ package logread
 
 import (
 	"context"
-	"errors"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -18,54 +17,21 @@ type TxnChunk struct {
 
 // ReadAborted reads the range as Read does, under read_committed whatever Options.Committed
 // says (the log ends at the last stable offset: records of a transaction still open are not
-// read), and calls fn with each response as a TxnChunk. Options.MaxRecords is not used: the
-// range bounds the read.
+// read), and calls fn with each response as a TxnChunk. Options.MaxRecords and Options.Txns
+// are not used: the range bounds the read.
 //
-// The broker answers a read_committed fetch with every batch below the last stable offset
-// and the list of aborted transactions (producer ID, first offset) they overlap; the client
-// drops the aborted ones. Here each response is decoded twice from the same bytes, as
-// read_committed and as read_uncommitted, by the client's own decoder: the records only the
-// second holds are the aborted ones. One fetch, and the client's rules (a transactional batch
-// of a producer with an aborted transaction starting at or before it, up to that producer's
-// ABORT marker) decide.
+// It is Read with a TxnWatch (aborted_kverify.go) that collects a response's aborted records
+// for its chunk: only a response that lists aborted transactions is decoded a second time,
+// as read_uncommitted, by the client's own decoder, and the records only the second decoding
+// holds are the aborted ones. Unlike a TxnWatch's, a chunk's aborted records are all those of
+// the chunk, also past Options.To, so that a caller may cache the chunk whole.
 func ReadAborted(ctx context.Context, cl *kgo.Client, o Options, fn func(TxnChunk) (bool, error)) error {
-	if o.From >= o.To {
-		return nil
-	}
+	var aborted []*kgo.Record
 	o.Committed, o.MaxRecords = true, 0
-	r := newReader(cl, o)
-	all := *r // decodes the same responses without dropping aborted records or controls
-	all.o.Committed, all.o.Controls = false, true
-	err := r.fetchAll(ctx, func(resp response) error {
-		var every []Chunk
-		if err := all.decode(resp, false, func(c Chunk) error { every = append(every, c); return nil }); err != nil {
-			return err
-		}
-		return r.decode(resp, false, func(c Chunk) error {
-			tc := TxnChunk{Chunk: c}
-			kept := make(map[int64]bool, len(c.Records))
-			for _, rec := range c.Records {
-				kept[rec.Offset] = true
-			}
-			for _, e := range every {
-				for _, rec := range e.Records {
-					if rec.Offset >= c.From && rec.Offset < c.To && !rec.Attrs.IsControl() && !kept[rec.Offset] {
-						tc.Aborted = append(tc.Aborted, rec)
-					}
-				}
-			}
-			more, err := fn(tc)
-			if err != nil {
-				return err
-			}
-			if !more {
-				return errStop
-			}
-			return nil
-		})
+	o.Txns = &TxnWatch{Aborted: func(r *kgo.Record) { aborted = append(aborted, r) }, wholeChunks: true}
+	return Read(ctx, cl, o, func(c Chunk) (bool, error) {
+		tc := TxnChunk{Chunk: c, Aborted: aborted}
+		aborted = nil
+		return fn(tc)
 	})
-	if errors.Is(err, errStop) {
-		return nil
-	}
-	return err
 }

@@ -34,6 +34,9 @@ type TxnWatch struct {
 	// records from it on belong to a transaction still open (or not yet marked), which
 	// read_committed does not return until it ends.
 	Ends func(lastStable, highWatermark int64)
+	// wholeChunks tells Aborted the aborted records of a whole chunk, also those past
+	// Options.To (ReadAborted).
+	wholeChunks bool
 }
 
 // watchTxns tells the TxnWatch of a read_committed read what the response part, decoded from
@@ -58,6 +61,9 @@ func (r *reader) watchTxns(part *kmsg.FetchResponseTopicPartition, pos, end int6
 		return nil, fmt.Errorf("decode %s at offset %d for its aborted records: %w", r.o.where(), pos, all.Err)
 	}
 	limit := min(end, r.o.To)
+	if w.wholeChunks {
+		limit = end
+	}
 	i := 0
 	for _, rec := range all.Records {
 		for i < len(committed) && committed[i].Offset < rec.Offset {
