@@ -25,9 +25,9 @@
 // TestACLs, TestACLsSecure3, TestSecureBed), TestMirror, TestCutover and TestRoundTrip follow
 // it; MirrorMaker 2 stays 3.7.1. A test that needs what only one source has skips on the
 // other pairs saying why: TestReconcileSeed needs the seed fixture's 2.3.0 source.
-// TestMirrorKafka4 skips on 2.3.0-4.3.1, which TestMirror then runs. Tests written for one
-// pair on purpose (TestReconcile371To371, the KIP-848 and seed tests, the fault, growth and
-// container suites) do not read it.
+// TestMirrorKafka4 skips on 2.3.0-4.3.1, which TestMirror then runs. The opt-in fault suite
+// TestProdFaults follows it too. Tests written for one pair on purpose (TestReconcile371To371,
+// the KIP-848 and seed tests, the tool fault, growth and container suites) do not read it.
 //
 //	KMIGRATE_PAIR=3.7.1-4.3.1 go test ./integration/ -run 'TestVerify$|TestVerifyAll|TestReconcileCases|TestMirror$' -v
 //
