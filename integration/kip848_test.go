@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -80,8 +79,9 @@ func TestKIP848Reconcile(t *testing.T) {
 		t.Fatalf("kreconcile groups --apply: exit %d, group %+v, want the consumer group applied\n%s\n%s", code, g, out, errOut)
 	}
 	truth := rcTruth(t, bedReadPartition(ctx, t, src, topic, 0, 0), bedReadPartition(ctx, t, dst, topic, 0, 0), k848G)
-	if got := rcCommitted(t, dst, group, topic, 0); got == nil || *got != truth || p.ExactTarget == nil || *p.ExactTarget != truth {
-		t.Fatalf("target commit %s, plan's E(G) %s, want the true E(G) %d", k848Offset(got), k848Offset(p.ExactTarget), truth)
+	hi := rcReadable(ctx, t, dst, topic, 0, truth)
+	if got := rcCommitted(t, dst, group, topic, 0); got == nil || *got < truth || *got > hi || p.ExactTarget == nil || *p.ExactTarget != *got {
+		t.Fatalf("target commit %s, plan's E(G) %s, want the same, within the true E(G) %d-%d", k848Offset(got), k848Offset(p.ExactTarget), truth, hi)
 	}
 
 	// Kafka 4.3.1's console consumer joins with the new protocol and reads from E(G).
@@ -198,42 +198,11 @@ func k848Member(ctx context.Context, t *testing.T, c cluster.Cluster, group, top
 }
 
 // k848ConsoleConsumer runs Kafka 4.3.1's console consumer as group on topic with
-// group.protocol=consumer until no record arrives for 15 s, and returns the values it printed
-// (checked against its own count, "Processed a total of N messages").
+// group.protocol=consumer until no record arrives for 15 s, and returns the values it printed.
 func k848ConsoleConsumer(ctx context.Context, t *testing.T, c cluster.Cluster, group, topic string) []string {
 	t.Helper()
-	cache := os.Getenv(cluster.EnvCache)
-	if cache == "" {
-		home, _ := os.UserHomeDir()
-		cache = filepath.Join(home, ".cache", "kmigrate")
-	}
-	lib := filepath.Join(cache, "kafka-"+cluster.V431, "lib")
-	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(cctx, aclJava(t), "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", lib+"/*",
-		"org.apache.kafka.tools.consumer.ConsoleConsumer", "--bootstrap-server", strings.Join(c.Bootstrap(), ","),
-		"--topic", topic, "--group", group, "--consumer-property", "group.protocol=consumer",
-		"--timeout-ms", "15000")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) { // the tool exits non-zero on its timeout in some versions
-		t.Fatalf("console consumer: %v\n%s", err, stderr.String())
-	}
-	t.Logf("console consumer stderr (last 400 bytes): %s", stderr.String()[max(stderr.Len()-400, 0):])
-	// Standard output also carries the tool's notices (a deprecation, the timeout's
-	// exception): the records are the lines holding a value of topic.
-	var values []string
-	for _, line := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(line, topic+"-") {
-			values = append(values, line)
-		}
-	}
-	if want := fmt.Sprintf("Processed a total of %d messages", len(values)); !strings.Contains(stderr.String(), want) {
-		t.Fatalf("console consumer: printed %d records, but its summary is not %q\nstdout:\n%s\nstderr:\n%s", len(values), want, out, stderr.String())
-	}
-	return values
+	return bedConsole(ctx, t, c, topic, func(line string) bool { return strings.HasPrefix(line, topic+"-") },
+		"--group", group, "--consumer-property", "group.protocol=consumer")
 }
 
 func k848Result(t *testing.T, out string) *reconcile.Result {
@@ -293,9 +262,10 @@ func TestKIP848Plan4To4(t *testing.T) {
 	g := rcGroup(t, res, group)
 	p := rcPartition(t, res, group, topic)
 	truth := rcTruth(t, bedReadPartition(ctx, t, src, topic, 0, 0), bedReadPartition(ctx, t, dst, topic, 0, 0), k848G)
-	t.Logf("plan: source group %s/%s, G=%d, E(G)=%s (true %d), %s", g.SourceType, g.SourceState, p.SourceCommitted, k848Offset(p.ExactTarget), truth, p.Status)
-	if g.Err != "" || g.SourceType != "consumer" || g.SourceState != "Empty" || p.ExactTarget == nil || *p.ExactTarget != truth {
-		t.Fatalf("plan of the consumer group: %+v, partition %+v, want an Empty consumer group with E(G)=%d", g, p, truth)
+	hi := rcReadable(ctx, t, dst, topic, 0, truth)
+	t.Logf("plan: source group %s/%s, G=%d, E(G)=%s (true %d-%d), %s", g.SourceType, g.SourceState, p.SourceCommitted, k848Offset(p.ExactTarget), truth, hi, p.Status)
+	if g.Err != "" || g.SourceType != "consumer" || g.SourceState != "Empty" || p.ExactTarget == nil || *p.ExactTarget < truth || *p.ExactTarget > hi {
+		t.Fatalf("plan of the consumer group: %+v, partition %+v, want an Empty consumer group with E(G) within %d-%d", g, p, truth, hi)
 	}
 	if sharing {
 		sg := rcGroup(t, res, share)
