@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/integration/cluster"
+	"github.com/kmigrate/kmigrate/logread"
 	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/reconcile"
 )
@@ -61,6 +62,25 @@ func rcTruth(t *testing.T, srcRecs, dstRecs []*kgo.Record, g int64) int64 {
 		return 0
 	}
 	return dstRecs[len(dstRecs)-1].Offset + 1
+}
+
+// rcReadable is where the span of offsets that are all E(G) ends, given its start truth
+// (rcTruth): the offset of the first record a read_committed reader gets at or after truth, or
+// the partition's end when none. Between the two a transactional target holds only markers
+// and aborted records, so every offset in [truth, rcReadable] serves a read_committed reader
+// alike; kreconcile commits the last of them, which also spares a read_uncommitted one.
+func rcReadable(ctx context.Context, t *testing.T, c cluster.Cluster, topic string, part int32, truth int64) int64 {
+	t.Helper()
+	end := bedEndOffsets(ctx, t, c, topic)[part]
+	next := end
+	o := logread.Options{Cluster: c.Name(), Topic: topic, Partition: part, From: truth, To: end, Committed: true, Short: logread.ShortStop, MaxRecords: 1}
+	if err := logread.Each(ctx, bedClient(t, c.Bootstrap()), o, func(r *kgo.Record) (bool, error) {
+		next = r.Offset
+		return false, nil
+	}); err != nil {
+		t.Fatalf("read %s/%d on %s from %d: %v", topic, part, c.Name(), truth, err)
+	}
+	return next
 }
 
 func rcCommit(t *testing.T, c cluster.Cluster, group, topic string, part int32, at int64, meta string) {
