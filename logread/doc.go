@@ -43,4 +43,8 @@
 //   - Read calls a function with each response's records as a Chunk, on the caller's
 //     goroutine: the exact offset span the response covers, for a caller that caches.
 //   - Each calls a function for every record, on the caller's goroutine.
+//
+// ReadAborted is Read under read_committed with each chunk's aborted records beside it (a
+// TxnWatch that collects them), for a caller that caches what a read_uncommitted reader would
+// also read.
 package logread
