@@ -633,6 +633,22 @@ func (b *pfBed) run(t *testing.T, names []string) []pfRow {
 		}
 		lanes = append(lanes, l)
 	}
+	// The first fault must find kmirror running: one still starting when the source goes
+	// dark stops at its start-up check (source unreachable), as it should.
+	for _, l := range lanes {
+		if l.tool.owned == nil {
+			continue
+		}
+		bedWaitFor(ctx, t, 200*time.Millisecond, l.tool.name+" to own every partition before the first fault", func() string {
+			if err := l.tool.alive(); err != nil {
+				t.Fatalf("%s at start: %v", l.tool.name, err)
+			}
+			if n := l.tool.owned(); n != pfParts {
+				return fmt.Sprintf("it owns %d of %d", n, pfParts)
+			}
+			return ""
+		})
+	}
 	b.settleAll(ctx, t, lanes, "start")
 	for _, f := range b.faults(lanes[0].topic) {
 		live := pfLive(lanes)
