@@ -16,13 +16,18 @@ import (
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
-// ReadRoot reads r and returns its record count and root (its chunks are not kept).
+// ReadRoot reads r and returns its record count and root (its chunks are not kept), and of a
+// target range read read_committed the aborted records passed over (RangeRoot.Aborted).
 func ReadRoot(ctx context.Context, cl *kgo.Client, r Range) (RangeRoot, error) {
 	p, err := Read(ctx, cl, r, rootParams)
 	if err != nil {
 		return RangeRoot{}, err
 	}
-	return RangeRoot{From: r.From, To: r.To, Records: p.Records, Root: p.Root}, nil
+	rr := RangeRoot{From: r.From, To: r.To, Records: p.Records, Root: p.Root}
+	if p.Txns != nil {
+		rr.Aborted, rr.AbortedCopies = &p.Txns.Aborted, &p.Txns.AbortedCopies
+	}
+	return rr, nil
 }
 
 // rootParams chunk a root-only read coarsely: its chunks are thrown away.

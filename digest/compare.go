@@ -22,6 +22,64 @@ type Comparison struct {
 	NotCompared []int32 `json:"not_compared,omitempty"`
 	// Problems are partitions one digest has and the other does not.
 	Problems []string `json:"problems,omitempty"`
+	// Aborted and AbortedCopies sum the target digest's Txns: the records of aborted
+	// transactions in its ranges, which read_uncommitted consumers (the Java default) read
+	// and read_committed ones do not, and the copies of committed records among them. They
+	// do not change Identical, the comparison of what read_committed consumers read. nil
+	// when the target digest does not record them; AbortedNotRecorded then says why.
+	Aborted            *int64 `json:"aborted,omitempty"`
+	AbortedCopies      *int64 `json:"aborted_copies,omitempty"`
+	AbortedNotRecorded string `json:"aborted_not_recorded,omitempty"`
+	// TargetTransactions lists, in partition order, the target digest's partitions with
+	// aborted records or a transaction open where its range ends.
+	TargetTransactions []TxnPartition `json:"target_transactions,omitempty"`
+}
+
+// TxnPartition is the Txns of one partition of the target digest (the JSON form of kverify
+// diff's target_transactions).
+type TxnPartition struct {
+	Partition int32 `json:"partition"`
+	Txns
+}
+
+// OpenTransactions lists the target partitions with a transaction open and counts the records
+// in them that were not digested.
+func (c *Comparison) OpenTransactions() (partitions []int32, records int64) {
+	for _, tp := range c.TargetTransactions {
+		if o := tp.OpenTransaction; o != nil {
+			partitions = append(partitions, tp.Partition)
+			records += o.To - o.From + 1
+		}
+	}
+	return partitions, records
+}
+
+// The reasons Comparison.AbortedNotRecorded gives.
+const (
+	NotRecordedUncommitted = "the digests were read read_uncommitted: the aborted records are compared like the others"
+	NotRecordedOld         = "the target digest does not record them (taken by an earlier kverify): take it again to count them"
+)
+
+// txns sums the Txns of the target digest dst into c.
+func (c *Comparison) txns(dst *File) {
+	if dst.Isolation != Isolation(true) {
+		c.AbortedNotRecorded = NotRecordedUncommitted
+		return
+	}
+	var n, copies int64
+	var list []TxnPartition
+	for _, p := range dst.Partitions {
+		if p.Txns == nil {
+			c.AbortedNotRecorded = NotRecordedOld
+			return
+		}
+		n, copies = n+p.Txns.Aborted, copies+p.Txns.AbortedCopies
+		if p.Txns.Aborted > 0 || p.Txns.OpenTransaction != nil {
+			list = append(list, TxnPartition{Partition: p.Partition, Txns: *p.Txns})
+		}
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Partition < list[j].Partition })
+	c.Aborted, c.AbortedCopies, c.TargetTransactions = &n, &copies, list
 }
 
 // PartitionComparison is one partition: both digests' ranges and chunk counts, how many chunks
@@ -84,7 +142,8 @@ func Compatible(src, dst *File) error {
 }
 
 // Compare aligns the chunk sequences of each partition both digests have (the same partition
-// number) and returns the regions that differ. Partitions one digest lacks are Problems.
+// number) and returns the regions that differ. Partitions one digest lacks are Problems. The
+// aborted records the target digest records are summed, apart from the verdict.
 func Compare(src, dst *File) (*Comparison, error) {
 	if err := Compatible(src, dst); err != nil {
 		return nil, err
@@ -115,6 +174,7 @@ func Compare(src, dst *File) (*Comparison, error) {
 		return nil, fmt.Errorf("%w: no partition of %q (source) and %q (target) holds a record in either digest", ErrNothingToCompare, src.Topic, dst.Topic)
 	}
 	c.Identical = c.Regions == 0 && len(c.Problems) == 0
+	c.txns(dst)
 	return c, nil
 }
 

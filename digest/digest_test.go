@@ -3,8 +3,11 @@ package digest
 import (
 	"bytes"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/kmigrate/kmigrate/align"
 )
 
 // fps is a fingerprint stream of n records (a fixed seed: the same every run).
@@ -189,5 +192,51 @@ func TestParamsFor(t *testing.T) {
 	}
 	if p, err := ParamsFor(4096); err != nil || p != (Params{Bits: 12, MinRecords: 256, MaxRecords: 65536}) {
 		t.Errorf("ParamsFor(4096) = %+v, %v", p, err)
+	}
+}
+
+// A target digest's transactions round-trip and are checked against the range; Compare sums
+// them, says why when they are not recorded, and keeps the verdict.
+func TestTxnsParseAndCompare(t *testing.T) {
+	p, _ := ParamsFor(64)
+	s := fps(100)
+	tp := partition(p, 0, s)
+	tp.To += 4 // 4 aborted records at 100-103
+	tp.Txns = &Txns{Aborted: 4, AbortedCopies: 1, AbortedRanges: []align.TargetRange{{From: 100, To: 103}}}
+	dst := file("target", p, tp)
+	var b bytes.Buffer
+	if err := Write(&b, dst); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Parse(b.Bytes())
+	if err != nil || !reflect.DeepEqual(got.Partitions[0].Txns, tp.Txns) {
+		t.Fatalf("transactions did not round-trip: %v, %+v", err, got)
+	}
+	good := b.String()
+	for name, tc := range map[string]struct{ old, new, want string }{
+		"copies over count": {`"aborted_copies":1`, `"aborted_copies":5`, "not valid"},
+		"range outside":     {`"target_to":103}`, `"target_to":104}`, "outside"},
+		"ranges short":      {`"aborted":4`, `"aborted":5`, "hold 4 records"},
+	} {
+		if _, err := Parse([]byte(strings.Replace(good, tc.old, tc.new, 1))); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want an error saying %q", name, err, tc.want)
+		}
+	}
+
+	src := file("source", p, partition(p, 0, s))
+	c, err := Compare(src, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Identical || c.Aborted == nil || *c.Aborted != 4 || *c.AbortedCopies != 1 || len(c.TargetTransactions) != 1 || c.AbortedNotRecorded != "" {
+		t.Errorf("compare: identical %v, aborted %v, %+v, %q; want identical, 4 aborted, 1 copy", c.Identical, c.Aborted, c.TargetTransactions, c.AbortedNotRecorded)
+	}
+	dst.Partitions[0].Txns = nil
+	if c, _ := Compare(src, dst); c.Aborted != nil || c.AbortedNotRecorded != NotRecordedOld {
+		t.Errorf("compare of a digest without transactions: aborted %v, %q; want not recorded", c.Aborted, c.AbortedNotRecorded)
+	}
+	src.Isolation, dst.Isolation = "read_uncommitted", "read_uncommitted"
+	if c, _ := Compare(src, dst); c.Aborted != nil || c.AbortedNotRecorded != NotRecordedUncommitted {
+		t.Errorf("compare of read_uncommitted digests: aborted %v, %q; want not recorded", c.Aborted, c.AbortedNotRecorded)
 	}
 }

@@ -27,6 +27,15 @@
 //     it, so gaps are inside; a target behind the source ends in a region holding its last,
 //     partial chunk. Region.ContextSourceFrom/ContextTargetFrom start at the matched chunk
 //     before, so a drilled replay of it is duplicated, not extra, as in kverify diff.
+//   - A target range read read_committed (Take of the target, ReadRoot of an evidence's target
+//     range) records what the read passed over (Partition.Txns, RangeRoot.Aborted): the
+//     records of aborted transactions, which read_uncommitted consumers read, found by
+//     logread's TxnWatch (only the responses that list aborted transactions are decoded a
+//     second time); the copies of committed records among them by fingerprint, kverify diff's
+//     rule; and a transaction open where the range ends. Compare sums them apart from
+//     Identical. The source is read as before, without them. Files of version 1 without them
+//     still load (Comparison.AbortedNotRecorded); a kverify that predates them refuses a file
+//     that has them (an unknown field).
 //   - kverify writes the files atomically; Parse accepts exactly one object of the format, no unknown
 //     field, each partition once, chunks in order inside the range whose counts add up.
 //

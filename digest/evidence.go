@@ -31,6 +31,26 @@ type Evidence struct {
 	// rendering of the result when the report went to standard output.
 	ReportSHA256 string `json:"report_sha256"`
 	ReportHashed string `json:"report_hashed"`
+	// TargetAborted and TargetAbortedCopies are the sums of the partitions' target Aborted
+	// and AbortedCopies (SumTargetAborted): what read_uncommitted consumers (the Java
+	// default) read on top of the proved records, and how many of those are copies of them.
+	// nil when not recorded.
+	TargetAborted       *int64 `json:"target_aborted,omitempty"`
+	TargetAbortedCopies *int64 `json:"target_aborted_copies,omitempty"`
+}
+
+// SumTargetAborted sets e.TargetAborted and e.TargetAbortedCopies to the sums over the
+// partitions, when every partition's target recorded them (else leaves them nil).
+func (e *Evidence) SumTargetAborted() {
+	var n, copies int64
+	for _, p := range e.Partitions {
+		if p.Target.Aborted == nil || p.Target.AbortedCopies == nil {
+			e.TargetAborted, e.TargetAbortedCopies = nil, nil
+			return
+		}
+		n, copies = n+*p.Target.Aborted, copies+*p.Target.AbortedCopies
+	}
+	e.TargetAborted, e.TargetAbortedCopies = &n, &copies
 }
 
 // EvidenceSide names one cluster and topic.
@@ -47,12 +67,19 @@ type EvidencePart struct {
 	Target    RangeRoot `json:"target"`
 }
 
-// RangeRoot is a range [From, To), its record count and the root over its fingerprints.
+// RangeRoot is a range [From, To), its record count and the root over its fingerprints. Of a
+// target range read read_committed, Aborted and AbortedCopies also count the records of
+// aborted transactions the read passed over and the copies of committed records among them
+// (Txns): not part of the root, which is over the committed records only. nil when not
+// recorded: the source, a read_uncommitted read, or evidence written by a kverify that did
+// not record them.
 type RangeRoot struct {
-	From    int64  `json:"from"`
-	To      int64  `json:"to"`
-	Records int64  `json:"records"`
-	Root    string `json:"root"`
+	From          int64  `json:"from"`
+	To            int64  `json:"to"`
+	Records       int64  `json:"records"`
+	Root          string `json:"root"`
+	Aborted       *int64 `json:"aborted,omitempty"`
+	AbortedCopies *int64 `json:"aborted_copies,omitempty"`
 }
 
 // NewEvidence is an Evidence with the format and descriptions filled in.
@@ -91,7 +118,27 @@ func parseEvidence(data []byte) (*Evidence, error) {
 			if _, err := ParseRoot(r.Root); err != nil {
 				return nil, fmt.Errorf("partition %d %s: %w", p.Partition, side, err)
 			}
+			if err := checkAborted(r.Aborted, r.AbortedCopies, r.To-r.From); err != nil {
+				return nil, fmt.Errorf("partition %d %s: %w", p.Partition, side, err)
+			}
 		}
 	}
+	if err := checkAborted(e.TargetAborted, e.TargetAbortedCopies, -1); err != nil {
+		return nil, fmt.Errorf("target: %w", err)
+	}
 	return &e, nil
+}
+
+// checkAborted checks a recorded count of aborted records and of copies among them: both or
+// neither, copies at most the count, the count at most max (-1: no bound).
+func checkAborted(n, copies *int64, limit int64) error {
+	switch {
+	case n == nil && copies == nil:
+		return nil
+	case n == nil || copies == nil:
+		return errors.New("aborted and aborted_copies go together")
+	case *n < 0 || *copies < 0 || *copies > *n || limit >= 0 && *n > limit:
+		return fmt.Errorf("%d aborted records, %d copies: not valid", *n, *copies)
+	}
+	return nil
 }

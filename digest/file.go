@@ -39,13 +39,18 @@ type File struct {
 
 // Partition is one partition of a digest: every record of [From, To) read, as chunks.
 type Partition struct {
-	Partition int32   `json:"partition"`
-	From      int64   `json:"from"`
-	To        int64   `json:"to"`
-	Records   int64   `json:"records"`
-	Bytes     int64   `json:"record_bytes"`
-	Root      string  `json:"root"`
-	Chunks    []Chunk `json:"chunks"`
+	Partition int32  `json:"partition"`
+	From      int64  `json:"from"`
+	To        int64  `json:"to"`
+	Records   int64  `json:"records"`
+	Bytes     int64  `json:"record_bytes"`
+	Root      string `json:"root"`
+	// Txns is what the read_committed read of a target digest passed over: the records of
+	// aborted transactions in [From, To) and a transaction open where it ends. nil when not
+	// recorded: a source digest, a read_uncommitted one (the aborted records are among the
+	// chunks), or one taken by a kverify that did not record them.
+	Txns   *Txns   `json:"transactions,omitempty"`
+	Chunks []Chunk `json:"chunks"`
 }
 
 // The descriptions a File carries.
@@ -147,6 +152,9 @@ func (p Partition) check() error {
 	}
 	if n != p.Records {
 		return fmt.Errorf("chunks hold %d records, the partition says %d", n, p.Records)
+	}
+	if p.Txns != nil {
+		return p.Txns.check(p.From, p.To)
 	}
 	return nil
 }

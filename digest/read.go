@@ -20,9 +20,17 @@ type Range struct {
 	Committed bool // read_committed
 }
 
+// recordsTxns says whether a read of r records what it passed over (Partition.Txns): a
+// read_committed read of the target, whose aborted records read_uncommitted consumers read.
+// The source is read as it always was, without.
+func (r Range) recordsTxns() bool { return r.Committed && r.Cluster == "target" }
+
 // Read reads r with logread (raw fetches, exact positions; the log ending before To is an
 // error) and returns the partition's digest: its chunks under p, the record count, the
-// record bytes (keys, values, header keys and values) and the root.
+// record bytes (keys, values, header keys and values) and the root; of a target range read
+// read_committed also the aborted records passed over and a transaction open where the range
+// ends (Txns; the read decodes a second time only the responses that list aborted
+// transactions).
 func Read(ctx context.Context, cl *kgo.Client, r Range, p Params) (Partition, error) {
 	out := Partition{Partition: r.Partition, From: r.From, To: r.To}
 	b := NewBuilder(p)
@@ -31,11 +39,21 @@ func Read(ctx context.Context, cl *kgo.Client, r Range, p Params) (Partition, er
 	if fields == 0 {
 		fields = offsetmap.DefaultFields
 	}
+	var tally *txnTally
+	var watch *logread.TxnWatch
+	if r.recordsTxns() {
+		tally = newTxnTally(fields)
+		watch = tally.watch()
+	}
 	s := logread.Start(ctx, cl, logread.Options{
 		Cluster: r.Cluster, Topic: r.Topic, Partition: r.Partition, From: r.From, To: r.To,
-		Committed: r.Committed, Short: logread.ShortError,
+		Committed: r.Committed, Short: logread.ShortError, Txns: watch,
 	}, func(rec *kgo.Record) item {
-		return item{offset: rec.Offset, fp: h.Sum(rec, fields), bytes: recordBytes(rec)}
+		it := item{offset: rec.Offset, fp: h.Sum(rec, fields), bytes: recordBytes(rec)}
+		if tally != nil {
+			tally.committed(it.offset, it.fp)
+		}
+		return it
 	})
 	defer s.Close()
 	for {
@@ -48,6 +66,10 @@ func Read(ctx context.Context, cl *kgo.Client, r Range, p Params) (Partition, er
 		}
 		b.Add(it.offset, it.fp)
 		out.Bytes += it.bytes
+	}
+	if tally != nil {
+		s.Close() // the tally is the decoding goroutine's until the read stopped
+		out.Txns = tally.result(r.From, r.To)
 	}
 	var root Root
 	out.Chunks, out.Records, root = b.Finish()

@@ -1,0 +1,171 @@
+package digest
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kmigrate/kmigrate/align"
+	"github.com/kmigrate/kmigrate/logread"
+	"github.com/kmigrate/kmigrate/offsetmap"
+)
+
+// Txns is what the read_committed read of a target range passed over, which a
+// read_uncommitted consumer (the Java client's default) reads and a read_committed one does
+// not: the records of aborted transactions in the range, and a transaction still open where
+// it ends. It is kverify diff's TxnPartition (the same JSON names) for a digested range.
+type Txns struct {
+	// Aborted counts the records of aborted transactions in the range.
+	Aborted int64 `json:"aborted"`
+	// AbortedCopies counts those whose fingerprint equals that of a record committed in the
+	// range: what a read_uncommitted consumer reads twice. As in kverify diff, a committed
+	// copy is found anywhere after the aborted record, or among the 4096 committed records
+	// before it.
+	AbortedCopies int64 `json:"aborted_copies"`
+	// AbortedRanges are the aborted offsets as inclusive ranges of consecutive offsets (at
+	// most MaxAbortedRanges; Truncated says when cut).
+	AbortedRanges []align.TargetRange `json:"aborted_ranges,omitempty"`
+	// OpenTransaction is set when the read ended at the last stable offset, below the high
+	// watermark: offsets [From, To] are in a transaction still open, not read.
+	OpenTransaction *align.TargetRange `json:"open_transaction,omitempty"`
+	Truncated       bool               `json:"truncated,omitempty"`
+}
+
+// MaxAbortedRanges bounds Txns.AbortedRanges (the counts stay complete).
+const MaxAbortedRanges = 1000
+
+// recentKept is how many committed records before an aborted one are looked at for a
+// committed copy of it (kverify diff's number).
+const recentKept = 4096
+
+// txnTally follows one read_committed read of a target range: the aborted records the
+// reader passes over (logread.TxnWatch) and the committed records it yields, matched by
+// fingerprint. Its methods run on the reader's decoding goroutine; result is called after
+// the read stopped.
+type txnTally struct {
+	fields   offsetmap.Fields
+	h        offsetmap.Hasher
+	recent   []recentRec // ring of the last committed records, allocated on the first one
+	nRecent  int
+	index    map[uint64]int64 // fingerprint -> offset of the ring, built when first needed
+	indexAt  int              // nRecent when index was built
+	aborted  []abortedRec
+	pending  map[uint64][]int // aborted records with no committed copy yet, by fingerprint
+	lso, hwm int64
+	ends     bool
+}
+
+type recentRec struct {
+	offset int64
+	fp     uint64
+}
+
+type abortedRec struct {
+	offset int64
+	copied bool
+}
+
+func newTxnTally(fields offsetmap.Fields) *txnTally {
+	return &txnTally{fields: fields, pending: map[uint64][]int{}, indexAt: -1}
+}
+
+// watch is the logread.TxnWatch that feeds t.
+func (t *txnTally) watch() *logread.TxnWatch {
+	return &logread.TxnWatch{Aborted: t.abortedRecord, Ends: func(lso, hwm int64) {
+		t.lso, t.hwm, t.ends = lso, hwm, true
+	}}
+}
+
+func (t *txnTally) abortedRecord(r *kgo.Record) {
+	fp := t.h.Sum(r, t.fields)
+	a := abortedRec{offset: r.Offset}
+	if t.nRecent > 0 {
+		if t.indexAt != t.nRecent {
+			// Once per response with aborted records: the committed records yielded since
+			// the last one have changed the ring.
+			if t.index == nil {
+				t.index = make(map[uint64]int64, recentKept)
+			}
+			clear(t.index)
+			for i := max(0, t.nRecent-recentKept); i < t.nRecent; i++ {
+				rr := t.recent[i%recentKept]
+				t.index[rr.fp] = rr.offset
+			}
+			t.indexAt = t.nRecent
+		}
+		_, a.copied = t.index[fp]
+	}
+	if !a.copied {
+		t.pending[fp] = append(t.pending[fp], len(t.aborted))
+	}
+	t.aborted = append(t.aborted, a)
+}
+
+// committed is told every record the reader yields, in offset order.
+func (t *txnTally) committed(offset int64, fp uint64) {
+	if t.recent == nil {
+		t.recent = make([]recentRec, recentKept)
+	}
+	t.recent[t.nRecent%recentKept] = recentRec{offset, fp}
+	t.nRecent++
+	if len(t.pending) > 0 {
+		if is, ok := t.pending[fp]; ok {
+			for _, i := range is {
+				t.aborted[i].copied = true
+			}
+			delete(t.pending, fp)
+		}
+	}
+}
+
+// result is what t saw in the range [from, to) read.
+func (t *txnTally) result(from, to int64) *Txns {
+	x := &Txns{}
+	for _, a := range t.aborted {
+		if a.offset < from || a.offset >= to {
+			continue
+		}
+		x.Aborted++
+		if a.copied {
+			x.AbortedCopies++
+		}
+		r := x.AbortedRanges
+		switch n := len(r); {
+		case n > 0 && r[n-1].To+1 == a.offset:
+			r[n-1].To = a.offset
+		case n < MaxAbortedRanges:
+			x.AbortedRanges = append(r, align.TargetRange{From: a.offset, To: a.offset})
+		default:
+			x.Truncated = true
+		}
+	}
+	// An open transaction where the range ends: the read stopped at the last stable offset.
+	// One past the range's end is not what the range left out.
+	if t.ends && t.lso < t.hwm && t.lso <= to {
+		x.OpenTransaction = &align.TargetRange{From: t.lso, To: t.hwm - 1}
+	}
+	return x
+}
+
+// check checks x as read from a file, for the partition's range [from, to).
+func (x *Txns) check(from, to int64) error {
+	if x.Aborted < 0 || x.AbortedCopies < 0 || x.AbortedCopies > x.Aborted || x.Aborted > to-from {
+		return fmt.Errorf("transactions: %d aborted records, %d copies: not valid for the range [%d, %d)", x.Aborted, x.AbortedCopies, from, to)
+	}
+	var listed int64
+	next := from
+	for _, r := range x.AbortedRanges {
+		if r.From < next || r.To < r.From || r.To >= to {
+			return fmt.Errorf("transactions: aborted range [%d, %d] is out of order or outside [%d, %d)", r.From, r.To, from, to)
+		}
+		listed += r.To - r.From + 1
+		next = r.To + 1
+	}
+	if listed > x.Aborted || !x.Truncated && listed != x.Aborted {
+		return fmt.Errorf("transactions: the aborted ranges hold %d records, the count says %d", listed, x.Aborted)
+	}
+	if o := x.OpenTransaction; o != nil && (o.From < 0 || o.To < o.From) {
+		return fmt.Errorf("transactions: open transaction [%d, %d] is not valid", o.From, o.To)
+	}
+	return nil
+}
