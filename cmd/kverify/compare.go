@@ -30,6 +30,14 @@ exact offsets. Target records older than a source log that starts above offset 0
 as kverify diff skips them. The clusters must be the ones the digests were taken of (their
 cluster IDs); records the source wrote after its digest are not read.
 
+Aborted transactions: a target digest read read_committed (the default) records per partition
+the records of aborted transactions its read passed over and a transaction open where its range
+ends. compare says of them what kverify diff says: "N aborted records on the target (M copies
+of committed records): consumers reading read_uncommitted (the Java default) would read them;
+read_committed consumers do not", and lists their target offsets (JSON: aborted,
+aborted_copies, target_transactions). The verdict stays the read_committed one. A target
+digest taken by an earlier kverify, or read_uncommitted, does not record them: "not recorded".
+
 Partitions one digest has and the other does not are problems. Both digests must fingerprint
 the same fields with the same isolation and chunking, else exit 2.
 
@@ -131,9 +139,17 @@ func writeComparison(w io.Writer, cmp *digest.Comparison) error {
 		verdict = fmt.Sprintf("%d differing regions", cmp.Regions)
 	}
 	fmt.Fprintf(w, "kverify compare %s (cluster %s) -> %s (cluster %s): %s\n", cmp.SourceTopic, cmp.SourceClusterID, cmp.TargetTopic, cmp.TargetClusterID, verdict)
+	for _, s := range report.CompareTxnClauses(cmp) {
+		fmt.Fprintln(w, s)
+	}
+	listed := map[int32]bool{}
 	for _, p := range cmp.Partitions {
+		listed[p.Partition] = true
 		fmt.Fprintf(w, "partition %d: source [%d, %d) %d chunks, target [%d, %d) %d chunks, %d matched\n",
 			p.Partition, p.SourceFrom, p.SourceTo, p.SourceChunks, p.TargetFrom, p.TargetTo, p.TargetChunks, p.MatchedChunks)
+		for _, d := range report.CompareTxnDetails(cmp, p.Partition) {
+			fmt.Fprintf(w, "  %s\n", d)
+		}
 		for _, r := range p.Regions {
 			fmt.Fprintf(w, "  differs: source [%d, %d) %d records in %d chunks, target [%d, %d) %d records in %d chunks\n",
 				r.SourceFrom, r.SourceTo, r.SourceRecords, r.SourceChunks, r.TargetFrom, r.TargetTo, r.TargetRecords, r.TargetChunks)
@@ -144,6 +160,15 @@ func writeComparison(w io.Writer, cmp *digest.Comparison) error {
 	}
 	for _, p := range cmp.NotCompared {
 		fmt.Fprintf(w, "partition %d: nothing to compare (no record in either digest)\n", p)
+	}
+	// The target partitions not compared (nothing committed, or not in the source digest) may
+	// hold aborted records too.
+	for _, tp := range cmp.TargetTransactions {
+		if !listed[tp.Partition] {
+			for _, d := range report.CompareTxnDetails(cmp, tp.Partition) {
+				fmt.Fprintf(w, "partition %d: %s\n", tp.Partition, d)
+			}
+		}
 	}
 	for _, pr := range cmp.Problems {
 		fmt.Fprintf(w, "problem: %s\n", pr)

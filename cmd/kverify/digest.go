@@ -32,7 +32,11 @@ default average of 4096 records a chunk costs ~60 bytes of the file: with record
 or more, the file is under 0.1% of the topic's record bytes (the command prints the ratio).
 
 --side target reads the topic named by the flow's replication policy (as kverify diff), or
---target-topic; only that side's connection flags are needed. --from/--to take offsets
+--target-topic; only that side's connection flags are needed. Read read_committed (the
+default), the target digest also records per partition the records of aborted transactions
+the read passed over (their count, offsets and how many copy a committed record) and a
+transaction open where the range ends: read_uncommitted consumers read those records, and
+kverify compare says so. The source is read as before, without them. --from/--to take offsets
 (earliest, latest, or an offset; --to exclusive) applied to every partition. The file is
 written atomically, only when every partition asked was read; on exit 2 nothing is written.
 
@@ -231,8 +235,25 @@ func digestSummary(f *digest.File, size int, path string) string {
 	if bytes > 0 {
 		ratio = fmt.Sprintf("%.4f%% of %d record bytes", 100*float64(size)/float64(bytes), bytes)
 	}
-	return fmt.Sprintf("digest of %s topic %q (cluster %s, id %s): %d partitions, %d records, %d chunks; %s: %d bytes, %s",
+	line := fmt.Sprintf("digest of %s topic %q (cluster %s, id %s): %d partitions, %d records, %d chunks; %s: %d bytes, %s",
 		f.Side, f.Topic, f.Cluster, f.ClusterID, len(f.Partitions), recs, chunks, path, size, ratio)
+	var aborted, copies int64
+	var open int
+	for _, p := range f.Partitions {
+		if p.Txns != nil {
+			aborted, copies = aborted+p.Txns.Aborted, copies+p.Txns.AbortedCopies
+			if p.Txns.OpenTransaction != nil {
+				open++
+			}
+		}
+	}
+	if aborted > 0 {
+		line += fmt.Sprintf("; %d aborted records passed over (%d copies of committed records), which read_uncommitted consumers read", aborted, copies)
+	}
+	if open > 0 {
+		line += fmt.Sprintf("; a transaction open where the range ends in %d partitions, not read", open)
+	}
+	return line
 }
 
 // sideClient connects to one side of conn and checks that it answers.
