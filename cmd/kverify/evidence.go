@@ -16,7 +16,8 @@ import (
 
 // withEvidence renders the --evidence file of a diff run into its output (outs), when asked:
 // per compared partition the range compared on each side and the root over its fingerprints
-// (read again from both clusters after the diff), the tool version, the cluster IDs, the time
+// (read again from both clusters after the diff), of the target read read_committed the
+// records of aborted transactions in its range, the tool version, the cluster IDs, the time
 // and the SHA-256 of the report. Nothing is written here: writeResults writes it with the
 // other outputs, or none.
 func withEvidence(c *cli.Context, conn *clikit.Session, cfg verify.Config, res *verify.Result, format report.Format, title string, outs []output) error {
@@ -34,6 +35,9 @@ func withEvidence(c *cli.Context, conn *clikit.Session, cfg verify.Config, res *
 	if err != nil {
 		return clikit.Failf("--evidence: %w (nothing written)", err)
 	}
+	// The target ranges were read read_committed: each records the aborted records it passed
+	// over, which read_uncommitted consumers read on top of the proved ones.
+	e.SumTargetAborted()
 	if e.ReportSHA256, e.ReportHashed, err = reportHash(c, format, res, title); err != nil {
 		return err
 	}

@@ -100,6 +100,10 @@ func runCheckEvidence(c *cli.Context) error {
 			fmt.Fprintf(w, "%s: not checked (no connection flags or digest for it)\n", side)
 		}
 	}
+	if e.TargetAborted != nil && *e.TargetAborted > 0 {
+		fmt.Fprintf(w, "target: the evidence records %d aborted records in the target ranges (%d copies of committed records), read by read_uncommitted consumers; not part of the roots\n",
+			*e.TargetAborted, *e.TargetAbortedCopies)
+	}
 	for _, ch := range ec.Checks {
 		if ch.OK {
 			fmt.Fprintln(w, "matches: "+ch.What)
