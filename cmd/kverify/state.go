@@ -134,8 +134,7 @@ func follow(c *cli.Context, st *verify.State, outs []output, format report.Forma
 		last, st = run, run.State
 		m.Set(st, run)
 		if !c.Bool("quiet") {
-			fmt.Fprintf(c.App.ErrWriter, "kverify: round %d: %d records matched, lag %d, problems %d\n",
-				n, run.Result.Summary.Matched, st.Lag(), m.Problems())
+			fmt.Fprintln(c.App.ErrWriter, roundLine(n, run, m.Problems()))
 		}
 		select {
 		case <-c.Context.Done():
@@ -155,4 +154,23 @@ func follow(c *cli.Context, st *verify.State, outs []output, format report.Forma
 		fmt.Fprintf(c.App.ErrWriter, "kverify: stopped; the verdict so far covers source offsets up to the verified ends (lag %d not verified)\n", last.State.Lag())
 	}
 	return finish(c, outs, format, last, title)
+}
+
+// roundLine is what --follow prints after round n: the records matched in it, the lag and the
+// problems, and when there are any the aborted target records of the state (over all runs,
+// as kverify_target_aborted_records counts them) and the partitions that ended at a
+// transaction still open.
+func roundLine(n int, run *verify.StateRun, problems int64) string {
+	line := fmt.Sprintf("kverify: round %d: %d records matched, lag %d, problems %d", n, run.Result.Summary.Matched, run.State.Lag(), problems)
+	var aborted, copies int64
+	for _, p := range run.State.Partitions {
+		aborted, copies = aborted+p.Aborted, copies+p.AbortedCopies
+	}
+	if aborted > 0 {
+		line += fmt.Sprintf(", %s on the target so far (%d copies of committed records; read_uncommitted consumers read them)", plural(int(aborted), "aborted record"), copies)
+	}
+	if ps, recs := run.Result.OpenTransactions(); len(ps) > 0 {
+		line += fmt.Sprintf(", a transaction open on the target in %s (%s not compared until it ends)", plural(len(ps), "partition"), plural(int(recs), "record"))
+	}
+	return line
 }
