@@ -5,7 +5,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kmigrate/kmigrate/align"
 	"github.com/kmigrate/kmigrate/logread"
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
@@ -24,11 +23,18 @@ type Txns struct {
 	AbortedCopies int64 `json:"aborted_copies"`
 	// AbortedRanges are the aborted offsets as inclusive ranges of consecutive offsets (at
 	// most MaxAbortedRanges; Truncated says when cut).
-	AbortedRanges []align.TargetRange `json:"aborted_ranges,omitempty"`
+	AbortedRanges []OffsetRange `json:"aborted_ranges,omitempty"`
 	// OpenTransaction is set when the read ended at the last stable offset, below the high
 	// watermark: offsets [From, To] are in a transaction still open, not read.
-	OpenTransaction *align.TargetRange `json:"open_transaction,omitempty"`
-	Truncated       bool               `json:"truncated,omitempty"`
+	OpenTransaction *OffsetRange `json:"open_transaction,omitempty"`
+	Truncated       bool         `json:"truncated,omitempty"`
+}
+
+// OffsetRange is an inclusive range of target offsets, named in JSON as kverify diff names
+// its target ranges.
+type OffsetRange struct {
+	From int64 `json:"target_from"`
+	To   int64 `json:"target_to"`
 }
 
 // MaxAbortedRanges bounds Txns.AbortedRanges (the counts stay complete).
@@ -134,7 +140,7 @@ func (t *txnTally) result(from, to int64) *Txns {
 		case n > 0 && r[n-1].To+1 == a.offset:
 			r[n-1].To = a.offset
 		case n < MaxAbortedRanges:
-			x.AbortedRanges = append(r, align.TargetRange{From: a.offset, To: a.offset})
+			x.AbortedRanges = append(r, OffsetRange{From: a.offset, To: a.offset})
 		default:
 			x.Truncated = true
 		}
@@ -142,7 +148,7 @@ func (t *txnTally) result(from, to int64) *Txns {
 	// An open transaction where the range ends: the read stopped at the last stable offset.
 	// One past the range's end is not what the range left out.
 	if t.ends && t.lso < t.hwm && t.lso <= to {
-		x.OpenTransaction = &align.TargetRange{From: t.lso, To: t.hwm - 1}
+		x.OpenTransaction = &OffsetRange{From: t.lso, To: t.hwm - 1}
 	}
 	return x
 }

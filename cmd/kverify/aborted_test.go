@@ -105,8 +105,8 @@ func TestDigestCompareAborted(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []*digest.Txns{
-		{Aborted: 5, AbortedCopies: 5, AbortedRanges: []align.TargetRange{{From: 5, To: 9}}},
-		{Aborted: 3, AbortedRanges: []align.TargetRange{{From: 5, To: 7}}, OpenTransaction: &align.TargetRange{From: 14, To: 15}},
+		{Aborted: 5, AbortedCopies: 5, AbortedRanges: []digest.OffsetRange{{From: 5, To: 9}}},
+		{Aborted: 3, AbortedRanges: []digest.OffsetRange{{From: 5, To: 7}}, OpenTransaction: &digest.OffsetRange{From: 14, To: 15}},
 	}
 	for i, tp := range tf.Partitions {
 		if !reflect.DeepEqual(tp.Txns, want[i]) {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kmigrate/kmigrate/align"
 	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
 	"github.com/kmigrate/kmigrate/digest"
 	"github.com/kmigrate/kmigrate/report"
@@ -139,7 +140,11 @@ func writeComparison(w io.Writer, cmp *digest.Comparison) error {
 		verdict = fmt.Sprintf("%d differing regions", cmp.Regions)
 	}
 	fmt.Fprintf(w, "kverify compare %s (cluster %s) -> %s (cluster %s): %s\n", cmp.SourceTopic, cmp.SourceClusterID, cmp.TargetTopic, cmp.TargetClusterID, verdict)
-	for _, s := range report.CompareTxnClauses(cmp) {
+	txns := comparisonTxns(cmp)
+	if cmp.Aborted == nil {
+		fmt.Fprintf(w, "aborted records on the target: not recorded (%s)\n", cmp.AbortedNotRecorded)
+	}
+	for _, s := range report.CompareTxnClauses(txns) {
 		fmt.Fprintln(w, s)
 	}
 	listed := map[int32]bool{}
@@ -147,7 +152,7 @@ func writeComparison(w io.Writer, cmp *digest.Comparison) error {
 		listed[p.Partition] = true
 		fmt.Fprintf(w, "partition %d: source [%d, %d) %d chunks, target [%d, %d) %d chunks, %d matched\n",
 			p.Partition, p.SourceFrom, p.SourceTo, p.SourceChunks, p.TargetFrom, p.TargetTo, p.TargetChunks, p.MatchedChunks)
-		for _, d := range report.CompareTxnDetails(cmp, p.Partition) {
+		for _, d := range report.CompareTxnDetails(txns, p.Partition) {
 			fmt.Fprintf(w, "  %s\n", d)
 		}
 		for _, r := range p.Regions {
@@ -165,7 +170,7 @@ func writeComparison(w io.Writer, cmp *digest.Comparison) error {
 	// hold aborted records too.
 	for _, tp := range cmp.TargetTransactions {
 		if !listed[tp.Partition] {
-			for _, d := range report.CompareTxnDetails(cmp, tp.Partition) {
+			for _, d := range report.CompareTxnDetails(txns, tp.Partition) {
 				fmt.Fprintf(w, "partition %d: %s\n", tp.Partition, d)
 			}
 		}
@@ -174,6 +179,27 @@ func writeComparison(w io.Writer, cmp *digest.Comparison) error {
 		fmt.Fprintf(w, "problem: %s\n", pr)
 	}
 	return nil
+}
+
+// comparisonTxns is the target digest's transactions of cmp as kverify diff's Result holds
+// them, so that compare says what diff says of them.
+func comparisonTxns(cmp *digest.Comparison) *verify.Result {
+	r := &verify.Result{}
+	if cmp.Aborted != nil {
+		r.Aborted, r.AbortedCopies = *cmp.Aborted, *cmp.AbortedCopies
+	}
+	for _, tp := range cmp.TargetTransactions {
+		x := verify.TxnPartition{Partition: tp.Partition, Aborted: tp.Aborted, AbortedCopies: tp.AbortedCopies, Truncated: tp.Truncated}
+		for _, ar := range tp.AbortedRanges {
+			x.AbortedRanges = append(x.AbortedRanges, align.TargetRange(ar))
+		}
+		if o := tp.OpenTransaction; o != nil {
+			open := align.TargetRange(*o)
+			x.OpenTransaction = &open
+		}
+		r.Transactions = append(r.Transactions, x)
+	}
+	return r
 }
 
 // runDrill reads the differing regions of cmp from both clusters and reports them as kverify
