@@ -99,6 +99,10 @@ func readComparison(t *testing.T, out string) (digest.Comparison, map[string]jso
 func TestDigestCompareAborted(t *testing.T) {
 	p := abortedMirror(t)
 	sd, td := digests(t, p.srcSeeds, p.dstSeeds, p.topic, "--chunk-records", "16")
+	code, out, errs := run(t, "digest", "--side", "target", "--target-brokers", p.dstSeeds, "--topic", p.topic, "--out", td, "--chunk-records", "16")
+	if code != 0 || !strings.Contains(out, "8 aborted records passed over (5 copies of committed records)") || !strings.Contains(out, "ends in 1 partition, not read") {
+		t.Errorf("digest of the target: exit %d, want 0 naming the aborted records and the open transaction\n%s%s", code, out, errs)
+	}
 
 	tf, err := digest.ReadFile(td)
 	if err != nil {
@@ -123,7 +127,7 @@ func TestDigestCompareAborted(t *testing.T) {
 		}
 	}
 
-	code, out, errs := run(t, "compare", sd, td)
+	code, out, errs = run(t, "compare", sd, td)
 	if code != 0 || !strings.Contains(out, ": identical\n") {
 		t.Fatalf("compare: exit %d, want 0 identical (read_committed)\n%s%s", code, out, errs)
 	}

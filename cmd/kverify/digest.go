@@ -248,10 +248,10 @@ func digestSummary(f *digest.File, size int, path string) string {
 		}
 	}
 	if aborted > 0 {
-		line += fmt.Sprintf("; %d aborted records passed over (%d copies of committed records), which read_uncommitted consumers read", aborted, copies)
+		line += fmt.Sprintf("; %s passed over (%d copies of committed records), which read_uncommitted consumers read", plural(int(aborted), "aborted record"), copies)
 	}
 	if open > 0 {
-		line += fmt.Sprintf("; a transaction open where the range ends in %d partitions, not read", open)
+		line += fmt.Sprintf("; a transaction open where the range ends in %s, not read", plural(open, "partition"))
 	}
 	return line
 }
