@@ -39,11 +39,11 @@ func Read(ctx context.Context, cl *kgo.Client, r Range, p Params) (Partition, er
 	if fields == 0 {
 		fields = offsetmap.DefaultFields
 	}
-	var tally *txnTally
+	var tally *TxnTally
 	var watch *logread.TxnWatch
 	if r.recordsTxns() {
-		tally = newTxnTally(fields)
-		watch = tally.watch()
+		tally = NewTxnTally(fields, false)
+		watch = tally.Watch()
 	}
 	s := logread.Start(ctx, cl, logread.Options{
 		Cluster: r.Cluster, Topic: r.Topic, Partition: r.Partition, From: r.From, To: r.To,
@@ -51,7 +51,7 @@ func Read(ctx context.Context, cl *kgo.Client, r Range, p Params) (Partition, er
 	}, func(rec *kgo.Record) item {
 		it := item{offset: rec.Offset, fp: h.Sum(rec, fields), bytes: recordBytes(rec)}
 		if tally != nil {
-			tally.committed(it.offset, it.fp)
+			tally.Delivered(it.offset, it.fp)
 		}
 		return it
 	})

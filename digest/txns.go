@@ -41,15 +41,17 @@ type OffsetRange struct {
 const MaxAbortedRanges = 1000
 
 // recentKept is how many committed records before an aborted one are looked at for a
-// committed copy of it (kverify diff's number).
+// committed copy of it.
 const recentKept = 4096
 
-// txnTally follows one read_committed read of a target range: the aborted records the
-// reader passes over (logread.TxnWatch) and the committed records it yields, matched by
-// fingerprint. Its methods run on the reader's decoding goroutine; result is called after
-// the read stopped.
-type txnTally struct {
+// TxnTally follows one read_committed read of a target range (kverify diff's and digest's):
+// the aborted records the reader passes over (Watch, a logread.TxnWatch) and the records it
+// yields (Delivered), matched by fingerprint, so that Txns can say how many aborted records
+// are copies of committed ones. Its methods run on the reader's decoding goroutine; Txns is
+// called after the read stopped.
+type TxnTally struct {
 	fields   offsetmap.Fields
+	deliver  bool // the aborted records are delivered too (logread.TxnWatch.Deliver)
 	h        offsetmap.Hasher
 	recent   []recentRec // ring of the last committed records, allocated on the first one
 	nRecent  int
@@ -57,6 +59,7 @@ type txnTally struct {
 	indexAt  int              // nRecent when index was built
 	aborted  []abortedRec
 	pending  map[uint64][]int // aborted records with no committed copy yet, by fingerprint
+	queue    []int64          // deliver: aborted offsets not yet delivered
 	lso, hwm int64
 	ends     bool
 }
@@ -68,23 +71,29 @@ type recentRec struct {
 
 type abortedRec struct {
 	offset int64
-	copied bool
+	copyAt int64 // a committed copy's offset; -1: none seen
 }
 
-func newTxnTally(fields offsetmap.Fields) *txnTally {
-	return &txnTally{fields: fields, pending: map[uint64][]int{}, indexAt: -1}
+// NewTxnTally returns a tally of a read comparing fields; with deliver the read delivers the
+// aborted records among the committed ones (a read_uncommitted view below the last stable
+// offset) and Delivered tells them apart.
+func NewTxnTally(fields offsetmap.Fields, deliver bool) *TxnTally {
+	return &TxnTally{fields: fields, deliver: deliver, pending: map[uint64][]int{}, indexAt: -1}
 }
 
-// watch is the logread.TxnWatch that feeds t.
-func (t *txnTally) watch() *logread.TxnWatch {
-	return &logread.TxnWatch{Aborted: t.abortedRecord, Ends: func(lso, hwm int64) {
+// Watch is the logread.TxnWatch that feeds t, for the read's Options.Txns.
+func (t *TxnTally) Watch() *logread.TxnWatch {
+	return &logread.TxnWatch{Aborted: t.abortedRecord, Deliver: t.deliver, Ends: func(lso, hwm int64) {
 		t.lso, t.hwm, t.ends = lso, hwm, true
 	}}
 }
 
-func (t *txnTally) abortedRecord(r *kgo.Record) {
+func (t *TxnTally) abortedRecord(r *kgo.Record) {
 	fp := t.h.Sum(r, t.fields)
-	a := abortedRec{offset: r.Offset}
+	a := abortedRec{offset: r.Offset, copyAt: -1}
+	if t.deliver {
+		t.queue = append(t.queue, r.Offset)
+	}
 	if t.nRecent > 0 {
 		if t.indexAt != t.nRecent {
 			// Once per response with aborted records: the committed records yielded since
@@ -99,16 +108,23 @@ func (t *txnTally) abortedRecord(r *kgo.Record) {
 			}
 			t.indexAt = t.nRecent
 		}
-		_, a.copied = t.index[fp]
+		if o, ok := t.index[fp]; ok {
+			a.copyAt = o
+		}
 	}
-	if !a.copied {
+	if a.copyAt < 0 {
 		t.pending[fp] = append(t.pending[fp], len(t.aborted))
 	}
 	t.aborted = append(t.aborted, a)
 }
 
-// committed is told every record the reader yields, in offset order.
-func (t *txnTally) committed(offset int64, fp uint64) {
+// Delivered is told every record the reader yields, in offset order: a committed one, or
+// with deliver an aborted one the watch was told of first.
+func (t *TxnTally) Delivered(offset int64, fp uint64) {
+	if len(t.queue) > 0 && t.queue[0] == offset {
+		t.queue = t.queue[1:]
+		return
+	}
 	if t.recent == nil {
 		t.recent = make([]recentRec, recentKept)
 	}
@@ -117,40 +133,50 @@ func (t *txnTally) committed(offset int64, fp uint64) {
 	if len(t.pending) > 0 {
 		if is, ok := t.pending[fp]; ok {
 			for _, i := range is {
-				t.aborted[i].copied = true
+				t.aborted[i].copyAt = offset
 			}
 			delete(t.pending, fp)
 		}
 	}
 }
 
-// result is what t saw in the range [from, to) read.
-func (t *txnTally) result(from, to int64) *Txns {
-	x := &Txns{}
+// Txns is what t saw in the range [from, to): the aborted records there (at most maxListed
+// ranges), those with a committed copy in the range, and a transaction open where the read
+// ended (the last stable offset below the high watermark of the last response).
+func (t *TxnTally) Txns(from, to int64, maxListed int) Txns {
+	x := Txns{}
 	for _, a := range t.aborted {
 		if a.offset < from || a.offset >= to {
 			continue
 		}
 		x.Aborted++
-		if a.copied {
+		if a.copyAt >= from && a.copyAt < to {
 			x.AbortedCopies++
 		}
 		r := x.AbortedRanges
 		switch n := len(r); {
 		case n > 0 && r[n-1].To+1 == a.offset:
 			r[n-1].To = a.offset
-		case n < MaxAbortedRanges:
+		case n < maxListed:
 			x.AbortedRanges = append(r, OffsetRange{From: a.offset, To: a.offset})
 		default:
 			x.Truncated = true
 		}
 	}
-	// An open transaction where the range ends: the read stopped at the last stable offset.
-	// One past the range's end is not what the range left out.
-	if t.ends && t.lso < t.hwm && t.lso <= to {
+	if t.ends && t.lso < t.hwm {
 		x.OpenTransaction = &OffsetRange{From: t.lso, To: t.hwm - 1}
 	}
 	return x
+}
+
+// result is what t saw in the digested range [from, to). An open transaction past the range's
+// end is not what the range left out.
+func (t *TxnTally) result(from, to int64) *Txns {
+	x := t.Txns(from, to, MaxAbortedRanges)
+	if o := x.OpenTransaction; o != nil && o.From > to {
+		x.OpenTransaction = nil
+	}
+	return &x
 }
 
 // check checks x as read from a file, for the partition's range [from, to).

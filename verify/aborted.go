@@ -3,11 +3,8 @@ package verify
 import (
 	"sort"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/kmigrate/kmigrate/align"
-	"github.com/kmigrate/kmigrate/logread"
-	"github.com/kmigrate/kmigrate/offsetmap"
+	"github.com/kmigrate/kmigrate/digest"
 )
 
 // TxnPartition is what a read_committed comparison passed over in one target partition: the
@@ -46,127 +43,19 @@ func (r *Result) OpenTransactions() (partitions []int32, records int64) {
 	return partitions, records
 }
 
-// recentKept is how many committed target records before an aborted one are looked at for a
-// committed copy of it.
-const recentKept = 4096
-
-// abortTally follows one target partition's read_committed read: the aborted records the
-// reader passes over (logread.TxnWatch) and the committed records it yields, matched by
-// fingerprint. All its methods run on the reader's decoding goroutine; result is called
-// after the read stopped.
-type abortTally struct {
-	fields  offsetmap.Fields
-	deliver bool // the aborted records are delivered too (TargetReadUncommitted)
-	h       offsetmap.Hasher
-
-	recent   [recentKept]recentRec // ring of the last committed records
-	nRecent  int
-	index    map[uint64]int64 // fingerprint -> offset of the ring, built when first needed
-	indexAt  int              // nRecent when index was built
-	aborted  []abortedRec
-	pending  map[uint64][]int // aborted records with no committed copy yet, by fingerprint
-	queue    []int64          // deliver: aborted offsets not yet delivered
-	lso, hwm int64
-	ends     bool
-}
-
-type recentRec struct {
-	offset int64
-	fp     uint64
-}
-
-type abortedRec struct {
-	offset int64
-	copyAt int64 // a committed copy's offset; -1: none seen
-}
-
-func newAbortTally(fields offsetmap.Fields, deliver bool) *abortTally {
-	return &abortTally{fields: fields, deliver: deliver, pending: map[uint64][]int{}, indexAt: -1}
-}
-
-// watch is the logread.TxnWatch that feeds t.
-func (t *abortTally) watch() *logread.TxnWatch {
-	return &logread.TxnWatch{Aborted: t.abortedRecord, Deliver: t.deliver, Ends: func(lso, hwm int64) {
-		t.lso, t.hwm, t.ends = lso, hwm, true
-	}}
-}
-
-func (t *abortTally) abortedRecord(r *kgo.Record) {
-	fp := t.h.Sum(r, t.fields)
-	a := abortedRec{offset: r.Offset, copyAt: -1}
-	if t.deliver {
-		t.queue = append(t.queue, r.Offset)
-	}
-	if t.nRecent > 0 {
-		if t.indexAt != t.nRecent {
-			// Once per response with aborted records: the committed records seen since
-			// the last one have changed the ring.
-			clear(t.index)
-			if t.index == nil {
-				t.index = make(map[uint64]int64, recentKept)
-			}
-			for i := max(0, t.nRecent-recentKept); i < t.nRecent; i++ {
-				rr := t.recent[i%recentKept]
-				t.index[rr.fp] = rr.offset
-			}
-			t.indexAt = t.nRecent
-		}
-		if o, ok := t.index[fp]; ok {
-			a.copyAt = o
-		}
-	}
-	if a.copyAt < 0 {
-		t.pending[fp] = append(t.pending[fp], len(t.aborted))
-	}
-	t.aborted = append(t.aborted, a)
-}
-
-// delivered is told every record the reader yields, in offset order: a committed one, or
-// with deliver an aborted one the watch was told of first.
-func (t *abortTally) delivered(offset int64, fp uint64) {
-	if len(t.queue) > 0 && t.queue[0] == offset {
-		t.queue = t.queue[1:]
-		return
-	}
-	t.recent[t.nRecent%recentKept] = recentRec{offset, fp}
-	t.nRecent++
-	if len(t.pending) > 0 {
-		if is, ok := t.pending[fp]; ok {
-			for _, i := range is {
-				t.aborted[i].copyAt = offset
-			}
-			delete(t.pending, fp)
-		}
-	}
-}
-
-// result is what t saw in partition p's compared target range [from, to); nil when there is
-// nothing to say.
-func (t *abortTally) result(p int32, from, to int64, maxListed int) *TxnPartition {
-	tp := &TxnPartition{Partition: p}
-	for _, a := range t.aborted {
-		if a.offset < from || a.offset >= to {
-			continue
-		}
-		tp.Aborted++
-		if a.copyAt >= from && a.copyAt < to {
-			tp.AbortedCopies++
-		}
-		r := tp.AbortedRanges
-		switch n := len(r); {
-		case n > 0 && r[n-1].To+1 == a.offset:
-			r[n-1].To = a.offset
-		case n < maxListed:
-			tp.AbortedRanges = append(r, align.TargetRange{From: a.offset, To: a.offset})
-		default:
-			tp.Truncated = true
-		}
-	}
-	if t.ends && t.lso < t.hwm {
-		tp.OpenTransaction = &align.TargetRange{From: t.lso, To: t.hwm - 1}
-	}
-	if tp.Aborted == 0 && tp.OpenTransaction == nil {
+// txnPartition is what tally (digest.TxnTally, kverify digest's too) saw in partition p's
+// compared target range [from, to); nil when there is nothing to say.
+func txnPartition(tally *digest.TxnTally, p int32, from, to int64, maxListed int) *TxnPartition {
+	x := tally.Txns(from, to, maxListed)
+	if x.Aborted == 0 && x.OpenTransaction == nil {
 		return nil
+	}
+	tp := &TxnPartition{Partition: p, Aborted: x.Aborted, AbortedCopies: x.AbortedCopies, Truncated: x.Truncated}
+	for _, r := range x.AbortedRanges {
+		tp.AbortedRanges = append(tp.AbortedRanges, align.TargetRange{From: r.From, To: r.To})
+	}
+	if o := x.OpenTransaction; o != nil {
+		tp.OpenTransaction = &align.TargetRange{From: o.From, To: o.To}
 	}
 	return tp
 }

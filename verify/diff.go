@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/align"
+	"github.com/kmigrate/kmigrate/digest"
 	"github.com/kmigrate/kmigrate/internal/clustermeta"
 	"github.com/kmigrate/kmigrate/logread"
 	"github.com/kmigrate/kmigrate/mm2"
@@ -781,9 +782,9 @@ func (j *partJob) run(ctx context.Context, src, dst *kgo.Client) (align.Partitio
 	if sp.SourceFrom >= sp.SourceTo && !(sp.StrictTargetFrom && sp.StrictTargetTo) {
 		sp.TargetFrom = sp.TargetTo // nothing to compare against
 	}
-	var tally *abortTally
+	var tally *digest.TxnTally
 	if committed {
-		tally = newAbortTally(sp.Fields, sp.TargetReadUncommitted)
+		tally = digest.NewTxnTally(sp.Fields, sp.TargetReadUncommitted)
 	}
 	ts := startFetch(sctx, dst, fetchSpec{cluster: "target", topic: sp.TargetTopic, partition: sp.Partition, from: sp.TargetFrom, to: sp.TargetTo, committed: committed, fields: sp.Fields, leaders: j.leaders[1], tally: tally})
 	defer ts.close()
@@ -809,7 +810,7 @@ func (j *partJob) run(ctx context.Context, src, dst *kgo.Client) (align.Partitio
 	}
 	if tally != nil {
 		ts.close() // the tally is the decoding goroutine's until the read stopped
-		j.txns = tally.result(sp.Partition, pr.TargetStart, pr.TargetEnd, cmp.Or(sp.MaxListed, 1000))
+		j.txns = txnPartition(tally, sp.Partition, pr.TargetStart, pr.TargetEnd, cmp.Or(sp.MaxListed, 1000))
 	}
 	if j.progress != nil {
 		j.progress(Progress{Partition: sp.Partition, SourceOffset: sp.SourceTo, SourceFrom: sp.SourceFrom, SourceTo: sp.SourceTo, TargetOffset: pm.TargetTo, Records: pr.Matched*2 + pr.Missing + pr.Duplicated + pr.Mismatched*2 + pr.Extra, Done: true})

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/align"
+	"github.com/kmigrate/kmigrate/digest"
 	"github.com/kmigrate/kmigrate/logread"
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
@@ -31,8 +32,8 @@ type fetchSpec struct {
 	// looks its leader up.
 	leaders *logread.Leaders
 	// tally, on a read_committed read, is told the aborted records passed over and every
-	// record yielded (see abortTally); nil: none.
-	tally *abortTally
+	// record yielded (see digest.TxnTally); nil: none.
+	tally *digest.TxnTally
 }
 
 // startFetch starts reading; the log ending before to is an error (to was listed up front).
@@ -41,7 +42,7 @@ func startFetch(ctx context.Context, cl *kgo.Client, spec fetchSpec) *fetchStrea
 	fields := spec.fields
 	var txns *logread.TxnWatch
 	if spec.tally != nil && spec.committed {
-		txns = spec.tally.watch()
+		txns = spec.tally.Watch()
 	}
 	tally := spec.tally
 	return &fetchStream{logread.Start(ctx, cl, logread.Options{
@@ -58,7 +59,7 @@ func startFetch(ctx context.Context, cl *kgo.Client, spec fetchSpec) *fetchStrea
 	}, func(r *kgo.Record) align.Item {
 		it := align.Item{Offset: r.Offset, FP: h.Sum(r, fields), Record: r}
 		if txns != nil {
-			tally.delivered(it.Offset, it.FP)
+			tally.Delivered(it.Offset, it.FP)
 		}
 		return it
 	})}

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmigrate/kmigrate/align"
+	"github.com/kmigrate/kmigrate/digest"
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
@@ -551,7 +552,7 @@ func (d *differ) readMarks(ctx context.Context, cl *kgo.Client, side, topic stri
 	spec := fetchSpec{cluster: side, topic: topic, partition: p, from: from, to: to, committed: !d.cfg.ReadUncommitted, fields: d.cfg.Fields}
 	if side == "target" && d.cfg.TargetReadUncommitted && spec.committed {
 		// Read as the run read it: the aborted records among the others.
-		spec.tally = newAbortTally(d.cfg.Fields, true)
+		spec.tally = digest.NewTxnTally(d.cfg.Fields, true)
 	}
 	s := startFetch(ctx, cl, spec)
 	defer s.close()
