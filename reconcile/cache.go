@@ -105,17 +105,20 @@ func (c *recordCache) put(topic string, part int32, from, to int64, recs []*kgo.
 	}
 	p.recs, p.fps = merged, fps
 	c.total += len(p.recs) - before
-	// Merge the span.
-	nf, nt := from, to
-	var known []span
-	for _, s := range p.known {
-		if s.to < nf || s.from > nt {
-			known = append(known, s)
+	p.known = addSpan(p.known, from, to)
+}
+
+// addSpan adds [from, to] to known (sorted, disjoint, not adjacent), merging what it touches.
+func addSpan(known []span, from, to int64) []span {
+	var out []span
+	for _, s := range known {
+		if s.to < from || s.from > to {
+			out = append(out, s)
 			continue
 		}
-		nf, nt = min(nf, s.from), max(nt, s.to)
+		from, to = min(from, s.from), max(to, s.to)
 	}
-	known = append(known, span{nf, nt})
-	sort.Slice(known, func(a, b int) bool { return known[a].from < known[b].from })
-	p.known = known
+	out = append(out, span{from, to})
+	sort.Slice(out, func(a, b int) bool { return out[a].from < out[b].from })
+	return out
 }

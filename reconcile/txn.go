@@ -91,18 +91,7 @@ func (c *txnCache) put(topic string, part int32, from, to int64, committed, abor
 	before := len(p.committed) + len(p.aborted)
 	p.committed, p.aborted = mergeOffsets(p.committed, committed), mergeOffsets(p.aborted, aborted)
 	c.total += len(p.committed) + len(p.aborted) - before
-	nf, nt := from, to
-	var known []span
-	for _, s := range p.known {
-		if s.to < nf || s.from > nt {
-			known = append(known, s)
-			continue
-		}
-		nf, nt = min(nf, s.from), max(nt, s.to)
-	}
-	known = append(known, span{nf, nt})
-	sort.Slice(known, func(a, b int) bool { return known[a].from < known[b].from })
-	p.known = known
+	p.known = addSpan(p.known, from, to)
 }
 
 // within returns the offsets of the sorted offs in [from, to).
