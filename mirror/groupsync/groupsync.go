@@ -19,6 +19,7 @@ import (
 	"github.com/kmigrate/kmigrate/internal/offsetcommit"
 	"github.com/kmigrate/kmigrate/logread"
 	"github.com/kmigrate/kmigrate/mm2"
+	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
 // Syncer keeps what the passes of one flow have written: the last checkpoint per key and the
@@ -52,6 +53,8 @@ type Syncer struct {
 	// tgtListed is the target's listing of groups, with their types, taken once a pass that
 	// commits: it says which target groups to describe as consumer groups (KIP-848).
 	tgtListed kadm.ListedGroups
+	// spans is what was read of the target after each E(G) in use (span.go).
+	spans spans
 }
 
 type mark struct {
@@ -175,6 +178,7 @@ func (s *Syncer) Run(ctx context.Context) error {
 
 func (s *Syncer) pass(ctx context.Context, emit, commit, relist bool) (Report, error) {
 	rep := Report{Source: s.srcName, Target: s.tgtName}
+	s.spans.startPass()
 	owned := make(map[tp]bool)
 	for t, ps := range s.cfg.Translator.Owned() {
 		for _, p := range ps {
@@ -341,6 +345,9 @@ type item struct {
 	rep  *PartitionReport
 	key  mm2.CheckpointKey
 	meta string
+	// sp is the span of target offsets that are all E(G) for a read_committed consumer;
+	// rep.Downstream is the one of them to write.
+	sp span
 }
 
 func (s *Syncer) syncGroup(ctx context.Context, group string, owned map[tp]bool, emit, commit bool) GroupReport {
@@ -355,15 +362,21 @@ func (s *Syncer) syncGroup(ctx context.Context, group string, owned map[tp]bool,
 		s.log.Warn("fetch source group offsets failed", "cluster", s.srcName, "group", group, "err", err)
 		return gr
 	}
-	gr.Partitions = s.translate(group, offs, owned, emit, commit)
+	var trs map[tp]offsetmap.Translation
+	gr.Partitions, trs = s.translate(group, offs, owned, emit, commit)
 	var items []item
 	for i := range gr.Partitions {
 		pr := &gr.Partitions[i]
 		if pr.Downstream < 0 {
 			continue
 		}
+		sp := s.span(ctx, pr.Topic, pr.TargetTopic, pr.Partition, pr.Upstream, trs[tp{pr.Topic, pr.Partition}])
+		pr.Downstream = sp.choice()
+		if r := sp.reason(); r != "" {
+			appendReason(pr, r)
+		}
 		o, _ := offs.Lookup(pr.Topic, pr.Partition)
-		items = append(items, item{rep: pr, key: mm2.CheckpointKey{Group: group, Topic: pr.TargetTopic, Partition: pr.Partition}, meta: o.Metadata})
+		items = append(items, item{rep: pr, key: mm2.CheckpointKey{Group: group, Topic: pr.TargetTopic, Partition: pr.Partition}, meta: o.Metadata, sp: sp})
 	}
 	if len(items) == 0 {
 		return gr
@@ -378,9 +391,11 @@ func (s *Syncer) syncGroup(ctx context.Context, group string, owned map[tp]bool,
 }
 
 // translate reports the group's committed partitions of mirrored topics, sorted, with E(G)
-// for those this process owns and the mirror has passed.
-func (s *Syncer) translate(group string, offs kadm.OffsetResponses, owned map[tp]bool, emit, commit bool) []PartitionReport {
+// for those this process owns and the mirror has passed (the Translator's answers, by source
+// partition, beside them).
+func (s *Syncer) translate(group string, offs kadm.OffsetResponses, owned map[tp]bool, emit, commit bool) ([]PartitionReport, map[tp]offsetmap.Translation) {
 	var out []PartitionReport
+	trs := make(map[tp]offsetmap.Translation)
 	initial := func(on bool) Status {
 		if on {
 			return StatusPending
@@ -409,6 +424,7 @@ func (s *Syncer) translate(group string, offs kadm.OffsetResponses, owned map[tp
 				tr, ok := s.cfg.Translator.Translate(topic, p, o.At)
 				if ok && tr.Known {
 					pr.Downstream = tr.Target
+					trs[tp{topic, p}] = tr
 				} else {
 					pr.Reason = "the mirror has not copied the records below the group's offset yet"
 					s.log.Debug("group offset pending", "cluster", s.srcName, "group", group,
@@ -421,11 +437,13 @@ func (s *Syncer) translate(group string, offs kadm.OffsetResponses, owned map[tp
 	slices.SortFunc(out, func(a, b PartitionReport) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
-	return out
+	return out, trs
 }
 
 // emitCheckpoints produces the checkpoints of one group that changed. A checkpoint is never
-// replaced by a lower one unless the source group rewound (G went down), as in MM2.
+// replaced by a lower one unless the source group rewound (G went down), as in MM2. One at an
+// offset of E(G)'s span (the same position for a read_committed consumer) is unchanged, as a
+// target commit there is: the checkpoint keeps saying where the sync committed the group.
 func (s *Syncer) emitCheckpoints(ctx context.Context, group string, items []item) {
 	var recs []*kgo.Record
 	var sent []item
@@ -438,10 +456,10 @@ func (s *Syncer) emitCheckpoints(ctx context.Context, group string, items []item
 			it.rep.Checkpoint = StatusSynced
 		case g < prev.upstream:
 			it.rep.Checkpoint = StatusRewound
-		case g == prev.upstream && e == prev.downstream && it.meta == prev.metadata:
+		case g == prev.upstream && it.meta == prev.metadata && (e == prev.downstream || it.sp.holds(prev.downstream)):
 			it.rep.Checkpoint = StatusUnchanged
 			continue
-		case e < prev.downstream:
+		case e < prev.downstream && !it.sp.holds(prev.downstream):
 			it.rep.Checkpoint = StatusHeld
 			appendReason(it.rep, fmt.Sprintf("checkpoint kept at %d: E(G)=%d is lower and the source group did not rewind", prev.downstream, e))
 			continue
@@ -552,7 +570,8 @@ func (s *Syncer) writableTarget(ctx context.Context, gr *GroupReport, items []it
 
 // planCommits decides per partition what to commit: E(G) when it is above the target's offset
 // (or the target has none), E(G) below it only when the source group rewound since kmirror
-// last wrote it; the rest is unchanged or held.
+// last wrote it; the rest is unchanged or held. A target offset anywhere in E(G)'s span is
+// E(G) for a read_committed consumer: unchanged, neither moved nor held.
 func (s *Syncer) planCommits(items []item, current kadm.OffsetResponses) (kadm.Offsets, []item) {
 	toCommit := make(kadm.Offsets)
 	var committing []item
@@ -566,12 +585,17 @@ func (s *Syncer) planCommits(items []item, current kadm.OffsetResponses) (kadm.O
 		}
 		it.rep.TargetBefore = t
 		switch w, ok := s.written[it.key]; {
-		case t < 0 || e > t:
+		case t < 0:
 			it.rep.Offset = StatusSynced
-		case e == t:
+		case e == t || it.sp.holds(t):
 			it.rep.Offset = StatusUnchanged
-			s.written[it.key] = mark{g, e, it.meta}
+			if t != e {
+				appendReason(it.rep, fmt.Sprintf("target group at %d, in %d..%d, which a read_committed consumer resumes from as from E(G)=%d: left as it is", t, it.sp.e0, it.sp.end, e))
+			}
+			s.written[it.key] = mark{g, t, it.meta}
 			continue
+		case e > t:
+			it.rep.Offset = StatusSynced
 		case ok && t == w.downstream && g < w.upstream:
 			it.rep.Offset = StatusRewound
 		default:

@@ -13,11 +13,14 @@ const (
 	// StatusRewound: the source group moved back since the last sync, so the lower E(G) was
 	// committed or checkpointed (the only case in which a value goes down).
 	StatusRewound Status = "rewound"
-	// StatusUnchanged: the target already holds E(G), or the same checkpoint was emitted
-	// before; nothing was written.
+	// StatusUnchanged: the target already holds E(G), or an offset that a read_committed
+	// consumer resumes from as from E(G) (only transaction markers and records of aborted
+	// transactions between; Reason says so), or the same checkpoint was emitted before;
+	// nothing was written.
 	StatusUnchanged Status = "unchanged"
-	// StatusHeld: E(G) is below what the target (or the previous checkpoint) holds and the
-	// source group did not rewind, so nothing was written: values never move backwards.
+	// StatusHeld: E(G) is below what the target (or the previous checkpoint) holds, past
+	// the offsets that are the same position as E(G), and the source group did not rewind,
+	// so nothing was written: values never move backwards.
 	StatusHeld Status = "held"
 	// StatusSkippedActive: the target group has active members; it is never written.
 	StatusSkippedActive Status = "skipped-active"
@@ -115,7 +118,11 @@ type PartitionReport struct {
 	Partition   int32  `json:"partition"`
 	// Upstream is the source group's committed offset G.
 	Upstream int64 `json:"upstream"`
-	// Downstream is E(G), or -1 when it is not known (pending, not owned).
+	// Downstream is E(G), or -1 when it is not known (pending, not owned). On a
+	// transactional target it is the offset of the next record a read_committed consumer
+	// reads when only transaction markers and records of ended aborted transactions lie
+	// between it and the copy of the last record below G (Reason says so); otherwise the
+	// offset right after that copy.
 	Downstream int64 `json:"downstream"`
 	// TargetBefore is the target group's committed offset before this pass (-1: none, or
 	// not read).
