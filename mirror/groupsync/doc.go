@@ -20,6 +20,26 @@
 //   - A target offset never moves backwards, unless the source group rewound: the target still
 //     holds the E this package committed and the source offset went below the G it came from.
 //     A target that consumers moved ahead is held, whatever the source does.
+//   - On a transactional target the offset written is the one kreconcile plans. Right after
+//     the copy of the last mirrored record below G come transaction markers and, after a writer
+//     was killed or fenced, the records of aborted transactions: every offset up to the next
+//     record a read_committed consumer reads is E(G) for it. When that span holds only markers
+//     and records of ended aborted transactions up to that record (or up to the last stable
+//     offset, nothing following yet), the sync writes the record's offset (or the last stable
+//     offset), so that a read_uncommitted consumer (the Java default) does not read the
+//     aborted records either; when a transaction still open lies in it, the span goes on past
+//     10,000 offsets (kreconcile's default scan limit) or the target cannot be read, it writes
+//     the offset right after the copy. Reason says which and why. The span is read only when
+//     the map does not show the copy of G at that offset: read_committed, once a pass per
+//     target partition and offset, at most 4 fetch responses a pass, from where the last read
+//     ended; a span that ends at a record is not read again.
+//   - A target commit anywhere in that span is E(G): it is reported unchanged (with why in
+//     Reason), neither rewritten nor held; so is a checkpoint, with the same G and metadata,
+//     in it. Checkpoints carry the offset committed: the record format is MM2's (see below),
+//     MM2's tools and RemoteClusterUtils.translateOffsets hand the downstream offset to
+//     consumers that seek to it, and every offset of the span is that position (MM2's own
+//     1 + the last copy is its first). So a checkpoint says where the target group was put,
+//     and, written in the same pass, equals the commit.
 //   - A checkpoint is not re-emitted when unchanged and never replaced by a lower one unless
 //     the source group rewound (as MM2 does). Checkpoints are byte-compatible with MM2 3.7.1
 //     (mm2.Checkpoint), keep the source commit metadata, and go to partition 0 of the flow's
@@ -41,12 +61,16 @@
 // Clients: Source is used only for ListGroups and OffsetFetch. Target produces checkpoints
 // outside any transaction and commits with generation -1, so it must be neither a group
 // consumer nor a transactional producer; the checkpoints topic is read with a short-lived
-// client built from Target's options.
+// client built from Target's options. Target also lists the last stable offsets and high
+// watermarks of the target topics and fetches them read_committed after E(G) (the ACLs kmirror
+// needs to resume from the target's tail).
 //
 // Limits: MM2's rewind detection and ours both need memory. A fresh process learns the last G
 // from the checkpoints topic; if a rewind happened while the target group was active and
 // checkpoints recorded it, a restarted process holds the target offset instead of rewinding it
-// (the safe side). Without checkpoints a fresh process never rewinds a target group.
+// (the safe side). Without checkpoints a fresh process never rewinds a target group. After a
+// restart a rewind is recognised when the target holds the checkpoint's downstream offset; a
+// target commit elsewhere in that offset's span is held (the safe side again).
 //
 // Testing: go test -short ./mirror/groupsync/ runs against two in-process kfake clusters and a
 // Translator built from an offsetmap.PartitionMap (under a second). Without -short,
