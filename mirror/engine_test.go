@@ -640,14 +640,16 @@ emit.checkpoints.interval.seconds=1
 			return ok0 && ok1 && o0.At == want0 && o1.At == want1
 		}
 	}
-	waitFor(t, "target group offsets", targetAt(50, 110))
+	// Partition 1's group is at the source's end: past the commit marker that ends the
+	// target log (110), where read_committed and read_uncommitted readers both start.
+	waitFor(t, "target group offsets", targetAt(50, 111))
 	// A later pass fetches the known group's new offset without listing the groups again.
 	commits = kadm.Offsets{}
 	commits.Add(kadm.Offset{Topic: topic, Partition: 0, At: 60, LeaderEpoch: -1})
 	if _, err := srcAdm.CommitOffsets(ctx, group, commits); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "target group offsets after a new source commit", targetAt(70, 110))
+	waitFor(t, "target group offsets after a new source commit", targetAt(70, 111))
 	if n := listGroups.Load(); n != 1 {
 		t.Errorf("source answered %d ListGroups requests, want 1 (groups listed again before refresh.groups.interval.seconds)", n)
 	}
