@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/internal/testkit"
+	"github.com/kmigrate/kmigrate/mm2"
 )
 
 // TestPlanCommitPastMarkerIsExact: on a transactional target the copy of source offsets 0..9
@@ -66,6 +67,8 @@ func TestPlanCommitInAbortedSpanIsExact(t *testing.T) {
 		group := fmt.Sprintf("g-%s-%d", topic, tc)
 		testkit.Commit(t, e.srcAdm, group, topic, 0, 10, "")
 		testkit.Commit(t, e.dstAdm, group, topic, 0, tc, "")
+		// A checkpoint (MM2's, or kmirror's group sync's) anywhere in the span is exact too.
+		writeCheckpoints(t, e, "source", mm2.Checkpoint{Group: group, Topic: topic, Upstream: 10, Downstream: tc})
 	}
 	res, err := Plan(testCtx(t), e.src, e.dst, Config{Groups: regexp.MustCompile(regexp.QuoteMeta("g-"+topic+"-") + ".*")})
 	if err != nil {
@@ -79,6 +82,9 @@ func TestPlanCommitInAbortedSpanIsExact(t *testing.T) {
 		}
 		if fmtPtr(p.AbortedAhead) != aborted {
 			t.Errorf("committed %d: %s aborted records ahead, want %s", tc, fmtPtr(p.AbortedAhead), aborted)
+		}
+		if p.CheckpointStatus != StatusExact {
+			t.Errorf("checkpoint at %d: %s, want exact (E=15, only markers and aborted records between)", tc, p.CheckpointStatus)
 		}
 	}
 }

@@ -414,7 +414,19 @@ func (p *planner) judgeE(ctx context.Context, group string, part *Partition, j j
 	e := ans.e
 	part.ExactTarget, part.Proof = &e, ans.proof
 	if part.Checkpoint != nil {
-		part.CheckpointStatus = compare(*part.Checkpoint, e)
+		cp := *part.Checkpoint
+		part.CheckpointStatus = compare(cp, e)
+		if lo, hi := min(cp, e), max(cp, e); part.CheckpointStatus != StatusExact && lo >= dstStart {
+			// A checkpoint in E(G)'s span (only markers and aborted records between) is where a
+			// read_committed consumer resumes at the same record: exact, as a commit there is.
+			_, none, err := p.countTarget(ctx, j, lo, hi, ans.extras)
+			if err != nil {
+				return err
+			}
+			if none {
+				part.CheckpointStatus = StatusExact
+			}
+		}
 	}
 	if part.TargetCommitted == nil {
 		part.Status = StatusMissingTargetOffset
