@@ -27,6 +27,18 @@ import (
 // target topic's override (the target broker's default then applies); a value from the source
 // brokers' server.properties (STATIC_BROKER_CONFIG) is not copied.
 
+// removedIn4 are topic configs an older source may set that Kafka 4 removed: a 4.x target
+// reports no such config (and drops it when MM2 copies it), so the finding says what that
+// changes and what to do.
+var removedIn4 = map[string]string{
+	"message.format.version": "Kafka 4 removed it (KIP-724) and drops it when a topic is created or altered: the target writes " +
+		"the current record format whatever the source topic says; nothing to do for clients 2.1 or later, the oldest a 4.x broker serves",
+	"message.downconversion.enable": "Kafka 4 removed down-conversion (KIP-724): a consumer that needs an older record format " +
+		"cannot read the target; move such consumers to a client 2.1 or later before they switch",
+	"message.timestamp.difference.max.ms": "Kafka 4 removed it (KIP-937): set message.timestamp.before.max.ms and " +
+		"message.timestamp.after.max.ms on the target topic to keep the source's bound on record timestamps",
+}
+
 // ruled are the configs with their own rule (compared even when both sides are defaults).
 var ruled = []string{"cleanup.policy", "min.insync.replicas", "message.timestamp.type", "compression.type"}
 
@@ -162,7 +174,11 @@ func (r *rules) compare(tc *TopicCheck, s, t map[string]kadm.Config) {
 		case !sHas && tDef, !tHas && sDef, sDef && tDef:
 		case sHas && tHas && sc.MaybeValue() == dc.MaybeValue():
 		case !tHas:
-			add(tc, r.configFinding(k, sc, dc, sHas, tHas, SeverityWarning, "the target broker has no such config (another Kafka version)"))
+			note := "the target broker has no such config (another Kafka version)"
+			if gone, ok := removedIn4[k]; ok {
+				note = gone
+			}
+			add(tc, r.configFinding(k, sc, dc, sHas, tHas, SeverityWarning, note))
 		case !sHas:
 			add(tc, r.configFinding(k, sc, dc, sHas, tHas, "", "the source broker has no such config (another Kafka version)"))
 		default:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/logread"
@@ -233,5 +234,37 @@ func TestClusterFindings(t *testing.T) {
 	same := ClusterCheck{Alias: "x", Brokers: []Broker{b(0, "a", "3.7")}}
 	if fs := clusterFindings(same, same); len(fs) != 0 {
 		t.Errorf("equal clusters: got %+v", fs)
+	}
+}
+
+// A source topic config that Kafka 4 removed, on a topic whose 4.x target has no such
+// config: the finding says what the removal changes and what to do, not only that the
+// versions differ.
+func TestPreflightConfigsRemovedInKafka4(t *testing.T) {
+	r, err := newRules(mm2.NewFlow("old", "new", mm2.IdentityPolicy{}), PreflightConfig{MinRetention: DefaultMinRetention})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := func(k, v string) kadm.Config {
+		return kadm.Config{Key: k, Value: sp(v), Source: kmsg.ConfigSourceDynamicTopicConfig}
+	}
+	src := map[string]kadm.Config{
+		"message.format.version":              set("message.format.version", "2.3-IV1"),
+		"message.downconversion.enable":       set("message.downconversion.enable", "false"),
+		"message.timestamp.difference.max.ms": set("message.timestamp.difference.max.ms", "3600000"),
+		"segment.jitter.ms":                   set("segment.jitter.ms", "5"),
+	}
+	tc := &TopicCheck{SourcePartitions: 1, TargetPartitions: 1, SourceRF: 1, TargetRF: 1}
+	r.compare(tc, src, map[string]kadm.Config{})
+	for k, want := range map[string]string{
+		"message.format.version":              "KIP-724",
+		"message.downconversion.enable":       "client 2.1 or later",
+		"message.timestamp.difference.max.ms": "message.timestamp.before.max.ms",
+		"segment.jitter.ms":                   "another Kafka version",
+	} {
+		f, ok := finding(*tc, k)
+		if !ok || !strings.Contains(f.Note, want) {
+			t.Errorf("%s: finding %+v (found %v), want a note with %q", k, f, ok, want)
+		}
 	}
 }
