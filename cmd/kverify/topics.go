@@ -26,7 +26,11 @@ flow's replication policy) and reports every finding:
                           sync.topic.configs.enabled; values from the source brokers'
                           server.properties are not copied). Configs at their built-in
                           default on both brokers (the two versions' defaults) are not
-                          compared, except the four below.
+                          compared, except the four below. A source override that Kafka
+                          4 removed (message.format.version,
+                          message.downconversion.enable,
+                          message.timestamp.difference.max.ms) says what a 4.x target
+                          does instead and what to do.
   cleanup.policy          differs: risk (compaction removes records on one side only)
   min.insync.replicas     differs; above the target's replication factor: risk
   message.timestamp.type  CreateTime on the source, LogAppendTime on the target: risk (the
