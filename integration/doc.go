@@ -22,9 +22,12 @@
 // value fails the tests that read it, naming these. The verify suites (TestVerify,
 // TestVerifyNothingToCompare, TestVerifyAll, TestVerifyState, TestDigest, TestPreflight),
 // the reconcile ones (TestReconcileSeed, TestReconcileCases, TestReconcileRollbackSafety,
-// TestACLs, TestACLsSecure3, TestSecureBed), TestMirror, TestCutover and TestRoundTrip follow
-// it; MirrorMaker 2 stays 3.7.1. A test that needs what only one source has skips on the
-// other pairs saying why: TestReconcileSeed needs the seed fixture's 2.3.0 source.
+// TestACLs, TestACLsSecure3, TestSecureBed), TestMirror, TestMirrorSafety, TestCutover,
+// TestRoundTrip and the isolation tests (TestIsolationAfterKill, TestIsolationAfterKillMM2EOS,
+// whose MirrorMaker 2 is the target's release) follow it; elsewhere MirrorMaker 2 stays 3.7.1.
+// A test that needs what only one source has skips on the other pairs saying why:
+// TestReconcileSeed needs the seed fixture's 2.3.0 source, and TestMirrorSafety's case of a
+// source without topic IDs a 2.3.0 one.
 // TestMirrorKafka4 skips on 2.3.0-4.3.1, which TestMirror then runs. The opt-in fault suite
 // TestProdFaults follows it too. Tests written for one pair on purpose (TestReconcile371To371,
 // the KIP-848 and seed tests, the tool fault, growth and container suites) do not read it.

@@ -31,9 +31,14 @@ import (
 //     fingerprint; the target's topic ID tells it is the source that changed): a source topic
 //     deleted and created again with more records than were mirrored, while kmirror is
 //     stopped, stops the partition; nothing of the new topic is written to the target.
+//
+// $KMIGRATE_PAIR (pair_test.go) picks other versions; the case without topic IDs needs the
+// 2.3.0 source and skips on the others.
 func TestMirrorSafety(t *testing.T) {
-	old := cluster.StartT(t, cluster.Spec{Version: "2.3.0", Name: "safety-230"})
-	cur := cluster.StartT(t, cluster.Spec{Version: "3.7.1", Name: "safety-371"})
+	oldV, curV := bedPair(t)
+	oldName, curName := bedPairNames("safety", oldV, curV)
+	old := cluster.StartT(t, cluster.Spec{Version: oldV, Name: oldName})
+	cur := cluster.StartT(t, cluster.Spec{Version: curV, Name: curName})
 	if t.Failed() || t.Skipped() {
 		return
 	}
@@ -44,7 +49,12 @@ func TestMirrorSafety(t *testing.T) {
 	})
 	t.Run("too-large", func(t *testing.T) { safetyTooLarge(t, old, cur) })
 	t.Run("recreated-source-topic-ids", func(t *testing.T) { safetyRecreated(t, cur, old) })
-	t.Run("recreated-source-no-topic-ids", func(t *testing.T) { safetyRecreated(t, old, cur) })
+	t.Run("recreated-source-no-topic-ids", func(t *testing.T) {
+		if oldV != cluster.V230 {
+			t.Skipf("%s=%s-%s: every source of this pair has topic IDs; only 2.3.0 has none", envPair, oldV, curV)
+		}
+		safetyRecreated(t, old, cur)
+	})
 }
 
 func safetySize(t *testing.T, c cluster.Cluster) {
