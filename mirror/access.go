@@ -34,9 +34,24 @@ import (
 // A denied operation is an error naming the cluster, the operation and the resource, wrapping
 // the broker's authorization error (the command adds the principal). A probe whose answer says
 // nothing (a broker too old to report operations, or one that validates the request before it
-// authorizes it) checks nothing; checkCreated asks again about the topics kmirror created, right
+// authorizes it) checks nothing; accessCheck.checkCreated asks again about the topics kmirror created, right
 // after creating them and before the first record, so that a refusal then leaves only empty
 // topics; and the operation itself still fails with the same kind of error.
+
+// accessCheck is the preflight of one engine: the clients it asks, the configuration it
+// reads, and what it finds that a later step needs (created: the target topics that did not
+// exist, which checkCreated asks about again once prepareTarget made them). connect builds it
+// once the clients exist; nothing in it changes the clusters.
+type accessCheck struct {
+	cfg     *Config
+	srcCl   *kgo.Client // the source admin's client: metadata of the source topics
+	srcAdm  *kadm.Client
+	dst     *kgo.Client // the target producer's client: metadata and produce probes
+	dstAdm  *kadm.Client
+	dstOpts []kgo.Opt // the target's connection options (the Fetch v12 probe's own client)
+	// created are the target topics missing at the check, which prepareTarget creates.
+	created []string
+}
 
 // need is one resource of the check and the operations kmirror needs on it.
 type need struct {
@@ -64,39 +79,39 @@ func deniedErr(side, alias string, kind error, op kadm.ACLOperation, rtype, name
 		side, alias, opName(op), rtype, name, what, kind, opName(op), strings.ToLower(rtype), name)
 }
 
-// checkAccess is the preflight of Run for the flow's source topics (name to partitions).
-func (e *Engine) checkAccess(ctx context.Context, topics map[string]int, gs *groupSyncer) error {
-	if err := e.checkLiteralTopics(topics); err != nil {
+// check is the preflight of Run for the flow's source topics (name to partitions).
+func (a *accessCheck) check(ctx context.Context, topics map[string]int, gs *groupSyncer) error {
+	if err := a.checkLiteralTopics(topics); err != nil {
 		return err
 	}
 	srcOps := []kadm.ACLOperation{kadm.OpRead}
-	if e.cfg.SyncTopicConfigs {
+	if a.cfg.SyncTopicConfigs {
 		srcOps = append(srcOps, kadm.OpDescribeConfigs)
 	}
 	var src []need
 	for t := range topics {
 		src = append(src, need{topic: t, ops: srcOps})
 	}
-	if _, err := e.checkTopics(ctx, "source", e.cfg.SourceAlias, e.srcCl, src); err != nil {
+	if _, err := a.checkTopics(ctx, "source", a.cfg.SourceAlias, a.srcCl, src); err != nil {
 		return err
 	}
-	if err := e.checkGroups(ctx, "source", e.cfg.SourceAlias, e.srcAdm, []string{e.cfg.GroupID}, "join the group that shares the partitions"); err != nil {
+	if err := a.checkGroups(ctx, "source", a.cfg.SourceAlias, a.srcAdm, []string{a.cfg.GroupID}, "join the group that shares the partitions"); err != nil {
 		return err
 	}
-	missing, err := e.checkTopics(ctx, "target", e.cfg.TargetAlias, e.dst, e.targetNeeds(topics))
+	missing, err := a.checkTopics(ctx, "target", a.cfg.TargetAlias, a.dst, a.targetNeeds(topics))
 	if err != nil {
 		return err
 	}
-	e.created = missing
-	if err := e.checkTransactions(ctx, topics); err != nil {
+	a.created = missing
+	if err := a.checkTransactions(ctx, topics); err != nil {
 		return err
 	}
-	if gs != nil && e.cfg.SyncGroupOffsets {
+	if gs != nil && a.cfg.SyncGroupOffsets {
 		groups, err := gs.s.Selected(ctx)
 		if err != nil {
-			return fmt.Errorf("source cluster %s: list the groups to sync: %w%s", e.cfg.SourceAlias, err, hint(err))
+			return fmt.Errorf("source cluster %s: list the groups to sync: %w%s", a.cfg.SourceAlias, err, hint(err))
 		}
-		if err := e.checkGroups(ctx, "target", e.cfg.TargetAlias, e.dstAdm, groups, "commit the group's translated offsets"); err != nil {
+		if err := a.checkGroups(ctx, "target", a.cfg.TargetAlias, a.dstAdm, groups, "commit the group's translated offsets"); err != nil {
 			return err
 		}
 	}
@@ -104,21 +119,21 @@ func (e *Engine) checkAccess(ctx context.Context, topics map[string]int, gs *gro
 }
 
 // targetNeeds are the target topics of the flow and the operations on each.
-func (e *Engine) targetNeeds(topics map[string]int) []need {
+func (a *accessCheck) targetNeeds(topics map[string]int) []need {
 	mirrored := []kadm.ACLOperation{kadm.OpWrite, kadm.OpRead, kadm.OpDescribeConfigs}
-	if e.cfg.SyncTopicConfigs {
+	if a.cfg.SyncTopicConfigs {
 		mirrored = append(mirrored, kadm.OpAlterConfigs)
 	}
 	var out []need
 	for t := range topics {
-		out = append(out, need{topic: e.cfg.targetTopic(t), ops: mirrored, create: true})
+		out = append(out, need{topic: a.cfg.targetTopic(t), ops: mirrored, create: true})
 	}
-	out = append(out, need{topic: e.cfg.MapTopic, ops: []kadm.ACLOperation{kadm.OpWrite, kadm.OpRead}, create: true})
-	if e.cfg.OffsetSyncsOnTarget {
-		out = append(out, need{topic: e.cfg.OffsetSyncsTopic, ops: []kadm.ACLOperation{kadm.OpWrite}, create: true})
+	out = append(out, need{topic: a.cfg.MapTopic, ops: []kadm.ACLOperation{kadm.OpWrite, kadm.OpRead}, create: true})
+	if a.cfg.OffsetSyncsOnTarget {
+		out = append(out, need{topic: a.cfg.OffsetSyncsTopic, ops: []kadm.ACLOperation{kadm.OpWrite}, create: true})
 	}
-	if e.cfg.EmitCheckpoints && e.cfg.CheckpointsTopic != "" {
-		out = append(out, need{topic: e.cfg.CheckpointsTopic, ops: []kadm.ACLOperation{kadm.OpWrite, kadm.OpRead}, create: true})
+	if a.cfg.EmitCheckpoints && a.cfg.CheckpointsTopic != "" {
+		out = append(out, need{topic: a.cfg.CheckpointsTopic, ops: []kadm.ACLOperation{kadm.OpWrite, kadm.OpRead}, create: true})
 	}
 	return out
 }
@@ -130,13 +145,13 @@ var literalName = regexp.MustCompile(`^[A-Za-z0-9._-]+$`)
 // checkLiteralTopics refuses a flow whose `topics` names a topic the source does not show:
 // either it does not exist or the principal may not Describe it (Kafka hides it then), and
 // kmirror cannot tell which. A pattern that matches nothing is no error: topics may appear.
-func (e *Engine) checkLiteralTopics(topics map[string]int) error {
+func (a *accessCheck) checkLiteralTopics(topics map[string]int) error {
 	var absent []string
-	for _, p := range e.cfg.Topics {
+	for _, p := range a.cfg.Topics {
 		if !literalName.MatchString(p) || strings.Trim(p, ".") == "" {
 			continue
 		}
-		if _, ok := topics[p]; !ok && e.cfg.matches(p) {
+		if _, ok := topics[p]; !ok && a.cfg.matches(p) {
 			absent = append(absent, p)
 		}
 	}
@@ -146,12 +161,12 @@ func (e *Engine) checkLiteralTopics(topics map[string]int) error {
 	sort.Strings(absent)
 	return fmt.Errorf("source cluster %s does not show topic %s, which the flow's topics names: it does not exist, or the principal may not Describe it "+
 		"(Kafka hides such a topic; kmirror needs Read on it, which implies Describe); create it or grant Read, then start kmirror again; nothing was written",
-		e.cfg.SourceAlias, strings.Join(absent, ", "))
+		a.cfg.SourceAlias, strings.Join(absent, ", "))
 }
 
 // checkTopics checks the operations of needs on cluster cl and returns the topics that do
 // not exist (those kmirror will create: Create and Write checked already).
-func (e *Engine) checkTopics(ctx context.Context, side, alias string, cl *kgo.Client, needs []need) ([]string, error) {
+func (a *accessCheck) checkTopics(ctx context.Context, side, alias string, cl *kgo.Client, needs []need) ([]string, error) {
 	if len(needs) == 0 {
 		return nil, nil
 	}
@@ -183,7 +198,7 @@ func (e *Engine) checkTopics(ctx context.Context, side, alias string, cl *kgo.Cl
 		ke := kerr.ErrorForCode(t.ErrorCode)
 		switch {
 		case ke == nil:
-			if err := e.checkOps(side, alias, n, t.AuthorizedOperations); err != nil {
+			if err := a.checkOps(side, alias, n, t.AuthorizedOperations); err != nil {
 				return nil, err
 			}
 		case errors.Is(ke, kerr.UnknownTopicOrPartition) && n.create:
@@ -199,7 +214,7 @@ func (e *Engine) checkTopics(ctx context.Context, side, alias string, cl *kgo.Cl
 	for i, n := range missing {
 		names[i] = n.topic
 	}
-	if err := e.checkCreate(ctx, side, alias, names); err != nil {
+	if err := a.checkCreate(ctx, side, alias, names); err != nil {
 		return nil, err
 	}
 	probes := []struct {
@@ -207,11 +222,11 @@ func (e *Engine) checkTopics(ctx context.Context, side, alias string, cl *kgo.Cl
 		probe func(context.Context, string, string, []string) error
 	}{
 		{kadm.OpWrite, func(ctx context.Context, side, alias string, names []string) error {
-			return e.checkWrite(ctx, side, alias, cl, names)
+			return a.checkWrite(ctx, side, alias, cl, names)
 		}},
-		{kadm.OpRead, e.checkRead},
-		{kadm.OpDescribeConfigs, e.checkDescribeConfigs},
-		{kadm.OpAlterConfigs, e.checkAlterConfigs},
+		{kadm.OpRead, a.checkRead},
+		{kadm.OpDescribeConfigs, a.checkDescribeConfigs},
+		{kadm.OpAlterConfigs, a.checkAlterConfigs},
 	}
 	for _, p := range probes {
 		var these []string
@@ -254,8 +269,8 @@ func topicDenied(side, alias string, op kadm.ACLOperation, errs map[string]error
 
 // checkRead fetches partition 0 of each of names from offset 0 with Fetch v12, which names
 // topics (v13 and later send topic IDs, which a missing topic does not have).
-func (e *Engine) checkRead(ctx context.Context, side, alias string, names []string) error {
-	cl, err := kgo.NewClient(append(append([]kgo.Opt(nil), e.dstOpts...), kgo.MaxVersions(kversion.V3_0_0()))...)
+func (a *accessCheck) checkRead(ctx context.Context, side, alias string, names []string) error {
+	cl, err := kgo.NewClient(append(append([]kgo.Opt(nil), a.dstOpts...), kgo.MaxVersions(kversion.V3_0_0()))...)
 	if err != nil {
 		return nil
 	}
@@ -288,8 +303,8 @@ func (e *Engine) checkRead(ctx context.Context, side, alias string, names []stri
 }
 
 // checkDescribeConfigs describes the configuration of names.
-func (e *Engine) checkDescribeConfigs(ctx context.Context, side, alias string, names []string) error {
-	rcs, err := e.dstAdm.DescribeTopicConfigs(ctx, names...)
+func (a *accessCheck) checkDescribeConfigs(ctx context.Context, side, alias string, names []string) error {
+	rcs, err := a.dstAdm.DescribeTopicConfigs(ctx, names...)
 	if err != nil && len(rcs) == 0 {
 		return nil
 	}
@@ -301,8 +316,8 @@ func (e *Engine) checkDescribeConfigs(ctx context.Context, side, alias string, n
 }
 
 // checkAlterConfigs validates (validate_only) setting a topic configuration on names.
-func (e *Engine) checkAlterConfigs(ctx context.Context, side, alias string, names []string) error {
-	resp, err := e.dstAdm.ValidateAlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "cleanup.policy", Value: kadm.StringPtr("delete")}}, names...)
+func (a *accessCheck) checkAlterConfigs(ctx context.Context, side, alias string, names []string) error {
+	resp, err := a.dstAdm.ValidateAlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "cleanup.policy", Value: kadm.StringPtr("delete")}}, names...)
 	if err != nil && len(resp) == 0 {
 		return nil
 	}
@@ -322,7 +337,7 @@ func opList(ops []kadm.ACLOperation) string {
 }
 
 // checkOps checks the authorized operations (a bit field) of an existing topic.
-func (e *Engine) checkOps(side, alias string, n need, bits int32) error {
+func (a *accessCheck) checkOps(side, alias string, n need, bits int32) error {
 	if bits == math.MinInt32 {
 		return nil // the broker did not say
 	}
@@ -357,8 +372,8 @@ func topicUse(side string, op kadm.ACLOperation) string {
 }
 
 // checkCreate asks the target to validate the creation of names without creating them.
-func (e *Engine) checkCreate(ctx context.Context, side, alias string, names []string) error {
-	resp, err := e.dstAdm.ValidateCreateTopics(ctx, 1, -1, nil, names...)
+func (a *accessCheck) checkCreate(ctx context.Context, side, alias string, names []string) error {
+	resp, err := a.dstAdm.ValidateCreateTopics(ctx, 1, -1, nil, names...)
 	if err != nil {
 		return fmt.Errorf("%s cluster %s: validate the creation of %s: %w%s", side, alias, strings.Join(names, ", "), err, hint(err))
 	}
@@ -375,7 +390,7 @@ func (e *Engine) checkCreate(ctx context.Context, side, alias string, names []st
 // exist: the broker answers TOPIC_AUTHORIZATION_FAILED when the principal may not Write, else
 // UNKNOWN_TOPIC_OR_PARTITION; had the topic appeared meanwhile, the empty request is refused
 // as invalid. Nothing is written in any case.
-func (e *Engine) checkWrite(ctx context.Context, side, alias string, cl *kgo.Client, names []string) error {
+func (a *accessCheck) checkWrite(ctx context.Context, side, alias string, cl *kgo.Client, names []string) error {
 	req := kmsg.NewPtrProduceRequest()
 	req.Acks = -1
 	req.TimeoutMillis = 5000
@@ -404,27 +419,27 @@ func (e *Engine) checkWrite(ctx context.Context, side, alias string, cl *kgo.Cli
 
 // checkCreated checks the operations on the target topics kmirror has just created, which
 // Kafka could not report before they existed, before the first record goes to any of them.
-func (e *Engine) checkCreated(ctx context.Context, topics map[string]int) error {
-	if len(e.created) == 0 {
+func (a *accessCheck) checkCreated(ctx context.Context, topics map[string]int) error {
+	if len(a.created) == 0 {
 		return nil
 	}
 	var needs []need
-	for _, n := range e.targetNeeds(topics) {
-		if slices.Contains(e.created, n.topic) && n.topic != e.cfg.CheckpointsTopic {
+	for _, n := range a.targetNeeds(topics) {
+		if slices.Contains(a.created, n.topic) && n.topic != a.cfg.CheckpointsTopic {
 			n.create = false
 			needs = append(needs, n)
 		}
 	}
-	_, err := e.checkTopics(ctx, "target", e.cfg.TargetAlias, e.dst, needs)
+	_, err := a.checkTopics(ctx, "target", a.cfg.TargetAlias, a.dst, needs)
 	if err != nil {
 		return fmt.Errorf("%w (kmirror created the topics %s a moment ago, when Kafka could not yet report these operations: they hold no record)",
-			err, strings.Join(e.created, ", "))
+			err, strings.Join(a.created, ", "))
 	}
 	return nil
 }
 
 // checkGroups checks that the principal may Read each of groups on the cluster of adm.
-func (e *Engine) checkGroups(ctx context.Context, side, alias string, adm *kadm.Client, groups []string, what string) error {
+func (a *accessCheck) checkGroups(ctx context.Context, side, alias string, adm *kadm.Client, groups []string, what string) error {
 	if len(groups) == 0 {
 		return nil
 	}
@@ -453,8 +468,8 @@ func (e *Engine) checkGroups(ctx context.Context, side, alias string, adm *kadm.
 // checkTransactions checks that the principal may use the fence's transactional ids: one of
 // them is described (Describe, implied by Write). A target that cannot describe transactions
 // (before Kafka 3.0) is not asked; the fence's InitProducerId then checks.
-func (e *Engine) checkTransactions(ctx context.Context, topics map[string]int) error {
-	if e.cfg.Fencing != FenceTransactions || len(topics) == 0 {
+func (a *accessCheck) checkTransactions(ctx context.Context, topics map[string]int) error {
+	if a.cfg.Fencing != FenceTransactions || len(topics) == 0 {
 		return nil
 	}
 	names := make([]string, 0, len(topics))
@@ -462,15 +477,15 @@ func (e *Engine) checkTransactions(ctx context.Context, topics map[string]int) e
 		names = append(names, t)
 	}
 	sort.Strings(names)
-	id := e.cfg.transactionalID(tp{names[0], 0})
-	described, err := e.dstAdm.DescribeTransactions(ctx, id)
+	id := a.cfg.transactionalID(tp{names[0], 0})
+	described, err := a.dstAdm.DescribeTransactions(ctx, id)
 	if err == nil {
 		if d, ok := described[id]; ok {
 			err = d.Err
 		}
 	}
 	if errors.Is(err, kerr.TransactionalIDAuthorizationFailed) {
-		return deniedErr("target", e.cfg.TargetAlias, err, kadm.OpWrite, "TransactionalId", e.cfg.GroupID+"-",
+		return deniedErr("target", a.cfg.TargetAlias, err, kadm.OpWrite, "TransactionalId", a.cfg.GroupID+"-",
 			fmt.Sprintf("fence each partition's writes (transactional id %s and the others of the prefix; exactly.once.source.support=disabled runs without)", id))
 	}
 	return nil

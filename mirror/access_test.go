@@ -22,7 +22,7 @@ func TestOpName(t *testing.T) {
 // A topic that the flow's topics names literally and the source does not show stops the
 // start (it does not exist, or Kafka hides it from the principal); a pattern does not.
 func TestCheckLiteralTopics(t *testing.T) {
-	e := &Engine{cfg: Config{SourceAlias: "A", Topics: []string{"orders", `pay\..*`, "audit.log"}}}
+	e := &accessCheck{cfg: &Config{SourceAlias: "A", Topics: []string{"orders", `pay\..*`, "audit.log"}}}
 	if err := e.checkLiteralTopics(map[string]int{"orders": 3, "audit.log": 1}); err != nil {
 		t.Fatalf("every literal topic visible: %v", err)
 	}

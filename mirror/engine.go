@@ -68,7 +68,7 @@ type Engine struct {
 	firstDone atomic.Bool   // the first record was acknowledged
 	prepDone  chan struct{} // closed when the target's topics are ready (prepareTarget)
 	prepErr   error
-	created   []string                    // target topics missing at the access check, created by prepareTarget (access.go)
+	access    *accessCheck                // the preflight and what it found (access.go); set by connect
 	leaders   atomic.Pointer[resumeReads] // one resume's leader caches and prefetched reads (startup_read.go)
 	hb        *heartbeater                // MM2's heartbeats on the target (heartbeat.go); nil when none are emitted
 }
@@ -132,7 +132,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		}
 	}
 	// Nothing is written before the principal's operations are checked (access.go).
-	if err := e.checkAccess(ctx, topics, gs); err != nil {
+	if err := e.access.check(ctx, topics, gs); err != nil {
 		if gs != nil {
 			gs.close()
 		}
@@ -334,6 +334,7 @@ func (e *Engine) connect(ctx context.Context) error {
 		return fmt.Errorf("source cluster %s: create client: %w", e.cfg.SourceAlias, err)
 	}
 	e.dst, e.dstAdm, e.srcCl, e.srcAdm = dst, kadm.NewClient(dst), srcAdmCl, kadm.NewClient(srcAdmCl)
+	e.access = &accessCheck{cfg: &e.cfg, srcCl: e.srcCl, srcAdm: e.srcAdm, dst: e.dst, dstAdm: e.dstAdm, dstOpts: e.dstOpts}
 	// Both clusters are asked at once; the source's failure is reported first, as before.
 	sides := []struct {
 		side, alias string

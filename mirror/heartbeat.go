@@ -67,7 +67,7 @@ func (e *Engine) setupHeartbeats(ctx context.Context) {
 		return
 	}
 	needs := []need{{topic: c.HeartbeatsTopic, ops: []kadm.ACLOperation{kadm.OpWrite}, create: true}}
-	if _, err := e.checkTopics(ctx, "target", c.TargetAlias, e.dst, needs); err != nil {
+	if _, err := e.access.checkTopics(ctx, "target", c.TargetAlias, e.dst, needs); err != nil {
 		if logread.Denied(err) {
 			e.log.Warn("heartbeats not emitted: the principal may not create or write the heartbeats topic; grant Create and Write on it and restart, or set emit.heartbeats.enabled=false",
 				"cluster", c.TargetAlias, "topic", c.HeartbeatsTopic, "err", err)

@@ -231,7 +231,7 @@ func (e *Engine) prepareTarget(ctx context.Context, topics map[string]int) {
 		})
 		e.prepErr = eg.Wait()
 		if e.prepErr == nil {
-			e.prepErr = e.checkCreated(ctx, topics)
+			e.prepErr = e.access.checkCreated(ctx, topics)
 		}
 		e.boot.mark("target_topics")
 		if e.prepErr != nil && ctx.Err() == nil {
