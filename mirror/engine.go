@@ -62,7 +62,9 @@ type Engine struct {
 	// testHooks run at group callbacks (tests set them through export_test.go).
 	testHooks struct{ beforeResume, duringRevoke func() }
 
-	safe safety // stopped partitions, topic identities, record size limits (halt.go, identity.go, recsize.go)
+	stopped stopSet     // stopped partitions and the safety loop's queue (halt.go)
+	ident   identities  // the topic identities the identity check compares with (identity.go)
+	limits  topicLimits // the target topics' max.message.bytes (recsize.go)
 
 	boot      startup       // start-up phase times (startup.go)
 	firstDone atomic.Bool   // the first record was acknowledged

@@ -47,33 +47,27 @@ type stop struct {
 	attempts int
 }
 
-// safety is the engine's state for stopped partitions, topic identities and record limits.
-// Its zero value is ready; the engine holds one.
-type safety struct {
+// stopSet is the engine's set of stopped partitions and the safety loop's queue of
+// partitions to check at once. Its zero value is ready; the engine holds one. Topic
+// identities (identity.go) and record size limits (recsize.go) have types and locks of
+// their own.
+type stopSet struct {
 	once sync.Once
 	mu   sync.Mutex
-	n    atomic.Int32 // len(stops): the hot path reads it without the lock
-	// stops are the stopped partitions.
-	stops map[tp]*stop
-	// recorded is the identity (topic IDs) of each mirrored source topic and its target
-	// topic, as the offset map records it or as this process recorded it.
-	recorded map[string]topicIDs
-	// limits is each target topic's max.message.bytes (0: not known yet).
-	limits map[string]int32
+	n    atomic.Int32 // len(byTP): the hot path reads it without the lock
+	// byTP are the stopped partitions.
+	byTP map[tp]*stop
 	// checkNow asks the safety loop to check a partition now (an out-of-range fetch).
 	checkNow chan tp
 
 	backoffMin, backoffMax time.Duration
-	checkEvery             time.Duration // running identity checks; 0: derived from the config
 }
 
-func (s *safety) init() {
+func (s *stopSet) init() {
 	s.once.Do(func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		s.stops = map[tp]*stop{}
-		s.recorded = map[string]topicIDs{}
-		s.limits = map[string]int32{}
+		s.byTP = map[tp]*stop{}
 		s.checkNow = make(chan tp, 256)
 		if s.backoffMin == 0 {
 			s.backoffMin = time.Second
@@ -86,12 +80,12 @@ func (s *safety) init() {
 
 // isStopped says whether t is stopped; cheap when nothing is.
 func (e *Engine) isStopped(t tp) bool {
-	if e.safe.n.Load() == 0 {
+	if e.stopped.n.Load() == 0 {
 		return false
 	}
-	e.safe.mu.Lock()
-	defer e.safe.mu.Unlock()
-	_, ok := e.safe.stops[t]
+	e.stopped.mu.Lock()
+	defer e.stopped.mu.Unlock()
+	_, ok := e.stopped.byTP[t]
 	return ok
 }
 
@@ -99,19 +93,19 @@ func (e *Engine) isStopped(t tp) bool {
 // the condition cleared. A stop that replaces one for the same partition and reason (a
 // re-check that found the same problem) keeps its backoff.
 func (e *Engine) stopPartition(st *stop) {
-	e.safe.init()
+	e.stopped.init()
 	now := time.Now()
-	e.safe.mu.Lock()
-	old, had := e.safe.stops[st.ps.tp]
-	st.since, st.wait = now, e.safe.backoffMin
+	e.stopped.mu.Lock()
+	old, had := e.stopped.byTP[st.ps.tp]
+	st.since, st.wait = now, e.stopped.backoffMin
 	if had && old.reason == st.reason {
-		st.since, st.wait, st.attempts = old.since, min(old.wait*2, e.safe.backoffMax), old.attempts
+		st.since, st.wait, st.attempts = old.since, min(old.wait*2, e.stopped.backoffMax), old.attempts
 	}
 	st.attempts++
 	st.next = now.Add(st.wait)
-	e.safe.stops[st.ps.tp] = st
-	e.safe.n.Store(int32(len(e.safe.stops)))
-	e.safe.mu.Unlock()
+	e.stopped.byTP[st.ps.tp] = st
+	e.stopped.n.Store(int32(len(e.stopped.byTP)))
+	e.stopped.mu.Unlock()
 	if e.src != nil {
 		e.src.PauseFetchPartitions(map[string][]int32{st.ps.topic: {st.ps.partition}})
 	}
@@ -132,11 +126,11 @@ func (e *Engine) unstop(t tp, next int64) {
 		// Setting the offset drops what was fetched past it before the stop.
 		e.src.SetOffsets(map[string]map[int32]kgo.EpochOffset{t.topic: {t.partition: {Epoch: -1, Offset: next}}})
 	}
-	e.safe.mu.Lock()
-	st := e.safe.stops[t]
-	delete(e.safe.stops, t)
-	e.safe.n.Store(int32(len(e.safe.stops)))
-	e.safe.mu.Unlock()
+	e.stopped.mu.Lock()
+	st := e.stopped.byTP[t]
+	delete(e.stopped.byTP, t)
+	e.stopped.n.Store(int32(len(e.stopped.byTP)))
+	e.stopped.mu.Unlock()
 	if e.src != nil {
 		e.src.ResumeFetchPartitions(map[string][]int32{t.topic: {t.partition}})
 	}
@@ -149,21 +143,21 @@ func (e *Engine) unstop(t tp, next int64) {
 // forgetStops drops the stops of revoked partitions (their next owner checks again) and
 // unpauses them, so that a partition assigned back later is fetched.
 func (e *Engine) forgetStops(revoked map[string][]int32) {
-	if e.safe.n.Load() == 0 {
+	if e.stopped.n.Load() == 0 {
 		return
 	}
 	unpause := map[string][]int32{}
-	e.safe.mu.Lock()
+	e.stopped.mu.Lock()
 	for t, ps := range revoked {
 		for _, p := range ps {
-			if _, ok := e.safe.stops[tp{t, p}]; ok {
-				delete(e.safe.stops, tp{t, p})
+			if _, ok := e.stopped.byTP[tp{t, p}]; ok {
+				delete(e.stopped.byTP, tp{t, p})
 				unpause[t] = append(unpause[t], p)
 			}
 		}
 	}
-	e.safe.n.Store(int32(len(e.safe.stops)))
-	e.safe.mu.Unlock()
+	e.stopped.n.Store(int32(len(e.stopped.byTP)))
+	e.stopped.mu.Unlock()
 	if len(unpause) > 0 && e.src != nil {
 		e.src.ResumeFetchPartitions(unpause)
 	}
@@ -172,8 +166,8 @@ func (e *Engine) forgetStops(revoked map[string][]int32) {
 // safetyLoop re-checks stopped partitions when their backoff is due, checks owned partitions
 // for recreated topics every checkEvery, and at once when a fetch was out of range.
 func (e *Engine) safetyLoop(ctx context.Context) {
-	e.safe.init()
-	every := e.safe.checkEvery
+	e.stopped.init()
+	every := e.ident.checkEvery
 	if every == 0 {
 		every = 30 * time.Second
 		if e.cfg.RefreshTopics && e.cfg.RefreshTopicsInterval > 0 {
@@ -187,7 +181,7 @@ func (e *Engine) safetyLoop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case t := <-e.safe.checkNow:
+		case t := <-e.stopped.checkNow:
 			e.checkOutOfRange(ctx, t)
 		case now := <-tick.C:
 			e.recheckDue(ctx, now)
@@ -200,17 +194,17 @@ func (e *Engine) safetyLoop(ctx context.Context) {
 }
 
 func (e *Engine) recheckDue(ctx context.Context, now time.Time) {
-	if e.safe.n.Load() == 0 {
+	if e.stopped.n.Load() == 0 {
 		return
 	}
-	e.safe.mu.Lock()
+	e.stopped.mu.Lock()
 	var due []*stop
-	for _, st := range e.safe.stops {
+	for _, st := range e.stopped.byTP {
 		if !now.Before(st.next) {
 			due = append(due, st)
 		}
 	}
-	e.safe.mu.Unlock()
+	e.stopped.mu.Unlock()
 	for _, st := range due {
 		if ctx.Err() != nil {
 			return
@@ -222,14 +216,14 @@ func (e *Engine) recheckDue(ctx context.Context, now time.Time) {
 		if !still && err == nil {
 			continue // recheck resumed it
 		}
-		e.safe.mu.Lock()
-		cur, ok := e.safe.stops[st.ps.tp]
+		e.stopped.mu.Lock()
+		cur, ok := e.stopped.byTP[st.ps.tp]
 		if ok && cur == st { // not replaced by the re-check: report it again
 			st.attempts++
-			st.wait = min(st.wait*2, e.safe.backoffMax)
+			st.wait = min(st.wait*2, e.stopped.backoffMax)
 			st.next = time.Now().Add(st.wait)
 		}
-		e.safe.mu.Unlock()
+		e.stopped.mu.Unlock()
 		if ok && cur == st && err == nil {
 			e.reportStop(st)
 		}

@@ -41,6 +41,44 @@ import (
 
 type topicIDs struct{ src, dst [16]byte }
 
+// identities is what the identity check knows between its runs: the identity (topic IDs) of
+// each mirrored source topic and its target topic, as the offset map records it or as this
+// process recorded it. Its zero value is ready; the engine holds one. Its lock is its own.
+type identities struct {
+	mu       sync.Mutex
+	recorded map[string]topicIDs
+	// checkEvery is how often running partitions are checked; 0: derived from the config.
+	checkEvery time.Duration
+}
+
+// get returns the recorded identity of source topic topic (zero: none recorded).
+func (d *identities) get(topic string) topicIDs {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.recorded[topic]
+}
+
+// keep records the current identity of every topic rc checked without a stopped partition,
+// and returns the identity records to write for those the map does not hold yet.
+func (d *identities) keep(rc *resumeChecks, mapTopic string) []*kgo.Record {
+	var recs []*kgo.Record
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.recorded == nil {
+		d.recorded = map[string]topicIDs{}
+	}
+	for topic, cur := range rc.current {
+		if rc.stopped[topic] {
+			continue
+		}
+		d.recorded[topic] = cur
+		if rc.recorded[topic] != cur && cur != (topicIDs{}) {
+			recs = append(recs, &kgo.Record{Topic: mapTopic, Partition: 0, Key: identityKey(topic), Value: identityValue(cur)})
+		}
+	}
+	return recs
+}
+
 const (
 	identityVersion = 2
 	identityKind    = 1
@@ -101,7 +139,7 @@ type resumeChecks struct {
 // topics' max.message.bytes (recsize.go). The caller sets recorded, the identities the offset
 // map holds (readMap), before the checks run: both are read at once.
 func (e *Engine) prepareChecks(ctx context.Context, assigned []tp) (*resumeChecks, error) {
-	e.safe.init()
+	e.stopped.init()
 	rc := &resumeChecks{current: map[string]topicIDs{}, stopped: map[string]bool{}}
 	srcTopics, dstTopics := map[string]bool{}, map[string]bool{}
 	for _, t := range assigned {
@@ -185,18 +223,7 @@ func (e *Engine) checkPartition(ctx context.Context, rc *resumeChecks, t tp, tar
 // finishChecks records the identity of every checked topic without a stopped partition,
 // when the map does not hold it yet (first start, or a broker that gained topic IDs).
 func (e *Engine) finishChecks(ctx context.Context, rc *resumeChecks) error {
-	var recs []*kgo.Record
-	e.safe.mu.Lock()
-	for topic, cur := range rc.current {
-		if rc.stopped[topic] {
-			continue
-		}
-		e.safe.recorded[topic] = cur
-		if rc.recorded[topic] != cur && cur != (topicIDs{}) {
-			recs = append(recs, &kgo.Record{Topic: e.cfg.MapTopic, Partition: 0, Key: identityKey(topic), Value: identityValue(cur)})
-		}
-	}
-	e.safe.mu.Unlock()
+	recs := e.ident.keep(rc, e.cfg.MapTopic)
 	if len(recs) == 0 {
 		return nil
 	}
@@ -333,9 +360,9 @@ func (e *Engine) reresume(ctx context.Context, st *stop) (bool, error) {
 		e.forgetStops(map[string][]int32{ps.topic: {ps.partition}})
 		return false, nil
 	}
-	e.safe.mu.Lock()
-	cur, still := e.safe.stops[ps.tp]
-	e.safe.mu.Unlock()
+	e.stopped.mu.Lock()
+	cur, still := e.stopped.byTP[ps.tp]
+	e.stopped.mu.Unlock()
 	if still && cur != st {
 		return true, nil // resume found it again and replaced the stop (and reported it)
 	}
@@ -350,9 +377,9 @@ func (e *Engine) onFetchError(t string, p int32, err error) bool {
 	if !errors.Is(err, kerr.OffsetOutOfRange) {
 		return false
 	}
-	e.safe.init()
+	e.stopped.init()
 	select {
-	case e.safe.checkNow <- tp{t, p}:
+	case e.stopped.checkNow <- tp{t, p}:
 	default:
 	}
 	return true
@@ -423,9 +450,7 @@ func (e *Engine) checkStates(ctx context.Context, states []*partState) (map[tp]m
 		if okStart && okSrc {
 			bounds[ps.tp] = [2]int64{srcStart, srcEnd}
 		}
-		e.safe.mu.Lock()
-		rec := e.safe.recorded[ps.topic]
-		e.safe.mu.Unlock()
+		rec := e.ident.get(ps.topic)
 		c := cur[ps.topic]
 		if c.src == ([16]byte{}) && c.dst == ([16]byte{}) && (rec.src != ([16]byte{}) || rec.dst != ([16]byte{})) {
 			c = rec // the topic is missing right now (deleted, not created yet): no verdict on IDs
@@ -454,7 +479,7 @@ func (e *Engine) checkOutOfRange(ctx context.Context, t tp) {
 	b, ok := bounds[t]
 	if !ok {
 		select { // could not list: try again soon
-		case e.safe.checkNow <- t:
+		case e.stopped.checkNow <- t:
 		default:
 		}
 		return

@@ -202,10 +202,10 @@ type stoppedPartition struct {
 
 // stoppedPartitions lists the stopped partitions (halt.go).
 func (e *Engine) stoppedPartitions() []stoppedPartition {
-	e.safe.mu.Lock()
-	defer e.safe.mu.Unlock()
-	out := make([]stoppedPartition, 0, len(e.safe.stops))
-	for t, st := range e.safe.stops {
+	e.stopped.mu.Lock()
+	defer e.stopped.mu.Unlock()
+	out := make([]stoppedPartition, 0, len(e.stopped.byTP))
+	for t, st := range e.stopped.byTP {
 		out = append(out, stoppedPartition{t, st.reason})
 	}
 	return out

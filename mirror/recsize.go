@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -32,6 +33,37 @@ import (
 // limit is read from every broker of the target and used only where they agree (loadLimits).
 
 // recLimit is the record size limit for one target topic.
+// topicLimits is each target topic's max.message.bytes (absent: not known yet), as the
+// target's brokers agree on it. Its zero value is ready; the engine holds one. Its lock is
+// its own.
+type topicLimits struct {
+	mu    sync.Mutex
+	bytes map[string]int32
+}
+
+// get returns target topic t's max.message.bytes (0: not known).
+func (l *topicLimits) get(t string) int32 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.bytes[t]
+}
+
+// set keeps the agreed limits of targets and forgets those of the others.
+func (l *topicLimits) set(targets []string, agreed map[string]int32) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.bytes == nil {
+		l.bytes = map[string]int32{}
+	}
+	for _, t := range targets {
+		if n, ok := agreed[t]; ok {
+			l.bytes[t] = n
+			continue
+		}
+		delete(l.bytes, t)
+	}
+}
+
 type recLimit struct {
 	max   int64 // the smallest of the limits below
 	topic int64 // max.message.bytes, or 1<<62 when the broker checks (compression) or unknown
@@ -42,12 +74,9 @@ type recLimit struct {
 // fetched partition.
 func (e *Engine) recordLimit(t string) recLimit {
 	l := recLimit{topic: 1 << 62, batch: int64(e.cfg.BatchMaxBytes) - 4}
-	e.safe.init()
-	e.safe.mu.Lock()
-	if m := e.safe.limits[t]; m > 0 && (e.cfg.Compression == "" || e.cfg.Compression == "none") {
+	if m := e.limits.get(t); m > 0 && (e.cfg.Compression == "" || e.cfg.Compression == "none") {
 		l.topic = int64(m)
 	}
-	e.safe.mu.Unlock()
 	l.max = min(l.topic, l.batch)
 	return l
 }
@@ -73,7 +102,6 @@ func (e *Engine) loadLimits(ctx context.Context, targets []string) error {
 	if len(targets) == 0 {
 		return nil
 	}
-	e.safe.init()
 	ans, err := agree.Sets(ctx, e.dst, agree.Config{Timeout: limitReadTimeout}, func(ctx context.Context, _ int32, r kmsg.Requestor) ([]topicLimit, error) {
 		return brokerLimits(ctx, r, targets)
 	}, nil)
@@ -81,15 +109,7 @@ func (e *Engine) loadLimits(ctx context.Context, targets []string) error {
 		return e.clusterErr("target", e.cfg.TargetAlias, "describe topic configs (max.message.bytes)", err)
 	}
 	agreed := agreedLimits(ans)
-	e.safe.mu.Lock()
-	defer e.safe.mu.Unlock()
-	for _, t := range targets {
-		if n, ok := agreed[t]; ok {
-			e.safe.limits[t] = n
-			continue
-		}
-		delete(e.safe.limits, t)
-	}
+	e.limits.set(targets, agreed)
 	if _, ok := ans.Agreed(); !ok {
 		e.log.Warn("the target's brokers differ on max.message.bytes; the broker checks record sizes of these topics until they agree",
 			"cluster", e.cfg.TargetAlias, "differences", ans.Disagreement(func(l topicLimit) string { return fmt.Sprintf("%s=%d", l.topic, l.bytes) }))
