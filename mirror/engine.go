@@ -12,7 +12,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/offsetmap"
@@ -29,16 +28,15 @@ type Engine struct {
 	srcAdm, dstAdm   *kadm.Client
 	srcCl            *kgo.Client // srcAdm's client: source reads that are no group's (resume checks)
 
-	mu    sync.Mutex
-	parts map[tp]*partState
-	// revoking holds the partitions a revoke callback took out of parts and still waits for;
-	// writersClosed is set once closeWriters ran: a writer revoked after it is closed at once.
-	revoking      map[*partState]struct{}
-	writersClosed bool
-	topics        map[string]int // mirrored source topics and their partition counts
+	mu     sync.Mutex
+	parts  map[tp]*partState
+	topics map[string]int // mirrored source topics and their partition counts
 
-	persistMu sync.Mutex     // one persist at a time, so map records of a key never go backwards
-	commits   sync.WaitGroup // background commits (commitEach)
+	// txn creates, commits, fences and closes the partitions' transactional writers, and
+	// holds the partitions being revoked (txn.go).
+	txn *writers
+
+	persistMu sync.Mutex // one persist at a time, so map records of a key never go backwards
 	dstOnce   sync.Once
 
 	fatalOnce sync.Once
@@ -50,11 +48,9 @@ type Engine struct {
 	// stallAfter is how long an owned partition may not move, with records in flight or the
 	// source ahead, before a warning says what it waits for. Default: 30s.
 	stallAfter time.Duration
-	// commitTimeout bounds one transactional commit (txn.go) and drainTimeout the whole drain
-	// at stop (drain). Defaults: the constants of the same names; tests shorten them.
-	commitTimeout, drainTimeout time.Duration
-	// fenceWarn is how often a fence that does not end is reported (txnstate.go).
-	fenceWarn time.Duration
+	// drainTimeout bounds the whole drain at stop (drain). Default: the constant of the same
+	// name; tests shorten it. The commit bound is writers.timeout (txn.go).
+	drainTimeout time.Duration
 	// crashed makes the engine stop like a killed process: no wait for in-flight records and
 	// no persist on revoke or at the end (tests set it through export_test.go).
 	crashed atomic.Bool
@@ -87,22 +83,25 @@ func New(cfg Config, srcOpts, dstOpts []kgo.Opt, log *slog.Logger) (*Engine, err
 	}
 	log = log.With("flow", cfg.SourceAlias+"->"+cfg.TargetAlias)
 	e := &Engine{
-		cfg:      cfg,
-		log:      log,
-		srcOpts:  srcOpts,
-		dstOpts:  dstOpts,
-		parts:    map[tp]*partState{},
-		revoking: map[*partState]struct{}{},
-		topics:   map[string]int{},
-		fatal:    make(chan error, 1),
-		failed:   make(chan struct{}),
+		cfg:     cfg,
+		log:     log,
+		srcOpts: srcOpts,
+		dstOpts: dstOpts,
+		parts:   map[tp]*partState{},
+		topics:  map[string]int{},
+		fatal:   make(chan error, 1),
+		failed:  make(chan struct{}),
 
-		stallAfter:    30 * time.Second,
-		commitTimeout: commitTimeout,
-		drainTimeout:  drainTimeout,
-		fenceWarn:     fenceWarnEvery,
+		stallAfter:   30 * time.Second,
+		drainTimeout: drainTimeout,
 	}
 	e.metrics = newMetrics(e)
+	e.txn = &writers{
+		cfg: &e.cfg, log: log, metrics: e.metrics,
+		opts: e.producerOpts, owner: e.part, fail: e.fail, failed: e.failed,
+		timeout: commitTimeout, fenceWarn: fenceWarnEvery,
+		revoking: map[*partState]struct{}{},
+	}
 	return e, nil
 }
 
@@ -294,7 +293,7 @@ func (e *Engine) drain(ctx context.Context, bg *background) {
 	e.src.Close()
 	close(drained)
 	bg.stop()
-	e.commits.Wait()
+	e.txn.commits.Wait()
 	if !e.crashed.Load() {
 		if err := e.persist(drain, e.owned()); err != nil {
 			e.log.Warn("persist offset map at stop", "cluster", e.cfg.TargetAlias, "topic", e.cfg.MapTopic, "err", err)
@@ -336,6 +335,7 @@ func (e *Engine) connect(ctx context.Context) error {
 		return fmt.Errorf("source cluster %s: create client: %w", e.cfg.SourceAlias, err)
 	}
 	e.dst, e.dstAdm, e.srcCl, e.srcAdm = dst, kadm.NewClient(dst), srcAdmCl, kadm.NewClient(srcAdmCl)
+	e.txn.dst = dst
 	e.access = &accessCheck{cfg: &e.cfg, srcCl: e.srcCl, srcAdm: e.srcAdm, dst: e.dst, dstAdm: e.dstAdm, dstOpts: e.dstOpts}
 	// Both clusters are asked at once; the source's failure is reported first, as before.
 	sides := []struct {
@@ -507,7 +507,7 @@ func (e *Engine) copyFetched(pctx context.Context, fp kgo.FetchTopicPartition, n
 func (e *Engine) produceFailed(ps *partState, src int64, err error) {
 	e.metrics.prodErrors.Inc()
 	if ps.w != nil && (isFencedErr(err) || errors.Is(err, kgo.ErrAborting)) {
-		e.fenced(ps, err)
+		e.txn.fenced(ps, err)
 		return
 	}
 	e.fail(fmt.Errorf("target cluster %s: produce to topic %s partition %d (source offset %d): %w%s",
@@ -649,11 +649,11 @@ func (e *Engine) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[strin
 		return
 	}
 	states := e.takeRevoked(revoked)
-	defer e.revokeDone(states)
+	defer e.txn.revokeDone(states)
 	e.forgetStops(revoked) // halt.go
 	// The records in flight are waited for within the commit bound: a partition being revoked
 	// is no longer owned, so no commit of it bounds a target that never acknowledges them.
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), e.commitTimeout)
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), e.txn.timeout)
 	defer rcancel()
 	for _, ps := range states {
 		err := ps.revoke(rctx)
@@ -687,9 +687,9 @@ func (e *Engine) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[strin
 // commit bound, with the target's state of its transaction when it has one.
 func (e *Engine) revokeStalledErr(ps *partState, st *revokeStalled) error {
 	err := fmt.Errorf("target cluster %s: revoke of topic %s partition %d: the target did not acknowledge the %d records in flight within %s (the commit bound): %w; kmirror stops, and once restarted resumes from what the target committed",
-		e.cfg.TargetAlias, ps.target, ps.partition, st.inflight, e.commitTimeout, st.cause)
+		e.cfg.TargetAlias, ps.target, ps.partition, st.inflight, e.txn.timeout, st.cause)
 	if ps.w != nil {
-		err = e.withTxnState(err, ps.w.id)
+		err = e.txn.withTxnState(err, ps.w.id)
 	}
 	return err
 }
@@ -740,7 +740,7 @@ func (e *Engine) persistAll(ctx context.Context) {
 	}
 	states := e.owned()
 	if e.cfg.Fencing == FenceTransactions {
-		e.commitEach(ctx, states)
+		e.txn.commitEach(ctx, states)
 		return
 	}
 	if err := e.persist(ctx, states); err != nil && ctx.Err() == nil {
@@ -752,7 +752,7 @@ func (e *Engine) persistAll(ctx context.Context) {
 // With transactional writers it commits each partition's transaction (commitAll).
 func (e *Engine) persist(ctx context.Context, states []*partState) error {
 	if e.cfg.Fencing == FenceTransactions {
-		return e.commitAll(ctx, states)
+		return e.txn.commitAll(ctx, states)
 	}
 	e.persistMu.Lock()
 	defer e.persistMu.Unlock()
@@ -768,7 +768,7 @@ func (e *Engine) persist(ctx context.Context, states []*partState) error {
 		if len(segs) == 0 && len(syncs) == 0 {
 			continue
 		}
-		recs = append(recs, e.mapRecords(ps, segs, syncs)...)
+		recs = append(recs, e.cfg.mapRecords(ps, segs, syncs)...)
 		took = append(took, taken{ps, from, syncs})
 	}
 	if len(recs) == 0 {
@@ -785,51 +785,17 @@ func (e *Engine) persist(ctx context.Context, states []*partState) error {
 }
 
 // mapRecords are the offset map records of segs and the offset syncs of ps.
-func (e *Engine) mapRecords(ps *partState, segs []offsetmap.Segment, syncs []mm2.OffsetSync) []*kgo.Record {
+func (c *Config) mapRecords(ps *partState, segs []offsetmap.Segment, syncs []mm2.OffsetSync) []*kgo.Record {
 	recs := make([]*kgo.Record, 0, len(segs)+len(syncs))
 	for _, s := range segs {
-		recs = append(recs, &kgo.Record{Topic: e.cfg.MapTopic, Partition: 0, Key: mapKey(ps.tp, s.Source), Value: mapValue(s)})
+		recs = append(recs, &kgo.Record{Topic: c.MapTopic, Partition: 0, Key: mapKey(ps.tp, s.Source), Value: mapValue(s)})
 	}
-	if e.cfg.OffsetSyncsOnTarget {
+	if c.OffsetSyncsOnTarget {
 		for _, s := range syncs {
-			recs = append(recs, &kgo.Record{Topic: e.cfg.OffsetSyncsTopic, Partition: 0, Key: s.Key(), Value: s.Value()})
+			recs = append(recs, &kgo.Record{Topic: c.OffsetSyncsTopic, Partition: 0, Key: s.Key(), Value: s.Value()})
 		}
 	}
 	return recs
-}
-
-// commitAll commits the open transactions of states, a few at a time, and waits for them
-// (revoke and drain). A fenced partition is handed to fenced; any other failure stops the
-// engine (a failed commit leaves records of unknown fate behind the in-memory map; a restart
-// resumes from what the target committed) and the first is returned.
-func (e *Engine) commitAll(ctx context.Context, states []*partState) error {
-	var eg errgroup.Group
-	eg.SetLimit(8)
-	for _, ps := range states {
-		if ps.w == nil || ps.failure() != nil {
-			continue
-		}
-		eg.Go(func() error {
-			err := e.commit(ctx, ps, true)
-			e.commitDone(ps, err)
-			if isFencedErr(err) {
-				return nil
-			}
-			return err
-		})
-	}
-	return eg.Wait()
-}
-
-// commitEach starts a commit of every partition of states that has none under way, without
-// waiting: one slow partition never holds back the others' commits.
-func (e *Engine) commitEach(ctx context.Context, states []*partState) {
-	for _, ps := range states {
-		if ps.w == nil || ps.failure() != nil {
-			continue
-		}
-		e.commits.Go(func() { e.commitDone(ps, e.commit(ctx, ps, false)) })
-	}
 }
 
 // owned lists the states of the partitions this process owns.
@@ -843,8 +809,9 @@ func (e *Engine) owned() []*partState {
 	return states
 }
 
-// takeRevoked moves the revoked partitions from parts to revoking: the poll loop no longer
-// routes records to them, and closeWriters still reaches their writers while the revoke waits.
+// takeRevoked moves the revoked partitions from parts to the writers' revoking set: the poll
+// loop no longer routes records to them, and closeWriters still reaches their writers while
+// the revoke waits.
 func (e *Engine) takeRevoked(revoked map[string][]int32) []*partState {
 	var states []*partState
 	e.mu.Lock()
@@ -854,42 +821,20 @@ func (e *Engine) takeRevoked(revoked map[string][]int32) []*partState {
 			if st, ok := e.parts[tp{t, p}]; ok {
 				states = append(states, st)
 				delete(e.parts, tp{t, p})
-				e.revoking[st] = struct{}{}
-				if e.writersClosed && st.w != nil {
-					st.w.close()
-				}
+				e.txn.revoke(st)
 			}
 		}
 	}
 	return states
 }
 
-// revokeDone forgets partitions whose revoke has ended.
-func (e *Engine) revokeDone(states []*partState) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, st := range states {
-		delete(e.revoking, st)
-	}
-}
-
 // closeWriters closes the transactional producers of every owned partition and of every
-// partition being revoked, failing what they still hold: a revoke waiting for records a
-// stalled target never acknowledges then returns.
+// partition being revoked (writers.closeAll), failing what they still hold: a revoke waiting
+// for records a stalled target never acknowledges then returns.
 func (e *Engine) closeWriters() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.writersClosed = true
-	for _, ps := range e.parts {
-		if ps.w != nil {
-			ps.w.close()
-		}
-	}
-	for ps := range e.revoking {
-		if ps.w != nil {
-			ps.w.close()
-		}
-	}
+	e.txn.closeAll(e.parts)
 }
 
 // refreshLoop finds new topics and partitions and syncs topic configs.

@@ -47,11 +47,11 @@ func (e *Engine) SetDuringRevoke(f func()) { e.testHooks.duringRevoke = f }
 
 // SetTimeouts shortens the bound of one transactional commit and of the drain at stop.
 func (e *Engine) SetTimeouts(commit, drain time.Duration) {
-	e.commitTimeout, e.drainTimeout = commit, drain
+	e.txn.timeout, e.drainTimeout = commit, drain
 }
 
 // SetFenceWarn sets how often a fence that does not end is reported.
-func (e *Engine) SetFenceWarn(d time.Duration) { e.fenceWarn = d }
+func (e *Engine) SetFenceWarn(d time.Duration) { e.txn.fenceWarn = d }
 
 // LoadLimits connects the engine's clients, as Run does, and reads the record size limits of
 // the target topics (recsize.go).

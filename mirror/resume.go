@@ -341,7 +341,7 @@ func (e *Engine) fenceAll(ctx context.Context, assigned []tp) (map[tp]*txnWriter
 	eg.SetLimit(fenceParallel)
 	for _, t := range assigned {
 		eg.Go(func() error {
-			w, err := e.newTxnWriter(ctx, t)
+			w, err := e.txn.open(ctx, t)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

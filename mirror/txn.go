@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
 )
 
 // Fencing modes (Config.Fencing).
@@ -26,6 +28,36 @@ const (
 const fenceNoneWarning = "fencing none: writes are not fenced. A process that lost its group session but still reaches the target can duplicate the new owner's records, " +
 	"and so can a record the target's partition leader had written but not replicated (above its high watermark) when kmirror died, if it is replicated only after the next owner read the target's tail. " +
 	"Remove exactly.once.source.support=disabled for the default, transactions, which fences both"
+
+// writers is the engine's transactional side (Config.Fencing transactions): it creates each
+// owned partition's txnWriter, whose initialisation fences the previous owner, commits the
+// writers' transactions, handles a fenced partition and closes the writers at stop. It owns
+// the commit bound, the background commits and the partitions being revoked, which closeAll
+// must still reach. What it needs of the engine it is given at New: the configuration, the
+// log, the metrics, the producer options and three callbacks. The engine's lock (parts) is
+// always taken before writers.mu.
+type writers struct {
+	cfg     *Config
+	log     *slog.Logger
+	metrics *metrics
+	dst     *kgo.Client         // the engine's target client, set by connect: describes transactions (txnstate.go)
+	opts    func() []kgo.Opt    // the options of every producer to the target (Engine.producerOpts)
+	owner   func(tp) *partState // the state that owns t now, nil when none (Engine.part)
+	fail    func(error)         // stops the engine (Engine.fail)
+	failed  <-chan struct{}     // closed at the engine's first fatal error
+
+	// timeout bounds one commit and the wait of a revoke for its records in flight (default
+	// commitTimeout); fenceWarn is how often a fence that does not end is reported (default
+	// fenceWarnEvery, txnstate.go). Tests shorten them.
+	timeout, fenceWarn time.Duration
+	commits            sync.WaitGroup // background commits (commitEach)
+
+	mu sync.Mutex
+	// revoking holds the partitions a revoke callback took out of the engine's parts and still
+	// waits for; closed is set once closeAll ran: a writer revoked after it is closed at once.
+	revoking map[*partState]struct{}
+	closed   bool
+}
 
 // txnWriter is the transactional producer of one owned partition.
 //
@@ -71,29 +103,29 @@ func (c *Config) transactionalID(t tp) string {
 	return fmt.Sprintf("%s-%s-%d", c.GroupID, t.topic, t.partition)
 }
 
-// newTxnWriter creates the partition's transactional producer and initialises its id, which
+// open creates the partition's transactional producer and initialises its id, which
 // fences any earlier owner, before the caller reads the target's committed state.
-func (e *Engine) newTxnWriter(ctx context.Context, t tp) (*txnWriter, error) {
-	id := e.cfg.transactionalID(t)
-	cl, err := kgo.NewClient(append(e.producerOpts(),
+func (x *writers) open(ctx context.Context, t tp) (*txnWriter, error) {
+	id := x.cfg.transactionalID(t)
+	cl, err := kgo.NewClient(append(x.opts(),
 		kgo.TransactionalID(id),
 		kgo.TransactionTimeout(txnTimeout),
-		e.metrics.clientHooks(roleTarget, false),
+		x.metrics.clientHooks(roleTarget, false),
 	)...)
 	if err != nil {
-		return nil, fmt.Errorf("target cluster %s: create transactional producer %s: %w", e.cfg.TargetAlias, id, err)
+		return nil, fmt.Errorf("target cluster %s: create transactional producer %s: %w", x.cfg.TargetAlias, id, err)
 	}
-	stopWatch := e.watchFence(id, t)
+	stopWatch := x.watchFence(id, t)
 	_, _, err = cl.ProducerID(ctx)
 	stopWatch()
 	if err != nil {
 		cl.Close()
 		return nil, fmt.Errorf("target cluster %s: initialise transactional id %s (fences the previous owner of %s): %w%s",
-			e.cfg.TargetAlias, id, t, err, hint(err))
+			x.cfg.TargetAlias, id, t, err, hint(err))
 	}
 	if err := cl.BeginTransaction(); err != nil {
 		cl.Close()
-		return nil, fmt.Errorf("target cluster %s: begin transaction %s: %w", e.cfg.TargetAlias, id, err)
+		return nil, fmt.Errorf("target cluster %s: begin transaction %s: %w", x.cfg.TargetAlias, id, err)
 	}
 	w := &txnWriter{cl: cl, id: id}
 	w.cond = sync.NewCond(&w.mu)
@@ -164,15 +196,15 @@ func (w *txnWriter) close() { w.closeOnce.Do(w.cl.Close) }
 // commit ends ps's open transaction with the map segments and offset syncs that describe it.
 // It returns errFenced (wrapped) when another owner has initialised the partition's id. With
 // wait false it returns at once when a commit of ps is already under way.
-func (e *Engine) commit(ctx context.Context, ps *partState, wait bool) error {
+func (x *writers) commit(ctx context.Context, ps *partState, wait bool) error {
 	w := ps.w
 	if !w.begin(ps.isDirty, wait) {
 		return nil
 	}
 	// A commit that is cut off half-way leaves its outcome unknown: never cancel it, bound it.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.commitTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), x.timeout)
 	defer cancel()
-	err := e.commitHeld(ctx, ps)
+	err := x.commitHeld(ctx, ps)
 	w.release(err)
 	return err
 }
@@ -181,26 +213,26 @@ func (e *Engine) commit(ctx context.Context, ps *partState, wait bool) error {
 // takes no record for that long stops the engine; a restart resumes from what it committed.
 const commitTimeout = 90 * time.Second
 
-// commitDone handles the outcome of a commit of ps.
-func (e *Engine) commitDone(ps *partState, err error) {
+// done handles the outcome of a commit of ps.
+func (x *writers) done(ps *partState, err error) {
 	switch {
 	case err == nil:
 	case isFencedErr(err):
-		e.fenced(ps, err)
+		x.fenced(ps, err)
 	default:
-		e.fail(err)
+		x.fail(err)
 	}
 }
 
 // commitHeld is commit's body; no record is produced into the transaction meanwhile.
-func (e *Engine) commitHeld(ctx context.Context, ps *partState) error {
+func (x *writers) commitHeld(ctx context.Context, ps *partState) error {
 	w := ps.w
 	if err := w.cl.Flush(ctx); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return e.withTxnState(fmt.Errorf("target cluster %s: flush transaction %s: the target did not acknowledge all its pending records within %s (the commit bound): %w; kmirror stops, and once restarted resumes from what the target committed",
-				e.cfg.TargetAlias, w.id, e.commitTimeout, err), w.id)
+			return x.withTxnState(fmt.Errorf("target cluster %s: flush transaction %s: the target did not acknowledge all its pending records within %s (the commit bound): %w; kmirror stops, and once restarted resumes from what the target committed",
+				x.cfg.TargetAlias, w.id, x.timeout, err), w.id)
 		}
-		return fmt.Errorf("target cluster %s: flush transaction %s: %w", e.cfg.TargetAlias, w.id, err)
+		return fmt.Errorf("target cluster %s: flush transaction %s: %w", x.cfg.TargetAlias, w.id, err)
 	}
 	if err := ps.failure(); err != nil {
 		// A record of this transaction failed: it must not commit. The next owner (or this
@@ -208,25 +240,25 @@ func (e *Engine) commitHeld(ctx context.Context, ps *partState) error {
 		return err
 	}
 	segs, syncs, from, done := ps.takeDirtyCommit()
-	recs := e.mapRecords(ps, segs, syncs)
+	recs := x.cfg.mapRecords(ps, segs, syncs)
 	if len(recs) > 0 {
 		if err := w.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 			ps.undirty(from, syncs)
-			return e.txnErr(ps, "write offset map", err)
+			return x.txnErr(ps, "write offset map", err)
 		}
 	}
 	if err := w.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		ps.undirty(from, syncs)
 		if errors.Is(err, context.DeadlineExceeded) {
-			err = e.withTxnState(err, w.id)
+			err = x.withTxnState(err, w.id)
 		}
-		return e.txnErr(ps, "commit", err)
+		return x.txnErr(ps, "commit", err)
 	}
 	ps.committed(done)
 	w.mu.Lock()
 	w.pending = 0
 	w.mu.Unlock()
-	e.metrics.persisted(time.Now())
+	x.metrics.persisted(time.Now())
 	return nil
 }
 
@@ -239,11 +271,11 @@ func isFencedErr(err error) bool {
 		errors.Is(err, kerr.InvalidProducerIDMapping)
 }
 
-func (e *Engine) txnErr(ps *partState, what string, err error) error {
+func (x *writers) txnErr(ps *partState, what string, err error) error {
 	if isFencedErr(err) {
 		return fmt.Errorf("partition %s: %s: %w (%v)", ps.tp, what, errFenced, err)
 	}
-	return fmt.Errorf("target cluster %s: %s of transaction %s: %w%s", e.cfg.TargetAlias, what, ps.w.id, err, hint(err))
+	return fmt.Errorf("target cluster %s: %s of transaction %s: %w%s", x.cfg.TargetAlias, what, ps.w.id, err, hint(err))
 }
 
 // fenced handles a partition this process can no longer write: another process initialised
@@ -252,21 +284,94 @@ func (e *Engine) txnErr(ps *partState, what string, err error) error {
 // gives the partition to this process after a session timeout, two writers share the id (two
 // flows with one group id, or a transaction the target aborted on its timeout) and the engine
 // stops: a restart resumes exactly from what the target committed.
-func (e *Engine) fenced(ps *partState, err error) {
+func (x *writers) fenced(ps *partState, err error) {
 	if !ps.markFenced() {
 		return
 	}
-	e.log.Warn("partition fenced: another kmirror process owns it now; its uncommitted records are aborted and mirrored again by the owner",
-		"topic", ps.topic, "partition", ps.partition, "cluster", e.cfg.TargetAlias, "transactional_id", ps.w.id, "err", err)
+	x.log.Warn("partition fenced: another kmirror process owns it now; its uncommitted records are aborted and mirrored again by the owner",
+		"topic", ps.topic, "partition", ps.partition, "cluster", x.cfg.TargetAlias, "transactional_id", ps.w.id, "err", err)
 	go func() {
 		select {
-		case <-time.After(e.cfg.SessionTimeout + 5*time.Second):
-		case <-e.failed:
+		case <-time.After(x.cfg.SessionTimeout + 5*time.Second):
+		case <-x.failed:
 			return
 		}
-		if e.part(ps.tp) == ps {
-			e.fail(fmt.Errorf("target cluster %s: partition %s was fenced (transactional id %s initialised elsewhere) but the source group still assigns it to this process: another flow uses the same group id %s, or the target aborted a transaction on its timeout; give each flow its own group, then restart kmirror (it resumes from what the target committed)",
-				e.cfg.TargetAlias, ps.tp, ps.w.id, e.cfg.GroupID))
+		if x.owner(ps.tp) == ps {
+			x.fail(fmt.Errorf("target cluster %s: partition %s was fenced (transactional id %s initialised elsewhere) but the source group still assigns it to this process: another flow uses the same group id %s, or the target aborted a transaction on its timeout; give each flow its own group, then restart kmirror (it resumes from what the target committed)",
+				x.cfg.TargetAlias, ps.tp, ps.w.id, x.cfg.GroupID))
 		}
 	}()
+}
+
+// commitAll commits the open transactions of states, a few at a time, and waits for them
+// (revoke and drain). A fenced partition is handed to fenced; any other failure stops the
+// engine (a failed commit leaves records of unknown fate behind the in-memory map; a restart
+// resumes from what the target committed) and the first is returned.
+func (x *writers) commitAll(ctx context.Context, states []*partState) error {
+	var eg errgroup.Group
+	eg.SetLimit(8)
+	for _, ps := range states {
+		if ps.w == nil || ps.failure() != nil {
+			continue
+		}
+		eg.Go(func() error {
+			err := x.commit(ctx, ps, true)
+			x.done(ps, err)
+			if isFencedErr(err) {
+				return nil
+			}
+			return err
+		})
+	}
+	return eg.Wait()
+}
+
+// commitEach starts a commit of every partition of states that has none under way, without
+// waiting: one slow partition never holds back the others' commits.
+func (x *writers) commitEach(ctx context.Context, states []*partState) {
+	for _, ps := range states {
+		if ps.w == nil || ps.failure() != nil {
+			continue
+		}
+		x.commits.Go(func() { x.done(ps, x.commit(ctx, ps, false)) })
+	}
+}
+
+// revoke notes ps, just taken out of the engine's parts, as being revoked; when the writers
+// are closed already its writer is closed at once. The caller holds the engine's lock.
+func (x *writers) revoke(ps *partState) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.revoking[ps] = struct{}{}
+	if x.closed && ps.w != nil {
+		ps.w.close()
+	}
+}
+
+// revokeDone forgets partitions whose revoke has ended.
+func (x *writers) revokeDone(states []*partState) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, st := range states {
+		delete(x.revoking, st)
+	}
+}
+
+// closeAll closes the writers of the owned partitions (the engine's parts; the caller holds
+// the engine's lock) and of every partition being revoked; a writer revoked later is closed
+// at once (revoke).
+func (x *writers) closeAll(owned map[tp]*partState) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.closed = true
+	for _, ps := range owned {
+		if ps.w != nil {
+			ps.w.close()
+		}
+	}
+	for ps := range x.revoking {
+		if ps.w != nil {
+			ps.w.close()
+		}
+	}
 }

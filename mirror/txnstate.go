@@ -16,13 +16,13 @@ const txnStateWait = 5 * time.Second
 // and, for a transaction the coordinator has decided but not finished (PrepareCommit,
 // PrepareAbort), that only the broker can finish it. It is "" when the target does not say
 // (no answer within txnStateWait, or a broker older than 3.0 without DescribeTransactions).
-func (e *Engine) txnState(id string) string {
-	if e.dst == nil {
+func (x *writers) txnState(id string) string {
+	if x.dst == nil {
 		return ""
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), txnStateWait)
 	defer cancel()
-	ds, err := kadm.NewClient(e.dst).DescribeTransactions(ctx, id)
+	ds, err := kadm.NewClient(x.dst).DescribeTransactions(ctx, id)
 	if err != nil {
 		return ""
 	}
@@ -42,8 +42,8 @@ func (e *Engine) txnState(id string) string {
 }
 
 // withTxnState appends txnState's description to err's message, when there is one.
-func (e *Engine) withTxnState(err error, id string) error {
-	if s := e.txnState(id); s != "" {
+func (x *writers) withTxnState(err error, id string) error {
+	if s := x.txnState(id); s != "" {
 		return fmt.Errorf("%w; %s", err, s)
 	}
 	return err
@@ -52,14 +52,14 @@ func (e *Engine) withTxnState(err error, id string) error {
 // fenceWarnEvery is how often a fence that does not end is reported.
 const fenceWarnEvery = 30 * time.Second
 
-// watchFence logs a warning every e.fenceWarn (fenceWarnEvery) until the returned stop is called, for the
+// watchFence logs a warning every x.fenceWarn (fenceWarnEvery) until the returned stop is called, for the
 // initialisation of id (the fence of t's previous owner): the target answers it only once the
 // previous owner's transaction has ended, and a coordinator that does not end it would
 // otherwise leave the start-up silent.
-func (e *Engine) watchFence(id string, t tp) (stop func()) {
+func (x *writers) watchFence(id string, t tp) (stop func()) {
 	done := make(chan struct{})
 	go func() {
-		tick := time.NewTicker(e.fenceWarn)
+		tick := time.NewTicker(x.fenceWarn)
 		defer tick.Stop()
 		start := time.Now()
 		for {
@@ -67,12 +67,12 @@ func (e *Engine) watchFence(id string, t tp) (stop func()) {
 			case <-done:
 				return
 			case <-tick.C:
-				state := e.txnState(id)
+				state := x.txnState(id)
 				if state == "" {
 					state = "the target does not describe the transaction"
 				}
-				e.log.Warn("fencing the previous owner waits for the target to end its transaction", "topic", t.topic, "partition", t.partition,
-					"cluster", e.cfg.TargetAlias, "transactional_id", id, "waited_seconds", int64(time.Since(start).Seconds()), "state", state)
+				x.log.Warn("fencing the previous owner waits for the target to end its transaction", "topic", t.topic, "partition", t.partition,
+					"cluster", x.cfg.TargetAlias, "transactional_id", id, "waited_seconds", int64(time.Since(start).Seconds()), "state", state)
 			}
 		}
 	}()
