@@ -10,6 +10,23 @@
 //   - Supervisor: what kmirror run uses; it starts a new engine when one stops on a transient
 //     error (IsTransient), at most 5 times in a row.
 //
+// # Inside the engine
+//
+// Engine (engine.go) owns the clients, the owned partitions (parts, under its lock) and the
+// loops. Four parts have types and state of their own, so that one can be changed without
+// reading engine.go:
+//
+//   - accessCheck (access.go): the preflight; it holds the clients it asks and the target
+//     topics it found missing (created), which it asks about again once they exist.
+//   - identities (identity.go): the recorded topic IDs of each mirrored topic that the
+//     identity checks compare with, under a lock of its own. stopSet (halt.go) holds the
+//     stopped partitions and topicLimits (recsize.go) the target topics' max.message.bytes,
+//     each with its own lock too.
+//   - writers (txn.go, txnstate.go): the per-partition transactional writers; it opens them
+//     (the fence), commits them within the commit bound, handles a fenced partition and
+//     closes them at stop, and holds the background commits and the partitions being
+//     revoked. The engine's lock is always taken before its own.
+//
 // # Guarantees
 //
 //   - Each source partition is copied in order to the same partition of the target topic
