@@ -105,8 +105,8 @@
 //     transaction at offset N", also OpenTransaction) and its records are never counted.
 //     Group.AbortedAhead is the sum over the partitions: non-zero flags the group.
 //   - SourceRecordsLeft and TargetRecordsLeft are the records a read_committed consumer at the
-//     commit still reads below the last stable offset: the offset lag without markers, aborted
-//     and compacted records. Null when the span is longer than the bound.
+//     commit still reads: the offset lag without markers, aborted and compacted records. Null
+//     while a transaction is open on that side, or when the span is longer than the bound.
 //
 // Tests: two kfake clusters with a test mirror (replays, gaps, MM2-format checkpoints and
 // offset syncs); integration/reconcile_test.go on real brokers with MirrorMaker 2.

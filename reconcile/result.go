@@ -87,9 +87,10 @@ type Partition struct {
 	// ends there, below the first transaction still open (TargetEnd when none is).
 	TargetLastStable int64 `json:"target_last_stable"`
 	// SourceRecordsLeft and TargetRecordsLeft are the records a read_committed consumer at the
-	// commit still reads below the last stable offset: the lag in offsets without transaction
-	// markers, records of aborted transactions and compacted records. Null when not counted:
-	// no commit, or a span longer than Config.ScanLimit offsets.
+	// commit still reads: the lag in offsets without transaction markers, records of aborted
+	// transactions and compacted records. Null when not known: no commit, a transaction still
+	// open on that side (its records count once it ended), or a span longer than
+	// Config.ScanLimit offsets.
 	SourceRecordsLeft *int64 `json:"source_records_left"`
 	TargetRecordsLeft *int64 `json:"target_records_left"`
 	Checkpoint        *int64 `json:"checkpoint"`

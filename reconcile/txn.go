@@ -318,8 +318,12 @@ func (p *planner) settle(ctx context.Context, j job, ans *answer) error {
 	if next == j.dstStable && len(v.committed) == 0 {
 		reader = "the target end"
 	}
-	ans.proof += fmt.Sprintf("; E(G) is %d (%s), not %d (after the copy): offsets %d..%d hold only %s, the same position for a read_committed consumer; %d spares a read_uncommitted one the aborted records",
-		next, reader, e0, e0, next-1, what, next)
+	spares := fmt.Sprintf("%d is where a read_uncommitted one resumes too", next)
+	if aborted > 0 {
+		spares = fmt.Sprintf("%d spares a read_uncommitted one the aborted records", next)
+	}
+	ans.proof += fmt.Sprintf("; E(G) is %d (%s), not %d (after the copy): offsets %d..%d hold only %s, the same position for a read_committed consumer; %s",
+		next, reader, e0, e0, next-1, what, spares)
 	ans.e = next
 	return nil
 }
@@ -395,12 +399,18 @@ func (p *planner) txnCounts(ctx context.Context, j job, part *Partition) error {
 }
 
 // recordsLeft counts the records a read_committed consumer at offset from (at or above the log
-// start: below it, a consumer starts over at the log start) still reads on one cluster: the records below the last stable offset, without markers and aborted records. It
-// is nil when the span is larger than Config.ScanLimit or was not read to its end.
+// start: below it, a consumer starts over at the log start) still reads on one cluster: the
+// records up to the end, without markers and aborted records. It is nil when that is not
+// known: a transaction still open (the last stable offset below the end: its records count
+// only once it ended), a span larger than Config.ScanLimit, or a read that did not reach its
+// end.
 func (p *planner) recordsLeft(ctx context.Context, s *side, topic string, part int32, from, stable, end int64) (*int64, error) {
-	if from >= end || from >= stable {
+	if from >= end {
 		zero := int64(0)
 		return &zero, nil
+	}
+	if stable < end {
+		return nil, nil
 	}
 	if stable-from > int64(p.cfg.ScanLimit) {
 		return nil, nil
