@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -298,5 +299,30 @@ func TestPlanRecordsLeftPlain(t *testing.T) {
 		fmtPtr(p.AbortedAhead) != "0" || p.AbortedNote != "" || p.TargetLastStable != 20 {
 		t.Errorf("got %s, records left %s/%s, aborted ahead %s (%q), last stable %d; want exact, 10/10, 0, 20",
 			p.Status, fmtPtr(p.SourceRecordsLeft), fmtPtr(p.TargetRecordsLeft), fmtPtr(p.AbortedAhead), p.AbortedNote, p.TargetLastStable)
+	}
+}
+
+// TestApplyForgetsRecordsLeftOfTheOldCommit: the plan counts the records left from the target
+// commit it saw; once Apply moved the commit to E(G), that count is of another position and
+// must not stand beside the new offset lag (it read "41 (90 records)" on the cutover
+// walkthrough). The next plan counts from the new commit.
+func TestApplyForgetsRecordsLeftOfTheOldCommit(t *testing.T) {
+	e, topic, group := isolationBed(t, "apply-left")
+	w := newTxnWriter(t, e, topic, "txn-"+topic)
+	w.commit(values("v", 0, 20)...) // 0..19, marker 20
+	testkit.Commit(t, e.dstAdm, group, topic, 0, 5, "")
+	res := planGroup(t, e, group, Config{})
+	p := findPartition(t, res, group, topic, 0)
+	if p.Status != StatusBehind || fmtPtr(p.TargetRecordsLeft) != "15" {
+		t.Fatalf("plan: %s, records left %s; want behind with 15 left (5..19)", p.Status, fmtPtr(p.TargetRecordsLeft))
+	}
+	if err := Apply(testCtx(t), e.dst, res, ApplyConfig{Backup: filepath.Join(t.TempDir(), "b.json")}); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	if p := findPartition(t, res, group, topic, 0); fmtPtr(p.TargetCommitted) != "10" || p.TargetRecordsLeft != nil {
+		t.Errorf("after apply: committed %s, records left %s; want 10 and null (the 15 were counted from 5)", fmtPtr(p.TargetCommitted), fmtPtr(p.TargetRecordsLeft))
+	}
+	if p := findPartition(t, planGroup(t, e, group, Config{}), group, topic, 0); fmtPtr(p.TargetRecordsLeft) != "10" {
+		t.Errorf("next plan: records left %s, want 10 (10..19)", fmtPtr(p.TargetRecordsLeft))
 	}
 }
