@@ -13,19 +13,11 @@
 // # Inside the engine
 //
 // Engine (engine.go) owns the clients, the owned partitions (parts, under its lock) and the
-// loops. Four parts have types and state of their own, so that one can be changed without
-// reading engine.go:
-//
-//   - accessCheck (access.go): the preflight; it holds the clients it asks and the target
-//     topics it found missing (created), which it asks about again once they exist.
-//   - identities (identity.go): the recorded topic IDs of each mirrored topic that the
-//     identity checks compare with, under a lock of its own. stopSet (halt.go) holds the
-//     stopped partitions and topicLimits (recsize.go) the target topics' max.message.bytes,
-//     each with its own lock too.
-//   - writers (txn.go, txnstate.go): the per-partition transactional writers; it opens them
-//     (the fence), commits them within the commit bound, handles a fenced partition and
-//     closes them at stop, and holds the background commits and the partitions being
-//     revoked. The engine's lock is always taken before its own.
+// loops. Parts with state and a lock of their own: accessCheck (access.go, the preflight and
+// the target topics it found missing), identities (identity.go, the recorded topic IDs),
+// stopSet (halt.go, stopped partitions), topicLimits (recsize.go, max.message.bytes) and
+// writers (txn.go, txnstate.go: the transactional writers, their fence, commits within the
+// commit bound, revokes and close; the engine's lock is always taken before its own).
 //
 // # Guarantees
 //
@@ -55,11 +47,9 @@
 //     refresh.topics.interval.seconds and configs synced again; a source topic that gains
 //     partitions is followed. max.message.bytes and partition counts are read from every
 //     target broker and used only where they agree.
-//   - MM2's heartbeats of the flow (Config.EmitHeartbeats, heartbeat.go): every interval one
-//     mm2.Heartbeat to partition 0 of "heartbeats" on the target, created compacted with one
-//     partition when missing. A producer of their own, never a transactional one; a failure is
-//     counted, logged and tried again at the next interval and never stops the mirror; a
-//     principal that may not create or write the topic gets a warning and no heartbeats.
+//   - MM2's heartbeats (Config.EmitHeartbeats, heartbeat.go) go to "heartbeats" on the target
+//     only, from a producer of their own; a failure or a denied topic is a warning, never a
+//     stop.
 //   - Before it writes anything, Run asks both clusters, with requests that change nothing,
 //     whether the principal may do what it will do (access.go); a denied operation is an
 //     error naming the cluster, the operation and the resource.
@@ -97,13 +87,10 @@
 //   - With transactions the map gets a segment per commit of an active partition: about
 //     86,400 a day (24 bytes each in memory). Each owned partition buffers up to
 //     MaxBufferedRecords, plus up to 4,096 held during a commit: memory grows with them.
-//   - Heartbeats (emit.heartbeats.*, on by default as in MM2) go to the target's "heartbeats"
-//     topic only. kmirror never writes to the source, so the source's "heartbeats" topic, which
-//     MM2's herder of the reverse pair fills, is not written by kmirror: the target shows
-//     "<source>.heartbeats" (and MirrorClient.upstreamClusters the source) only when another
-//     flow writes heartbeats into the source. Each process of a flow emits its own heartbeats
-//     (same key; MM2 runs one heartbeat task per flow). A source group created after start is
-//     synced from the next refresh.groups interval, as in MM2.
+//   - kmirror never writes the source's "heartbeats", so "<source>.heartbeats" on the target
+//     (MirrorClient.upstreamClusters) exists only when another flow writes it
+//     (docs/operations.md). A source group created after start is synced from the next
+//     refresh.groups interval, as in MM2.
 //
 // Tests: engine_test.go, metrics_test.go, health_test.go and heartbeat_test.go on two kfake
 // clusters; real brokers in integration/mirror_test.go and integration/mirror_safety_test.go.

@@ -68,45 +68,31 @@
 // retriable errors up to 4 times within the context's time. Every group asked for gets its
 // offsets or its last error: a group left out is never read as a group without commits.
 //
-// Counting. RedeliveredIfUnchanged is the number of target records in [target commit, E):
-// records a consumer switched now would read although the group consumed them on the source.
-// Extras (target records copying no source record) found by the alignment are not counted,
-// and neither are offsets without a record (transaction markers) nor the records of aborted
-// transactions, which a read_committed consumer never reads. It equals E minus the target
-// commit only when the target holds no markers, aborted records or extras in between. SkippedIfUnchanged is
-// the same count over [E, target commit).
+// Counting. RedeliveredIfUnchanged is the number of target records in [target commit, E) a
+// consumer switched now would read again; SkippedIfUnchanged the same over [E, target commit).
+// Extras (copies of no source record), markers and aborted records are not counted.
 //
-// Isolation levels (txn.go). An exactly-once mirror writes transactions to the target; a
-// writer that crashed or was fenced leaves the records of aborted transactions there, and the
-// mirror writes those source records again after them. A read_committed consumer never reads
-// them; a read_uncommitted one (the Java client's default) does. Plan reads such spans with
-// logread.ReadAborted (read_committed fetches, the aborted records set apart), from the side's
-// cache of such reads (groups at one position share them), never past the last stable offset
-// (listed per partition as Partition.TargetLastStable) and never more than Config.ScanLimit
-// offsets (10000) from one position:
+// Isolation levels (txn.go). A crashed or fenced exactly-once writer leaves the records of
+// aborted transactions on the target; read_committed consumers skip them, read_uncommitted
+// ones (the Java default) read them. Plan reads such spans with logread.ReadAborted, shared by
+// groups at one position, never past the last stable offset (Partition.TargetLastStable) nor
+// more than Config.ScanLimit offsets (10000) from one position:
 //
-//   - The alignment leaves out the target's records of aborted transactions (below the last
-//     stable offset, in windows holding transactional records): they copy nothing a
-//     read_committed consumer reads, and a fenced writer's aborted replay of s* after its
-//     committed copy must not move E(G) past records every reader still has to read.
-//   - E(G) among equals: between the copy of s* and the copy of the next source record, every
-//     offset is the same E(G) for a read_committed consumer. When the offsets after the copy
-//     of s* hold only markers and records of ended aborted transactions up to a record (or up
-//     to the last stable offset with no transaction open), E(G) is the offset of that record
-//     (or the last stable offset), which spares a read_uncommitted consumer the aborted
-//     records; when an open transaction lies in the span, or it is longer than the bound,
-//     E(G) stays right after the copy. The proof says which and why. A target commit anywhere
-//     in such a span is exact.
-//   - AbortedAhead (aborted_ahead, with aborted_ranges) counts the records of aborted
-//     transactions from where the group resumes (E(G), or its target commit when that is
-//     exact) to the last stable offset: what a read_uncommitted consumer reads again after
-//     the switch. Null when not counted, AbortedNote saying why ("not counted (span of N
-//     offsets larger than 10000)"); a transaction still open is named there ("open
-//     transaction at offset N", also OpenTransaction) and its records are never counted.
-//     Group.AbortedAhead is the sum over the partitions: non-zero flags the group.
-//   - SourceRecordsLeft and TargetRecordsLeft are the records a read_committed consumer at the
-//     commit still reads: the offset lag without markers, aborted and compacted records. Null
-//     while a transaction is open on that side, or when the span is longer than the bound.
+//   - The alignment leaves the target's aborted records out: a fenced writer's aborted replay
+//     of s* must not move E(G) past records every reader still has to read.
+//   - E(G) among equals: up to the next record, the offsets after the copy of s* are one
+//     position for a read_committed consumer. When they hold only markers and ended aborted
+//     transactions, E(G) is that record's offset (or the last stable offset), which spares a
+//     read_uncommitted consumer too; with an open transaction in the span, or past the bound,
+//     it stays right after the copy. The proof says which. A commit or checkpoint anywhere in
+//     the span is exact.
+//   - AbortedAhead (with AbortedRanges) counts the aborted records from where the group
+//     resumes to the last stable offset: what a read_uncommitted consumer reads again after
+//     the switch. Null when not counted (AbortedNote says why); a transaction still open is
+//     named (OpenTransaction), never counted. Group.AbortedAhead sums them and flags the group.
+//   - SourceRecordsLeft and TargetRecordsLeft: the records a read_committed consumer at the
+//     commit still reads. Null while a transaction is open on that side, past the bound, or
+//     (after Apply moved the commit) until the next plan.
 //
 // Tests: two kfake clusters with a test mirror (replays, gaps, MM2-format checkpoints and
 // offset syncs); integration/reconcile_test.go on real brokers with MirrorMaker 2.

@@ -17,9 +17,8 @@
 // markers) proves nothing. align.PartitionResult.NotCompared says why, Result.NotCompared
 // lists it, the report shows "nothing to compare" (never identical), and the offset map leaves
 // it out (kreconcile then refuses that partition). Identical speaks for the other partitions
-// only. When no partition asked was compared, Diff returns ErrNothingToCompare. Partitions
-// and PartitionRanges are checked against the source topic before anything is expanded: a
-// partition or a range the topic does not have is an error.
+// only. When no partition asked was compared, Diff returns ErrNothingToCompare. A partition
+// or range the source topic does not have is an error.
 //
 // # Reading
 //
@@ -31,32 +30,23 @@
 //
 // # Aborted transactions on the target
 //
-// A transactional mirror killed or fenced leaves aborted records on the target and writes the
-// records again after them; read_committed readers skip them, read_uncommitted ones (the Java
-// default) read them. Under read_committed the target's read tells them
-// (logread.TxnWatch), and per target partition Result.Transactions (TxnPartition) has, in
-// the compared target range [TargetStart, TargetEnd): Aborted, the aborted records (control
-// records are not records); AbortedRanges, their offsets as ranges of consecutive offsets
-// (at most MaxListed); AbortedCopies, those whose fingerprint over the compared fields
-// equals that of a record committed in the same range (found anywhere after the aborted
-// record, or among the 4096 committed records before it): what a read_uncommitted reader
-// reads twice; and OpenTransaction, [last stable offset, high watermark) when the last fetch
-// of the target showed a transaction still open there: its records are not read, compared
-// or counted until it ends. Result.Aborted and AbortedCopies sum them; only partitions with
-// any are listed. They never change the read_committed verdict; every report format
-// states them beside it. A DiffState run adds them to the partition's state (each verified
-// range once; a copy committed in a later run's range is not seen as one); FollowMetrics
-// serves the sums. DiffRanges (the drill) counts them in its ranges.
+// A transactional mirror killed or fenced leaves aborted records on the target; read_committed
+// readers skip them, read_uncommitted ones (the Java default) read them. Per target partition
+// Result.Transactions (TxnPartition) has, in the compared range [TargetStart, TargetEnd), the
+// aborted records (Aborted, AbortedRanges, at most MaxListed), those that copy a record
+// committed in the range (AbortedCopies: by the compared fields' fingerprint, found anywhere
+// after it or among the 4096 committed records before it; digest.TxnTally counts them) and a
+// transaction still open at the end (OpenTransaction: not read, not counted until it ends).
+// Result.Aborted and AbortedCopies sum them. They never change the read_committed verdict and
+// every report states them; DiffState keeps them per partition, FollowMetrics serves the
+// sums, DiffRanges counts them in its ranges.
 //
 // Config.TargetReadUncommitted reads the source read_committed and the target as a
-// read_uncommitted reader does below its last stable offset (committed and aborted records
-// in offset order): the aligner then classifies the aborted records like any other (a copy
-// of a source record already matched is duplicated, one of no source record extra), so the
-// verdict fails for operators whose consumers read uncommitted; the counts above are still
-// given. Config.ReadUncommitted differs: both sides read_uncommitted to the high watermark,
-// the source's own aborted records compared too (missing where the mirror left them out),
-// nothing counted apart. The two are exclusive; a State records either, and Evidence refuses
-// TargetReadUncommitted (its roots are read with one isolation on both sides).
+// read_uncommitted reader does below its last stable offset: aborted records are then aligned
+// like others (a copy of a matched record is duplicated, one of nothing extra), so the verdict
+// fails for consumers reading uncommitted. Config.ReadUncommitted reads both sides
+// read_uncommitted (the source's own aborted records compared too). The two are exclusive;
+// Evidence refuses TargetReadUncommitted.
 //
 // Where the target is read from: from earliest on a source log starting at 0, the whole
 // target partition (leading target records are extra). Otherwise from a lower bound (the
@@ -75,10 +65,10 @@
 //
 // # Preflight
 //
-// Preflight (`kverify topics`) compares the metadata of every topic a flow mirrors and returns
-// a PreflightResult: per topic a status (ok, differs, risk, missing) and findings, plus the
-// brokers and cluster-level findings; preflight_rules.go states each rule. It only reads; no
-// topic selected is ErrNoTopics, never "all ok".
+// Preflight (`kverify topics`) compares the metadata of every topic a flow mirrors (and, with
+// ScanAborted, reads the target for aborted records) and returns a PreflightResult: per topic
+// a status and findings, plus the brokers and cluster-level findings; preflight_rules.go
+// states each rule. It only reads; no topic selected is ErrNoTopics, never "all ok".
 //
 // # Resuming from a state
 //
@@ -105,7 +95,6 @@
 // of a topic (topicProblems, listOffsets, runPool, Result.verdict). docs/verify-topics.md
 // describes the selection, the verdict, the shards and the JSON form.
 //
-// Tests: `go test ./verify` on two kfake clusters; real brokers in integration/verify_test.go,
-// preflight_test.go and verify_state_test.go. Benchmarks: scripts/bench-verify.sh and
-// BenchmarkLinkBytes (docs/benchmarks.md).
+// Tests: `go test ./verify` on kfake; real brokers in integration/verify_test.go, preflight_test.go
+// and verify_state_test.go. Benchmarks: scripts/bench-verify.sh (docs/benchmarks.md).
 package verify
