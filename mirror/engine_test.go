@@ -938,3 +938,56 @@ func TestMirrorResumesAfterTargetThaws(t *testing.T) {
 	}
 	_ = e
 }
+
+// TestMirrorBoundsMapWriteOnStalledTarget: the target acknowledges a commit's records, then
+// never answers the produce request of its offset map records (a target that froze between
+// the two). The commit must still end within the commit bound, with an error naming the
+// transaction and the bound, instead of waiting for the map records however long the target
+// takes.
+func TestMirrorBoundsMapWriteOnStalledTarget(t *testing.T) {
+	t.Parallel()
+	p := newPair(t)
+	const topic = "orders-map-stalled"
+	testkit.CreateTopic(t, testkit.Client(t, p.src), topic, 1, nil)
+	cfg := testConfig(topic)
+	e, done := runBounded(t, p, cfg)
+	waitFor(t, "the engine owns the partition", func() bool { return len(e.Owned()[topic]) == 1 })
+	// The map topic exists once the engine owns a partition (it writes the origin first); a
+	// produce request names it, or from version 13 its ID.
+	mapTopic := e.Config().MapTopic
+	tds, err := kadm.NewClient(testkit.Client(t, p.dst)).ListTopics(context.Background(), mapTopic)
+	if err != nil || tds[mapTopic].Err != nil {
+		t.Fatalf("describe the map topic %s: %v %v", mapTopic, err, tds[mapTopic].Err)
+	}
+	mapID := tds[mapTopic].ID
+	arrived := make(chan struct{})
+	var once sync.Once
+	p.dst.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		p.dst.KeepControl()
+		for _, tt := range req.(*kmsg.ProduceRequest).Topics {
+			if tt.Topic == mapTopic || tt.TopicID == mapID {
+				once.Do(func() { close(arrived) })
+				return nil, nil, true
+			}
+		}
+		return nil, nil, false
+	})
+	produce(t, p.src, topic, 1, 0, 10)
+	select {
+	case <-arrived:
+	case <-time.After(30 * time.Second):
+		t.Fatal("kmirror wrote no offset map record to the target within 30s")
+	}
+	select {
+	case err := <-done:
+		for _, want := range []string{"write offset map of transaction", "(the commit bound)"} {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("Run: got %v, want an error with %q", err, want)
+			}
+		}
+		t.Logf("Run returned: %v", err)
+	case <-time.After(60 * time.Second):
+		buf := make([]byte, 1<<20)
+		t.Fatalf("Run still running 60s after the target froze on the map records (commit bound 2s):\n%s", buf[:runtime.Stack(buf, true)])
+	}
+}

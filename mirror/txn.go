@@ -242,8 +242,12 @@ func (x *writers) commitHeld(ctx context.Context, ps *partState) error {
 	segs, syncs, from, done := ps.takeDirtyCommit()
 	recs := x.cfg.mapRecords(ps, segs, syncs)
 	if len(recs) > 0 {
-		if err := w.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		if err := produceBounded(ctx, w.cl, recs...); err != nil {
 			ps.undirty(from, syncs)
+			if errors.Is(err, context.DeadlineExceeded) {
+				return x.withTxnState(fmt.Errorf("target cluster %s: write offset map of transaction %s: the target did not acknowledge its map records within %s (the commit bound): %w; kmirror stops, and once restarted resumes from what the target committed",
+					x.cfg.TargetAlias, w.id, x.timeout, err), w.id)
+			}
 			return x.txnErr(ps, "write offset map", err)
 		}
 	}
@@ -260,6 +264,29 @@ func (x *writers) commitHeld(ctx context.Context, ps *partState) error {
 	w.mu.Unlock()
 	x.metrics.persisted(time.Now())
 	return nil
+}
+
+// produceBounded produces recs and waits for them until ctx is done. ProduceSync waits for
+// records already sent however long the target takes to answer (their context fails them only
+// before they are sent), so a target that froze after a commit's flush held the commit past
+// its bound.
+func produceBounded(ctx context.Context, cl *kgo.Client, recs ...*kgo.Record) error {
+	done := make(chan error, len(recs))
+	for _, r := range recs {
+		cl.Produce(ctx, r, func(_ *kgo.Record, err error) { done <- err })
+	}
+	var first error
+	for range recs {
+		select {
+		case err := <-done:
+			if first == nil {
+				first = err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return first
 }
 
 // errFenced marks a partition whose transactional id another owner initialised.
