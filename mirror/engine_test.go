@@ -833,25 +833,8 @@ func TestMirrorBoundsRevokeOnStalledTarget(t *testing.T) {
 	cfg.PersistInterval = time.Hour
 	e, done := runBounded(t, p, cfg)
 	waitFor(t, "the engine owns the partition", func() bool { return len(e.Owned()[topic]) == 1 })
-	// The target takes the produce request of the mirrored topic and never answers it. A
-	// request names the topic, or from version 13 its ID.
-	tds, err := kadm.NewClient(testkit.Client(t, p.dst)).ListTopics(context.Background(), topic)
-	if err != nil || tds[topic].Err != nil {
-		t.Fatalf("describe the target topic: %v %v", err, tds[topic].Err)
-	}
-	id := tds[topic].ID
-	arrived := make(chan struct{})
-	var once sync.Once
-	p.dst.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		p.dst.KeepControl()
-		for _, tt := range req.(*kmsg.ProduceRequest).Topics {
-			if tt.Topic == topic || tt.TopicID == id {
-				once.Do(func() { close(arrived) })
-				return nil, nil, true
-			}
-		}
-		return nil, nil, false
-	})
+	// The target takes the produce request of the mirrored topic and never answers it.
+	arrived := swallowProduce(t, p, topic)
 	produce(t, p.src, topic, 1, 0, 10)
 	select {
 	case <-arrived:
@@ -952,26 +935,8 @@ func TestMirrorBoundsMapWriteOnStalledTarget(t *testing.T) {
 	cfg := testConfig(topic)
 	e, done := runBounded(t, p, cfg)
 	waitFor(t, "the engine owns the partition", func() bool { return len(e.Owned()[topic]) == 1 })
-	// The map topic exists once the engine owns a partition (it writes the origin first); a
-	// produce request names it, or from version 13 its ID.
-	mapTopic := e.Config().MapTopic
-	tds, err := kadm.NewClient(testkit.Client(t, p.dst)).ListTopics(context.Background(), mapTopic)
-	if err != nil || tds[mapTopic].Err != nil {
-		t.Fatalf("describe the map topic %s: %v %v", mapTopic, err, tds[mapTopic].Err)
-	}
-	mapID := tds[mapTopic].ID
-	arrived := make(chan struct{})
-	var once sync.Once
-	p.dst.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		p.dst.KeepControl()
-		for _, tt := range req.(*kmsg.ProduceRequest).Topics {
-			if tt.Topic == mapTopic || tt.TopicID == mapID {
-				once.Do(func() { close(arrived) })
-				return nil, nil, true
-			}
-		}
-		return nil, nil, false
-	})
+	// The map topic exists once the engine owns a partition (it writes the origin first).
+	arrived := swallowProduce(t, p, e.Config().MapTopic)
 	produce(t, p.src, topic, 1, 0, 10)
 	select {
 	case <-arrived:
@@ -990,4 +955,29 @@ func TestMirrorBoundsMapWriteOnStalledTarget(t *testing.T) {
 		buf := make([]byte, 1<<20)
 		t.Fatalf("Run still running 60s after the target froze on the map records (commit bound 2s):\n%s", buf[:runtime.Stack(buf, true)])
 	}
+}
+
+// swallowProduce makes the target take every produce request to topic (named, or from
+// version 13 by its ID) and never answer it, as a frozen broker does; the channel is closed
+// when the first arrives.
+func swallowProduce(t *testing.T, p pair, topic string) <-chan struct{} {
+	t.Helper()
+	tds, err := kadm.NewClient(testkit.Client(t, p.dst)).ListTopics(context.Background(), topic)
+	if err != nil || tds[topic].Err != nil {
+		t.Fatalf("describe the target topic %s: %v %v", topic, err, tds[topic].Err)
+	}
+	id := tds[topic].ID
+	arrived := make(chan struct{})
+	var once sync.Once
+	p.dst.ControlKey(int16(kmsg.Produce), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		p.dst.KeepControl()
+		for _, tt := range req.(*kmsg.ProduceRequest).Topics {
+			if tt.Topic == topic || tt.TopicID == id {
+				once.Do(func() { close(arrived) })
+				return nil, nil, true
+			}
+		}
+		return nil, nil, false
+	})
+	return arrived
 }

@@ -54,11 +54,10 @@ func (c *recordCache) lookup(topic string, part int32, off int64) (recs []*kgo.R
 	if p == nil {
 		return nil, nil, 0, false
 	}
-	i := sort.Search(len(p.known), func(i int) bool { return p.known[i].to > off })
-	if i == len(p.known) || p.known[i].from > off {
+	end, ok = spanEnd(p.known, off)
+	if !ok {
 		return nil, nil, 0, false
 	}
-	end = p.known[i].to
 	lo := sort.Search(len(p.recs), func(j int) bool { return p.recs[j].Offset >= off })
 	hi := sort.Search(len(p.recs), func(j int) bool { return p.recs[j].Offset >= end })
 	return p.recs[lo:hi], p.fps[lo:hi], end, true
@@ -106,6 +105,16 @@ func (c *recordCache) put(topic string, part int32, from, to int64, recs []*kgo.
 	p.recs, p.fps = merged, fps
 	c.total += len(p.recs) - before
 	p.known = addSpan(p.known, from, to)
+}
+
+// spanEnd is the end of the span of known (sorted, disjoint) that contains off; ok is false
+// when none does.
+func spanEnd(known []span, off int64) (end int64, ok bool) {
+	i := sort.Search(len(known), func(i int) bool { return known[i].to > off })
+	if i == len(known) || known[i].from > off {
+		return 0, false
+	}
+	return known[i].to, true
 }
 
 // addSpan adds [from, to] to known (sorted, disjoint, not adjacent), merging what it touches.

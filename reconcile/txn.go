@@ -59,11 +59,9 @@ func (c *txnCache) lookup(topic string, part int32, off int64) (committed, abort
 	if p == nil {
 		return nil, nil, 0, false
 	}
-	i := sort.Search(len(p.known), func(i int) bool { return p.known[i].to > off })
-	if i == len(p.known) || p.known[i].from > off {
+	if end, ok = spanEnd(p.known, off); !ok {
 		return nil, nil, 0, false
 	}
-	end = p.known[i].to
 	return within(p.committed, off, end), within(p.aborted, off, end), end, true
 }
 
