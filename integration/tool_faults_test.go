@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -274,11 +275,16 @@ func TestVerifyBrokerRestart(t *testing.T) {
 		{"source broker killed while kverify reads, one record lost", lossy, src, func() int { return 0 }, true, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			// The case before restarted a broker: start from a whole cluster, every partition
+			// led and every replica in sync, so that no case runs on the one before's fault.
+			for _, cl := range []cluster.Cluster{src, dst} {
+				vfWaitWhole(ctx, t, cl, c.topic)
+			}
 			i := c.broker()
 			code, res, errOut, overlapped := vfDuringFault(ctx, t, kverify, propsFile, c.topic, c.c, i, c.reading)
 			t.Logf("exit %d; kverify was still running when the broker died: %v", code, overlapped)
 			if !overlapped {
-				t.Fatalf("kverify finished before the broker was killed: the fault was not exercised")
+				t.Fatalf("kverify finished before the broker was killed: the fault was not exercised\n%s", errOut)
 			}
 			switch {
 			case code == 2 && c.verdict:
@@ -298,13 +304,51 @@ func TestVerifyBrokerRestart(t *testing.T) {
 	}
 }
 
+// vfProcState is the state letter of process pid (R, S, T for stopped, Z for ended and not yet
+// reaped), or 0 once it is gone.
+func vfProcState(pid int) byte {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')') // the command name may hold spaces
+	if i < 0 || i+2 >= len(s) {
+		return 0
+	}
+	return s[i+2]
+}
+
+// vfWaitWhole waits until every partition of topic on c has a leader and all its replicas in
+// sync.
+func vfWaitWhole(ctx context.Context, t *testing.T, c cluster.Cluster, topic string) {
+	t.Helper()
+	adm := bedAdmin(t, c)
+	bedWaitFor(ctx, t, 200*time.Millisecond, fmt.Sprintf("cluster %s: every partition of %s led and in sync", c.Name(), topic), func() string {
+		td, err := adm.ListTopics(ctx, topic)
+		if err != nil {
+			return err.Error()
+		}
+		if err := td[topic].Err; err != nil {
+			return err.Error()
+		}
+		for _, p := range td[topic].Partitions {
+			if p.Leader < 0 || p.Err != nil || len(p.ISR) != len(p.Replicas) {
+				return fmt.Sprintf("partition %d: leader %d, replicas %v, in sync %v, %v", p.Partition, p.Leader, p.Replicas, p.ISR, p.Err)
+			}
+		}
+		return ""
+	})
+}
+
 // vfReadingCPU is the CPU time after which kverify is reading records (TestVerifyBrokerRestart).
 const vfReadingCPU = 400 * time.Millisecond
 
-// vfDuringFault starts kverify diff on topic, kills broker i of c (once kverify reads records
-// when reading is set, else at once), checks
-// that kverify is still running then, restarts the broker and returns kverify's exit code,
-// its decoded JSON report (exit 0 or 1), its standard error and that check.
+// vfDuringFault starts kverify diff on topic and, once kverify reads records when reading is
+// set (else at once), stops it (SIGSTOP), kills broker i of c, lets kverify go on (SIGCONT)
+// and restarts the broker. It returns kverify's exit code, its decoded JSON report (exit 0
+// or 1), its standard error, and whether kverify was still running when the broker died:
+// stopped, it cannot finish in the meantime, however fast this machine reads.
 func vfDuringFault(ctx context.Context, t *testing.T, bin, propsFile, topic string, c cluster.Cluster, i int, reading bool) (int, *verify.Result, string, bool) {
 	t.Helper()
 	var out, errb strings.Builder
@@ -315,26 +359,35 @@ func vfDuringFault(ctx context.Context, t *testing.T, bin, propsFile, topic stri
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	pid := cmd.Process.Pid
 	// Kill once kverify is reading records, not while it connects: its start-up costs it a few
 	// tens of milliseconds of CPU, reading the topic about two seconds.
 	if reading {
 		bedWaitFor(ctx, t, 10*time.Millisecond, "kverify to be reading records", func() string {
-			cpu, err := bpCPU(cmd.Process.Pid)
+			cpu, err := bpCPU(pid)
 			if err != nil || cpu >= vfReadingCPU {
 				return "" // an error: kverify has ended, which the check below reports
 			}
 			return fmt.Sprintf("kverify has used %s of CPU", cpu)
 		})
 	}
+	_ = cmd.Process.Signal(syscall.SIGSTOP) // fails only if kverify has ended and been reaped
+	var state byte
+	bedWaitFor(ctx, t, 5*time.Millisecond, "kverify to stop (SIGSTOP)", func() string {
+		state = vfProcState(pid)
+		if state == 'T' || state == 'Z' || state == 0 {
+			return ""
+		}
+		return fmt.Sprintf("kverify in state %q", state)
+	})
+	overlapped := state == 'T'
 	if err := c.KillBroker(i); err != nil {
 		t.Fatalf("kill broker %d of %s: %v", i, c.Name(), err)
 	}
-	overlapped := true
-	select {
-	case err := <-done:
-		done <- err
-		overlapped = false
-	default:
+	if overlapped {
+		if err := cmd.Process.Signal(syscall.SIGCONT); err != nil {
+			t.Fatalf("continue kverify (SIGCONT): %v", err)
+		}
 	}
 	if err := c.RestartBroker(ctx, i); err != nil {
 		t.Fatalf("restart broker %d of %s: %v", i, c.Name(), err)

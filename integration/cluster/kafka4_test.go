@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmigrate/kmigrate/integration/cluster"
 	"github.com/kmigrate/kmigrate/mm2"
@@ -114,18 +115,14 @@ func secureACLs(t *testing.T, c cluster.Cluster) {
 		t.Errorf("described %d ACLs of %s, want 6: %+v", n, u.Name, described)
 	}
 
-	// StandardAuthorizer learns the ACLs from the metadata log: retry until they reach every
-	// broker.
+	// StandardAuthorizer learns the ACLs from the metadata log, broker by broker: wait until
+	// every broker itself lets the user describe the topic, then produce once. Retrying the
+	// produce instead could write a batch twice: a produce to three partitions succeeds on the
+	// leaders that know the ACLs and fails on the others.
+	waitAuthorized(ctx, t, c, userOpts, u.Name, topic)
 	const records = 30
-	for attempt := 0; ; attempt++ {
-		err := produceAs(ctx, c.Bootstrap(), userOpts, topic, records)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, kerr.TopicAuthorizationFailed) || attempt == 20 {
-			t.Fatalf("produce as %s with ACLs: %v", u.Name, err)
-		}
-		time.Sleep(500 * time.Millisecond)
+	if err := produceAs(ctx, c.Bootstrap(), userOpts, topic, records); err != nil {
+		t.Fatalf("produce as %s with ACLs on every broker: %v", u.Name, err)
 	}
 	cl := client(t, c.Bootstrap(), append(userOpts, kgo.ConsumeTopics(topic), kgo.ConsumerGroup(group),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
@@ -141,6 +138,50 @@ func secureACLs(t *testing.T, c cluster.Cluster) {
 	if err := cl.CommitUncommittedOffsets(ctx); err != nil {
 		t.Errorf("commit as %s in group %s: %v", u.Name, group, err)
 	}
+}
+
+// waitAuthorized asks every broker of c, as the user logged in with opts, for topic's
+// metadata until each one answers without TOPIC_AUTHORIZATION_FAILED.
+func waitAuthorized(ctx context.Context, t *testing.T, c cluster.Cluster, opts []kgo.Opt, user, topic string) {
+	t.Helper()
+	cl := client(t, c.Bootstrap(), opts...)
+	var last string
+	for {
+		last = authorizedEverywhere(ctx, cl, topic)
+		if last == "" {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("cluster %s: %s not allowed to describe %s on every broker: %s", c.Name(), user, topic, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// authorizedEverywhere returns "" when every broker cl knows lets it describe topic, else
+// what the first broker that does not said.
+func authorizedEverywhere(ctx context.Context, cl *kgo.Client, topic string) string {
+	brokers, err := kadm.NewClient(cl).BrokerMetadata(ctx)
+	if err != nil {
+		return fmt.Sprintf("broker metadata: %v", err)
+	}
+	for _, b := range brokers.Brokers {
+		req := kmsg.NewPtrMetadataRequest()
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl.Broker(int(b.NodeID)))
+		if err != nil {
+			return fmt.Sprintf("broker %d: metadata: %v", b.NodeID, err)
+		}
+		for _, rt := range resp.Topics {
+			if err := kerr.ErrorForCode(rt.ErrorCode); err != nil {
+				return fmt.Sprintf("broker %d: %v", b.NodeID, err)
+			}
+		}
+	}
+	return ""
 }
 
 // produceAs produces n records to topic with acks=all, logged in with opts.
