@@ -233,6 +233,41 @@ func TestPreflight(t *testing.T) {
 		}
 	})
 
+	// Kafka 4 removed topic configs an older source may still set: the 4.x target reports no
+	// such config, and the finding says what Kafka 4 does instead and what to do.
+	t.Run("source overrides Kafka 4 removed", func(t *testing.T) {
+		if dstV != cluster.V431 || srcV == cluster.V431 {
+			t.Skipf("the target is %s and the source %s: needs a 4.x target and an older source", dstV, srcV)
+		}
+		removed := map[string]string{
+			"message.downconversion.enable":       "false",
+			"message.timestamp.difference.max.ms": "3600000",
+		}
+		if srcV == cluster.V230 {
+			removed["message.format.version"] = "2.3-IV1" // 3.x accepts it but ignores it
+		}
+		old := name("old")
+		configs := map[string]*string{}
+		for k, v := range removed {
+			configs[k] = bedPtr(v)
+		}
+		bedCreateTopic(t, src, old, 1, configs)
+		bedCreateTopic(t, dst, old, 1, nil)
+		before = append(before, old) // created by the test, not by kverify
+		code, res, errs := topicsRun(t, "--topics", old)
+		if code == 2 {
+			t.Fatalf("exit 2\n%s", errs)
+		}
+		tc := check(res, old)
+		for k, v := range removed {
+			f := find(tc, k)
+			if f.Source != v || f.Target != "" || f.Severity != verify.SeverityWarning || !strings.Contains(f.Note, "Kafka 4 removed") {
+				t.Errorf("%s: got %+v, want a warning from %s to nothing saying what Kafka 4 does", k, f, v)
+			}
+			t.Logf("%s=%s: %s", k, v, f.Note)
+		}
+	})
+
 	after := targetTopics()
 	slices.Sort(before)
 	slices.Sort(after)
