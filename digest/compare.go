@@ -35,17 +35,17 @@ type Comparison struct {
 	TargetTransactions []TxnPartition `json:"target_transactions,omitempty"`
 }
 
-// TxnPartition is the Txns of one partition of the target digest (the JSON form of kverify
-// diff's target_transactions).
+// TxnPartition is the Txns of one target partition: the JSON form of kverify compare's and
+// kverify diff's target_transactions (verify.TxnPartition is this type).
 type TxnPartition struct {
 	Partition int32 `json:"partition"`
 	Txns
 }
 
-// OpenTransactions lists the target partitions with a transaction open and counts the records
-// in them that were not digested.
-func (c *Comparison) OpenTransactions() (partitions []int32, records int64) {
-	for _, tp := range c.TargetTransactions {
+// OpenTransactions lists the partitions of tps with a transaction open and counts the records
+// in them that were not read.
+func OpenTransactions(tps []TxnPartition) (partitions []int32, records int64) {
+	for _, tp := range tps {
 		if o := tp.OpenTransaction; o != nil {
 			partitions = append(partitions, tp.Partition)
 			records += o.To - o.From + 1

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/kmigrate/kmigrate/align"
 )
 
 // fps is a fingerprint stream of n records (a fixed seed: the same every run).
@@ -200,7 +202,7 @@ func TestTxnsParseAndCompare(t *testing.T) {
 	s := fps(100)
 	tp := partition(p, 0, s)
 	tp.To += 4 // 4 aborted records at 100-103
-	tp.Txns = &Txns{Aborted: 4, AbortedCopies: 1, AbortedRanges: []OffsetRange{{From: 100, To: 103}}}
+	tp.Txns = &Txns{Aborted: 4, AbortedCopies: 1, AbortedRanges: []align.TargetRange{{From: 100, To: 103}}}
 	dst := file("target", p, tp)
 	var b bytes.Buffer
 	if err := Write(&b, dst); err != nil {

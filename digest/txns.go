@@ -5,6 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmigrate/kmigrate/align"
 	"github.com/kmigrate/kmigrate/logread"
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
@@ -12,29 +13,27 @@ import (
 // Txns is what the read_committed read of a target range passed over, which a
 // read_uncommitted consumer (the Java client's default) reads and a read_committed one does
 // not: the records of aborted transactions in the range, and a transaction still open where
-// it ends. It is kverify diff's TxnPartition (the same JSON names) for a digested range.
+// it ends. The range is a digested one (Partition.Txns) or kverify diff's compared target
+// range (TxnPartition, which verify.Result.Transactions holds).
 type Txns struct {
 	// Aborted counts the records of aborted transactions in the range.
 	Aborted int64 `json:"aborted"`
-	// AbortedCopies counts those whose fingerprint equals that of a record committed in the
-	// range: what a read_uncommitted consumer reads twice. As in kverify diff, a committed
-	// copy is found anywhere after the aborted record, or among the 4096 committed records
-	// before it.
+	// AbortedCopies counts those whose fingerprint (the compared fields) equals that of a
+	// record committed in the range: what a read_uncommitted consumer reads twice. A
+	// committed copy is found anywhere after the aborted record, or among the 4096 committed
+	// records before it.
 	AbortedCopies int64 `json:"aborted_copies"`
 	// AbortedRanges are the aborted offsets as inclusive ranges of consecutive offsets (at
-	// most MaxAbortedRanges; Truncated says when cut).
-	AbortedRanges []OffsetRange `json:"aborted_ranges,omitempty"`
+	// most MaxAbortedRanges in a digest, verify.Config.MaxListed in kverify diff; Truncated
+	// says when cut).
+	AbortedRanges []align.TargetRange `json:"aborted_ranges,omitempty"`
 	// OpenTransaction is set when the read ended at the last stable offset, below the high
-	// watermark: offsets [From, To] are in a transaction still open, not read.
-	OpenTransaction *OffsetRange `json:"open_transaction,omitempty"`
-	Truncated       bool         `json:"truncated,omitempty"`
-}
-
-// OffsetRange is an inclusive range of target offsets, named in JSON as kverify diff names
-// its target ranges.
-type OffsetRange struct {
-	From int64 `json:"target_from"`
-	To   int64 `json:"target_to"`
+	// watermark: offsets [From, To] (the last stable offset to the high watermark less one)
+	// are in a transaction still open. They were not read and are not counted; a later read
+	// takes them once the transaction ended.
+	OpenTransaction *align.TargetRange `json:"open_transaction,omitempty"`
+	// Truncated is set when AbortedRanges was cut; the counts are always complete.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // MaxAbortedRanges bounds Txns.AbortedRanges (the counts stay complete).
@@ -158,13 +157,13 @@ func (t *TxnTally) Txns(from, to int64, maxListed int) Txns {
 		case n > 0 && r[n-1].To+1 == a.offset:
 			r[n-1].To = a.offset
 		case n < maxListed:
-			x.AbortedRanges = append(r, OffsetRange{From: a.offset, To: a.offset})
+			x.AbortedRanges = append(r, align.TargetRange{From: a.offset, To: a.offset})
 		default:
 			x.Truncated = true
 		}
 	}
 	if t.ends && t.lso < t.hwm {
-		x.OpenTransaction = &OffsetRange{From: t.lso, To: t.hwm - 1}
+		x.OpenTransaction = &align.TargetRange{From: t.lso, To: t.hwm - 1}
 	}
 	return x
 }

@@ -2,6 +2,7 @@ package report_test
 
 import (
 	"github.com/kmigrate/kmigrate/align"
+	"github.com/kmigrate/kmigrate/digest"
 	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/offsetmap"
 	"github.com/kmigrate/kmigrate/reconcile"
@@ -103,8 +104,8 @@ func verifyAborted() *verify.Result {
 		Aborted:       6000,
 		AbortedCopies: 5990,
 		Transactions: []verify.TxnPartition{
-			{Partition: 0, Aborted: 6000, AbortedCopies: 5990, AbortedRanges: []align.TargetRange{{From: 50000, To: 55999}, {From: 120001, To: 120010}}},
-			{Partition: 1, OpenTransaction: &align.TargetRange{From: 1000, To: 1024}},
+			{Partition: 0, Txns: digest.Txns{Aborted: 6000, AbortedCopies: 5990, AbortedRanges: []align.TargetRange{{From: 50000, To: 55999}, {From: 120001, To: 120010}}}},
+			{Partition: 1, Txns: digest.Txns{OpenTransaction: &align.TargetRange{From: 1000, To: 1024}}},
 		},
 	}
 	for _, p := range r.Partitions {

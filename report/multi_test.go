@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/kmigrate/kmigrate/align"
+	"github.com/kmigrate/kmigrate/digest"
 	"github.com/kmigrate/kmigrate/report"
 	"github.com/kmigrate/kmigrate/verify"
 )
@@ -126,8 +127,8 @@ func TestWriteMultiAborted(t *testing.T) {
 	alpha := &mr.Topics[0]
 	alpha.Aborted, alpha.AbortedCopies = 7, 6
 	alpha.Transactions = []verify.TxnPartition{
-		{Partition: 0, Aborted: 7, AbortedCopies: 6, AbortedRanges: []align.TargetRange{{From: 3, To: 9}}},
-		{Partition: 1, OpenTransaction: &align.TargetRange{From: 12, To: 14}},
+		{Partition: 0, Txns: digest.Txns{Aborted: 7, AbortedCopies: 6, AbortedRanges: []align.TargetRange{{From: 3, To: 9}}}},
+		{Partition: 1, Txns: digest.Txns{OpenTransaction: &align.TargetRange{From: 12, To: 14}}},
 	}
 	mr.Finish()
 	for _, f := range []report.Format{report.Table, report.Markdown, report.HTML, report.JUnit, report.JSON} {

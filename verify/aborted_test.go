@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/align"
+	"github.com/kmigrate/kmigrate/digest"
 	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/mm2"
 )
@@ -69,7 +70,7 @@ func TestDiffAbortedCopies(t *testing.T) {
 	if !res.Identical || res.Summary != (align.Counts{Matched: 10}) {
 		t.Fatalf("read_committed: got identical=%v %+v, want identical with 10 matched", res.Identical, res.Summary)
 	}
-	want := []TxnPartition{{Partition: 0, Aborted: 5, AbortedCopies: 5, AbortedRanges: []align.TargetRange{{From: 5, To: 9}}}}
+	want := []TxnPartition{{Partition: 0, Txns: digest.Txns{Aborted: 5, AbortedCopies: 5, AbortedRanges: []align.TargetRange{{From: 5, To: 9}}}}}
 	if res.Aborted != 5 || res.AbortedCopies != 5 || !reflect.DeepEqual(res.Transactions, want) {
 		t.Errorf("got aborted %d, copies %d, %+v; want 5, 5, %+v", res.Aborted, res.AbortedCopies, res.Transactions, want)
 	}
@@ -94,7 +95,7 @@ func TestDiffAbortedNotCopies(t *testing.T) {
 	testkit.Produce(t, e.dst, e.topic, 0, span(5, 9)...) // 9-13
 
 	res, _ := diff(t, e.src, e.dst, Config{SourceTopic: e.topic})
-	want := []TxnPartition{{Partition: 0, Aborted: 3, AbortedRanges: []align.TargetRange{{From: 5, To: 7}}}}
+	want := []TxnPartition{{Partition: 0, Txns: digest.Txns{Aborted: 3, AbortedRanges: []align.TargetRange{{From: 5, To: 7}}}}}
 	if !res.Identical || res.Aborted != 3 || res.AbortedCopies != 0 || !reflect.DeepEqual(res.Transactions, want) {
 		t.Errorf("got identical=%v, aborted %d, copies %d, %+v; want identical, 3, 0, %+v", res.Identical, res.Aborted, res.AbortedCopies, res.Transactions, want)
 	}
@@ -128,7 +129,7 @@ func TestDiffOpenTransaction(t *testing.T) {
 
 	for _, uncommitted := range []bool{false, true} {
 		res, _ := diff(t, e.src, e.dst, Config{SourceTopic: e.topic, TargetReadUncommitted: uncommitted})
-		want := []TxnPartition{{Partition: 0, OpenTransaction: &align.TargetRange{From: 10, To: 12}}}
+		want := []TxnPartition{{Partition: 0, Txns: digest.Txns{OpenTransaction: &align.TargetRange{From: 10, To: 12}}}}
 		if !res.Identical || res.Summary != (align.Counts{Matched: 10}) || res.Aborted != 0 || !reflect.DeepEqual(res.Transactions, want) {
 			t.Errorf("target read_uncommitted %v: got identical=%v %+v, aborted %d, %+v; want identical, 10 matched, open 10-12",
 				uncommitted, res.Identical, res.Summary, res.Aborted, res.Transactions)
@@ -297,7 +298,7 @@ func TestDiffRangesAborted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []TxnPartition{{Partition: 0, Aborted: 5, AbortedCopies: 5, AbortedRanges: []align.TargetRange{{From: 5, To: 9}}}}
+	want := []TxnPartition{{Partition: 0, Txns: digest.Txns{Aborted: 5, AbortedCopies: 5, AbortedRanges: []align.TargetRange{{From: 5, To: 9}}}}}
 	if !res.Identical || res.Aborted != 5 || res.AbortedCopies != 5 || !reflect.DeepEqual(res.Transactions, want) {
 		t.Errorf("got identical=%v, aborted %d, copies %d, %+v; want identical, %+v", res.Identical, res.Aborted, res.AbortedCopies, res.Transactions, want)
 	}

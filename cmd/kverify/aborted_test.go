@@ -109,8 +109,8 @@ func TestDigestCompareAborted(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []*digest.Txns{
-		{Aborted: 5, AbortedCopies: 5, AbortedRanges: []digest.OffsetRange{{From: 5, To: 9}}},
-		{Aborted: 3, AbortedRanges: []digest.OffsetRange{{From: 5, To: 7}}, OpenTransaction: &digest.OffsetRange{From: 14, To: 15}},
+		{Aborted: 5, AbortedCopies: 5, AbortedRanges: []align.TargetRange{{From: 5, To: 9}}},
+		{Aborted: 3, AbortedRanges: []align.TargetRange{{From: 5, To: 7}}, OpenTransaction: &align.TargetRange{From: 14, To: 15}},
 	}
 	for i, tp := range tf.Partitions {
 		if !reflect.DeepEqual(tp.Txns, want[i]) {
@@ -299,7 +299,7 @@ func TestRoundLineAborted(t *testing.T) {
 		{Partition: 0, SourceEnd: 10, SourceListedEnd: 10, Aborted: 5, AbortedCopies: 5},
 		{Partition: 1, SourceEnd: 10, SourceListedEnd: 12, Aborted: 3},
 	}}
-	res := &verify.Result{Transactions: []verify.TxnPartition{{Partition: 1, OpenTransaction: &align.TargetRange{From: 14, To: 15}}}}
+	res := &verify.Result{Transactions: []verify.TxnPartition{{Partition: 1, Txns: digest.Txns{OpenTransaction: &align.TargetRange{From: 14, To: 15}}}}}
 	res.Summary.Matched = 20
 	got := roundLine(2, &verify.StateRun{Result: res, State: st}, 0)
 	want := "kverify: round 2: 20 records matched, lag 2, problems 0, 8 aborted records on the target so far (5 copies of committed records; read_uncommitted consumers read them), a transaction open on the target in 1 partition (2 records not compared until it ends)"

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/kmigrate/kmigrate/align"
 	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
 	"github.com/kmigrate/kmigrate/digest"
 	"github.com/kmigrate/kmigrate/report"
@@ -184,20 +184,9 @@ func writeComparison(w io.Writer, cmp *digest.Comparison) error {
 // comparisonTxns is the target digest's transactions of cmp as kverify diff's Result holds
 // them, so that compare says what diff says of them.
 func comparisonTxns(cmp *digest.Comparison) *verify.Result {
-	r := &verify.Result{}
+	r := &verify.Result{Transactions: slices.Clone(cmp.TargetTransactions)}
 	if cmp.Aborted != nil {
 		r.Aborted, r.AbortedCopies = *cmp.Aborted, *cmp.AbortedCopies
-	}
-	for _, tp := range cmp.TargetTransactions {
-		x := verify.TxnPartition{Partition: tp.Partition, Aborted: tp.Aborted, AbortedCopies: tp.AbortedCopies, Truncated: tp.Truncated}
-		for _, ar := range tp.AbortedRanges {
-			x.AbortedRanges = append(x.AbortedRanges, align.TargetRange(ar))
-		}
-		if o := tp.OpenTransaction; o != nil {
-			open := align.TargetRange(*o)
-			x.OpenTransaction = &open
-		}
-		r.Transactions = append(r.Transactions, x)
 	}
 	return r
 }
