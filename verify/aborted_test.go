@@ -41,19 +41,18 @@ func newTxnTarget(t *testing.T) *txnTarget {
 // does. With open the transaction is left open (the client is closed when the test ends).
 func (e *txnTarget) txn(t *testing.T, end kgo.TransactionEndTry, open bool, recs ...*kgo.Record) {
 	t.Helper()
-	cl := testkit.Client(t, e.fake, kgo.ProducerLinger(0), kgo.TransactionalID(testkit.TopicName("txn-writer")))
-	if err := cl.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	testkit.Produce(t, cl, e.topic, 0, recs...)
-	if open {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := cl.EndTransaction(ctx, end); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteTxn(t, e.fake, e.topic, 0, end, open, recs...)
+}
+
+// abortedThenCopied writes source records 0-9 and copies them to the target as a mirror killed
+// in a transaction leaves them: 0-4, then aborted in one aborted transaction (with its
+// marker), then 5-9 written again.
+func (e *txnTarget) abortedThenCopied(t *testing.T, aborted ...*kgo.Record) {
+	t.Helper()
+	testkit.Produce(t, e.src, e.topic, 0, span(0, 9)...)
+	testkit.Produce(t, e.dst, e.topic, 0, span(0, 4)...)
+	e.txn(t, kgo.TryAbort, false, aborted...)
+	testkit.Produce(t, e.dst, e.topic, 0, span(5, 9)...)
 }
 
 // A mirror killed in a transaction leaves its records aborted on the target and writes them
@@ -61,10 +60,7 @@ func (e *txnTarget) txn(t *testing.T, end kgo.TransactionEndTry, open bool, recs
 // records and that each is a copy of a committed one.
 func TestDiffAbortedCopies(t *testing.T) {
 	e := newTxnTarget(t)
-	testkit.Produce(t, e.src, e.topic, 0, span(0, 9)...)
-	testkit.Produce(t, e.dst, e.topic, 0, span(0, 4)...) // target 0-4
-	e.txn(t, kgo.TryAbort, false, span(5, 9)...)         // 5-9 aborted, marker 10
-	testkit.Produce(t, e.dst, e.topic, 0, span(5, 9)...) // 11-15
+	e.abortedThenCopied(t, span(5, 9)...) // target 0-4, 5-9 aborted, marker 10, 11-15
 
 	res, _ := diff(t, e.src, e.dst, Config{SourceTopic: e.topic})
 	if !res.Identical || res.Summary != (align.Counts{Matched: 10}) {
@@ -89,10 +85,7 @@ func TestDiffAbortedCopies(t *testing.T) {
 // read_uncommitted they are extra.
 func TestDiffAbortedNotCopies(t *testing.T) {
 	e := newTxnTarget(t)
-	testkit.Produce(t, e.src, e.topic, 0, span(0, 9)...)
-	testkit.Produce(t, e.dst, e.topic, 0, span(0, 4)...) // target 0-4
-	e.txn(t, kgo.TryAbort, false, span(100, 102)...)     // 5-7 aborted, marker 8
-	testkit.Produce(t, e.dst, e.topic, 0, span(5, 9)...) // 9-13
+	e.abortedThenCopied(t, span(100, 102)...) // target 0-4, 5-7 aborted, marker 8, 9-13
 
 	res, _ := diff(t, e.src, e.dst, Config{SourceTopic: e.topic})
 	want := []TxnPartition{{Partition: 0, Txns: digest.Txns{Aborted: 3, AbortedRanges: []align.TargetRange{{From: 5, To: 7}}}}}
@@ -158,10 +151,7 @@ func TestDiffTopicsAborted(t *testing.T) {
 	testkit.CreateTopic(t, e.dst, clean, 1, nil)
 	testkit.Produce(t, e.src, clean, 0, span(0, 4)...)
 	testkit.Produce(t, e.dst, clean, 0, span(0, 4)...)
-	testkit.Produce(t, e.src, e.topic, 0, span(0, 9)...)
-	testkit.Produce(t, e.dst, e.topic, 0, span(0, 4)...)
-	e.txn(t, kgo.TryAbort, false, span(5, 9)...)
-	testkit.Produce(t, e.dst, e.topic, 0, span(5, 9)...)
+	e.abortedThenCopied(t, span(5, 9)...)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -226,10 +216,7 @@ func TestStateAborted(t *testing.T) {
 			}
 			return r
 		}
-		testkit.Produce(t, e.src, e.topic, 0, span(0, 9)...)
-		testkit.Produce(t, e.dst, e.topic, 0, span(0, 4)...)
-		e.txn(t, kgo.TryAbort, false, span(5, 9)...)
-		testkit.Produce(t, e.dst, e.topic, 0, span(5, 9)...)
+		e.abortedThenCopied(t, span(5, 9)...)
 		first := run(nil)
 		if ps := first.State.Partition(0); ps == nil || ps.Aborted != 5 || ps.AbortedCopies != 5 || first.Result.Aborted != 5 || first.Result.Identical == uncommitted {
 			t.Fatalf("uncommitted %v: first run: identical=%v, aborted %d, state %+v; want 5 aborted copies in both", uncommitted, first.Result.Identical, first.Result.Aborted, ps)
@@ -284,10 +271,7 @@ func TestFollowMetricsNoTxns(t *testing.T) {
 // its ranges.
 func TestDiffRangesAborted(t *testing.T) {
 	e := newTxnTarget(t)
-	testkit.Produce(t, e.src, e.topic, 0, span(0, 9)...)
-	testkit.Produce(t, e.dst, e.topic, 0, span(0, 4)...)
-	e.txn(t, kgo.TryAbort, false, span(5, 9)...)
-	testkit.Produce(t, e.dst, e.topic, 0, span(5, 9)...)
+	e.abortedThenCopied(t, span(5, 9)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	specs := []PartitionSpec{

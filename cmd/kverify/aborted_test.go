@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,7 +8,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -47,19 +45,7 @@ func newTxnPair(t *testing.T, partitions int32) *txnPair {
 // mirror leaves them); with open it is left open until the test ends.
 func (p *txnPair) txn(t *testing.T, part int32, end kgo.TransactionEndTry, open bool, rs ...*kgo.Record) {
 	t.Helper()
-	cl := testkit.Client(t, p.fake, kgo.ProducerLinger(0), kgo.TransactionalID(testkit.TopicName("txn-writer")))
-	if err := cl.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	testkit.Produce(t, cl, p.topic, part, rs...)
-	if open {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := cl.EndTransaction(ctx, end); err != nil {
-		t.Fatal(err)
-	}
+	testkit.WriteTxn(t, p.fake, p.topic, part, end, open, rs...)
 }
 
 // abortedMirror is source 0-9 in partitions 0 and 1, copied read_committed exactly; on the

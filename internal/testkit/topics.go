@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -58,14 +59,39 @@ func Produce(t testing.TB, cl *kgo.Client, topic string, p int32, recs ...*kgo.R
 // the offsets the records were written at. An error fails the test.
 func ProduceTxn(t testing.TB, cl *kgo.Client, topic string, p int32, recs ...*kgo.Record) []int64 {
 	t.Helper()
+	return produceTxn(t, cl, topic, p, kgo.TryCommit, false, recs...)
+}
+
+// WriteTxn writes copies of recs to partition p of topic in one transaction of a new
+// transactional client of c (a transactional ID of its own, no linger) and ends it with end:
+// kgo.TryAbort leaves an aborted batch and its marker, as a mirror killed or fenced in a
+// transaction does. With open the transaction is left open (the client is closed when the
+// test ends). It returns the offsets the records were written at; an error fails the test.
+func WriteTxn(t testing.TB, c *kfake.Cluster, topic string, p int32, end kgo.TransactionEndTry, open bool, recs ...*kgo.Record) []int64 {
+	t.Helper()
+	cl := Client(t, c, kgo.ProducerLinger(0), kgo.TransactionalID(TopicName("txn-writer")))
+	return produceTxn(t, cl, topic, p, end, open, recs...)
+}
+
+// produceTxn writes copies of recs to partition p of topic in one transaction of cl and, unless
+// open, ends it with end.
+func produceTxn(t testing.TB, cl *kgo.Client, topic string, p int32, end kgo.TransactionEndTry, open bool, recs ...*kgo.Record) []int64 {
+	t.Helper()
 	if err := cl.BeginTransaction(); err != nil {
 		t.Fatalf("begin a transaction to %s/%d: %v", topic, p, err)
 	}
 	offsets := Produce(t, cl, topic, p, recs...)
+	if open {
+		return offsets
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		t.Fatalf("commit the transaction to %s/%d: %v", topic, p, err)
+	if err := cl.EndTransaction(ctx, end); err != nil {
+		what := "abort"
+		if end == kgo.TryCommit {
+			what = "commit"
+		}
+		t.Fatalf("%s the transaction to %s/%d: %v", what, topic, p, err)
 	}
 	return offsets
 }
