@@ -3,7 +3,6 @@ package mirror_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -28,6 +27,15 @@ func hbConfig(topic string) mirror.Config {
 	cfg.EmitHeartbeatsInterval = hbInterval
 	cfg.HeartbeatsReplicationFactor = 1
 	return cfg
+}
+
+// hbPair is a new pair with a topic named after prefix, of partitions partitions, on the source.
+func hbPair(t *testing.T, prefix string, partitions int32) (pair, string) {
+	t.Helper()
+	p := newPair(t)
+	topic := testkit.TopicName(prefix)
+	testkit.CreateTopic(t, testkit.Client(t, p.src), topic, partitions, nil)
+	return p, topic
 }
 
 // heartbeat is a record of the heartbeats topic, decoded.
@@ -103,18 +111,11 @@ func neverWithin(t *testing.T, d time.Duration, what string, cond func() bool) {
 // usual and writes nothing to the source.
 func TestHeartbeats(t *testing.T) {
 	t.Parallel()
-	p := newPair(t)
-	topic := testkit.TopicName("hb")
-	testkit.CreateTopic(t, testkit.Client(t, p.src), topic, 2, nil)
+	p, topic := hbPair(t, "hb", 2)
 	produce(t, p.src, topic, 2, 0, 20)
 	srcBefore := clusterState(t, p.src)
 
-	var logs testkit.SyncBuffer
-	e, err := mirror.New(hbConfig(topic), seeds(p.src), seeds(p.dst), slog.New(slog.NewTextHandler(&logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := run(t, e)
+	l := startLogged(t, p, hbConfig(topic))
 	waitMirrored(t, p, topic, 2)
 	var hbs []heartbeat
 	testkit.WaitFor(t, "6 heartbeats on the target", 30*time.Second, func() string {
@@ -168,14 +169,14 @@ func TestHeartbeats(t *testing.T) {
 		t.Errorf("heartbeats topic cleanup.policy %q, want compact", policy)
 	}
 
-	mfs := scrape(t, e)
+	mfs := scrape(t, l.e)
 	if v := value(sample(t, mfs, "kmirror_heartbeats_total", nil)); v < float64(len(hbs)) {
 		t.Errorf("kmirror_heartbeats_total %g, want at least %d", v, len(hbs))
 	}
 	if v := value(sample(t, mfs, "kmirror_heartbeat_errors_total", nil)); v != 0 {
 		t.Errorf("kmirror_heartbeat_errors_total %g, want 0", v)
 	}
-	if err := stop(); err != nil {
+	if err := l.stop(t); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	sameRecords(t, p, topic, 0)
@@ -186,8 +187,8 @@ func TestHeartbeats(t *testing.T) {
 	if hasTopic(t, p.src, mm2.HeartbeatsTopic) {
 		t.Error("the source has a heartbeats topic")
 	}
-	if !strings.Contains(logs.String(), `msg="heartbeats emitted" flow=A->B cluster=B topic=heartbeats interval=100ms replication_factor=1`) {
-		t.Errorf("no start-up line saying where and how often heartbeats go:\n%s", logs.String())
+	if !strings.Contains(l.logs.String(), `msg="heartbeats emitted" flow=A->B cluster=B topic=heartbeats interval=100ms replication_factor=1`) {
+		t.Errorf("no start-up line saying where and how often heartbeats go:\n%s", l.logs.String())
 	}
 }
 
@@ -202,9 +203,7 @@ func TestHeartbeatsOff(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			p := newPair(t)
-			topic := testkit.TopicName("hboff")
-			testkit.CreateTopic(t, testkit.Client(t, p.src), topic, 1, nil)
+			p, topic := hbPair(t, "hboff", 1)
 			produce(t, p.src, topic, 1, 0, 10)
 			f, props := flowOf(t, fmt.Sprintf(`clusters=A,B
 A.bootstrap.servers=%s
@@ -222,25 +221,20 @@ heartbeats.topic.replication.factor=1
 			if cfg.EmitHeartbeatsInterval > 0 {
 				cfg.EmitHeartbeatsInterval = hbInterval // were they on, 10 would come in the second below
 			}
-			var logs testkit.SyncBuffer
-			e, err := mirror.New(cfg, seeds(p.src), seeds(p.dst), slog.New(slog.NewTextHandler(&logs, nil)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			stop := run(t, e)
+			l := startLogged(t, p, cfg)
 			waitMirrored(t, p, topic, 1)
 			neverWithin(t, 10*hbInterval, "a heartbeats topic appeared on the target", func() bool { return hasTopic(t, p.dst, mm2.HeartbeatsTopic) })
-			if v := value(sample(t, scrape(t, e), "kmirror_heartbeats_total", nil)); v != 0 {
+			if v := value(sample(t, scrape(t, l.e), "kmirror_heartbeats_total", nil)); v != 0 {
 				t.Errorf("kmirror_heartbeats_total %g, want 0", v)
 			}
-			if err := stop(); err != nil {
+			if err := l.stop(t); err != nil {
 				t.Fatalf("Run: %v", err)
 			}
 			if hasTopic(t, p.src, mm2.HeartbeatsTopic) || hasTopic(t, p.dst, mm2.HeartbeatsTopic) {
 				t.Error("a heartbeats topic exists")
 			}
-			if !strings.Contains(logs.String(), `msg="heartbeats not emitted"`) {
-				t.Errorf("the start-up log does not say that no heartbeats are emitted:\n%s", logs.String())
+			if !strings.Contains(l.logs.String(), `msg="heartbeats not emitted"`) {
+				t.Errorf("the start-up log does not say that no heartbeats are emitted:\n%s", l.logs.String())
 			}
 		})
 	}
@@ -251,32 +245,25 @@ heartbeats.topic.replication.factor=1
 // goes on: records produced after the failures are mirrored and Run ends without error.
 func TestHeartbeatFailureKeepsMirroring(t *testing.T) {
 	t.Parallel()
-	p := newPair(t)
-	topic := testkit.TopicName("hbfail")
-	testkit.CreateTopic(t, testkit.Client(t, p.src), topic, 1, nil)
+	p, topic := hbPair(t, "hbfail", 1)
 	produce(t, p.src, topic, 1, 0, 10)
 	cfg := hbConfig(topic)
 	cfg.HeartbeatsReplicationFactor = 3
-	var logs testkit.SyncBuffer
-	e, err := mirror.New(cfg, seeds(p.src), seeds(p.dst), slog.New(slog.NewTextHandler(&logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := run(t, e)
+	l := startLogged(t, p, cfg)
 	waitMirrored(t, p, topic, 1)
 	waitFor(t, "3 failed heartbeats", func() bool {
-		return value(sample(t, scrape(t, e), "kmirror_heartbeat_errors_total", nil)) >= 3
+		return value(sample(t, scrape(t, l.e), "kmirror_heartbeat_errors_total", nil)) >= 3
 	})
 	produce(t, p.src, topic, 1, 10, 10)
 	waitMirrored(t, p, topic, 1)
-	if err := stop(); err != nil {
+	if err := l.stop(t); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	sameRecords(t, p, topic, 0)
 	if hasTopic(t, p.dst, mm2.HeartbeatsTopic) {
 		t.Error("the target has a heartbeats topic")
 	}
-	out := logs.String()
+	out := l.logs.String()
 	if n := strings.Count(out, "heartbeat not emitted; trying again"); n < 1 || n > 2 {
 		t.Errorf("got %d failure lines, want 1 (or 2 if the first error differs): a failure that goes on is logged once a minute\n%s", n, out)
 	}
@@ -291,22 +278,15 @@ func TestHeartbeatFailureKeepsMirroring(t *testing.T) {
 // in a warning and used as it is, never altered.
 func TestHeartbeatsTopicLeftAsItIs(t *testing.T) {
 	t.Parallel()
-	p := newPair(t)
-	topic := testkit.TopicName("hbexisting")
-	testkit.CreateTopic(t, testkit.Client(t, p.src), topic, 1, nil)
+	p, topic := hbPair(t, "hbexisting", 1)
 	deletePolicy := "delete"
 	testkit.CreateTopic(t, testkit.Client(t, p.dst), mm2.HeartbeatsTopic, 2, map[string]*string{"cleanup.policy": &deletePolicy})
-	var logs testkit.SyncBuffer
-	e, err := mirror.New(hbConfig(topic), seeds(p.src), seeds(p.dst), slog.New(slog.NewTextHandler(&logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := run(t, e)
+	l := startLogged(t, p, hbConfig(topic))
 	waitFor(t, "2 heartbeats", func() bool { return len(readHeartbeats(t, p.dst)) >= 2 })
-	if err := stop(); err != nil {
+	if err := l.stop(t); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	out := logs.String()
+	out := l.logs.String()
 	for _, want := range []string{"the heartbeats topic is not compacted", "cleanup.policy=delete", "the heartbeats topic has more than one partition", "partitions=2"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("log does not say %q:\n%s", want, out)
@@ -329,9 +309,7 @@ func TestHeartbeatsTopicLeftAsItIs(t *testing.T) {
 // key that switches heartbeats off; the engine emits none, tries none, and mirrors as usual.
 func TestHeartbeatsDenied(t *testing.T) {
 	t.Parallel()
-	p := newPair(t)
-	topic := testkit.TopicName("hbdenied")
-	testkit.CreateTopic(t, testkit.Client(t, p.src), topic, 1, nil)
+	p, topic := hbPair(t, "hbdenied", 1)
 	produce(t, p.src, topic, 1, 0, 10)
 	p.dst.ControlKey(int16(kmsg.CreateTopics), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
 		p.dst.KeepControl()
@@ -345,23 +323,18 @@ func TestHeartbeatsDenied(t *testing.T) {
 		resp.Topics = append(resp.Topics, rt)
 		return resp, nil, true
 	})
-	var logs testkit.SyncBuffer
-	e, err := mirror.New(hbConfig(topic), seeds(p.src), seeds(p.dst), slog.New(slog.NewTextHandler(&logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := run(t, e)
+	l := startLogged(t, p, hbConfig(topic))
 	waitMirrored(t, p, topic, 1)
 	neverWithin(t, 5*hbInterval, "a heartbeats topic appeared on the target", func() bool { return hasTopic(t, p.dst, mm2.HeartbeatsTopic) })
-	mfs := scrape(t, e)
+	mfs := scrape(t, l.e)
 	if v := value(sample(t, mfs, "kmirror_heartbeats_total", nil)) + value(sample(t, mfs, "kmirror_heartbeat_errors_total", nil)); v != 0 {
 		t.Errorf("heartbeats emitted or tried: %g, want none", v)
 	}
-	if err := stop(); err != nil {
+	if err := l.stop(t); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	sameRecords(t, p, topic, 0)
-	out := logs.String()
+	out := l.logs.String()
 	for _, want := range []string{"level=WARN", "heartbeats not emitted: the principal may not create or write the heartbeats topic",
 		"emit.heartbeats.enabled=false", "cluster=B topic=heartbeats", "Create on Topic:heartbeats"} {
 		if !strings.Contains(out, want) {
