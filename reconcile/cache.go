@@ -70,12 +70,7 @@ func (c *recordCache) put(topic string, part int32, from, to int64, recs []*kgo.
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	k := tp{topic, part}
-	p := c.parts[k]
-	if p == nil {
-		p = &cachedPart{}
-		c.parts[k] = p
-	}
+	p := partEntry(c.parts, topic, part)
 	if c.total+len(recs) > c.max {
 		c.total -= len(p.recs)
 		*p = cachedPart{}
@@ -105,6 +100,17 @@ func (c *recordCache) put(topic string, part int32, from, to int64, recs []*kgo.
 	p.recs, p.fps = merged, fps
 	c.total += len(p.recs) - before
 	p.known = addSpan(p.known, from, to)
+}
+
+// partEntry returns the entry of topic/part in parts, adding an empty one when there is none.
+func partEntry[P any](parts map[tp]*P, topic string, part int32) *P {
+	k := tp{topic, part}
+	p := parts[k]
+	if p == nil {
+		p = new(P)
+		parts[k] = p
+	}
+	return p
 }
 
 // spanEnd is the end of the span of known (sorted, disjoint) that contains off; ok is false

@@ -72,12 +72,7 @@ func (c *txnCache) put(topic string, part int32, from, to int64, committed, abor
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	k := tp{topic, part}
-	p := c.parts[k]
-	if p == nil {
-		p = &txnPart{}
-		c.parts[k] = p
-	}
+	p := partEntry(c.parts, topic, part)
 	n := len(committed) + len(aborted)
 	if c.total+n > txnCacheMax {
 		c.total -= len(p.committed) + len(p.aborted)
