@@ -75,7 +75,7 @@ func (c *recordCache) put(topic string, part int32, from, to int64, recs []*kgo.
 		c.total -= len(p.recs)
 		*p = cachedPart{}
 		if c.total+len(recs) > c.max {
-			return // one fetch larger than the whole cache: do not keep it
+			return // the other partitions fill the cache: do not keep these
 		}
 	}
 	// Merge the records.

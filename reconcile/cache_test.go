@@ -92,3 +92,32 @@ func TestRecordCacheFingerprints(t *testing.T) {
 		}
 	}
 }
+
+// TestTxnCacheBound: the transaction cache never holds more than txnCacheMax offsets, however
+// many partitions it is given: what does not fit once the partition being added to is emptied
+// is not kept, and the partitions already held still answer.
+func TestTxnCacheBound(t *testing.T) {
+	c := newTxnCache()
+	offs := func(from, n int64) []int64 {
+		out := make([]int64, n)
+		for i := range out {
+			out[i] = from + int64(i)
+		}
+		return out
+	}
+	half := int64(txnCacheMax / 2)
+	c.put("t", 0, 0, half, offs(0, half), nil)
+	c.put("t", 1, 0, half, offs(0, half-10), offs(half-10, 10))
+	c.put("t", 2, 0, 10, offs(0, 10), nil)
+	if c.total > txnCacheMax {
+		t.Fatalf("the cache holds %d offsets, more than its bound %d", c.total, txnCacheMax)
+	}
+	if _, _, _, ok := c.lookup("t", 2, 0); ok {
+		t.Errorf("partition 2: got a hit, want none (it did not fit)")
+	}
+	for p := range int32(2) {
+		if committed, aborted, end, ok := c.lookup("t", p, 0); !ok || end != half || int64(len(committed)+len(aborted)) != half {
+			t.Errorf("partition %d: got ok=%v end=%d %d offsets, want ok end=%d %d offsets", p, ok, end, len(committed)+len(aborted), half, half)
+		}
+	}
+}

@@ -34,8 +34,9 @@ type txnView struct {
 func (v txnView) complete(to int64) bool { return v.to >= to }
 
 // txnCache keeps, per partition, the offset ranges read with logread.ReadAborted and what
-// they hold, so that groups at nearby positions share reads. Offsets are cheap (8 bytes):
-// past txnCacheMax the partition being added to is emptied first.
+// they hold, so that groups at nearby positions share reads. It holds at most txnCacheMax
+// offsets (8 bytes each): past it the partition being added to is emptied first, and what
+// still does not fit is not kept.
 type txnCache struct {
 	mu    sync.Mutex
 	parts map[tp]*txnPart
@@ -77,8 +78,8 @@ func (c *txnCache) put(topic string, part int32, from, to int64, committed, abor
 	if c.total+n > txnCacheMax {
 		c.total -= len(p.committed) + len(p.aborted)
 		*p = txnPart{}
-		if n > txnCacheMax {
-			return
+		if c.total+n > txnCacheMax {
+			return // the other partitions fill the cache: do not keep these
 		}
 	}
 	before := len(p.committed) + len(p.aborted)
