@@ -6,10 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/integration/cluster"
 	"github.com/kmigrate/kmigrate/reconcile"
@@ -26,6 +29,7 @@ type isoMirror struct {
 	// mirrors (kmirror owns every partition).
 	start func(t *testing.T, n int)
 	ready func() string
+	pid   func() int
 	kill  func()
 	stop  func(t *testing.T)
 }
@@ -50,6 +54,7 @@ func TestIsolationAfterKill(t *testing.T) {
 				}
 				return ""
 			},
+			pid:  func() int { return p.cmd.Process.Pid },
 			kill: func() { p.kill(); err := <-p.exited; p.exited <- err },
 			stop: func(t *testing.T) { p.term(t) },
 		}
@@ -88,6 +93,7 @@ func TestIsolationAfterKillMM2EOS(t *testing.T) {
 				m = cluster.StartMM2T(t, cluster.MM2Spec{Properties: text, Target: "T8", Name: "iso-mm2-eos", Version: dst.Version()})
 			},
 			ready: func() string { return "" },
+			pid:   func() int { return m.Pid() },
 			kill:  func() { m.Kill() },
 			stop:  func(*testing.T) { m.Close() },
 		}
@@ -109,9 +115,7 @@ func isoRun(t *testing.T, srcAlias, dstAlias string, mk func(t *testing.T, src, 
 	if t.Failed() || t.Skipped() {
 		return
 	}
-	// Records keep coming in bursts a third of a second apart, so that every kill finds
-	// the mirror with a transaction open.
-	const parts, first, total = isoParts, 3000, 60000
+	const parts, first = isoParts, 3000
 	topic, group := bedUnique("iso"), bedUnique("iso-g")
 	bedCreateTopic(t, src, topic, parts, nil)
 	props, mir := mk(t, src, dst, topic)
@@ -129,25 +133,41 @@ func isoRun(t *testing.T, srcAlias, dstAlias string, mk func(t *testing.T, src, 
 		t.Fatalf("commit group %s on the source: %v %v", group, err, resp.Error())
 	}
 
-	// The mirror killed -9 three times while records keep coming, then a run to the end.
-	waitProduced, _ := mirProducer(ctx, t, src, topic, parts, total-first, 20*time.Second)
+	// Records keep coming until the kills are done. Each kill is staged: the mirror is frozen
+	// (SIGSTOP) until one of its transactions is open on the target holding records, then
+	// killed -9, so the kill always leaves records to abort, however the machine's load
+	// places the mirror's commits. A kill is counted once the target, the mirror dead, still
+	// holds that transaction open (an end of it already sent when the mirror froze would
+	// commit it); an uncounted kill is followed by another run.
+	stopBursts, burstsDone := isoBursts(ctx, t, src, topic, parts)
 	mir.start(t, 0)
-	for kill := 1; kill <= 3; kill++ {
+	const kills, maxRuns = 3, 10
+	for run, counted := 1, 0; counted < kills; run++ {
+		if run > maxRuns {
+			t.Fatalf("%s: %d of %d runs ended with a kill that left a transaction open, want %d", mir.name, counted, maxRuns, kills)
+		}
 		before := sumRecords(ctx, t, dst, topic)
-		bedWaitFor(ctx, t, 500*time.Millisecond, fmt.Sprintf("%s, run %d, to mirror and commit records", mir.name, kill), func() string {
+		bedWaitFor(ctx, t, 500*time.Millisecond, fmt.Sprintf("%s, run %d, to mirror and commit records", mir.name, run), func() string {
 			if r := mir.ready(); r != "" {
 				return r
 			}
-			if got := sumRecords(ctx, t, dst, topic); got < before+3000 && got < sumEnds(ctx, t, src, topic) {
+			if got := sumRecords(ctx, t, dst, topic); got < before+300 {
 				return fmt.Sprintf("target %d committed records (%d before)", got, before)
 			}
 			return ""
 		})
+		isoFreezeOpen(ctx, t, mir, dst, topic)
 		mir.kill()
-		mir.start(t, kill)
+		if open := isoOpenTxn(ctx, t, dst, topic); open != "" {
+			t.Logf("run %d: the kill is not counted: with %s dead, %s", run, mir.name, open)
+		} else {
+			counted++
+		}
+		mir.start(t, run)
 	}
-	waitProduced()
-	bedWaitFor(ctx, t, 200*time.Millisecond, mir.name+" to mirror everything", func() string { return mirBehind(ctx, t, dst, topic, total) })
+	close(stopBursts)
+	total := first + burstsDone()
+	bedWaitFor(ctx, t, 200*time.Millisecond, mir.name+" to mirror everything", func() string { return mirBehind(ctx, t, dst, topic, int64(total)) })
 	mir.stop(t)
 
 	srcCl, dstCl := bedClient(t, src.Bootstrap()), bedClient(t, dst.Bootstrap())
@@ -167,7 +187,8 @@ func isoRun(t *testing.T, srcAlias, dstAlias string, mk func(t *testing.T, src, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The span from E(G) to the end of each partition (about 19,500 offsets) is read whole.
+	// The span from E(G) to the end of each partition (tens of thousands of offsets) is read
+	// whole.
 	cfg := reconcile.Config{Flow: bedFlow(t, string(text), srcAlias+"->"+dstAlias), Groups: regexp.MustCompile(regexp.QuoteMeta(group)), ScanLimit: 100_000}
 	plan, err := reconcile.Plan(ctx, srcCl, dstCl, cfg)
 	if err != nil {
@@ -205,4 +226,119 @@ func isoRun(t *testing.T, srcAlias, dstAlias string, mk func(t *testing.T, src, 
 	if want := lag + ahead; int64(switched) != want {
 		t.Errorf("the switched group read %d records, want its source lag %d + %d aborted ahead of E(G) that kreconcile reported = %d", switched, lag, ahead, want)
 	}
+}
+
+// isoBursts produces records to topic on c, 25 per partition every 200 ms, numbered as
+// mirProducer numbers them, until stop is closed, then 1,000 more; done waits for them and
+// returns how many were produced (every one acknowledged: the producer is idempotent, so that
+// is what the log holds).
+func isoBursts(ctx context.Context, t *testing.T, c cluster.Cluster, topic string, partitions int32) (stop chan struct{}, done func() int) {
+	t.Helper()
+	cl := bedClient(t, c.Bootstrap(), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	stop = make(chan struct{})
+	pad := strings.Repeat("p", 80)
+	n := 0
+	produce := func(count int) error {
+		recs := make([]*kgo.Record, count)
+		for j := range recs {
+			i := n + j
+			recs[j] = &kgo.Record{Topic: topic, Partition: int32(i) % partitions,
+				Key: fmt.Appendf(nil, "k%d", i%1000), Value: fmt.Appendf(nil, "%d-%s", i, pad)}
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			return err
+		}
+		n += count
+		return nil
+	}
+	errc := make(chan error, 1)
+	go func() {
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				errc <- produce(1000)
+				return
+			case <-ctx.Done():
+				errc <- ctx.Err()
+				return
+			case <-tick.C:
+				if err := produce(25 * int(partitions)); err != nil {
+					errc <- err
+					return
+				}
+			}
+		}
+	}()
+	return stop, func() int {
+		if err := <-errc; err != nil {
+			t.Fatalf("produce to %s on %s: %v", topic, c.Name(), err)
+		}
+		return n
+	}
+}
+
+// isoFreezeOpen freezes mir (SIGSTOP) at a moment when one of its transactions is open on
+// dst holding records of topic, and returns with it frozen; between tries it lets it run.
+func isoFreezeOpen(ctx context.Context, t *testing.T, mir *isoMirror, dst cluster.Cluster, topic string) {
+	t.Helper()
+	pid := mir.pid()
+	if pid == 0 {
+		t.Fatalf("%s is not running", mir.name)
+	}
+	bedWaitFor(ctx, t, 100*time.Millisecond, mir.name+" frozen with a transaction open on the target", func() string {
+		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+			t.Fatalf("freeze %s (pid %d): %v", mir.name, pid, err)
+		}
+		bedWaitFor(ctx, t, 5*time.Millisecond, mir.name+" to stop (SIGSTOP)", func() string {
+			if st := vfProcState(pid); st != 'T' && st != 0 {
+				return fmt.Sprintf("state %q", st)
+			}
+			return ""
+		})
+		open := isoOpenTxn(ctx, t, dst, topic)
+		if open != "" {
+			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+				t.Fatalf("thaw %s (pid %d): %v", mir.name, pid, err)
+			}
+		}
+		return open
+	})
+}
+
+// isoOpenTxn is "" when a transaction on dst is open (Ongoing) over topic and a partition of
+// topic holds records past its last stable offset, else what the target shows.
+func isoOpenTxn(ctx context.Context, t *testing.T, dst cluster.Cluster, topic string) string {
+	t.Helper()
+	adm := bedAdmin(t, dst)
+	txns, err := adm.DescribeTransactions(ctx)
+	if err != nil {
+		return fmt.Sprintf("describe transactions: %v", err)
+	}
+	ongoing := false
+	for _, d := range txns {
+		if _, ok := d.Topics[topic]; ok && d.Err == nil && d.State == "Ongoing" {
+			ongoing = true
+		}
+	}
+	if !ongoing {
+		return "no transaction is open over " + topic
+	}
+	hwm, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return fmt.Sprintf("list end offsets: %v", err)
+	}
+	lso, err := adm.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		return fmt.Sprintf("list last stable offsets: %v", err)
+	}
+	for p := range int32(isoParts) {
+		h, okH := hwm.Lookup(topic, p)
+		l, okL := lso.Lookup(topic, p)
+		if okH && okL && h.Err == nil && l.Err == nil && h.Offset > l.Offset {
+			return ""
+		}
+	}
+	return "a transaction is open over " + topic + " but holds no record yet"
 }
