@@ -162,10 +162,7 @@ func groupChanges(gi int, g *Group, live kadm.OffsetResponses, allowRewind bool)
 			prev = &at
 		}
 		planned := p.TargetCommitted
-		p.TargetCommitted = prev
-		if !sameOffset(planned, prev) {
-			p.TargetRecordsLeft = nil // counted from the commit the plan saw, not this one
-		}
+		p.moveTargetCommitted(prev)
 		switch {
 		case prev != nil && p.Status == StatusExact && planned != nil && *planned == *prev:
 			// The plan judged this commit the same position as E(G) (only transaction
@@ -294,10 +291,7 @@ func confirm(p *Partition, c change, perr error, now *int64, readErr error) (why
 	case now != nil && *now == c.to && (perr == nil || readErr == nil):
 		p.Action = fmt.Sprintf("committed %d (was %s)", c.to, offStr(c.prev))
 		p.Applied, p.ApplyError = true, ""
-		if !sameOffset(p.TargetCommitted, now) {
-			p.TargetRecordsLeft = nil // counted from the commit before this one
-		}
-		p.TargetCommitted = now
+		p.moveTargetCommitted(now)
 		p.Status = StatusExact
 		p.RedeliveredIfUnchanged, p.SkippedIfUnchanged = 0, 0
 		return "", true
@@ -316,16 +310,18 @@ func confirm(p *Partition, c change, perr error, now *int64, readErr error) (why
 	}
 	p.ApplyError = fmt.Sprintf("commit of %d failed: %s", c.to, why)
 	p.Action = "not committed: " + p.ApplyError
-	if !sameOffset(p.TargetCommitted, now) {
-		p.TargetRecordsLeft = nil
-	}
-	p.TargetCommitted = now
+	p.moveTargetCommitted(now)
 	return why, false
 }
 
-// sameOffset reports whether two optional offsets are equal (both absent counts as equal).
-func sameOffset(a, b *int64) bool {
-	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+// moveTargetCommitted sets p's target commit to now. TargetRecordsLeft was counted from the
+// commit before: once the commit moved it is not known.
+func (p *Partition) moveTargetCommitted(now *int64) {
+	old := p.TargetCommitted
+	if (old == nil) != (now == nil) || (old != nil && *old != *now) {
+		p.TargetRecordsLeft = nil
+	}
+	p.TargetCommitted = now
 }
 
 // commitError is the error of a group whose commit did not take everywhere: why when a consumer
