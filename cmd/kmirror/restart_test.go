@@ -20,15 +20,15 @@ import (
 	"github.com/kmigrate/kmigrate/internal/testkit"
 )
 
-// TestRunRestartsAfterTransientError reproduces what a container fault test found: after the
-// target was frozen, its transaction coordinator answered COORDINATOR_NOT_AVAILABLE for longer
-// than franz-go retries, the records of an open transaction failed with it, and kmirror
-// exited ("write offset map of transaction ...: COORDINATOR_NOT_AVAILABLE"). The target here
-// speaks Kafka 3.7's protocol (produce below v12, so partitions join a transaction through
-// AddPartitionsToTxn, as on the real 3.7.1 target), and both AddPartitionsToTxn and the
-// coordinator lookups fail until the engine stops. kmirror must not exit: it starts a new
-// engine, which resumes from what the target committed, and every record arrives once, in
-// order. It fails on the code before the Supervisor (kmirror exits with status 2).
+// TestRunRestartsAfterTransientError: after the target was frozen, its transaction coordinator
+// answered COORDINATOR_NOT_AVAILABLE for longer than franz-go retries, the records of an open
+// transaction failed with it, and kmirror exited ("write offset map of transaction ...:
+// COORDINATOR_NOT_AVAILABLE"). The target here speaks Kafka 3.7's protocol (produce below v12,
+// so partitions join a transaction through AddPartitionsToTxn, as on the real 3.7.1 target),
+// and both AddPartitionsToTxn and the coordinator lookups fail until the engine stops. kmirror
+// must not exit: it starts a new engine, which resumes from what the target committed, and
+// every record arrives once, in order. It fails on the code before the Supervisor (kmirror
+// exits with status 2).
 func TestRunRestartsAfterTransientError(t *testing.T) {
 	// Not parallel: it sets testTargetOpts, which every run of the command in this package reads.
 	testTargetOpts = []kgo.Opt{kgo.RequestRetries(2), kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond })}
