@@ -472,12 +472,7 @@ func (a *accessCheck) checkTransactions(ctx context.Context, topics map[string]i
 	if a.cfg.Fencing != FenceTransactions || len(topics) == 0 {
 		return nil
 	}
-	names := make([]string, 0, len(topics))
-	for t := range topics {
-		names = append(names, t)
-	}
-	sort.Strings(names)
-	id := a.cfg.transactionalID(tp{names[0], 0})
+	id := a.cfg.bucketTxnID(0)
 	described, err := a.dstAdm.DescribeTransactions(ctx, id)
 	if err == nil {
 		if d, ok := described[id]; ok {
@@ -486,7 +481,7 @@ func (a *accessCheck) checkTransactions(ctx context.Context, topics map[string]i
 	}
 	if errors.Is(err, kerr.TransactionalIDAuthorizationFailed) {
 		return deniedErr("target", a.cfg.TargetAlias, err, kadm.OpWrite, "TransactionalId", a.cfg.GroupID+"-",
-			fmt.Sprintf("fence each partition's writes (transactional id %s and the others of the prefix; exactly.once.source.support=disabled runs without)", id))
+			fmt.Sprintf("fence each bucket's writes (transactional id %s and the others of the prefix; exactly.once.source.support=disabled runs without)", id))
 	}
 	return nil
 }

@@ -106,9 +106,18 @@ type Config struct {
 	// Fencing says how the writes of a partition are fenced against an earlier owner that has
 	// not noticed it lost the partition (its source-group session expired while its fetches
 	// and its target connection kept working): FenceTransactions, one transactional producer
-	// per partition, or FenceNone, one idempotent producer and no fence. FromFlow sets
-	// FenceNone for <target-alias>.exactly.once.source.support=disabled. Default: FenceTransactions.
+	// per bucket of partitions (Buckets), or FenceNone, one idempotent producer and no fence.
+	// FromFlow sets FenceNone for <target-alias>.exactly.once.source.support=disabled.
+	// Default: FenceTransactions.
 	Fencing string
+
+	// Buckets is how many buckets the flow's partitions are split into with FenceTransactions:
+	// each bucket has one transactional id, its partitions are always owned by one process and
+	// committed in one transaction, so a process holds at most one producer per bucket it owns.
+	// It bounds how many processes share the flow. Every process of a flow uses the same
+	// count: the source group refuses a process with another. A change between runs fences
+	// the old count's ids at the next start. Default: DefaultBuckets (16); at most MaxBuckets.
+	Buckets int
 
 	// StartAtEnd starts partitions that have never been mirrored at the source's end instead
 	// of its start (consumer.auto.offset.reset=latest). Default: false (earliest, as MM2).
@@ -116,7 +125,7 @@ type Config struct {
 
 	// Producer settings (producer.* keys). Compression default: none (compression.type);
 	// Linger default: 5ms (linger.ms); BatchMaxBytes default: 1 MiB (batch.size);
-	// MaxBufferedRecords default: 10000 (bounds memory: per partition with fencing
+	// MaxBufferedRecords default: 10000 (bounds memory: per bucket with fencing
 	// transactions, per process without). In-flight requests per broker are franz-go's
 	// idempotent maximum (5), so max.in.flight.requests.per.connection is ignored.
 	Compression        string
@@ -186,6 +195,9 @@ func (c *Config) SetDefaults() {
 	if c.Fencing == "" {
 		c.Fencing = FenceTransactions
 	}
+	if c.Buckets == 0 {
+		c.Buckets = DefaultBuckets
+	}
 	setDur(&c.Linger, 5*time.Millisecond)
 	setDur(&c.FetchMaxWait, 500*time.Millisecond)
 	setDur(&c.SessionTimeout, 45*time.Second)
@@ -246,6 +258,9 @@ func (c *Config) Validate() error {
 	if c.ReplicationFactor < -1 || c.InternalReplicationFactor < -1 || c.HeartbeatsReplicationFactor < -1 {
 		errs = append(errs, fmt.Errorf("replication factors must be -1 (broker default) or positive, got %d, %d and %d (heartbeats)",
 			c.ReplicationFactor, c.InternalReplicationFactor, c.HeartbeatsReplicationFactor))
+	}
+	if c.Buckets < 1 || c.Buckets > MaxBuckets {
+		errs = append(errs, fmt.Errorf("buckets %d (kmirror run --fence-buckets): use 1 to %d", c.Buckets, MaxBuckets))
 	}
 	if c.Fencing != FenceTransactions && c.Fencing != FenceNone {
 		errs = append(errs, fmt.Errorf("fencing %q: use %q or %q", c.Fencing, FenceTransactions, FenceNone))

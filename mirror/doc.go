@@ -16,8 +16,9 @@
 // loops. Parts with state and a lock of their own: accessCheck (access.go, the preflight and
 // the target topics it found missing), identities (identity.go, the recorded topic IDs),
 // stopSet (halt.go, stopped partitions), topicLimits (recsize.go, max.message.bytes) and
-// writers (txn.go, txnstate.go: the transactional writers, their fence, commits within the
-// commit bound, revokes and close; the engine's lock is always taken before its own).
+// writers (txn.go, txnstate.go, bucket.go: the owned buckets and their transactional writers,
+// their fence, commits within the commit bound, revokes and close; the engine's lock is
+// always taken before its own). bucketBalancer (bucket.go) is the source group's balancer.
 //
 // # Guarantees
 //
@@ -28,19 +29,28 @@
 //   - The produce results give the target offset of every record: the engine keeps an exact
 //     offsetmap.PartitionMap per partition and persists it on the target, in Config.MapTopic
 //     (records: docs/design.md, "kmirror's offset map topic").
-//   - Fencing (Config.Fencing, default transactions): each owned partition writes through a
-//     transactional producer of its own ("<group>-<topic>-<partition>"); its records, map
-//     segments and offset syncs commit together every PersistInterval. A new owner initialises
-//     the same id first, so the broker refuses everything a stale owner still sends
-//     (docs/design.md, "kmirror's transactional writes"). Consumers of the target must read
-//     with isolation.level=read_committed.
+//   - Fencing (Config.Fencing, default transactions): the flow's partitions fall into
+//     Config.Buckets buckets (default 16; bucketOf: from a place the topic name decides,
+//     consecutive partitions in consecutive buckets). Each bucket writes through one
+//     transactional producer ("<group>-bucket-<b>-of-<n>"); its partitions' records, map
+//     segments and offset syncs commit together every PersistInterval. A new owner of the
+//     bucket initialises the same id first, so the broker refuses everything a stale owner
+//     still sends to any partition of it (docs/design.md, "kmirror's transactional writes").
+//     A process holds one producer per bucket it owns, however many partitions. Consumers of
+//     the target must read with isolation.level=read_committed.
+//   - A change of scheme (another bucket count, or a map written with kmirror's earlier one
+//     transactional id per partition, "<group>-<topic>-<partition>") is found in the map
+//     topic's scheme record at the first resume: the old scheme's ids are initialised (fenced)
+//     before the target is read, then the new scheme is recorded.
 //   - After kill -9, a restart or a move to another process, the new owner loads the map,
 //     aligns the target's committed tail with the source record by record (fingerprints) and
 //     resumes at the next source offset: never a gap, never a duplicate.
 //   - Processes with the same flow share partitions through a source consumer group
-//     (cooperative-sticky, Config.GroupID), used for assignment only: kmirror never commits
-//     on the source and never writes to it. On revoke a partition's records in flight are
-//     committed before the callback returns: one writer per partition at a time.
+//     (Config.GroupID), used for assignment only: kmirror never commits on the source and
+//     never writes to it. With transactions its balancer assigns whole buckets, sticky and
+//     cooperative (protocol "kmirror-buckets-<n>"); without, cooperative-sticky partitions.
+//     On revoke a bucket's records in flight are committed before the callback returns: one
+//     writer per bucket, so per partition, at a time.
 //   - Topics: missing target topics are created with the source's partition count and its
 //     configuration overrides (less config.properties.exclude, MM2 3.7.1's default list); a
 //     target with fewer partitions is grown; new matching topics are added every
@@ -67,7 +77,9 @@
 // than the target takes (max.message.bytes, or the producer's batch.size). A stopped
 // partition neither fetches nor produces; the others go on; a re-check that finds the
 // condition cleared resumes it. A topic named literally in the flow that the source does not
-// show is refused; a partition fenced by another owner and still assigned stops the engine.
+// show is refused; a partition fenced by another owner and still assigned stops the engine. A
+// process whose group protocol the source group refuses (another bucket count or fencing
+// mode than its members) stops with an error that names its own.
 //
 // # Limits
 //
@@ -77,16 +89,17 @@
 //     from what the target committed (docs/operations.md, "The commit bound").
 //   - A target frozen and thawed can hold kmirror's transactions in PrepareCommit for minutes;
 //     no client can write those partitions then, and the error names the broker to restart.
-//   - Fencing costs a transactional producer per partition: at 1,000 partitions peak RSS grows
-//     about 0.8 MiB a partition and throughput collapses (docs/benchmarks.md).
+//   - Buckets bound sharing: at most Config.Buckets processes get work, and the balancer evens
+//     buckets, not partitions (a bucket's partitions move together). A bucket's commit waits
+//     for all its partitions' records: one slow target partition slows its bucket's commits.
 //   - With fencing none (<target>.exactly.once.source.support=disabled), one writer per
 //     partition holds only while group membership tells the truth, and a next owner that reads
 //     the tail while records are still above the target's high watermark can write them again
 //     (WARN "fencing none: ..." at start). TestUnreplicatedTail shows 0 missing and 0
 //     duplicated with either mode when kmirror is killed over such records.
 //   - With transactions the map gets a segment per commit of an active partition: about
-//     86,400 a day (24 bytes each in memory). Each owned partition buffers up to
-//     MaxBufferedRecords, plus up to 4,096 held during a commit: memory grows with them.
+//     86,400 a day (24 bytes each in memory). Each owned bucket buffers up to
+//     MaxBufferedRecords, plus up to 4,096 held during a commit.
 //   - kmirror never writes the source's "heartbeats", so "<source>.heartbeats" on the target
 //     (MirrorClient.upstreamClusters) exists only when another flow writes it
 //     (docs/operations.md). A source group created after start is synced from the next

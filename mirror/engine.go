@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/mm2"
@@ -101,6 +102,7 @@ func New(cfg Config, srcOpts, dstOpts []kgo.Opt, log *slog.Logger) (*Engine, err
 		opts: e.producerOpts, owner: e.part, fail: e.fail, failed: e.failed,
 		timeout: commitTimeout, fenceWarn: fenceWarnEvery,
 		revoking: map[*partState]struct{}{},
+		buckets:  map[int]*bucket{},
 	}
 	return e, nil
 }
@@ -198,7 +200,7 @@ func (e *Engine) newConsumer(topics map[string]int) (*kgo.Client, error) {
 	}
 	opts := append(append([]kgo.Opt(nil), e.srcOpts...),
 		kgo.ConsumerGroup(e.cfg.GroupID),
-		kgo.Balancers(kgo.CooperativeStickyBalancer()),
+		kgo.Balancers(e.balancer()),
 		kgo.DisableAutoCommit(),
 		kgo.ConsumeTopics(names...),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
@@ -364,7 +366,7 @@ func (e *Engine) connect(ctx context.Context) error {
 }
 
 // producerOpts are the options of every producer to the target: the engine's shared one and
-// the per-partition transactional ones.
+// the transactional ones of the buckets.
 func (e *Engine) producerOpts() []kgo.Opt {
 	return append(append([]kgo.Opt(nil), e.dstOpts...),
 		kgo.RequiredAcks(kgo.AllISRAcks()),
@@ -453,6 +455,10 @@ func (e *Engine) fetchFailed(t string, p int32, err error) {
 	}
 	if isFatal(err) {
 		e.fail(fmt.Errorf("source cluster %s: fetch topic %s partition %d: %w%s", e.cfg.SourceAlias, t, p, err, hint(err)))
+		return
+	}
+	if errors.Is(err, kerr.InconsistentGroupProtocol) {
+		e.fail(e.protocolErr(err))
 		return
 	}
 	e.log.Warn("fetch error", "cluster", e.cfg.SourceAlias, "topic", t, "partition", p, "err", err)
@@ -597,6 +603,7 @@ func (e *Engine) onAssigned(ctx context.Context, offsets map[string]map[int32]kg
 		e.producerSees(ctx, states)
 		e.boot.mark("producer_metadata")
 		e.mu.Lock()
+		e.txn.attach(states)
 		for _, ps := range states {
 			e.parts[ps.tp] = ps
 			if out[ps.topic] == nil {
@@ -675,12 +682,32 @@ func (e *Engine) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[strin
 		// (or, with transactions, mirrors the aborted ones again).
 		e.log.Warn("persist offset map on revoke", "cluster", e.cfg.TargetAlias, "topic", e.cfg.MapTopic, "err", err)
 	}
+	for _, w := range e.txn.detach(states) {
+		w.close()
+	}
 	for _, ps := range states {
-		if ps.w != nil {
-			ps.w.close()
-		}
 		e.log.Info("partition revoked", "topic", ps.topic, "partition", ps.partition, "offset", ps.next)
 	}
+}
+
+// protocolErr is the error of a join the source group refused because its members split
+// the flow another way.
+func (e *Engine) protocolErr(err error) error {
+	how := fmt.Sprintf("fencing transactions with %d buckets (group protocol %s)", e.cfg.Buckets, bucketProtocol(e.cfg.Buckets))
+	if e.cfg.Fencing == FenceNone {
+		how = "fencing none (group protocol cooperative-sticky)"
+	}
+	return fmt.Errorf("source cluster %s: group %s refused this process: %w; it runs %s, and the group's members split the flow another way (another --fence-buckets, another exactly.once.source.support, or an earlier kmirror with one transactional id per partition). Run every process of the flow alike, or stop the others first: the next start then fences what they wrote",
+		e.cfg.SourceAlias, e.cfg.GroupID, err, how)
+}
+
+// balancer is the source group's balancer: whole buckets with fencing transactions
+// (bucketBalancer), cooperative-sticky partitions without.
+func (e *Engine) balancer() kgo.GroupBalancer {
+	if e.cfg.Fencing == FenceTransactions {
+		return bucketBalancer{n: e.cfg.Buckets}
+	}
+	return kgo.CooperativeStickyBalancer()
 }
 
 // revokeStalledErr is the error of a revoke of ps that the target did not let end within the

@@ -394,7 +394,7 @@ func readPersisted(t *testing.T, p pair, mapTopic string) map[string][]offsetmap
 	t.Helper()
 	latest := map[string]map[int64]offsetmap.Segment{}
 	for _, r := range readAll(t, p.dst, mapTopic, 0) {
-		if mirror.IsIdentityRecord(r.Key, r.Value) {
+		if mirror.IsIdentityRecord(r.Key, r.Value) || mirror.IsSchemeRecord(r.Key, r.Value) {
 			continue
 		}
 		topic, part, src, dst, n, err := mirror.DecodeMapRecord(r.Key, r.Value)

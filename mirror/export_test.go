@@ -3,6 +3,8 @@ package mirror
 import (
 	"context"
 	"time"
+
+	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
 // Crash makes e stop like a killed process from now on: nothing more is persisted.
@@ -85,3 +87,35 @@ func (e *Engine) EnsureTargets(ctx context.Context, src map[string]int) error {
 	}
 	return e.ensureTargets(ctx, src)
 }
+
+// IsSchemeRecord says whether a map topic record is a fencing scheme record (bucket.go).
+func IsSchemeRecord(key, value []byte) bool {
+	_, _, err := decodeSchemeRecord(key, value)
+	return err == nil
+}
+
+// BucketTxnID is the transactional id that writes topic/partition under cfg (its defaults
+// filled in).
+func BucketTxnID(cfg Config, topic string, partition int32) string {
+	cfg.SetDefaults()
+	return cfg.bucketTxnID(bucketOf(tp{topic, partition}, cfg.Buckets))
+}
+
+// BucketOf exposes bucketOf.
+func BucketOf(topic string, partition int32, n int) int { return bucketOf(tp{topic, partition}, n) }
+
+// Writers is how many transactional producers e holds: one per owned bucket.
+func (e *Engine) Writers() int {
+	e.txn.mu.Lock()
+	defer e.txn.mu.Unlock()
+	return len(e.txn.buckets)
+}
+
+// EncodeMapRecord exposes the map record encoder: a segment of topic/partition.
+func EncodeMapRecord(topic string, partition int32, source, target, length int64) (key, value []byte) {
+	return mapKey(tp{topic, partition}, source), mapValue(offsetmap.Segment{Source: source, Target: target, Len: length})
+}
+
+// SetBeforeCommitEnd sets a function run in every commit after its map records were written
+// and before its transaction ends.
+func (e *Engine) SetBeforeCommitEnd(f func()) { e.txn.beforeEnd = f }

@@ -25,9 +25,11 @@ func (t tp) String() string { return fmt.Sprintf("%s/%d", t.topic, t.partition) 
 type partState struct {
 	tp
 	target string
-	// w is the partition's transactional producer (Config.Fencing transactions), or nil when
-	// the engine's shared producer writes it (fencing none).
-	w *txnWriter
+	// w is the transactional producer of the partition's bucket (Config.Fencing
+	// transactions), or nil when the engine's shared producer writes it (fencing none); bk is
+	// the bucket, set once the partition is owned (writers.attach).
+	w  *txnWriter
+	bk *bucket
 
 	mu   sync.Mutex
 	cond *sync.Cond

@@ -86,12 +86,14 @@ func mapEnd(ctx context.Context, adm *kadm.Client, topic string) (int64, error) 
 }
 
 // readMap reads the whole offset map topic (partition 0) up to its current end, in one pass:
-// the segments, and the identity records (identity.go) by source topic. The newest record of
-// each key wins, as compaction would decide. committed reads with read_committed: records of
+// the segments, the identity records (identity.go) by source topic, and the bucket count of
+// group's fencing scheme record (bucket.go; 0 when there is none). The newest record of each
+// key wins, as compaction would decide. committed reads with read_committed: records of
 // aborted transactions (a fenced owner's) are not trusted.
-func readMap(ctx context.Context, cl *kgo.Client, topic string, end int64, committed bool) (persistedMap, map[string]topicIDs, error) {
+func readMap(ctx context.Context, cl *kgo.Client, topic string, end int64, committed bool, group string) (persistedMap, map[string]topicIDs, int, error) {
 	latest := map[tp]map[int64]offsetmap.Segment{}
 	ids := map[string]topicIDs{}
+	scheme := 0
 	if end > 0 {
 		err := readRange(ctx, cl, topic, 0, 0, end, committed, func(r *kgo.Record) (bool, error) {
 			if r.Attrs.IsControl() {
@@ -101,6 +103,8 @@ func readMap(ctx context.Context, cl *kgo.Client, topic string, end int64, commi
 			if err != nil {
 				if name, id, err := decodeIdentityRecord(r.Key, r.Value); err == nil {
 					ids[name] = id
+				} else if g, n, err := decodeSchemeRecord(r.Key, r.Value); err == nil && g == group {
+					scheme = n
 				}
 				return true, nil
 			}
@@ -111,7 +115,7 @@ func readMap(ctx context.Context, cl *kgo.Client, topic string, end int64, commi
 			return true, nil
 		})
 		if err != nil {
-			return nil, nil, fmt.Errorf("read offset map topic %s: %w", topic, err)
+			return nil, nil, 0, fmt.Errorf("read offset map topic %s: %w", topic, err)
 		}
 	}
 	out := persistedMap{}
@@ -123,7 +127,7 @@ func readMap(ctx context.Context, cl *kgo.Client, topic string, end int64, commi
 		sort.Slice(segs, func(i, j int) bool { return segs[i].Source < segs[j].Source })
 		out[t] = segs
 	}
-	return out, ids, nil
+	return out, ids, scheme, nil
 }
 
 // readRange calls fn for every record of topic/partition with offset in [from, end), in

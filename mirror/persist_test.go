@@ -83,7 +83,7 @@ func TestReadMapAboveOpenTransaction(t *testing.T) {
 	}
 	read := make(chan persistedMap, 1)
 	go func() {
-		m, _, err := readMap(ctx, admCl, topic, end, true)
+		m, _, _, err := readMap(ctx, admCl, topic, end, true, "")
 		if err != nil {
 			t.Error(err)
 		}

@@ -33,23 +33,34 @@ import (
 func (e *Engine) resume(ctx context.Context, assigned []tp) (_ []*partState, err error) {
 	txn := e.cfg.Fencing == FenceTransactions
 	defer e.endReads(e.resetLeaders()) // startup.go: leaders looked up once for this resume's reads
-	var writers map[tp]*txnWriter
+	var writers map[int]*txnWriter
 	if txn {
-		if writers, err = e.fenceAll(ctx, assigned); err != nil {
+		var opened []*txnWriter
+		if writers, opened, err = e.fenceAll(ctx, assigned); err != nil {
 			return nil, err
 		}
 		e.boot.mark("fence")
 		defer func() {
 			if err != nil {
-				for _, w := range writers {
+				for _, w := range opened {
 					w.close()
 				}
 			}
 		}()
 	}
-	persisted, checks, bounds, err := e.loadResume(ctx, assigned, txn)
+	persisted, scheme, checks, bounds, err := e.loadResume(ctx, assigned, txn)
 	if err != nil {
 		return nil, err
+	}
+	if txn && scheme != e.cfg.Buckets {
+		// The map was written under another fencing scheme: fence its ids, then read the
+		// target again, now that none of them can commit anything more.
+		if err := e.fenceScheme(ctx, scheme, persisted, assigned); err != nil {
+			return nil, err
+		}
+		if persisted, _, checks, bounds, err = e.loadResume(ctx, assigned, txn); err != nil {
+			return nil, err
+		}
 	}
 	e.boot.mark("map_load")
 	out, origins, err := e.resumeEach(ctx, checks, assigned, persisted, bounds, writers)
@@ -68,8 +79,9 @@ func (e *Engine) resume(ctx context.Context, assigned []tp) (_ []*partState, err
 // loadResume reads, all at once, what the resume of assigned needs from both clusters: the
 // persisted offset map (to the map topic's end listed now, after the fence), the topic
 // identities and record size limits, and the log bounds of every partition.
-func (e *Engine) loadResume(ctx context.Context, assigned []tp, txn bool) (persistedMap, *resumeChecks, resumeBounds, error) {
+func (e *Engine) loadResume(ctx context.Context, assigned []tp, txn bool) (persistedMap, int, *resumeChecks, resumeBounds, error) {
 	var (
+		scheme    int
 		persisted persistedMap
 		recorded  map[string]topicIDs
 		checks    *resumeChecks
@@ -82,7 +94,7 @@ func (e *Engine) loadResume(ctx context.Context, assigned []tp, txn bool) (persi
 			if err != nil {
 				return fmt.Errorf("target cluster %s: %w", e.cfg.TargetAlias, err)
 			}
-			if persisted, recorded, err = readMap(ctx, e.dst, e.cfg.MapTopic, end, txn); err != nil {
+			if persisted, recorded, scheme, err = readMap(ctx, e.dst, e.cfg.MapTopic, end, txn, e.cfg.GroupID); err != nil {
 				return fmt.Errorf("target cluster %s: %w", e.cfg.TargetAlias, err)
 			}
 			return nil
@@ -101,10 +113,10 @@ func (e *Engine) loadResume(ctx context.Context, assigned []tp, txn bool) (persi
 		})
 	})
 	if err := eg.Wait(); err != nil {
-		return nil, nil, bounds, err
+		return nil, 0, nil, bounds, err
 	}
 	checks.recorded = recorded
-	return persisted, checks, bounds, nil
+	return persisted, scheme, checks, bounds, nil
 }
 
 // resumeParallel is how many partitions a resume checks and reconciles at once: each check
@@ -115,7 +127,7 @@ const resumeParallel = 32
 // map (identity checks, tail reconciled) or, when the map knows nothing of it, fresh (its
 // origin written). It returns the states in the order of assigned, the origin records to
 // write, and the error of the first partition, in that order, that failed.
-func (e *Engine) resumeEach(ctx context.Context, checks *resumeChecks, assigned []tp, persisted persistedMap, bounds resumeBounds, writers map[tp]*txnWriter) ([]*partState, []*kgo.Record, error) {
+func (e *Engine) resumeEach(ctx context.Context, checks *resumeChecks, assigned []tp, persisted persistedMap, bounds resumeBounds, writers map[int]*txnWriter) ([]*partState, []*kgo.Record, error) {
 	type result struct {
 		ps     *partState
 		origin *kgo.Record
@@ -133,9 +145,9 @@ func (e *Engine) resumeEach(ctx context.Context, checks *resumeChecks, assigned 
 			case err != nil:
 				r.err = err
 			case len(persisted[t]) > 0:
-				r.ps, r.err = e.resumePartition(ctx, checks, t, persisted[t], b, writers[t])
+				r.ps, r.err = e.resumePartition(ctx, checks, t, persisted[t], b, writers[bucketOf(t, e.cfg.Buckets)])
 			default:
-				r.ps, r.origin, r.err = e.freshPartition(ctx, t, b, writers[t])
+				r.ps, r.origin, r.err = e.freshPartition(ctx, t, b, writers[bucketOf(t, e.cfg.Buckets)])
 			}
 			return nil
 		})
@@ -234,9 +246,9 @@ func (e *Engine) freshPartition(ctx context.Context, t tp, b partBounds, w *txnW
 	if w == nil {
 		return ps, origin, nil
 	}
-	// In the partition's first transaction: it commits with the first records.
+	// In the bucket's open transaction: it commits with, or before, the first records.
 	ps.w = w
-	if err := w.produceSync(ctx, origin); err != nil {
+	if err := w.produceWait(ctx, origin); err != nil {
 		return nil, nil, fmt.Errorf("target cluster %s: write origin record of %s to %s: %w%s", e.cfg.TargetAlias, t, e.cfg.MapTopic, err, hint(err))
 	}
 	return ps, nil, nil
@@ -329,37 +341,51 @@ func (e *Engine) writeResumed(ctx context.Context, out []*partState, origins []*
 // of its own and two round trips (coordinator, InitProducerId), mostly waiting.
 const fenceParallel = 64
 
-// fenceAll creates and initialises the transactional writers of assigned, fenceParallel at a
-// time.
-func (e *Engine) fenceAll(ctx context.Context, assigned []tp) (map[tp]*txnWriter, error) {
+// fenceAll returns the writers of the buckets of assigned: those this process owns already
+// (a partition added to a bucket it writes), and the others created and initialised,
+// fenceParallel at a time. opened are the new ones, which the caller closes when the resume
+// fails.
+func (e *Engine) fenceAll(ctx context.Context, assigned []tp) (writers map[int]*txnWriter, opened []*txnWriter, err error) {
+	writers = map[int]*txnWriter{}
+	var need []int
+	for _, t := range assigned {
+		k := bucketOf(t, e.cfg.Buckets)
+		if _, ok := writers[k]; ok {
+			continue
+		}
+		writers[k] = e.txn.writerOf(k)
+		if writers[k] == nil {
+			need = append(need, k)
+		}
+	}
 	var (
 		mu   sync.Mutex
-		out  = make(map[tp]*txnWriter, len(assigned))
 		errs []error
 		eg   errgroup.Group
 	)
 	eg.SetLimit(fenceParallel)
-	for _, t := range assigned {
+	for _, k := range need {
 		eg.Go(func() error {
-			w, err := e.txn.open(ctx, t)
+			w, err := e.txn.open(ctx, k)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				errs = append(errs, err) // every partition's reason, not only the first
+				errs = append(errs, err) // every bucket's reason, not only the first
 				return nil
 			}
-			out[t] = w
+			writers[k] = w
+			opened = append(opened, w)
 			return nil
 		})
 	}
 	_ = eg.Wait() // the errors are in errs
 	if err := errors.Join(errs...); err != nil {
-		for _, w := range out {
+		for _, w := range opened {
 			w.close()
 		}
-		return nil, err
+		return nil, nil, err
 	}
-	return out, nil
+	return writers, opened, nil
 }
 
 // alignTail maps target records [dstFrom, dstEnd) of ps's target partition onto the source

@@ -11,12 +11,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/kmigrate/kmigrate/mm2"
 )
 
 // Fencing modes (Config.Fencing).
 const (
-	// FenceTransactions writes each owned partition through a transactional producer of its
-	// own. Default.
+	// FenceTransactions writes the owned partitions through one transactional producer per
+	// bucket (Config.Buckets, bucket.go). Default.
 	FenceTransactions = "transactions"
 	// FenceNone writes with one idempotent producer and no transactions: faster to commit, but
 	// a process that lost its group session without noticing can still write records the new
@@ -30,10 +32,10 @@ const fenceNoneWarning = "fencing none: writes are not fenced. A process that lo
 	"Remove exactly.once.source.support=disabled for the default, transactions, which fences both"
 
 // writers is the engine's transactional side (Config.Fencing transactions): it creates each
-// owned partition's txnWriter, whose initialisation fences the previous owner, commits the
-// writers' transactions, handles a fenced partition and closes the writers at stop. It owns
-// the commit bound, the background commits and the partitions being revoked, which closeAll
-// must still reach. What it needs of the engine it is given at New: the configuration, the
+// owned bucket's txnWriter, whose initialisation fences the bucket's previous owner, commits
+// the buckets' transactions, handles a fenced partition and closes the writers at stop. It
+// owns the buckets, the commit bound, the background commits and the partitions being
+// revoked, which closeAll must still reach. What it needs of the engine it is given at New: the configuration, the
 // log, the metrics, the producer options and three callbacks. The engine's lock (parts) is
 // always taken before writers.mu.
 type writers struct {
@@ -51,23 +53,30 @@ type writers struct {
 	// fenceWarnEvery, txnstate.go). Tests shorten them.
 	timeout, fenceWarn time.Duration
 	commits            sync.WaitGroup // background commits (commitEach)
+	// beforeEnd, when set (tests), runs in a commit after the map records were written and
+	// before the transaction ends.
+	beforeEnd func()
 
 	mu sync.Mutex
 	// revoking holds the partitions a revoke callback took out of the engine's parts and still
 	// waits for; closed is set once closeAll ran: a writer revoked after it is closed at once.
 	revoking map[*partState]struct{}
 	closed   bool
+	// buckets are the owned buckets by id, each with the partitions writing through it
+	// (attach, detach).
+	buckets map[int]*bucket
 }
 
-// txnWriter is the transactional producer of one owned partition.
+// txnWriter is the transactional producer of one owned bucket.
 //
-// Its transactional id names the flow's group, the source topic and the partition, so the
-// next owner of the partition, in whatever process, initialises the same id. The broker then
-// aborts the previous owner's open transaction and refuses every write it still sends, even
-// records already in flight: that is the fence. The partition's records, its offset map
-// segments and its offset syncs go into one transaction, committed every PersistInterval, so
-// committed data is always described by committed map records, and what is not committed is
-// invisible to read_committed readers and is mirrored again by the next owner.
+// Its transactional id names the flow's group, the bucket and the bucket count, so the next
+// owner of the bucket, in whatever process, initialises the same id. The broker then aborts
+// the previous owner's open transaction and refuses every write it still sends, to any
+// partition of the bucket, even records already in flight: that is the fence. The records of
+// the bucket's partitions, their offset map segments and their offset syncs go into one
+// transaction, committed every PersistInterval, so committed data is always described by
+// committed map records, and what is not committed is invisible to read_committed readers
+// and is mirrored again by the next owner.
 type txnWriter struct {
 	cl        *kgo.Client
 	id        string
@@ -98,30 +107,13 @@ const maxHeld = 4096
 // without the coordinator aborting the transaction under a live process.
 const txnTimeout = 2 * time.Minute
 
-// transactionalID is the fencing identity of one source partition of a flow.
-func (c *Config) transactionalID(t tp) string {
-	return fmt.Sprintf("%s-%s-%d", c.GroupID, t.topic, t.partition)
-}
-
-// open creates the partition's transactional producer and initialises its id, which
-// fences any earlier owner, before the caller reads the target's committed state.
-func (x *writers) open(ctx context.Context, t tp) (*txnWriter, error) {
-	id := x.cfg.transactionalID(t)
-	cl, err := kgo.NewClient(append(x.opts(),
-		kgo.TransactionalID(id),
-		kgo.TransactionTimeout(txnTimeout),
-		x.metrics.clientHooks(roleTarget, false),
-	)...)
+// open creates bucket b's transactional producer and initialises its id, which fences any
+// earlier owner, before the caller reads the target's committed state.
+func (x *writers) open(ctx context.Context, b int) (*txnWriter, error) {
+	id := x.cfg.bucketTxnID(b)
+	cl, err := x.initID(ctx, id, fmt.Sprintf("bucket %d of %d", b, x.cfg.Buckets))
 	if err != nil {
-		return nil, fmt.Errorf("target cluster %s: create transactional producer %s: %w", x.cfg.TargetAlias, id, err)
-	}
-	stopWatch := x.watchFence(id, t)
-	_, _, err = cl.ProducerID(ctx)
-	stopWatch()
-	if err != nil {
-		cl.Close()
-		return nil, fmt.Errorf("target cluster %s: initialise transactional id %s (fences the previous owner of %s): %w%s",
-			x.cfg.TargetAlias, id, t, err, hint(err))
+		return nil, err
 	}
 	if err := cl.BeginTransaction(); err != nil {
 		cl.Close()
@@ -130,6 +122,29 @@ func (x *writers) open(ctx context.Context, t tp) (*txnWriter, error) {
 	w := &txnWriter{cl: cl, id: id}
 	w.cond = sync.NewCond(&w.mu)
 	return w, nil
+}
+
+// initID creates a transactional producer with id and initialises the id: the target aborts
+// the open transaction of the id's previous user and refuses all it still sends. what names
+// what the id fences, for the error and the warning of a fence that does not end.
+func (x *writers) initID(ctx context.Context, id, what string) (*kgo.Client, error) {
+	cl, err := kgo.NewClient(append(x.opts(),
+		kgo.TransactionalID(id),
+		kgo.TransactionTimeout(txnTimeout),
+		x.metrics.clientHooks(roleTarget, false),
+	)...)
+	if err != nil {
+		return nil, fmt.Errorf("target cluster %s: create transactional producer %s: %w", x.cfg.TargetAlias, id, err)
+	}
+	stopWatch := x.watchFence(id, what)
+	_, _, err = cl.ProducerID(ctx)
+	stopWatch()
+	if err != nil {
+		cl.Close()
+		return nil, fmt.Errorf("target cluster %s: initialise transactional id %s (fences the previous owner of %s): %w%s",
+			x.cfg.TargetAlias, id, what, err, hint(err))
+	}
+	return cl, nil
 }
 
 // produce submits r into the open transaction, or holds it while a commit is under way.
@@ -183,28 +198,33 @@ func (w *txnWriter) release(err error) {
 	}
 }
 
-// produceSync writes recs into the open transaction and waits for them.
-func (w *txnWriter) produceSync(ctx context.Context, recs ...*kgo.Record) error {
-	w.mu.Lock()
-	w.pending += len(recs)
-	w.mu.Unlock()
-	return w.cl.ProduceSync(ctx, recs...).FirstErr()
+// produceWait writes r into the open transaction, or the next one when a commit is under
+// way (produce), and waits for it. The bucket's other partitions may be committing meanwhile.
+func (w *txnWriter) produceWait(ctx context.Context, r *kgo.Record) error {
+	done := make(chan error, 1)
+	w.produce(ctx, r, func(_ *kgo.Record, err error) { done <- err })
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func (w *txnWriter) close() { w.closeOnce.Do(w.cl.Close) }
 
-// commit ends ps's open transaction with the map segments and offset syncs that describe it.
-// It returns errFenced (wrapped) when another owner has initialised the partition's id. With
-// wait false it returns at once when a commit of ps is already under way.
-func (x *writers) commit(ctx context.Context, ps *partState, wait bool) error {
-	w := ps.w
-	if !w.begin(ps.isDirty, wait) {
+// commit ends bk's open transaction with the map segments and offset syncs that describe it.
+// It returns errFenced (wrapped) when another owner has initialised the bucket's id. With
+// wait false it returns at once when a commit of bk is already under way.
+func (x *writers) commit(ctx context.Context, bk *bucket, wait bool) error {
+	w := bk.w
+	if !w.begin(bk.isDirty, wait) {
 		return nil
 	}
 	// A commit that is cut off half-way leaves its outcome unknown: never cancel it, bound it.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), x.timeout)
 	defer cancel()
-	err := x.commitHeld(ctx, ps)
+	err := x.commitHeld(ctx, bk)
 	w.release(err)
 	return err
 }
@@ -213,20 +233,22 @@ func (x *writers) commit(ctx context.Context, ps *partState, wait bool) error {
 // takes no record for that long stops the engine; a restart resumes from what it committed.
 const commitTimeout = 90 * time.Second
 
-// done handles the outcome of a commit of ps.
-func (x *writers) done(ps *partState, err error) {
+// done handles the outcome of a commit of bk: a fence stops each of its partitions.
+func (x *writers) done(bk *bucket, err error) {
 	switch {
 	case err == nil:
 	case isFencedErr(err):
-		x.fenced(ps, err)
+		for _, ps := range bk.states() {
+			x.fenced(ps, err)
+		}
 	default:
 		x.fail(err)
 	}
 }
 
 // commitHeld is commit's body; no record is produced into the transaction meanwhile.
-func (x *writers) commitHeld(ctx context.Context, ps *partState) error {
-	w := ps.w
+func (x *writers) commitHeld(ctx context.Context, bk *bucket) error {
+	w := bk.w
 	if err := w.cl.Flush(ctx); err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return x.withTxnState(fmt.Errorf("target cluster %s: flush transaction %s: the target did not acknowledge all its pending records within %s (the commit bound): %w; kmirror stops, and once restarted resumes from what the target committed",
@@ -234,31 +256,55 @@ func (x *writers) commitHeld(ctx context.Context, ps *partState) error {
 		}
 		return fmt.Errorf("target cluster %s: flush transaction %s: %w", x.cfg.TargetAlias, w.id, err)
 	}
-	if err := ps.failure(); err != nil {
-		// A record of this transaction failed: it must not commit. The next owner (or this
-		// process after a restart) mirrors again from the last commit.
-		return err
+	states := bk.states()
+	for _, ps := range states {
+		if err := ps.failure(); err != nil {
+			// A record of this transaction failed: it must not commit. The next owner (or this
+			// process after a restart) mirrors again from the last commit.
+			return err
+		}
 	}
-	segs, syncs, from, done := ps.takeDirtyCommit()
-	recs := x.cfg.mapRecords(ps, segs, syncs)
+	type taken struct {
+		ps    *partState
+		from  int
+		syncs []mm2.OffsetSync
+		done  commitPoint
+	}
+	took := make([]taken, 0, len(states))
+	var recs []*kgo.Record
+	for _, ps := range states {
+		segs, syncs, from, done := ps.takeDirtyCommit()
+		recs = append(recs, x.cfg.mapRecords(ps, segs, syncs)...)
+		took = append(took, taken{ps, from, syncs, done})
+	}
+	undo := func() {
+		for _, t := range took {
+			t.ps.undirty(t.from, t.syncs)
+		}
+	}
 	if len(recs) > 0 {
 		if err := produceBounded(ctx, w.cl, recs...); err != nil {
-			ps.undirty(from, syncs)
+			undo()
 			if errors.Is(err, context.DeadlineExceeded) {
 				return x.withTxnState(fmt.Errorf("target cluster %s: write offset map of transaction %s: the target did not acknowledge its map records within %s (the commit bound): %w; kmirror stops, and once restarted resumes from what the target committed",
 					x.cfg.TargetAlias, w.id, x.timeout, err), w.id)
 			}
-			return x.txnErr(ps, "write offset map", err)
+			return x.txnErr(w, "write offset map", err)
 		}
 	}
+	if x.beforeEnd != nil {
+		x.beforeEnd()
+	}
 	if err := w.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		ps.undirty(from, syncs)
+		undo()
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = x.withTxnState(err, w.id)
 		}
-		return x.txnErr(ps, "commit", err)
+		return x.txnErr(w, "commit", err)
 	}
-	ps.committed(done)
+	for _, t := range took {
+		t.ps.committed(t.done)
+	}
 	w.mu.Lock()
 	w.pending = 0
 	w.mu.Unlock()
@@ -289,8 +335,8 @@ func produceBounded(ctx context.Context, cl *kgo.Client, recs ...*kgo.Record) er
 	return first
 }
 
-// errFenced marks a partition whose transactional id another owner initialised.
-var errFenced = errors.New("fenced: another kmirror process took over the partition")
+// errFenced marks a partition whose bucket's transactional id another owner initialised.
+var errFenced = errors.New("fenced: another kmirror process took over the partition's bucket")
 
 func isFencedErr(err error) bool {
 	return errors.Is(err, errFenced) || errors.Is(err, kerr.ProducerFenced) ||
@@ -298,15 +344,15 @@ func isFencedErr(err error) bool {
 		errors.Is(err, kerr.InvalidProducerIDMapping)
 }
 
-func (x *writers) txnErr(ps *partState, what string, err error) error {
+func (x *writers) txnErr(w *txnWriter, what string, err error) error {
 	if isFencedErr(err) {
-		return fmt.Errorf("partition %s: %s: %w (%v)", ps.tp, what, errFenced, err)
+		return fmt.Errorf("transaction %s: %s: %w (%v)", w.id, what, errFenced, err)
 	}
-	return fmt.Errorf("target cluster %s: %s of transaction %s: %w%s", x.cfg.TargetAlias, what, ps.w.id, err, hint(err))
+	return fmt.Errorf("target cluster %s: %s of transaction %s: %w%s", x.cfg.TargetAlias, what, w.id, err, hint(err))
 }
 
 // fenced handles a partition this process can no longer write: another process initialised
-// its transactional id. Normally the group has moved the partition and this process learns of
+// its bucket's transactional id. Normally the group has moved the partition and this process learns of
 // it at its next heartbeat (the revoke or lost callback then drops it). If the group still
 // gives the partition to this process after a session timeout, two writers share the id (two
 // flows with one group id, or a transaction the target aborted on its timeout) and the engine
@@ -315,7 +361,7 @@ func (x *writers) fenced(ps *partState, err error) {
 	if !ps.markFenced() {
 		return
 	}
-	x.log.Warn("partition fenced: another kmirror process owns it now; its uncommitted records are aborted and mirrored again by the owner",
+	x.log.Warn("partition fenced: another kmirror process owns its bucket now; its uncommitted records are aborted and mirrored again by the owner",
 		"topic", ps.topic, "partition", ps.partition, "cluster", x.cfg.TargetAlias, "transactional_id", ps.w.id, "err", err)
 	go func() {
 		select {
@@ -330,20 +376,42 @@ func (x *writers) fenced(ps *partState, err error) {
 	}()
 }
 
-// commitAll commits the open transactions of states, a few at a time, and waits for them
-// (revoke and drain). A fenced partition is handed to fenced; any other failure stops the
-// engine (a failed commit leaves records of unknown fate behind the in-memory map; a restart
-// resumes from what the target committed) and the first is returned.
+// bucketsOf lists the buckets of states once each, leaving out a bucket with a partition
+// that failed (a fenced one, or one whose failure stops the engine): its transaction must not
+// commit.
+func bucketsOf(states []*partState) []*bucket {
+	seen := map[*bucket]bool{}
+	var out []*bucket
+	for _, ps := range states {
+		if ps.bk == nil || seen[ps.bk] {
+			continue
+		}
+		seen[ps.bk] = true
+		ok := true
+		for _, o := range ps.bk.states() {
+			if o.failure() != nil {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			out = append(out, ps.bk)
+		}
+	}
+	return out
+}
+
+// commitAll commits the open transactions of the buckets of states, a few at a time, and
+// waits for them (revoke and drain). A fenced bucket's partitions are handed to fenced; any
+// other failure stops the engine (a failed commit leaves records of unknown fate behind the
+// in-memory map; a restart resumes from what the target committed) and the first is returned.
 func (x *writers) commitAll(ctx context.Context, states []*partState) error {
 	var eg errgroup.Group
 	eg.SetLimit(8)
-	for _, ps := range states {
-		if ps.w == nil || ps.failure() != nil {
-			continue
-		}
+	for _, bk := range bucketsOf(states) {
 		eg.Go(func() error {
-			err := x.commit(ctx, ps, true)
-			x.done(ps, err)
+			err := x.commit(ctx, bk, true)
+			x.done(bk, err)
 			if isFencedErr(err) {
 				return nil
 			}
@@ -353,15 +421,67 @@ func (x *writers) commitAll(ctx context.Context, states []*partState) error {
 	return eg.Wait()
 }
 
-// commitEach starts a commit of every partition of states that has none under way, without
-// waiting: one slow partition never holds back the others' commits.
+// commitEach starts a commit of every bucket of states that has none under way, without
+// waiting: one slow bucket never holds back the others' commits.
 func (x *writers) commitEach(ctx context.Context, states []*partState) {
+	for _, bk := range bucketsOf(states) {
+		x.commits.Go(func() { x.done(bk, x.commit(ctx, bk, false)) })
+	}
+}
+
+// attach adds resumed states to their buckets, creating the bucket of a writer fenceAll just
+// opened. The caller holds the engine's lock.
+func (x *writers) attach(states []*partState) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
 	for _, ps := range states {
-		if ps.w == nil || ps.failure() != nil {
+		if ps.w == nil {
 			continue
 		}
-		x.commits.Go(func() { x.done(ps, x.commit(ctx, ps, false)) })
+		k := bucketOf(ps.tp, x.cfg.Buckets)
+		bk := x.buckets[k]
+		if bk == nil {
+			bk = &bucket{id: k, w: ps.w, parts: map[tp]*partState{}}
+			x.buckets[k] = bk
+		}
+		bk.mu.Lock()
+		bk.parts[ps.tp] = ps
+		bk.mu.Unlock()
+		ps.bk = bk
 	}
+}
+
+// writerOf returns the writer of owned bucket k, or nil when this process does not own it.
+func (x *writers) writerOf(k int) *txnWriter {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if bk := x.buckets[k]; bk != nil {
+		return bk.w
+	}
+	return nil
+}
+
+// detach takes revoked states out of their buckets, once their revoke committed, and returns
+// the writers of the buckets left without partitions, for the caller to close.
+func (x *writers) detach(states []*partState) []*txnWriter {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var empty []*txnWriter
+	for _, ps := range states {
+		bk := ps.bk
+		if bk == nil {
+			continue
+		}
+		bk.mu.Lock()
+		delete(bk.parts, ps.tp)
+		n := len(bk.parts)
+		bk.mu.Unlock()
+		if n == 0 && x.buckets[bk.id] == bk {
+			delete(x.buckets, bk.id)
+			empty = append(empty, bk.w)
+		}
+	}
+	return empty
 }
 
 // revoke notes ps, just taken out of the engine's parts, as being revoked; when the writers

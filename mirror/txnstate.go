@@ -53,10 +53,10 @@ func (x *writers) withTxnState(err error, id string) error {
 const fenceWarnEvery = 30 * time.Second
 
 // watchFence logs a warning every x.fenceWarn (fenceWarnEvery) until the returned stop is called, for the
-// initialisation of id (the fence of t's previous owner): the target answers it only once the
+// initialisation of id (the fence of the previous owner of what, a bucket): the target answers it only once the
 // previous owner's transaction has ended, and a coordinator that does not end it would
 // otherwise leave the start-up silent.
-func (x *writers) watchFence(id string, t tp) (stop func()) {
+func (x *writers) watchFence(id, what string) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		tick := time.NewTicker(x.fenceWarn)
@@ -71,7 +71,7 @@ func (x *writers) watchFence(id string, t tp) (stop func()) {
 				if state == "" {
 					state = "the target does not describe the transaction"
 				}
-				x.log.Warn("fencing the previous owner waits for the target to end its transaction", "topic", t.topic, "partition", t.partition,
+				x.log.Warn("fencing the previous owner waits for the target to end its transaction", "bucket", what,
 					"cluster", x.cfg.TargetAlias, "transactional_id", id, "waited_seconds", int64(time.Since(start).Seconds()), "state", state)
 			}
 		}

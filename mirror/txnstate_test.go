@@ -50,7 +50,7 @@ func TestMirrorNamesAStuckTransaction(t *testing.T) {
 		if err != nil {
 			msg = err.Error()
 		}
-		for _, want := range []string{"(the commit bound)", "holds transaction kmirror-A-B-" + topic + "-0 in state PrepareCommit, begun 1m3", "restart broker 0", "kafka-transactions.sh describe --transactional-id"} {
+		for _, want := range []string{"(the commit bound)", "holds transaction " + mirror.BucketTxnID(testConfig(topic), topic, 0) + " in state PrepareCommit, begun 1m3", "restart broker 0", "kafka-transactions.sh describe --transactional-id"} {
 			if !strings.Contains(msg, want) {
 				t.Errorf("Run: %q\nwant it to contain %q", msg, want)
 			}

@@ -36,6 +36,7 @@ func runCommand() *cli.Command {
 	flags = append(flags,
 		&cli.StringFlag{Name: "metrics-addr", Usage: "serve HTTP on `ADDR` (e.g. :9102): Prometheus metrics at /metrics, liveness at /healthz (200 while the process runs), readiness at /readyz (200 once every partition the group assigned is resumed, 503 with the reason before and during a rebalance), Go profiles at /debug/pprof/; empty: off"},
 		&cli.StringFlag{Name: "memory-limit", Value: "192MiB", Usage: "soft memory limit of the Go runtime (`SIZE` in KiB, MiB or GiB; off: none); GOMEMLIMIT, when set, wins. The garbage collector works harder near it, keeping peak RSS near the limit at full speed"},
+		&cli.IntFlag{Name: "fence-buckets", Value: mirror.DefaultBuckets, Usage: "split the flow's partitions into `N` buckets (1 to 1024), each written by one transactional producer and owned whole by one process: a process holds at most one producer per bucket it owns, and at most N processes share the flow. Every process of a flow needs the same N (the source group refuses another); a change fences the old buckets' transactional ids at the next start. Ignored with exactly.once.source.support=disabled"},
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json (logs go to standard error)"},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log level: debug, info, warn or error"},
 	)
@@ -108,6 +109,7 @@ func run(c *cli.Context) error {
 	if err != nil {
 		return clikit.Failf("flow %s: %w", conn.Flow.Name(), err)
 	}
+	cfg.Buckets = c.Int("fence-buckets")
 	if len(ignored) > 0 {
 		fmt.Fprintf(c.App.ErrWriter, "kmirror does not honour these keys of flow %s:\n", conn.Flow.Name())
 		for _, ig := range ignored {
