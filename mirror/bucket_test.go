@@ -311,3 +311,65 @@ func TestMirrorFencesFrozenCommit(t *testing.T) {
 		t.Fatalf("Run B: %v", err)
 	}
 }
+
+// TestMirrorMapWindow mirrors in many commits with a map window of 8 segments: the map in
+// memory and in the map topic (tombstones applied, as compaction would) keeps at most 9 per
+// partition, E(G) of a G below the window is Compacted, never guessed, and a restarted
+// engine resumes from the compacted map exactly.
+func TestMirrorMapWindow(t *testing.T) {
+	t.Parallel()
+	p := newPair(t)
+	const topic, parts = "orders-window", 2
+	testkit.CreateTopic(t, testkit.Client(t, p.src), topic, parts, nil)
+	cfg := testConfig(topic)
+	cfg.MapWindow = 8
+	e, stop := start(t, p, cfg)
+	n := 0
+	// One burst per commit at least: 30 commits, each a new segment (a marker between them).
+	for range 30 {
+		produce(t, p.src, topic, parts, n, 5)
+		n += 5
+		waitMirrored(t, p, topic, parts)
+		waitFor(t, "the burst committed", func() bool {
+			tr, ok := e.Translate(topic, 0, int64(n))
+			return ok && tr.Known
+		})
+	}
+	for part := int32(0); part < parts; part++ {
+		pm, ok := e.Map(topic, part)
+		if !ok || len(pm.Segments) > 9 {
+			t.Fatalf("partition %d: %d segments in memory, want at most 9", part, len(pm.Segments))
+		}
+		if tr, _ := e.Translate(topic, part, 3); tr.Known || !tr.Compacted {
+			t.Fatalf("partition %d: E(3), long compacted: %+v, want Compacted", part, tr)
+		}
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	persisted := readPersisted(t, p, "kmirror-offsets.A.internal")
+	for part := int32(0); part < parts; part++ {
+		if segs := persisted[fmt.Sprintf("%s/%d", topic, part)]; len(segs) > 9+1 {
+			t.Fatalf("partition %d: %d segments live in the map topic, want at most 10 (9 and the origin)", part, len(segs))
+		}
+	}
+	e2, stop2 := start(t, p, cfg)
+	produce(t, p.src, topic, parts, n, 50)
+	n += 50
+	waitMirrored(t, p, topic, parts)
+	for part := int32(0); part < parts; part++ {
+		sameRecords(t, p, topic, part)
+		waitFor(t, "the last records committed", func() bool {
+			tr, ok := e2.Translate(topic, part, int64(n))
+			return ok && tr.Known
+		})
+		tr, _ := e2.Translate(topic, part, int64(n))
+		dst := readAll(t, p.dst, topic, part)
+		if want := dst[len(dst)-1].Offset + 1; tr.Target != want {
+			t.Fatalf("partition %d: E(%d) = %d after the resume from a compacted map, want %d", part, n, tr.Target, want)
+		}
+	}
+	if err := stop2(); err != nil {
+		t.Fatal(err)
+	}
+}

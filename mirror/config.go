@@ -111,6 +111,16 @@ type Config struct {
 	// Default: FenceTransactions.
 	Fencing string
 
+	// MapWindow is how many segments of each partition's offset map kmirror keeps, in memory
+	// and in the map topic: past twice as many, the older ones are compacted away (tombstoned
+	// in the map topic, whose compaction removes them) and a history record says where the
+	// exact map starts. E(G) for a G below it is not answered by the map (the group offset
+	// sync reports it; kreconcile groups finds it by content). A segment ends at every commit
+	// of an active partition, so the window covers its last MapWindow commits: about 34
+	// minutes of commits a second at the default. Memory: 24 bytes a segment, up to 9/8 of the
+	// window. Default: DefaultMapWindow.
+	MapWindow int
+
 	// Buckets is how many buckets the flow's partitions are split into with FenceTransactions:
 	// each bucket has one transactional id, its partitions are always owned by one process and
 	// committed in one transaction, so a process holds at most one producer per bucket it owns.
@@ -198,6 +208,9 @@ func (c *Config) SetDefaults() {
 	if c.Buckets == 0 {
 		c.Buckets = DefaultBuckets
 	}
+	if c.MapWindow == 0 {
+		c.MapWindow = DefaultMapWindow
+	}
 	setDur(&c.Linger, 5*time.Millisecond)
 	setDur(&c.FetchMaxWait, 500*time.Millisecond)
 	setDur(&c.SessionTimeout, 45*time.Second)
@@ -258,6 +271,9 @@ func (c *Config) Validate() error {
 	if c.ReplicationFactor < -1 || c.InternalReplicationFactor < -1 || c.HeartbeatsReplicationFactor < -1 {
 		errs = append(errs, fmt.Errorf("replication factors must be -1 (broker default) or positive, got %d, %d and %d (heartbeats)",
 			c.ReplicationFactor, c.InternalReplicationFactor, c.HeartbeatsReplicationFactor))
+	}
+	if c.MapWindow < 1 {
+		errs = append(errs, fmt.Errorf("map window %d: use 1 or more segments", c.MapWindow))
 	}
 	if c.Buckets < 1 || c.Buckets > MaxBuckets {
 		errs = append(errs, fmt.Errorf("buckets %d (kmirror run --fence-buckets): use 1 to %d", c.Buckets, MaxBuckets))

@@ -14,7 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
@@ -784,26 +783,26 @@ func (e *Engine) persist(ctx context.Context, states []*partState) error {
 	e.persistMu.Lock()
 	defer e.persistMu.Unlock()
 	type taken struct {
-		ps    *partState
-		from  int
-		syncs []mm2.OffsetSync
+		ps *partState
+		d  mapDirty
 	}
 	var recs []*kgo.Record
 	var took []taken
 	for _, ps := range states {
-		segs, syncs, from := ps.takeDirty()
-		if len(segs) == 0 && len(syncs) == 0 {
+		d := ps.takeDirty()
+		r := e.cfg.mapRecords(ps, d)
+		if len(r) == 0 {
 			continue
 		}
-		recs = append(recs, e.cfg.mapRecords(ps, segs, syncs)...)
-		took = append(took, taken{ps, from, syncs})
+		recs = append(recs, r...)
+		took = append(took, taken{ps, d})
 	}
 	if len(recs) == 0 {
 		return nil
 	}
 	if err := e.dst.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		for _, t := range took {
-			t.ps.undirty(t.from, t.syncs)
+			t.ps.undirty(t.d)
 		}
 		return err
 	}
@@ -811,14 +810,21 @@ func (e *Engine) persist(ctx context.Context, states []*partState) error {
 	return nil
 }
 
-// mapRecords are the offset map records of segs and the offset syncs of ps.
-func (c *Config) mapRecords(ps *partState, segs []offsetmap.Segment, syncs []mm2.OffsetSync) []*kgo.Record {
-	recs := make([]*kgo.Record, 0, len(segs)+len(syncs))
-	for _, s := range segs {
+// mapRecords are the offset map records of d (segments, tombstones of compacted segments,
+// the history record) and its offset syncs.
+func (c *Config) mapRecords(ps *partState, d mapDirty) []*kgo.Record {
+	recs := make([]*kgo.Record, 0, len(d.segs)+len(d.tombs)+len(d.syncs)+1)
+	if d.history {
+		recs = append(recs, &kgo.Record{Topic: c.MapTopic, Partition: 0, Key: historyKey(ps.tp), Value: historyValue(d.exactFrom, d.sourceFrom)})
+	}
+	for _, src := range d.tombs {
+		recs = append(recs, &kgo.Record{Topic: c.MapTopic, Partition: 0, Key: mapKey(ps.tp, src)})
+	}
+	for _, s := range d.segs {
 		recs = append(recs, &kgo.Record{Topic: c.MapTopic, Partition: 0, Key: mapKey(ps.tp, s.Source), Value: mapValue(s)})
 	}
 	if c.OffsetSyncsOnTarget {
-		for _, s := range syncs {
+		for _, s := range d.syncs {
 			recs = append(recs, &kgo.Record{Topic: c.OffsetSyncsTopic, Partition: 0, Key: s.Key(), Value: s.Value()})
 		}
 	}

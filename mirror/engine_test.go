@@ -394,7 +394,15 @@ func readPersisted(t *testing.T, p pair, mapTopic string) map[string][]offsetmap
 	t.Helper()
 	latest := map[string]map[int64]offsetmap.Segment{}
 	for _, r := range readAll(t, p.dst, mapTopic, 0) {
-		if mirror.IsIdentityRecord(r.Key, r.Value) || mirror.IsSchemeRecord(r.Key, r.Value) {
+		if mirror.IsIdentityRecord(r.Key, r.Value) || mirror.IsSchemeRecord(r.Key, r.Value) || mirror.IsHistoryRecord(r.Key, r.Value) {
+			continue
+		}
+		if r.Value == nil { // a compacted segment's tombstone
+			topic, part, src, err := mirror.DecodeMapKey(r.Key)
+			if err != nil {
+				t.Fatalf("tombstone at offset %d: %v", r.Offset, err)
+			}
+			delete(latest[fmt.Sprintf("%s/%d", topic, part)], src)
 			continue
 		}
 		topic, part, src, dst, n, err := mirror.DecodeMapRecord(r.Key, r.Value)

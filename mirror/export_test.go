@@ -119,3 +119,15 @@ func EncodeMapRecord(topic string, partition int32, source, target, length int64
 // SetBeforeCommitEnd sets a function run in every commit after its map records were written
 // and before its transaction ends.
 func (e *Engine) SetBeforeCommitEnd(f func()) { e.txn.beforeEnd = f }
+
+// IsHistoryRecord says whether a map topic record is a partition's history record.
+func IsHistoryRecord(key, value []byte) bool {
+	_, _, _, err := decodeHistoryRecord(key, value)
+	return err == nil
+}
+
+// DecodeMapKey exposes the segment key decoder (of a segment or its tombstone).
+func DecodeMapKey(key []byte) (topic string, partition int32, source int64, err error) {
+	t, src, err := decodeMapKey(key)
+	return t.topic, t.partition, src, err
+}

@@ -51,6 +51,12 @@ type partState struct {
 	// dirty is the index of the first segment changed since the last persist, or
 	// len(pm.Segments) when nothing is.
 	dirty int
+	// window is how many segments the map keeps (Config.MapWindow; 0: all), tombs the source
+	// starts of compacted segments whose tombstones are still to write, and history whether
+	// the history record (where the exact map starts) is (compact).
+	window  int
+	tombs   []int64
+	history bool
 	// syncs are MM2 offset syncs waiting to be written by the persister.
 	syncs []mm2.OffsetSync
 	// synced is set once the first record of this process's ownership wrote its offset sync.
@@ -203,25 +209,67 @@ func (r *revokeStalled) Error() string {
 
 func (r *revokeStalled) Unwrap() error { return r.cause }
 
-// takeDirty returns copies of the segments changed since the last persist and the offset
-// syncs queued, and marks them clean. mark restores them when the write failed.
-func (ps *partState) takeDirty() ([]offsetmap.Segment, []mm2.OffsetSync, int) {
+// mapDirty is what a persist of one partition writes: the segments changed since the last
+// persist (from is the index of the first), the queued offset syncs, the tombstones of
+// compacted segments, and the history record when compaction moved it (history).
+type mapDirty struct {
+	segs    []offsetmap.Segment
+	syncs   []mm2.OffsetSync
+	from    int
+	tombs   []int64 // source starts of compacted segments, at most maxTombs
+	history bool
+	// exactFrom and sourceFrom are the history record's content (history true).
+	exactFrom, sourceFrom int64
+}
+
+// maxTombs bounds the tombstones one persist writes for a partition; the rest wait for the
+// next ones (a map of the format before compaction, millions of segments, is compacted at
+// its first persist and its tombstones are written over the following ones).
+const maxTombs = 4096
+
+// compact keeps the map within its window (Config.MapWindow): past 9/8 of the window it
+// drops all but the last window segments (offsetmap.PartitionMap.Compact), queues tombstones
+// for the dropped ones that were persisted, and marks the history record to write. Amortised:
+// one compaction per window/8 commits. The caller holds ps.mu.
+func (ps *partState) compact() {
+	if ps.window <= 0 || len(ps.pm.Segments) <= ps.window+ps.window/8 {
+		return
+	}
+	old := ps.pm.Segments
+	n := ps.pm.Compact(ps.window)
+	for i := range min(n, ps.dirty) {
+		ps.tombs = append(ps.tombs, old[i].Source)
+	}
+	ps.dirty = max(ps.dirty-n, 0)
+	ps.history = true
+}
+
+// takeDirty returns what a persist writes (mapDirty) after compacting the map, and marks it
+// clean. undirty restores it when the write failed.
+func (ps *partState) takeDirty() mapDirty {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	from := ps.dirty
-	segs := append([]offsetmap.Segment(nil), ps.pm.Segments[from:]...)
-	syncs := ps.syncs
+	ps.compact()
+	d := mapDirty{from: ps.dirty, syncs: ps.syncs, history: ps.history,
+		exactFrom: ps.pm.ExactFrom, sourceFrom: ps.pm.SourceFrom}
+	d.segs = append([]offsetmap.Segment(nil), ps.pm.Segments[ps.dirty:]...)
+	n := min(len(ps.tombs), maxTombs)
+	d.tombs = append([]int64(nil), ps.tombs[:n]...)
+	ps.tombs = ps.tombs[n:]
 	ps.syncs = nil
+	ps.history = false
 	ps.dirty = len(ps.pm.Segments)
-	return segs, syncs, from
+	return d
 }
 
 // undirty puts back what takeDirty returned after a failed write.
-func (ps *partState) undirty(from int, syncs []mm2.OffsetSync) {
+func (ps *partState) undirty(d mapDirty) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	ps.dirty = min(ps.dirty, from)
-	ps.syncs = append(syncs, ps.syncs...)
+	ps.dirty = min(ps.dirty, d.from)
+	ps.syncs = append(d.syncs, ps.syncs...)
+	ps.tombs = append(d.tombs, ps.tombs...)
+	ps.history = ps.history || d.history
 }
 
 // translate answers E(G) from the exact map. With a transactional writer only committed
@@ -259,11 +307,11 @@ func (ps *partState) failure() error {
 type commitPoint struct{ src, dst int64 }
 
 // takeDirtyCommit is takeDirty with the extent the written segments describe.
-func (ps *partState) takeDirtyCommit() ([]offsetmap.Segment, []mm2.OffsetSync, int, commitPoint) {
-	segs, syncs, from := ps.takeDirty()
+func (ps *partState) takeDirtyCommit() (mapDirty, commitPoint) {
+	d := ps.takeDirty()
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	return segs, syncs, from, commitPoint{ps.pm.SourceTo, ps.pm.TargetTo}
+	return d, commitPoint{ps.pm.SourceTo, ps.pm.TargetTo}
 }
 
 // committed records that the map up to c is committed on the target.

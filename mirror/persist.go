@@ -22,8 +22,53 @@ import (
 //	value: version INT16 = 1, targetStart INT64, length INT64
 //
 // A record with length 0 is an origin: where mirroring of the partition began (source offset
-// and target end offset at that moment), written before the first record is produced.
+// and target end offset at that moment), written before the first record is produced. A
+// record with a null value (a tombstone) deletes the segment of its key: the map keeps a
+// window of segments per partition (Config.MapWindow) and tombstones those it compacts, so
+// that the topic's compaction removes them.
+//
+// The history record of a partition says where its exact map starts once older segments were
+// compacted away (exactFrom, the first kept segment's source offset) and where mirroring
+// began (sourceFrom). Readers drop every segment below exactFrom, tombstoned or not.
+//
+//	key:   version INT16 = 2, kind INT8 = 3, topic STRING, partition INT32
+//	value: version INT16 = 2, exactFrom INT64, sourceFrom INT64
 const mapFormatVersion = 1
+
+// DefaultMapWindow is Config.MapWindow's default: 2,048 segments, about 34 minutes of a
+// partition committing every second; at most 55 KiB a partition in memory.
+const DefaultMapWindow = 2048
+
+const historyKind = 3
+
+func historyKey(t tp) []byte {
+	b := binary.BigEndian.AppendUint16(make([]byte, 0, 9+len(t.topic)), identityVersion)
+	b = append(b, historyKind)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(t.topic)))
+	b = append(b, t.topic...)
+	return binary.BigEndian.AppendUint32(b, uint32(t.partition))
+}
+
+func historyValue(exactFrom, sourceFrom int64) []byte {
+	b := binary.BigEndian.AppendUint16(make([]byte, 0, 18), identityVersion)
+	b = binary.BigEndian.AppendUint64(b, uint64(exactFrom))
+	return binary.BigEndian.AppendUint64(b, uint64(sourceFrom))
+}
+
+var errHistoryRecord = errors.New("not a kmirror history record")
+
+func decodeHistoryRecord(key, value []byte) (t tp, exactFrom, sourceFrom int64, err error) {
+	if len(key) < 5 || binary.BigEndian.Uint16(key) != identityVersion || key[2] != historyKind ||
+		len(value) < 18 || binary.BigEndian.Uint16(value) != identityVersion {
+		return tp{}, 0, 0, errHistoryRecord
+	}
+	n := int(binary.BigEndian.Uint16(key[3:]))
+	if len(key) < 5+n+4 {
+		return tp{}, 0, 0, errHistoryRecord
+	}
+	t = tp{topic: string(key[5 : 5+n]), partition: int32(binary.BigEndian.Uint32(key[5+n:]))}
+	return t, int64(binary.BigEndian.Uint64(value[2:])), int64(binary.BigEndian.Uint64(value[10:])), nil
+}
 
 func mapKey(t tp, sourceStart int64) []byte {
 	b := binary.BigEndian.AppendUint16(make([]byte, 0, 16+len(t.topic)), mapFormatVersion)
@@ -41,29 +86,44 @@ func mapValue(s offsetmap.Segment) []byte {
 
 var errMapRecord = errors.New("not a kmirror offset map record")
 
-// decodeMapRecord parses one offset map record. Records of another format version return
-// errMapRecord and are skipped by readers, so a newer writer never breaks an older reader.
-func decodeMapRecord(key, value []byte) (tp, offsetmap.Segment, error) {
-	if len(key) < 2+2+4+8 || binary.BigEndian.Uint16(key) != mapFormatVersion ||
-		len(value) < 18 || binary.BigEndian.Uint16(value) != mapFormatVersion {
-		return tp{}, offsetmap.Segment{}, errMapRecord
+// decodeMapKey parses the key of a segment record (or of its tombstone).
+func decodeMapKey(key []byte) (tp, int64, error) {
+	if len(key) < 2+2+4+8 || binary.BigEndian.Uint16(key) != mapFormatVersion {
+		return tp{}, 0, errMapRecord
 	}
 	n := int(binary.BigEndian.Uint16(key[2:]))
 	if len(key) < 4+n+4+8 {
-		return tp{}, offsetmap.Segment{}, errMapRecord
+		return tp{}, 0, errMapRecord
 	}
 	t := tp{topic: string(key[4 : 4+n]), partition: int32(binary.BigEndian.Uint32(key[4+n:]))}
+	return t, int64(binary.BigEndian.Uint64(key[8+n:])), nil
+}
+
+// decodeMapRecord parses one offset map record. Records of another format version return
+// errMapRecord and are skipped by readers, so a newer writer never breaks an older reader.
+func decodeMapRecord(key, value []byte) (tp, offsetmap.Segment, error) {
+	t, src, err := decodeMapKey(key)
+	if err != nil || len(value) < 18 || binary.BigEndian.Uint16(value) != mapFormatVersion {
+		return tp{}, offsetmap.Segment{}, errMapRecord
+	}
 	s := offsetmap.Segment{
-		Source: int64(binary.BigEndian.Uint64(key[8+n:])),
+		Source: src,
 		Target: int64(binary.BigEndian.Uint64(value[2:])),
 		Len:    int64(binary.BigEndian.Uint64(value[10:])),
 	}
 	return t, s, nil
 }
 
-// persistedMap is the offset map topic's content: per partition, segments sorted by source
-// offset; origins have Len 0.
-type persistedMap map[tp][]offsetmap.Segment
+// persistedPart is one partition's persisted map: its segments sorted by source offset
+// (origins have Len 0) and, once older segments were compacted away, where the exact map
+// starts (exactFrom, above 0) and where mirroring began (sourceFrom).
+type persistedPart struct {
+	segs                  []offsetmap.Segment
+	exactFrom, sourceFrom int64
+}
+
+// persistedMap is the offset map topic's content by partition.
+type persistedMap map[tp]persistedPart
 
 // mapEnd is where a resume reads the offset map topic to: its high watermark, listed after the
 // partitions being resumed were fenced, so that every segment their earlier owners committed
@@ -92,11 +152,19 @@ func mapEnd(ctx context.Context, adm *kadm.Client, topic string) (int64, error) 
 // aborted transactions (a fenced owner's) are not trusted.
 func readMap(ctx context.Context, cl *kgo.Client, topic string, end int64, committed bool, group string) (persistedMap, map[string]topicIDs, int, error) {
 	latest := map[tp]map[int64]offsetmap.Segment{}
+	type history struct{ exactFrom, sourceFrom int64 }
+	histories := map[tp]history{}
 	ids := map[string]topicIDs{}
 	scheme := 0
 	if end > 0 {
 		err := readRange(ctx, cl, topic, 0, 0, end, committed, func(r *kgo.Record) (bool, error) {
 			if r.Attrs.IsControl() {
+				return true, nil
+			}
+			if r.Value == nil { // a tombstone of a compacted segment
+				if t, src, err := decodeMapKey(r.Key); err == nil {
+					delete(latest[t], src)
+				}
 				return true, nil
 			}
 			t, s, err := decodeMapRecord(r.Key, r.Value)
@@ -105,6 +173,8 @@ func readMap(ctx context.Context, cl *kgo.Client, topic string, end int64, commi
 					ids[name] = id
 				} else if g, n, err := decodeSchemeRecord(r.Key, r.Value); err == nil && g == group {
 					scheme = n
+				} else if t, exact, from, err := decodeHistoryRecord(r.Key, r.Value); err == nil {
+					histories[t] = history{exact, from}
 				}
 				return true, nil
 			}
@@ -120,12 +190,19 @@ func readMap(ctx context.Context, cl *kgo.Client, topic string, end int64, commi
 	}
 	out := persistedMap{}
 	for t, bySource := range latest {
+		h := histories[t]
 		segs := make([]offsetmap.Segment, 0, len(bySource))
 		for _, s := range bySource {
-			segs = append(segs, s)
+			// Below the history's start: compacted, whether its tombstone was read or not.
+			if s.Source >= h.exactFrom {
+				segs = append(segs, s)
+			}
+		}
+		if len(segs) == 0 {
+			continue
 		}
 		sort.Slice(segs, func(i, j int) bool { return segs[i].Source < segs[j].Source })
-		out[t] = segs
+		out[t] = persistedPart{segs: segs, exactFrom: h.exactFrom, sourceFrom: h.sourceFrom}
 	}
 	return out, ids, scheme, nil
 }

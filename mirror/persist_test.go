@@ -93,7 +93,7 @@ func TestReadMapAboveOpenTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := <-read
-	if got := m[mine]; len(got) != 1 || got[0].Len != 7 {
+	if got := m[mine].segs; len(got) != 1 || got[0].Len != 7 {
 		t.Fatalf("segments of %v read from the map up to %d: %v, want the committed segment of 7 records (all read: %v)", mine, end, got, m)
 	}
 }

@@ -144,7 +144,7 @@ func (e *Engine) resumeEach(ctx context.Context, checks *resumeChecks, assigned 
 			switch {
 			case err != nil:
 				r.err = err
-			case len(persisted[t]) > 0:
+			case len(persisted[t].segs) > 0:
 				r.ps, r.err = e.resumePartition(ctx, checks, t, persisted[t], b, writers[bucketOf(t, e.cfg.Buckets)])
 			default:
 				r.ps, r.origin, r.err = e.freshPartition(ctx, t, b, writers[bucketOf(t, e.cfg.Buckets)])
@@ -242,6 +242,7 @@ func (e *Engine) freshPartition(ctx context.Context, t tp, b partBounds, w *txnW
 	pm := offsetmap.PartitionMap{Partition: t.partition, SourceFrom: start, SourceTo: start, TargetTo: b.dstEnd}
 	origin := &kgo.Record{Topic: e.cfg.MapTopic, Partition: 0, Key: mapKey(t, start), Value: mapValue(offsetmap.Segment{Source: start, Target: b.dstEnd})}
 	ps := newPartState(t, b.target, pm, start)
+	ps.window = e.cfg.MapWindow
 	ps.hwm = b.srcEnd
 	if w == nil {
 		return ps, origin, nil
@@ -254,10 +255,15 @@ func (e *Engine) freshPartition(ctx context.Context, t tp, b partBounds, w *txnW
 	return ps, nil, nil
 }
 
-// persistedPartition turns a partition's persisted segments (origins have Len 0) into its map
-// and the source and target offsets just past what they describe.
-func persistedPartition(t tp, segs []offsetmap.Segment) (pm offsetmap.PartitionMap, src, dst int64) {
+// persistedPartition turns a partition's persisted map (origins have Len 0) into its map and
+// the source and target offsets just past what it describes.
+func persistedPartition(t tp, p persistedPart) (pm offsetmap.PartitionMap, src, dst int64) {
+	segs := p.segs
 	pm = offsetmap.PartitionMap{Partition: t.partition, SourceFrom: segs[0].Source}
+	if p.exactFrom > 0 {
+		// Compacted: the exact map starts at exactFrom, mirroring began at sourceFrom.
+		pm.SourceFrom, pm.ExactFrom = min(p.sourceFrom, p.exactFrom), p.exactFrom
+	}
 	for _, s := range segs {
 		if s.Len == 0 {
 			if len(pm.Segments) == 0 {
@@ -274,8 +280,8 @@ func persistedPartition(t tp, segs []offsetmap.Segment) (pm offsetmap.PartitionM
 
 // resumePartition resumes a partition from its persisted map: it checks the partition is still
 // the one the map describes, then reconciles the target's tail past the map.
-func (e *Engine) resumePartition(ctx context.Context, checks *resumeChecks, t tp, segs []offsetmap.Segment, b partBounds, w *txnWriter) (*partState, error) {
-	pm, persistedSrc, persistedDst := persistedPartition(t, segs)
+func (e *Engine) resumePartition(ctx context.Context, checks *resumeChecks, t tp, p persistedPart, b partBounds, w *txnWriter) (*partState, error) {
+	pm, persistedSrc, persistedDst := persistedPartition(t, p)
 	// Is this still the partition the map describes? (identity.go)
 	if stopped, err := e.checkPartition(ctx, checks, t, b.target, pm, b.srcEnd, b.srcStart, b.dstEnd); err != nil || stopped != nil {
 		return stopped, err
@@ -285,6 +291,7 @@ func (e *Engine) resumePartition(ctx context.Context, checks *resumeChecks, t tp
 			b.target, t.partition, b.dstEnd, e.cfg.MapTopic, persistedDst, e.cfg.MapTopic)
 	}
 	ps := newPartState(t, b.target, pm, persistedSrc)
+	ps.window = e.cfg.MapWindow
 	ps.hwm = b.srcEnd
 	ps.w = w
 	if b.dstEnd > persistedDst {

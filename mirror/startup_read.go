@@ -253,12 +253,11 @@ func (e *Engine) prefetchResume(ctx context.Context, checks *resumeChecks, assig
 	var srcPrints, dstPrints, tails []span
 	var zero [16]byte
 	for _, t := range assigned {
-		segs := persisted[t]
 		b, err := bounds.of(e, t)
-		if len(segs) == 0 || err != nil {
+		if len(persisted[t].segs) == 0 || err != nil {
 			continue
 		}
-		pm, _, persistedDst := persistedPartition(t, segs)
+		pm, _, persistedDst := persistedPartition(t, persisted[t])
 		if b.dstEnd > persistedDst {
 			tails = append(tails, span{b.target, t.partition, persistedDst, b.dstEnd})
 		}

@@ -261,7 +261,18 @@ func (e *Engine) syncConfigs(ctx context.Context, src map[string]int) {
 	}
 }
 
-// ensureInternal creates a single-partition compacted topic on the target when missing.
+// mapTopicConfigs are the offset map topic's configs beside cleanup.policy=compact: its
+// active segment rolls every hour and is cleaned once a tenth of it is dirty, and a tombstone
+// (of a compacted map segment) is kept an hour after its cleaning, so that a resume reads the
+// window of each partition plus at most about two hours of commits, however long the flow ran.
+var mapTopicConfigs = map[string]string{
+	"segment.ms":                "3600000",
+	"min.cleanable.dirty.ratio": "0.1",
+	"delete.retention.ms":       "3600000",
+}
+
+// ensureInternal creates a single-partition compacted topic on the target when missing (the
+// offset map topic with mapTopicConfigs).
 func (e *Engine) ensureInternal(ctx context.Context, topic string) error {
 	td, err := e.dstAdm.ListTopics(ctx, topic)
 	if err != nil {
@@ -271,7 +282,13 @@ func (e *Engine) ensureInternal(ctx context.Context, topic string) error {
 		return nil
 	}
 	compact := "compact"
-	_, err = e.dstAdm.CreateTopic(ctx, 1, e.cfg.InternalReplicationFactor, map[string]*string{"cleanup.policy": &compact}, topic)
+	configs := map[string]*string{"cleanup.policy": &compact}
+	if topic == e.cfg.MapTopic {
+		for k, v := range mapTopicConfigs {
+			configs[k] = &v
+		}
+	}
+	_, err = e.dstAdm.CreateTopic(ctx, 1, e.cfg.InternalReplicationFactor, configs, topic)
 	if err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return fmt.Errorf("target cluster %s: create internal topic %s (replication factor %d): %w%s",
 			e.cfg.TargetAlias, topic, e.cfg.InternalReplicationFactor, err, hint(err))

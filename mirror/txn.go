@@ -11,8 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
-
-	"github.com/kmigrate/kmigrate/mm2"
 )
 
 // Fencing modes (Config.Fencing).
@@ -265,21 +263,20 @@ func (x *writers) commitHeld(ctx context.Context, bk *bucket) error {
 		}
 	}
 	type taken struct {
-		ps    *partState
-		from  int
-		syncs []mm2.OffsetSync
-		done  commitPoint
+		ps   *partState
+		d    mapDirty
+		done commitPoint
 	}
 	took := make([]taken, 0, len(states))
 	var recs []*kgo.Record
 	for _, ps := range states {
-		segs, syncs, from, done := ps.takeDirtyCommit()
-		recs = append(recs, x.cfg.mapRecords(ps, segs, syncs)...)
-		took = append(took, taken{ps, from, syncs, done})
+		d, done := ps.takeDirtyCommit()
+		recs = append(recs, x.cfg.mapRecords(ps, d)...)
+		took = append(took, taken{ps, d, done})
 	}
 	undo := func() {
 		for _, t := range took {
-			t.ps.undirty(t.from, t.syncs)
+			t.ps.undirty(t.d)
 		}
 	}
 	if len(recs) > 0 {

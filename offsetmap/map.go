@@ -41,6 +41,28 @@ type PartitionMap struct {
 	TargetTo   int64     `json:"target_to"`
 	Segments   []Segment `json:"segments"`
 	Duplicates []Copy    `json:"duplicates,omitempty"`
+	// ExactFrom, when above SourceFrom, is where the exact history starts: the segments below
+	// it were compacted away (Compact), and ExactTarget answers a G at or below it with a
+	// Translation that is not Known and is Compacted. Not part of the file format: a
+	// compacted map is kmirror's in-memory one.
+	ExactFrom int64 `json:"-"`
+}
+
+// Compact keeps the last keep segments (at least 1) and drops the others, with the
+// duplicates of the source offsets they held, and returns how many it dropped. ExactFrom moves
+// to the first segment kept: E(G) for a G at or below it needs the dropped history, so it is
+// no longer answered (Translation.Compacted).
+func (pm *PartitionMap) Compact(keep int) int {
+	keep = max(keep, 1)
+	n := len(pm.Segments) - keep
+	if n <= 0 {
+		return 0
+	}
+	pm.ExactFrom = pm.Segments[n].Source
+	pm.Segments = slices.Clone(pm.Segments[n:]) // a new array: the dropped ones are freed
+	i := sort.Search(len(pm.Duplicates), func(i int) bool { return pm.Duplicates[i].Source >= pm.ExactFrom })
+	pm.Duplicates = slices.Clone(pm.Duplicates[i:])
+	return n
 }
 
 // TopicMap is the offset map of a topic: the file `kverify diff --offset-map` writes and
@@ -78,6 +100,9 @@ type Translation struct {
 	HasPrev    bool
 	Prev       int64
 	PrevTarget int64
+	// Compacted is set, with Known false, when G's answer lies in history a compacted map
+	// dropped (PartitionMap.Compact): it is found by content instead (kreconcile groups).
+	Compacted bool
 }
 
 // ExactTarget computes E(G) as docs/design.md "What exact means: E(G)" defines it:
@@ -88,9 +113,15 @@ type Translation struct {
 //
 // When G lies past every mirrored record but within the aligned range (the records between
 // were missing on the target), the answer is still exact: 1 + the copy of s*.
+//
+// In a compacted map (ExactFrom above SourceFrom) a G at or below ExactFrom is not answered:
+// its s* lies in the dropped history. The Translation is then Compacted and not Known.
 func (pm *PartitionMap) ExactTarget(g int64) Translation {
 	if g > pm.SourceTo {
 		return Translation{}
+	}
+	if pm.ExactFrom > pm.SourceFrom && g <= pm.ExactFrom {
+		return Translation{Compacted: true}
 	}
 	// Index of the first segment whose start is >= g.
 	i := sort.Search(len(pm.Segments), func(i int) bool { return pm.Segments[i].Source >= g })

@@ -139,3 +139,33 @@ func FuzzReadOffsetMap(f *testing.F) {
 		}
 	})
 }
+
+// TestCompact: a compacted map keeps its last segments and answers exactly above ExactFrom,
+// and not at all (Compacted) at or below it; an uncompacted map is unchanged by a larger keep.
+func TestCompact(t *testing.T) {
+	pm := PartitionMap{}
+	// One record a segment, a marker after each: source i -> target 2i.
+	for i := int64(0); i < 100; i++ {
+		if _, err := pm.Extend(i, 2*i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := pm.Compact(200); n != 0 || len(pm.Segments) != 100 {
+		t.Fatalf("Compact(200) of 100 segments dropped %d, left %d", n, len(pm.Segments))
+	}
+	if n := pm.Compact(10); n != 90 || len(pm.Segments) != 10 || pm.ExactFrom != 90 {
+		t.Fatalf("Compact(10): dropped %d, left %d, ExactFrom %d; want 90, 10, 90", n, len(pm.Segments), pm.ExactFrom)
+	}
+	for g := int64(0); g <= 100; g++ {
+		tr := pm.ExactTarget(g)
+		if g <= 90 {
+			if tr.Known || !tr.Compacted {
+				t.Fatalf("E(%d) below the kept history: %+v, want Compacted and not Known", g, tr)
+			}
+			continue
+		}
+		if !tr.Known || tr.Compacted || tr.Target != 2*(g-1)+1 {
+			t.Fatalf("E(%d) = %+v, want %d", g, tr, 2*(g-1)+1)
+		}
+	}
+}

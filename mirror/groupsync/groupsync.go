@@ -422,10 +422,15 @@ func (s *Syncer) translate(group string, offs kadm.OffsetResponses, owned map[tp
 				pr.Offset, pr.Checkpoint = StatusNotOwned, StatusNotOwned
 			default:
 				tr, ok := s.cfg.Translator.Translate(topic, p, o.At)
-				if ok && tr.Known {
+				switch {
+				case ok && tr.Known:
 					pr.Downstream = tr.Target
 					trs[tp{topic, p}] = tr
-				} else {
+				case tr.Compacted:
+					pr.Reason = "the group's offset lies before the mirror's exact offset map, which keeps the partition's last commits (kmirror's map window): not synced rather than guessed; kreconcile groups finds it by content"
+					s.log.Debug("group offset older than the offset map's window", "cluster", s.srcName, "group", group,
+						"topic", topic, "partition", p, "offset", o.At)
+				default:
 					pr.Reason = "the mirror has not copied the records below the group's offset yet"
 					s.log.Debug("group offset pending", "cluster", s.srcName, "group", group,
 						"topic", topic, "partition", p, "offset", o.At)
