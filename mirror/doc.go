@@ -28,7 +28,7 @@
 //     records are not mirrored and transaction markers are gaps in the source offsets.
 //   - The produce results give the target offset of every record: the engine keeps an exact
 //     offsetmap.PartitionMap per partition and persists it on the target, in Config.MapTopic
-//     (records: docs/design.md, "kmirror's offset map topic").
+//     (records: docs/design.md, "kmirror's offset map topic"), within a window of segments.
 //   - Fencing (Config.Fencing, default transactions): the flow's partitions fall into
 //     Config.Buckets buckets (default 16; bucketOf: from a place the topic name decides,
 //     consecutive partitions in consecutive buckets). Each bucket writes through one
@@ -97,8 +97,11 @@
 //     the tail while records are still above the target's high watermark can write them again
 //     (WARN "fencing none: ..." at start). TestUnreplicatedTail shows 0 missing and 0
 //     duplicated with either mode when kmirror is killed over such records.
-//   - With transactions the map gets a segment per commit of an active partition: about
-//     86,400 a day (24 bytes each in memory). Each owned bucket buffers up to
+//   - With transactions a commit of an active partition ends a segment. The map keeps each
+//     partition's last Config.MapWindow segments (default 2,048: about 34 minutes of commits
+//     a second), in memory and in the map topic (tombstones and a history record, persist.go);
+//     E(G) for a G older than that is Compacted: the group offset sync does not sync it and
+//     kreconcile groups finds it by content. Each owned bucket buffers up to
 //     MaxBufferedRecords, plus up to 4,096 held during a commit.
 //   - kmirror never writes the source's "heartbeats", so "<source>.heartbeats" on the target
 //     (MirrorClient.upstreamClusters) exists only when another flow writes it
