@@ -1119,7 +1119,7 @@ func TestMirrorBench(t *testing.T) {
 		results = append(results, result{"bare franz-go loop", end.Sub(start), end.Sub(first), watch.Stop()})
 	}
 
-	// kmirror: the default (a transactional producer per partition, fencing a stale owner)
+	// kmirror: the default (a transactional producer per bucket of partitions, fencing a stale owner)
 	// and without the fence (B.exactly.once.source.support=disabled), so the fence's cost is
 	// measured in the same run.
 	bin := filepath.Join(bedBuild(t, "kmirror"), "kmirror")

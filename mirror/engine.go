@@ -464,7 +464,7 @@ func (e *Engine) fetchFailed(t string, p int32, err error) {
 }
 
 // copyFetched produces the records fetched from one owned source partition to the same
-// partition of its target topic, in order, through the partition's transactional writer when
+// partition of its target topic, in order, through its bucket's transactional writer when
 // it has one. pctx is never cancelled half-way (poll).
 func (e *Engine) copyFetched(pctx context.Context, fp kgo.FetchTopicPartition, now time.Time) {
 	ps := e.part(tp{fp.Topic, fp.Partition})

@@ -160,7 +160,7 @@ func checkClientMetrics(t *testing.T, mfs map[string]*dto.MetricFamily, topic st
 			t.Errorf("kmirror_kafka_connects_total{client=%q} %g, want at least 1", role, v)
 		}
 	}
-	// The records go through the per-partition transactional producers, counted as target.
+	// The records go through the buckets' transactional producers, counted as target.
 	if v := value(sample(t, mfs, "kmirror_kafka_produce_bytes_total", map[string]string{"client": "target", "topic": topic})); v <= 0 {
 		t.Errorf("kmirror_kafka_produce_bytes_total{client=target} %g, want > 0", v)
 	}

@@ -64,7 +64,7 @@ type partState struct {
 	// doneSrc and doneDst are the map's SourceTo and TargetTo at the last commit (with w):
 	// translations answer only from committed records.
 	doneSrc, doneDst int64
-	// fenced is set once another owner initialised the partition's transactional id.
+	// fenced is set once another owner initialised the transactional id of the partition's bucket.
 	fenced bool
 
 	// hwm is the source high watermark seen by the last fetch (at first the source end that

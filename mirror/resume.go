@@ -25,9 +25,9 @@ import (
 // A partition never mirrored before gets an origin record (source start, target end) before
 // its first record is produced, so that a crash before the first persist is also recovered.
 //
-// With transactional writers (Config.Fencing) each partition's transactional id is initialised
-// first, which fences its previous owner and aborts that owner's open transaction; only then
-// is the target read, with read_committed (the map to its high watermark, see mapEnd; the
+// With transactional writers (Config.Fencing) the transactional id of each partition's bucket
+// is initialised first (unless this process owns the bucket already), which fences its
+// previous owner and aborts that owner's open transaction; only then is the target read, with read_committed (the map to its high watermark, see mapEnd; the
 // partitions to their last stable offset), so what the previous owner did not commit is
 // neither trusted nor kept: it is mirrored again.
 func (e *Engine) resume(ctx context.Context, assigned []tp) (_ []*partState, err error) {
