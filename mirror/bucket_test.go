@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -370,6 +371,62 @@ func TestMirrorMapWindow(t *testing.T) {
 		}
 	}
 	if err := stop2(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMirrorResumedAfterStopCommits: a partition stopped at resume (the source listed its end
+// below the map's, as a truncated log would be) and resumed by its re-check once the listing
+// is right again writes through its bucket: its records are committed, to read_committed
+// readers, and its map answers.
+func TestMirrorResumedAfterStopCommits(t *testing.T) {
+	t.Parallel()
+	p := newPair(t)
+	const topic = "orders-stopped-resumed"
+	testkit.CreateTopic(t, testkit.Client(t, p.src), topic, 1, nil)
+	produce(t, p.src, topic, 1, 0, 50)
+	cfg := testConfig(topic)
+	l := startLogged(t, p, cfg)
+	waitMirrored(t, p, topic, 1)
+	if err := l.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	var lie atomic.Bool
+	lie.Store(true)
+	p.src.ControlKey(int16(kmsg.ListOffsets), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		p.src.KeepControl()
+		if !lie.Load() {
+			return nil, nil, false
+		}
+		req := kr.(*kmsg.ListOffsetsRequest)
+		resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewListOffsetsResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewListOffsetsResponseTopicPartition()
+				sp.Partition, sp.LeaderEpoch, sp.Timestamp = rp.Partition, -1, -1
+				if rp.Timestamp == -1 { // the end: below the 50 records mapped
+					sp.Offset = 10
+				}
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	produce(t, p.src, topic, 1, 50, 10)
+	l = startLogged(t, p, cfg)
+	l.waitStopped(t, topic, 0, "source_truncated", 1)
+	lie.Store(false)
+	waitFor(t, "the re-check to resume the partition", func() bool {
+		return strings.Contains(l.logs.String(), "partition resumed: the condition it stopped for has cleared")
+	})
+	produce(t, p.src, topic, 1, 60, 10)
+	waitMirrored(t, p, topic, 1)
+	sameRecords(t, p, topic, 0)
+	mapComplete(t, l.e, topic, 0, 70)
+	if err := l.stop(t); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -354,6 +354,7 @@ func (e *Engine) reresume(ctx context.Context, st *stop) (bool, error) {
 	_, owned := e.parts[ps.tp]
 	if owned {
 		e.parts[ps.tp] = ps
+		e.txn.attach(states) // its bucket commits it from now on
 	}
 	e.mu.Unlock()
 	if !owned {

@@ -34,8 +34,8 @@ func (e *Engine) resume(ctx context.Context, assigned []tp) (_ []*partState, err
 	txn := e.cfg.Fencing == FenceTransactions
 	defer e.endReads(e.resetLeaders()) // startup.go: leaders looked up once for this resume's reads
 	var writers map[int]*txnWriter
+	var opened []*txnWriter
 	if txn {
-		var opened []*txnWriter
 		if writers, opened, err = e.fenceAll(ctx, assigned); err != nil {
 			return nil, err
 		}
@@ -67,6 +67,7 @@ func (e *Engine) resume(ctx context.Context, assigned []tp) (_ []*partState, err
 	if err != nil {
 		return nil, err
 	}
+	closeUnused(opened, out)
 	e.boot.mark("tail_check")
 	if err := e.finishChecks(ctx, checks); err != nil { // identity.go
 		return nil, err
@@ -74,6 +75,21 @@ func (e *Engine) resume(ctx context.Context, assigned []tp) (_ []*partState, err
 	err = e.writeResumed(ctx, out, origins, txn)
 	e.boot.mark("finish")
 	return out, err
+}
+
+// closeUnused closes the writers this resume opened that none of states writes through: every
+// partition of the bucket it assigned was stopped (identity.go) instead of resumed. A later
+// resume of one of them opens the bucket again.
+func closeUnused(opened []*txnWriter, states []*partState) {
+	used := map[*txnWriter]bool{}
+	for _, ps := range states {
+		used[ps.w] = true
+	}
+	for _, w := range opened {
+		if !used[w] {
+			w.close()
+		}
+	}
 }
 
 // loadResume reads, all at once, what the resume of assigned needs from both clusters: the
