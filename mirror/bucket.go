@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"golang.org/x/sync/errgroup"
 )
 
 // Buckets: with Config.Fencing transactions the flow's source partitions are split into
@@ -65,11 +65,7 @@ type bucket struct {
 func (bk *bucket) states() []*partState {
 	bk.mu.Lock()
 	defer bk.mu.Unlock()
-	out := make([]*partState, 0, len(bk.parts))
-	for _, ps := range bk.parts {
-		out = append(out, ps)
-	}
-	return out
+	return slices.Collect(maps.Values(bk.parts))
 }
 
 // isDirty says whether a partition of the bucket has map segments or offset syncs to commit.
@@ -251,12 +247,7 @@ func assignBuckets(used []int, prev map[int]int, members int) map[int]int {
 //	value: version INT16 = 2, buckets INT32
 const schemeKind = 2
 
-func schemeKey(group string) []byte {
-	b := binary.BigEndian.AppendUint16(make([]byte, 0, 5+len(group)), identityVersion)
-	b = append(b, schemeKind)
-	b = binary.BigEndian.AppendUint16(b, uint16(len(group)))
-	return append(b, group...)
-}
+func schemeKey(group string) []byte { return kindKey(schemeKind, group) }
 
 func schemeValue(buckets int) []byte {
 	b := binary.BigEndian.AppendUint16(make([]byte, 0, 6), identityVersion)
@@ -266,15 +257,11 @@ func schemeValue(buckets int) []byte {
 var errSchemeRecord = errors.New("not a kmirror fencing scheme record")
 
 func decodeSchemeRecord(key, value []byte) (string, int, error) {
-	if len(key) < 5 || binary.BigEndian.Uint16(key) != identityVersion || key[2] != schemeKind ||
-		len(value) < 6 || binary.BigEndian.Uint16(value) != identityVersion {
+	group, _, ok := decodeKindKey(key, schemeKind)
+	if !ok || len(value) < 6 || binary.BigEndian.Uint16(value) != identityVersion {
 		return "", 0, errSchemeRecord
 	}
-	n := int(binary.BigEndian.Uint16(key[3:]))
-	if len(key) < 5+n {
-		return "", 0, errSchemeRecord
-	}
-	return string(key[5 : 5+n]), int(binary.BigEndian.Uint32(value[2:])), nil
+	return group, int(binary.BigEndian.Uint32(value[2:])), nil
 }
 
 // fenceScheme fences the transactional ids of the scheme the offset map was last written
@@ -317,27 +304,14 @@ func (e *Engine) fenceScheme(ctx context.Context, scheme int, persisted persiste
 		e.log.Info("the offset map was written under another fencing scheme: fencing its transactional ids first",
 			"cluster", e.cfg.TargetAlias, "map_topic", e.cfg.MapTopic, "earlier_buckets", scheme, "buckets", e.cfg.Buckets, "ids", len(ids))
 	}
-	var (
-		mu   sync.Mutex
-		errs []error
-		eg   errgroup.Group
-	)
-	eg.SetLimit(fenceParallel)
-	for _, id := range ids {
-		eg.Go(func() error {
-			cl, err := e.txn.initID(ctx, id, "the earlier fencing scheme")
-			if err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-				return nil
-			}
+	err := fenceEach(ids, func(id string) error {
+		cl, err := e.txn.initID(ctx, id, "the earlier fencing scheme")
+		if err == nil {
 			cl.Close()
-			return nil
-		})
-	}
-	_ = eg.Wait()
-	if err := errors.Join(errs...); err != nil {
+		}
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	rec := &kgo.Record{Topic: e.cfg.MapTopic, Partition: 0, Key: schemeKey(e.cfg.GroupID), Value: schemeValue(e.cfg.Buckets)}

@@ -116,13 +116,7 @@ func TestMirrorBuckets(t *testing.T) {
 	close(stopLoad)
 	<-loadDone
 	total := next.Load()
-	waitMirrored(t, p, topic, parts)
-	last := engines[2]
-	for part := int32(0); part < parts; part++ {
-		sameRecords(t, p, topic, part)
-		mapComplete(t, last, topic, part, total)
-		checkMap(t, p, last, topic, part, total)
-	}
+	mirroredExactly(t, p, engines[2], topic, parts, total)
 	if err := stops[2](); err != nil {
 		t.Fatalf("Run 3: %v", err)
 	}
@@ -259,9 +253,10 @@ func TestMirrorFencesFrozenCommit(t *testing.T) {
 	group := a.Config().GroupID
 	memberA := onlyMember(t, adm, group)
 
+	wake := starveHeartbeats(t, p, memberA)
 	release := make(chan struct{})
 	var releaseOnce sync.Once
-	thaw := func() { releaseOnce.Do(func() { close(release) }) }
+	thaw := func() { releaseOnce.Do(func() { close(release); wake() }) }
 	t.Cleanup(thaw)
 	frozen := make(chan struct{})
 	var armed atomic.Bool
@@ -272,27 +267,9 @@ func TestMirrorFencesFrozenCommit(t *testing.T) {
 			<-release
 		}
 	})
-	p.src.ControlKey(int16(kmsg.Heartbeat), func(kr kmsg.Request) (kmsg.Response, error, bool) {
-		p.src.KeepControl()
-		if kr.(*kmsg.HeartbeatRequest).MemberID == memberA {
-			p.src.SleepControl(func() { <-release })
-		}
-		return nil, nil, false
-	})
 	produce(t, p.src, topic, parts, 100, 100)
 	<-frozen
-	waitFor(t, "the group to expire A's session", func() bool {
-		described, err := adm.DescribeGroups(context.Background(), group)
-		if err != nil {
-			return false
-		}
-		for _, m := range described[group].Members {
-			if m.MemberID == memberA {
-				return false
-			}
-		}
-		return true
-	})
+	waitExpired(t, adm, group, memberA)
 	b, stopB := start(t, p, cfg)
 	waitFor(t, "B to own every partition", func() bool { return count(b.Owned()) == parts })
 	produce(t, p.src, topic, parts, 200, 100)
@@ -302,12 +279,7 @@ func TestMirrorFencesFrozenCommit(t *testing.T) {
 	if err := stopA(); err != nil {
 		t.Logf("Run A: %v", err)
 	}
-	waitMirrored(t, p, topic, parts)
-	for part := int32(0); part < parts; part++ {
-		sameRecords(t, p, topic, part)
-		mapComplete(t, b, topic, part, 300)
-		checkMap(t, p, b, topic, part, 300)
-	}
+	mirroredExactly(t, p, b, topic, parts, 300)
 	if err := stopB(); err != nil {
 		t.Fatalf("Run B: %v", err)
 	}

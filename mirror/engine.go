@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -835,11 +837,7 @@ func (c *Config) mapRecords(ps *partState, d mapDirty) []*kgo.Record {
 func (e *Engine) owned() []*partState {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	states := make([]*partState, 0, len(e.parts))
-	for _, ps := range e.parts {
-		states = append(states, ps)
-	}
-	return states
+	return slices.Collect(maps.Values(e.parts))
 }
 
 // takeRevoked moves the revoked partitions from parts to the writers' revoking set: the poll

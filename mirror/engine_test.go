@@ -323,6 +323,18 @@ func checkMap(t *testing.T, p pair, e *mirror.Engine, topic string, partition in
 	}
 }
 
+// mirroredExactly waits until every partition of topic is mirrored, then checks that the
+// target holds each source record once and that e's map is complete to n and exact.
+func mirroredExactly(t *testing.T, p pair, e *mirror.Engine, topic string, parts int32, n int64) {
+	t.Helper()
+	waitMirrored(t, p, topic, parts)
+	for part := int32(0); part < parts; part++ {
+		sameRecords(t, p, topic, part)
+		mapComplete(t, e, topic, part, n)
+		checkMap(t, p, e, topic, part, n)
+	}
+}
+
 // mapComplete waits until the engine translates source offset n of the partition.
 func mapComplete(t *testing.T, e *mirror.Engine, topic string, partition int32, n int64) {
 	t.Helper()
@@ -343,12 +355,7 @@ func TestMirrorDataPath(t *testing.T) {
 	e, stop := start(t, p, testConfig(topic))
 	waitMirrored(t, p, topic, parts)
 	produce(t, p.src, topic, parts, 200, 50) // while running
-	waitMirrored(t, p, topic, parts)
-	for part := int32(0); part < parts; part++ {
-		sameRecords(t, p, topic, part)
-		mapComplete(t, e, topic, part, 250)
-		checkMap(t, p, e, topic, part, 250)
-	}
+	mirroredExactly(t, p, e, topic, parts, 250)
 	var metrics bytes.Buffer
 	e.WriteMetrics(&metrics)
 	if !strings.Contains(metrics.String(), "kmirror_records_total 750") {
@@ -471,12 +478,7 @@ func TestMirrorResumeAfterCrash(t *testing.T) {
 			cfg2 := testConfig(topic)
 			cfg2.Fencing = fencing
 			e2, stop2 := start(t, p, cfg2)
-			waitMirrored(t, p, topic, parts)
-			for part := int32(0); part < parts; part++ {
-				mapComplete(t, e2, topic, part, 400)
-				sameRecords(t, p, topic, part)
-				checkMap(t, p, e2, topic, part, 400)
-			}
+			mirroredExactly(t, p, e2, topic, parts, 400)
 			if err := stop2(); err != nil {
 				t.Fatalf("Run: %v", err)
 			}
@@ -506,12 +508,7 @@ func TestMirrorScaleOut(t *testing.T) {
 	}
 	waitFor(t, "engine 2 owns every partition", func() bool { return count(e2.Owned()) == parts })
 	produce(t, p.src, topic, parts, 200, 100)
-	waitMirrored(t, p, topic, parts)
-	for part := int32(0); part < parts; part++ {
-		sameRecords(t, p, topic, part)
-		mapComplete(t, e2, topic, part, 300)
-		checkMap(t, p, e2, topic, part, 300)
-	}
+	mirroredExactly(t, p, e2, topic, parts, 300)
 	if err := stop2(); err != nil {
 		t.Fatalf("Run 2: %v", err)
 	}

@@ -45,23 +45,12 @@ func TestMirrorFencesStaleOwner(t *testing.T) {
 			cfg.SessionTimeout = 1500 * time.Millisecond
 			a, stopA := start(t, p, cfg)
 			waitMirrored(t, p, topic, parts)
-			ctx := context.Background()
 			adm := kadm.NewClient(testkit.Client(t, p.src))
 			group := a.Config().GroupID
 			memberA := onlyMember(t, adm, group)
 
-			// Starve A's heartbeats: the coordinator hears nothing from A until release.
-			release := make(chan struct{})
-			var releaseOnce sync.Once
-			wake := func() { releaseOnce.Do(func() { close(release) }) }
-			t.Cleanup(wake)
-			p.src.ControlKey(int16(kmsg.Heartbeat), func(kr kmsg.Request) (kmsg.Response, error, bool) {
-				p.src.KeepControl()
-				if kr.(*kmsg.HeartbeatRequest).MemberID == memberA {
-					p.src.SleepControl(func() { <-release })
-				}
-				return nil, nil, false
-			})
+			// Starve A's heartbeats: the coordinator hears nothing from A until wake.
+			wake := starveHeartbeats(t, p, memberA)
 
 			// Records keep arriving on the source all along; A keeps mirroring them.
 			var next atomic.Int64
@@ -81,18 +70,7 @@ func TestMirrorFencesStaleOwner(t *testing.T) {
 				}
 			}()
 
-			waitFor(t, "the group to expire A's session", func() bool {
-				described, err := adm.DescribeGroups(ctx, group)
-				if err != nil {
-					return false
-				}
-				for _, m := range described[group].Members {
-					if m.MemberID == memberA {
-						return false
-					}
-				}
-				return true
-			})
+			waitExpired(t, adm, group, memberA)
 			b, stopB := start(t, p, cfg)
 			waitFor(t, "B to own every partition", func() bool { return count(b.Owned()) == parts })
 			// Both A and B now read the source and write the target; let B mirror a while.
@@ -132,6 +110,41 @@ func TestMirrorFencesStaleOwner(t *testing.T) {
 			}
 		})
 	}
+}
+
+// starveHeartbeats holds every heartbeat of member on the source coordinator, unanswered,
+// until the returned wake is called (also at the test's end): the member's session expires
+// while its fetches and its target connection go on, as in a long pause.
+func starveHeartbeats(t *testing.T, p pair, member string) (wake func()) {
+	release := make(chan struct{})
+	var once sync.Once
+	wake = func() { once.Do(func() { close(release) }) }
+	t.Cleanup(wake)
+	p.src.ControlKey(int16(kmsg.Heartbeat), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		p.src.KeepControl()
+		if kr.(*kmsg.HeartbeatRequest).MemberID == member {
+			p.src.SleepControl(func() { <-release })
+		}
+		return nil, nil, false
+	})
+	return wake
+}
+
+// waitExpired waits until group no longer lists member.
+func waitExpired(t *testing.T, adm *kadm.Client, group, member string) {
+	t.Helper()
+	waitFor(t, "the group to expire the session of "+member, func() bool {
+		described, err := adm.DescribeGroups(context.Background(), group)
+		if err != nil {
+			return false
+		}
+		for _, m := range described[group].Members {
+			if m.MemberID == member {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // onlyMember returns the member id of the group's single member.

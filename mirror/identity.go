@@ -84,11 +84,27 @@ const (
 	identityKind    = 1
 )
 
-func identityKey(topic string) []byte {
-	b := binary.BigEndian.AppendUint16(make([]byte, 0, 5+len(topic)), identityVersion)
-	b = append(b, identityKind)
-	b = binary.BigEndian.AppendUint16(b, uint16(len(topic)))
-	return append(b, topic...)
+func identityKey(topic string) []byte { return kindKey(identityKind, topic) }
+
+// kindKey is the key of a version-2 map topic record of kind (identity, scheme, history):
+// version INT16 = 2, kind INT8, name STRING.
+func kindKey(kind byte, name string) []byte {
+	b := binary.BigEndian.AppendUint16(make([]byte, 0, 9+len(name)), identityVersion)
+	b = append(b, kind)
+	b = binary.BigEndian.AppendUint16(b, uint16(len(name)))
+	return append(b, name...)
+}
+
+// decodeKindKey parses a kindKey of kind: its name and the bytes after it.
+func decodeKindKey(key []byte, kind byte) (name string, rest []byte, ok bool) {
+	if len(key) < 5 || binary.BigEndian.Uint16(key) != identityVersion || key[2] != kind {
+		return "", nil, false
+	}
+	n := int(binary.BigEndian.Uint16(key[3:]))
+	if len(key) < 5+n {
+		return "", nil, false
+	}
+	return string(key[5 : 5+n]), key[5+n:], true
 }
 
 func identityValue(ids topicIDs) []byte {
@@ -100,18 +116,14 @@ func identityValue(ids topicIDs) []byte {
 var errIdentityRecord = errors.New("not a kmirror identity record")
 
 func decodeIdentityRecord(key, value []byte) (string, topicIDs, error) {
-	if len(key) < 5 || binary.BigEndian.Uint16(key) != identityVersion || key[2] != identityKind ||
-		len(value) < 34 || binary.BigEndian.Uint16(value) != identityVersion {
-		return "", topicIDs{}, errIdentityRecord
-	}
-	n := int(binary.BigEndian.Uint16(key[3:]))
-	if len(key) < 5+n {
+	topic, _, ok := decodeKindKey(key, identityKind)
+	if !ok || len(value) < 34 || binary.BigEndian.Uint16(value) != identityVersion {
 		return "", topicIDs{}, errIdentityRecord
 	}
 	var ids topicIDs
 	copy(ids.src[:], value[2:18])
 	copy(ids.dst[:], value[18:34])
-	return string(key[5 : 5+n]), ids, nil
+	return topic, ids, nil
 }
 
 func idString(id [16]byte) string {

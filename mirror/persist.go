@@ -42,11 +42,7 @@ const DefaultMapWindow = 2048
 const historyKind = 3
 
 func historyKey(t tp) []byte {
-	b := binary.BigEndian.AppendUint16(make([]byte, 0, 9+len(t.topic)), identityVersion)
-	b = append(b, historyKind)
-	b = binary.BigEndian.AppendUint16(b, uint16(len(t.topic)))
-	b = append(b, t.topic...)
-	return binary.BigEndian.AppendUint32(b, uint32(t.partition))
+	return binary.BigEndian.AppendUint32(kindKey(historyKind, t.topic), uint32(t.partition))
 }
 
 func historyValue(exactFrom, sourceFrom int64) []byte {
@@ -58,15 +54,11 @@ func historyValue(exactFrom, sourceFrom int64) []byte {
 var errHistoryRecord = errors.New("not a kmirror history record")
 
 func decodeHistoryRecord(key, value []byte) (t tp, exactFrom, sourceFrom int64, err error) {
-	if len(key) < 5 || binary.BigEndian.Uint16(key) != identityVersion || key[2] != historyKind ||
-		len(value) < 18 || binary.BigEndian.Uint16(value) != identityVersion {
+	topic, rest, ok := decodeKindKey(key, historyKind)
+	if !ok || len(rest) < 4 || len(value) < 18 || binary.BigEndian.Uint16(value) != identityVersion {
 		return tp{}, 0, 0, errHistoryRecord
 	}
-	n := int(binary.BigEndian.Uint16(key[3:]))
-	if len(key) < 5+n+4 {
-		return tp{}, 0, 0, errHistoryRecord
-	}
-	t = tp{topic: string(key[5 : 5+n]), partition: int32(binary.BigEndian.Uint32(key[5+n:]))}
+	t = tp{topic: topic, partition: int32(binary.BigEndian.Uint32(rest))}
 	return t, int64(binary.BigEndian.Uint64(value[2:])), int64(binary.BigEndian.Uint64(value[10:])), nil
 }
 

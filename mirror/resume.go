@@ -381,34 +381,48 @@ func (e *Engine) fenceAll(ctx context.Context, assigned []tp) (writers map[int]*
 			need = append(need, k)
 		}
 	}
-	var (
-		mu   sync.Mutex
-		errs []error
-		eg   errgroup.Group
-	)
-	eg.SetLimit(fenceParallel)
-	for _, k := range need {
-		eg.Go(func() error {
-			w, err := e.txn.open(ctx, k)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, err) // every bucket's reason, not only the first
-				return nil
-			}
-			writers[k] = w
-			opened = append(opened, w)
-			return nil
-		})
-	}
-	_ = eg.Wait() // the errors are in errs
-	if err := errors.Join(errs...); err != nil {
+	var mu sync.Mutex
+	err = fenceEach(need, func(k int) error {
+		w, err := e.txn.open(ctx, k)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		writers[k] = w
+		opened = append(opened, w)
+		return nil
+	})
+	if err != nil {
 		for _, w := range opened {
 			w.close()
 		}
 		return nil, nil, err
 	}
 	return writers, opened, nil
+}
+
+// fenceEach calls fence for every item, fenceParallel at a time, and returns every failure
+// joined (each bucket's or id's reason, not only the first).
+func fenceEach[T any](items []T, fence func(T) error) error {
+	var (
+		mu   sync.Mutex
+		errs []error
+		eg   errgroup.Group
+	)
+	eg.SetLimit(fenceParallel)
+	for _, it := range items {
+		eg.Go(func() error {
+			if err := fence(it); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+			return nil
+		})
+	}
+	_ = eg.Wait()
+	return errors.Join(errs...)
 }
 
 // alignTail maps target records [dstFrom, dstEnd) of ps's target partition onto the source
