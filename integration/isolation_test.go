@@ -287,11 +287,19 @@ func isoFreezeOpen(ctx context.Context, t *testing.T, mir *isoMirror, dst cluste
 	if pid == 0 {
 		t.Fatalf("%s is not running", mir.name)
 	}
-	bedWaitFor(ctx, t, 100*time.Millisecond, mir.name+" frozen with a transaction open on the target", func() string {
+	freezeOpen(ctx, t, mir.name, pid, dst, topic)
+}
+
+// freezeOpen freezes the mirror process pid (SIGSTOP) at a moment its target dst holds one
+// of its transactions open over topic with records in it (isoOpenTxn): it freezes, looks, and
+// thaws to try again until it finds one. It returns with the process frozen.
+func freezeOpen(ctx context.Context, t *testing.T, name string, pid int, dst cluster.Cluster, topic string) {
+	t.Helper()
+	bedWaitFor(ctx, t, 100*time.Millisecond, name+" frozen with a transaction open on the target", func() string {
 		if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-			t.Fatalf("freeze %s (pid %d): %v", mir.name, pid, err)
+			t.Fatalf("freeze %s (pid %d): %v", name, pid, err)
 		}
-		bedWaitFor(ctx, t, 5*time.Millisecond, mir.name+" to stop (SIGSTOP)", func() string {
+		bedWaitFor(ctx, t, 5*time.Millisecond, name+" to stop (SIGSTOP)", func() string {
 			if st := vfProcState(pid); st != 'T' && st != 0 {
 				return fmt.Sprintf("state %q", st)
 			}
@@ -300,7 +308,7 @@ func isoFreezeOpen(ctx context.Context, t *testing.T, mir *isoMirror, dst cluste
 		open := isoOpenTxn(ctx, t, dst, topic)
 		if open != "" {
 			if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
-				t.Fatalf("thaw %s (pid %d): %v", mir.name, pid, err)
+				t.Fatalf("thaw %s (pid %d): %v", name, pid, err)
 			}
 		}
 		return open

@@ -69,9 +69,14 @@ func bedAdmin(t testing.TB, c cluster.Cluster) *kadm.Client {
 // min(brokers, 3), and optional topic configs.
 func bedCreateTopic(t testing.TB, c cluster.Cluster, topic string, partitions int32, configs map[string]*string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	// A broker creates thousands of partitions in minutes (2.3.0 writes each to ZooKeeper):
+	// the bound and the broker's own timeout grow with them.
+	wait := time.Minute + time.Duration(partitions)*30*time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	resp, err := bedAdmin(t, c).CreateTopic(ctx, partitions, int16(min(c.Brokers(), 3)), configs, topic)
+	adm := bedAdmin(t, c)
+	adm.SetTimeoutMillis(int32(wait.Milliseconds()))
+	resp, err := adm.CreateTopic(ctx, partitions, int16(min(c.Brokers(), 3)), configs, topic)
 	if err == nil {
 		err = resp.Err
 	}

@@ -20,15 +20,15 @@ import (
 	"github.com/kmigrate/kmigrate/internal/peakrss"
 )
 
-// TestMirrorGrowth is how kmirror's cost grows: peak RSS (the process's own VmHWM, sampled
-// by internal/peakrss) and throughput at 6, 100 and 1,000 partitions, the same number of
-// records in every run, Kafka 2.3.0 -> 3.7.1, one broker each. Beside kmirror (its default,
-// fenced mode, and without the fence: B.exactly.once.source.support=disabled) the bare
-// franz-go consume-to-produce loop of TestMirrorBench (TestMirrorBareHelper) copies the same
-// topic in the same run, so each size has a peer. Every contender writes to a
-// target topic created beforehand with the source's partition count; a read_committed counter
-// in this process times the first and the last copied record. It runs only with
-// KMIGRATE_BENCH=1 (scripts/bench-growth.sh):
+// TestMirrorGrowth is how kmirror's cost grows: peak RSS (the process's own VmHWM, sampled by
+// internal/peakrss) and throughput at 6, 100 and 1,000 partitions, the same number of records
+// in every run, Kafka 2.3.0 -> 3.7.1, one broker each (full JIT, 2 GiB heap). Beside kmirror
+// (its default, fenced mode, and without the fence: B.exactly.once.source.support=disabled) the
+// bare franz-go consume-to-produce loop of TestMirrorBench (TestMirrorBareHelper) copies the
+// same topic in the same run, so each size has a peer. Every contender writes to a target topic
+// created beforehand with the source's partition count; a read_committed counter in this
+// process times the first and the last copied record. It runs only with KMIGRATE_BENCH=1
+// (scripts/bench-growth.sh):
 //
 //	KMIGRATE_GROWTH_PARTITIONS      comma-separated partition counts (default 6,100,1000)
 //	KMIGRATE_GROWTH_MIRROR_RECORDS  records per run, 200-byte values (default 300000)
@@ -39,8 +39,11 @@ func TestMirrorGrowth(t *testing.T) {
 	}
 	sizes := growthInts(t, "KMIGRATE_GROWTH_PARTITIONS", []int{6, 100, 1000})
 	n := growthInts(t, "KMIGRATE_GROWTH_MIRROR_RECORDS", []int{300000})[0]
-	src := cluster.StartT(t, cluster.Spec{Version: cluster.V230, Name: "growth-src"})
-	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "growth-dst"})
+	// Full JIT and a 2 GiB heap: the test defaults (C1 only, 384 MiB) run out of heap with
+	// thousands of partitions on a broker.
+	flags := []string{"-XX:TieredStopAtLevel=4", "-Xmx2g"}
+	src := cluster.StartT(t, cluster.Spec{Version: cluster.V230, Name: "growth-src", JVMFlags: flags})
+	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "growth-dst", JVMFlags: flags})
 	ctx := bedCtx(t, 60*time.Minute)
 	bin := filepath.Join(bedBuild(t, "kmirror"), "kmirror")
 	var b strings.Builder
@@ -146,6 +149,8 @@ func gmRun(ctx context.Context, t *testing.T, dst cluster.Cluster, target string
 	end := time.Now()
 	rss := watch.Stop()
 	p.stop()
+	cancel()
+	bpDelete(ctx, t, bedAdmin(t, dst), target) // the target broker holds one copy at a time
 	f, _ := first.Load().(time.Time)
 	return gmResult{wall: end.Sub(began), steady: end.Sub(f), rssKiB: rss}
 }

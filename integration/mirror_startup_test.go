@@ -44,8 +44,10 @@ func TestMirrorStartupBench(t *testing.T) {
 	runs := envInt(t, "KMIGRATE_STARTUP_RUNS", 5)
 	freshParts := int32(envInt(t, "KMIGRATE_STARTUP_FRESH_PARTITIONS", 6))
 	resumedParts := int32(envInt(t, "KMIGRATE_STARTUP_PARTITIONS", 1000))
-	src := cluster.StartT(t, cluster.Spec{Version: "2.3.0", Name: "startup-src"})
-	dst := cluster.StartT(t, cluster.Spec{Version: "3.7.1", Name: "startup-dst"})
+	// A 2 GiB heap: the test default (384 MiB) runs out with thousands of partitions a broker.
+	flags := []string{"-Xmx2g"}
+	src := cluster.StartT(t, cluster.Spec{Version: "2.3.0", Name: "startup-src", JVMFlags: flags})
+	dst := cluster.StartT(t, cluster.Spec{Version: "3.7.1", Name: "startup-dst", JVMFlags: flags})
 	if t.Failed() || t.Skipped() {
 		return
 	}

@@ -80,6 +80,7 @@ func mirSuite(t *testing.T, srcV, dstV string) {
 	t.Run("kill9", func(t *testing.T) { mirKill9(t, src, dst, bin) })
 	t.Run("shared", func(t *testing.T) { mirShared(t, src, dst, bin) })
 	t.Run("stale-owner", func(t *testing.T) { mirStaleOwner(t, src, dst, bin) })
+	t.Run("bucket-count", func(t *testing.T) { mirBucketCount(t, src, dst, bin) })
 	t.Run("seed", func(t *testing.T) { mirSeed(t, src, dst, mirBinary(bin)) })
 }
 
@@ -903,6 +904,9 @@ func mirKill9(t *testing.T, src, dst cluster.Cluster, bin string) {
 			}
 			return ""
 		})
+		// Killed frozen with records in an open transaction: the next owner must abort them and
+		// mirror them again (a kill right after a commit would leave nothing to resume).
+		freezeOpen(ctx, t, fmt.Sprintf("kmirror-kill%d", kill), p.cmd.Process.Pid, dst, topic)
 		p.kill()
 		<-p.exited
 		t.Logf("kill -9 #%d: target log ends at %d offsets (aborted records and markers included), source %d produced", kill, sumEnds(ctx, t, dst, topic), produced.Load())
@@ -919,11 +923,12 @@ func mirKill9(t *testing.T, src, dst cluster.Cluster, bin string) {
 	// The kills must have left records produced but not committed, aborted and mirrored again
 	// at resume (or, without transactions, found again by the tail check).
 	tails := 0
-	for _, p := range procs[1:] {
-		tails += p.logCount(`msg="target tail reconciled"`) + p.logCount(`msg="an earlier owner's uncommitted records were aborted`)
-	}
-	if tails == 0 {
-		t.Errorf("no restart reconciled a target tail: the kills did not test resume")
+	for i, p := range procs[1:] {
+		n := p.logCount(`msg="target tail reconciled"`) + p.logCount(`msg="an earlier owner's uncommitted records were aborted`)
+		if n == 0 {
+			t.Errorf("the run after kill -9 #%d reconciled no target tail, although the kill left a transaction open", i+1)
+		}
+		tails += n
 	}
 	t.Logf("kill -9: %d partition resumes reconciled an unpersisted target tail", tails)
 	for part := int32(0); part < parts; part++ {
@@ -982,28 +987,108 @@ func mirStaleOwner(t *testing.T, src, dst cluster.Cluster, bin string) {
 	defer cancel()
 	waitProduced, produced := mirProducer(ctx, t, src, topic, parts, 150000, 30*time.Second)
 	p1 := mirStart(t, bin, props, "S4->T4", "kmirror-stale")
-	bedWaitFor(ctx, t, 200*time.Millisecond, "p1 to own every partition and mirror", func() string {
-		if n, got := p1.owned(), sumEnds(ctx, t, dst, topic); n != parts || got < 5000 {
-			return fmt.Sprintf("p1 owns %d of %d, target log at %d offsets", n, parts, got)
-		}
-		return ""
-	})
+	mirOwnsAll(ctx, t, p1, dst, topic, parts)
 	stoppedAt := produced.Load()
 	p2 := mirStaleTakeover(ctx, t, p1, parts, func() *mirProc { return mirStart(t, bin, props, "S4->T4", "kmirror-new-owner") })
 	t.Logf("stale-owner: p1 stopped at %d records produced, woken after p2 took over at %d", stoppedAt, produced.Load())
 	waitProduced()
-	want := sumEnds(ctx, t, src, topic)
-	bedWaitFor(ctx, t, 500*time.Millisecond, "everything to be mirrored", func() string { return mirBehind(ctx, t, dst, topic, want) })
+	want := mirAllCopied(ctx, t, src, dst, topic)
 	fenced := p1.logCount(`msg="partition fenced`)
 	p1.term(t)
 	p2.term(t)
+	t.Logf("stale-owner: p1 logged %d fenced partitions", fenced)
+	mirEachOnce(ctx, t, src, dst, topic, parts, want)
+}
+
+// mirOwnsAll waits until p owns every partition of topic and has written 5,000 offsets of it.
+func mirOwnsAll(ctx context.Context, t *testing.T, p *mirProc, dst cluster.Cluster, topic string, parts int) {
+	t.Helper()
+	bedWaitFor(ctx, t, 200*time.Millisecond, "the first process to own every partition and mirror", func() string {
+		if n, got := p.owned(), sumEnds(ctx, t, dst, topic); n != parts || got < 5000 {
+			return fmt.Sprintf("owns %d of %d, target log at %d offsets", n, parts, got)
+		}
+		return ""
+	})
+}
+
+// mirAllCopied waits until the target holds every record of the source topic and returns how
+// many offsets the source has.
+func mirAllCopied(ctx context.Context, t *testing.T, src, dst cluster.Cluster, topic string) int64 {
+	t.Helper()
+	want := sumEnds(ctx, t, src, topic)
+	bedWaitFor(ctx, t, 500*time.Millisecond, "everything to be mirrored", func() string { return mirBehind(ctx, t, dst, topic, want) })
+	return want
+}
+
+// mirEachOnce checks that the target holds want committed records and each partition every
+// source record once, in order.
+func mirEachOnce(ctx context.Context, t *testing.T, src, dst cluster.Cluster, topic string, parts int, want int64) {
+	t.Helper()
 	if got := sumRecords(ctx, t, dst, topic); got != want {
 		t.Errorf("target has %d committed records, source %d", got, want)
 	}
-	t.Logf("stale-owner: p1 logged %d fenced partitions", fenced)
-	for part := int32(0); part < parts; part++ {
+	for part := int32(0); part < int32(parts); part++ {
 		mirClean(t, topic, part, mirAlign(ctx, t, src, dst, topic, part))
 	}
+}
+
+// mirBucketCount changes the flow's bucket count under a stale owner: p1 (the default 16
+// buckets) is frozen mid-flow, with a transaction open, until the group expires it; p2 starts
+// with --fence-buckets 4, finds the map written under 16 buckets and fences their
+// transactional ids before it reads the target. When p1 thaws, its open transactions are
+// refused, and the group refuses p1 itself (another bucket count): it stops with an error that
+// says so. The target ends with every source record once.
+func mirBucketCount(t *testing.T, src, dst cluster.Cluster, bin string) {
+	const parts = 6
+	topic := bedUnique("mir-buckets")
+	bedCreateTopic(t, src, topic, parts, nil)
+	props := mirProps(t, src, dst, "S5", "T5", topic)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	waitProduced, _ := mirProducer(ctx, t, src, topic, parts, 100000, 20*time.Second)
+	p1 := mirStart(t, bin, props, "S5->T5", "kmirror-16")
+	mirOwnsAll(ctx, t, p1, dst, topic, parts)
+	// p1 freezes with a transaction open; only once the group has expired it does p2 start (a
+	// process of another count is refused while a member of the old one is in the group).
+	freezeOpen(ctx, t, "kmirror-16", p1.cmd.Process.Pid, dst, topic)
+	adm := bedAdmin(t, src)
+	bedWaitFor(ctx, t, 200*time.Millisecond, "the group to expire the frozen p1", func() string {
+		d, err := adm.DescribeGroups(ctx, "kmirror-S5-T5")
+		if err != nil {
+			return err.Error()
+		}
+		if n := len(d["kmirror-S5-T5"].Members); n > 0 {
+			return fmt.Sprintf("%d members", n)
+		}
+		return ""
+	})
+	p2 := mirLaunch(t, "kmirror-4", "", func(addr, level string) []string {
+		return []string{bin, "run", "--config", props, "--flow", "S5->T5", "--fence-buckets", "4", "--metrics-addr", addr, "--log-level", level}
+	})
+	bedWaitFor(ctx, t, 200*time.Millisecond, "p2 to own every partition", func() string {
+		if n := p2.owned(); n != parts {
+			return fmt.Sprintf("p2 owns %d of %d", n, parts)
+		}
+		return ""
+	})
+	if err := p1.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p1.exited:
+	case <-ctx.Done():
+		t.Fatalf("p1 (16 buckets) still runs after the group went to p2 (4 buckets)")
+	}
+	if p1.logCount("refused this process") == 0 || p1.logCount("16 buckets") == 0 {
+		t.Errorf("p1 stopped without saying the group refused its bucket count; its log: %s", p1.log)
+	}
+	if p2.logCount("the offset map was written under another fencing scheme") == 0 {
+		t.Errorf("p2 did not fence the 16 buckets' transactional ids; its log: %s", p2.log)
+	}
+	waitProduced()
+	want := mirAllCopied(ctx, t, src, dst, topic)
+	p2.term(t)
+	mirEachOnce(ctx, t, src, dst, topic, parts, want)
 }
 
 // TestMirrorBench compares, on the same brokers (2.3.0 -> 3.7.1) and the same data, the time
