@@ -20,7 +20,7 @@ import (
 // many partitions it mirrors. The source group's balancer (bucketBalancer) assigns whole
 // buckets: every partition of a bucket goes to the bucket's one owner. The next owner of a
 // bucket initialises its transactional id, which fences the previous owner's writes to every
-// partition of the bucket at once (docs/design.md, "Fencing by bucket").
+// partition of the bucket at once (docs/design.md, "kmirror's transactional writes").
 
 // DefaultBuckets is Config.Buckets' default: enough buckets to share a flow between up to 16
 // processes, few enough that a process holds no more than 16 producers.
