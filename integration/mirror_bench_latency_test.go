@@ -119,13 +119,15 @@ type latArrival struct {
 	at   time.Time
 }
 
-// latConsume reads target from its start and records, per record that carries the header,
-// arrival minus send time, until it has want records (want is read once production ended:
-// until then it is negative) or until ctx ends.
+// latConsume reads target from its start with read_committed, as kmirror's target consumers
+// must (a record arrives when it is visible to them: for kmirror, once its transaction
+// committed), and records, per record that carries the header, arrival minus send time, until
+// it has want records (want is read once production ended: until then it is negative) or until
+// ctx ends.
 func latConsume(ctx context.Context, t *testing.T, c cluster.Cluster, target string, want func() int) []latArrival {
 	t.Helper()
 	cl := bedClient(t, c.Bootstrap(), kgo.ConsumeTopics(target), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(100*time.Millisecond))
+		kgo.FetchMaxWait(100*time.Millisecond), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	var lat []latArrival
 	for {
 		if w := want(); w >= 0 && len(lat) >= w {

@@ -3,8 +3,9 @@
 # 2.3.0 -> 3.7.1 (one broker each, JVM processes). It measures the bare franz-go loop's steady
 # throughput first, then for kmirror, MirrorMaker 2 3.7.1 defaults and tuned in turn: records
 # at half that rate, each stamped with its send time (header x-source-timestamp, Unix ms), and
-# a consumer on the target that takes arrival minus send time; then the same at a fifth of that
-# rate for half as long. Prints p50, p99 and max per contender, kmirror's own
+# a read_committed consumer on the target (a kmirror record arrives once its transaction
+# committed) that takes arrival minus send time; then the same at a fifth of that rate for
+# half as long. Prints p50, p99 and max per contender, kmirror's own
 # kmirror_replication_latency_seconds p99 over the same records, the source's own send-to-ack
 # time and, per record, arrival minus the source's ack (the mirror's share), and the ratios
 # against the goals; writes the Markdown to reports/bench-latency.md.
