@@ -29,19 +29,12 @@
 //   - The produce results give the target offset of every record: the engine keeps an exact
 //     offsetmap.PartitionMap per partition and persists it on the target, in Config.MapTopic
 //     (records: docs/design.md, "kmirror's offset map topic"), within a window of segments.
-//   - Fencing (Config.Fencing, default transactions): the flow's partitions fall into
-//     Config.Buckets buckets (default 16; bucketOf: from a place the topic name decides,
-//     consecutive partitions in consecutive buckets). Each bucket writes through one
-//     transactional producer ("<group>-bucket-<b>-of-<n>"); its partitions' records, map
-//     segments and offset syncs commit together every PersistInterval. A new owner of the
-//     bucket initialises the same id first, so the broker refuses everything a stale owner
-//     still sends to any partition of it (docs/design.md, "kmirror's transactional writes").
-//     A process holds one producer per bucket it owns, however many partitions. Consumers of
-//     the target must read with isolation.level=read_committed.
-//   - A change of scheme (another bucket count, or a map written with kmirror's earlier one
-//     transactional id per partition, "<group>-<topic>-<partition>") is found in the map
-//     topic's scheme record at the first resume: the old scheme's ids are initialised (fenced)
-//     before the target is read, then the new scheme is recorded.
+//   - Fencing (Config.Fencing, default transactions): each of Config.Buckets buckets of
+//     partitions (bucketOf) writes through one transactional producer; its records, map
+//     segments and offset syncs commit together every PersistInterval. A bucket's new owner
+//     initialises its id first, so the broker refuses all a stale owner still sends; a change
+//     of bucket count fences the old ids at the first resume (docs/design.md, "kmirror's
+//     transactional writes"). Target consumers must read with read_committed.
 //   - After kill -9, a restart or a move to another process, the new owner loads the map,
 //     aligns the target's committed tail with the source record by record (fingerprints) and
 //     resumes at the next source offset: never a gap, never a duplicate.
@@ -57,9 +50,8 @@
 //     refresh.topics.interval.seconds and configs synced again; a source topic that gains
 //     partitions is followed. max.message.bytes and partition counts are read from every
 //     target broker and used only where they agree.
-//   - MM2's heartbeats (Config.EmitHeartbeats, heartbeat.go) go to "heartbeats" on the target
-//     only, from a producer of their own; a failure or a denied topic is a warning, never a
-//     stop.
+//   - MM2's heartbeats (Config.EmitHeartbeats) go to "heartbeats" on the target only, from a
+//     producer of their own; a failure or a denied topic is a warning, never a stop.
 //   - Before it writes anything, Run asks both clusters, with requests that change nothing,
 //     whether the principal may do what it will do (access.go); a denied operation is an
 //     error naming the cluster, the operation and the resource.
@@ -94,9 +86,7 @@
 //     for all its partitions' records: one slow target partition slows its bucket's commits.
 //   - With fencing none (<target>.exactly.once.source.support=disabled), one writer per
 //     partition holds only while group membership tells the truth, and a next owner that reads
-//     the tail while records are still above the target's high watermark can write them again
-//     (WARN "fencing none: ..." at start). TestUnreplicatedTail shows 0 missing and 0
-//     duplicated with either mode when kmirror is killed over such records.
+//     the tail while records are above the target's high watermark can write them again.
 //   - With transactions a commit of an active partition ends a segment. The map keeps each
 //     partition's last Config.MapWindow segments (default 2,048: about 34 minutes of commits
 //     a second), in memory and in the map topic (tombstones and a history record, persist.go);
@@ -107,7 +97,4 @@
 //     (MirrorClient.upstreamClusters) exists only when another flow writes it
 //     (docs/operations.md). A source group created after start is synced from the next
 //     refresh.groups interval, as in MM2.
-//
-// Tests: engine_test.go, metrics_test.go, health_test.go and heartbeat_test.go on two kfake
-// clusters; real brokers in integration/mirror_test.go and integration/mirror_safety_test.go.
 package mirror
