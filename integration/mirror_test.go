@@ -773,16 +773,22 @@ func mirStaleTakeover(ctx context.Context, t *testing.T, p *mirProc, parts int, 
 	q := start()
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	bedWaitFor(wctx, t, 200*time.Millisecond, "the new owner to take every partition over from the stopped one", func() string {
-		if n := q.owned(); n != parts {
-			return fmt.Sprintf("the new process owns %d of %d", n, pfParts)
-		}
-		return ""
-	})
+	mirTakesAll(wctx, t, q, parts)
 	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	return q
+}
+
+// mirTakesAll waits until the new process q owns all parts partitions.
+func mirTakesAll(ctx context.Context, t *testing.T, q *mirProc, parts int) {
+	t.Helper()
+	bedWaitFor(ctx, t, 200*time.Millisecond, "the new owner to take every partition over", func() string {
+		if n := q.owned(); n != parts {
+			return fmt.Sprintf("the new process owns %d of %d", n, parts)
+		}
+		return ""
+	})
 }
 
 // owned scrapes the process's metrics for the number of partitions it owns (-1: no answer).
@@ -1065,12 +1071,7 @@ func mirBucketCount(t *testing.T, src, dst cluster.Cluster, bin string) {
 	p2 := mirLaunch(t, "kmirror-4", "", func(addr, level string) []string {
 		return []string{bin, "run", "--config", props, "--flow", "S5->T5", "--fence-buckets", "4", "--metrics-addr", addr, "--log-level", level}
 	})
-	bedWaitFor(ctx, t, 200*time.Millisecond, "p2 to own every partition", func() string {
-		if n := p2.owned(); n != parts {
-			return fmt.Sprintf("p2 owns %d of %d", n, parts)
-		}
-		return ""
-	})
+	mirTakesAll(ctx, t, p2, parts)
 	if err := p1.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}

@@ -33,20 +33,7 @@ func TestMirrorBuckets(t *testing.T) {
 	cfg := testConfig(topic)
 	cfg.Buckets = buckets
 
-	var next atomic.Int64
-	stopLoad := make(chan struct{})
-	loadDone := make(chan struct{})
-	go func() {
-		defer close(loadDone)
-		for {
-			select {
-			case <-stopLoad:
-				return
-			case <-time.After(10 * time.Millisecond):
-			}
-			produce(t, p.src, topic, parts, int(next.Add(5))-5, 5)
-		}
-	}()
+	next, stopLoad := keepProducing(t, p, topic, parts, 0, 10*time.Millisecond, 5)
 
 	var engines []*mirror.Engine
 	var stops []func() error
@@ -113,8 +100,7 @@ func TestMirrorBuckets(t *testing.T) {
 		}
 	}
 	settled(engines[2:])
-	close(stopLoad)
-	<-loadDone
+	stopLoad()
 	total := next.Load()
 	mirroredExactly(t, p, engines[2], topic, parts, total)
 	if err := stops[2](); err != nil {

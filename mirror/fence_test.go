@@ -53,22 +53,7 @@ func TestMirrorFencesStaleOwner(t *testing.T) {
 			wake := starveHeartbeats(t, p, memberA)
 
 			// Records keep arriving on the source all along; A keeps mirroring them.
-			var next atomic.Int64
-			next.Store(100)
-			stopLoad := make(chan struct{})
-			loadDone := make(chan struct{})
-			go func() {
-				defer close(loadDone)
-				for {
-					select {
-					case <-stopLoad:
-						return
-					case <-time.After(20 * time.Millisecond):
-					}
-					n := int(next.Add(10)) - 10
-					produce(t, p.src, topic, parts, n, 10)
-				}
-			}()
+			next, stopLoad := keepProducing(t, p, topic, parts, 100, 20*time.Millisecond, 10)
 
 			waitExpired(t, adm, group, memberA)
 			b, stopB := start(t, p, cfg)
@@ -78,8 +63,7 @@ func TestMirrorFencesStaleOwner(t *testing.T) {
 			waitFor(t, "records produced after B took over", func() bool { return next.Load() >= afterB })
 			wake()
 			waitFor(t, "A to learn that it lost its partitions", func() bool { return count(a.Owned()) < parts })
-			close(stopLoad)
-			<-loadDone
+			stopLoad()
 			if err := stopA(); err != nil {
 				t.Fatalf("Run A: %v", err)
 			}
@@ -110,6 +94,28 @@ func TestMirrorFencesStaleOwner(t *testing.T) {
 			}
 		})
 	}
+}
+
+// keepProducing produces n records to each partition of topic every interval, the first
+// numbered from, until the returned stop is called (it returns once the last batch is in);
+// next is the number the next batch starts at, so every partition holds next records then.
+func keepProducing(t *testing.T, p pair, topic string, parts int32, from int64, every time.Duration, n int) (next *atomic.Int64, stop func()) {
+	next = &atomic.Int64{}
+	next.Store(from)
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			case <-time.After(every):
+			}
+			produce(t, p.src, topic, parts, int(next.Add(int64(n)))-n, n)
+		}
+	}()
+	var once sync.Once
+	return next, func() { once.Do(func() { close(quit); <-done }) }
 }
 
 // starveHeartbeats holds every heartbeat of member on the source coordinator, unanswered,

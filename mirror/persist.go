@@ -144,8 +144,7 @@ func mapEnd(ctx context.Context, adm *kadm.Client, topic string) (int64, error) 
 // aborted transactions (a fenced owner's) are not trusted.
 func readMap(ctx context.Context, cl *kgo.Client, topic string, end int64, committed bool, group string) (persistedMap, map[string]topicIDs, int, error) {
 	latest := map[tp]map[int64]offsetmap.Segment{}
-	type history struct{ exactFrom, sourceFrom int64 }
-	histories := map[tp]history{}
+	histories := map[tp]persistedPart{} // exactFrom and sourceFrom of compacted partitions
 	ids := map[string]topicIDs{}
 	scheme := 0
 	if end > 0 {
@@ -166,7 +165,7 @@ func readMap(ctx context.Context, cl *kgo.Client, topic string, end int64, commi
 				} else if g, n, err := decodeSchemeRecord(r.Key, r.Value); err == nil && g == group {
 					scheme = n
 				} else if t, exact, from, err := decodeHistoryRecord(r.Key, r.Value); err == nil {
-					histories[t] = history{exact, from}
+					histories[t] = persistedPart{exactFrom: exact, sourceFrom: from}
 				}
 				return true, nil
 			}
@@ -194,7 +193,8 @@ func readMap(ctx context.Context, cl *kgo.Client, topic string, end int64, commi
 			continue
 		}
 		sort.Slice(segs, func(i, j int) bool { return segs[i].Source < segs[j].Source })
-		out[t] = persistedPart{segs: segs, exactFrom: h.exactFrom, sourceFrom: h.sourceFrom}
+		h.segs = segs
+		out[t] = h
 	}
 	return out, ids, scheme, nil
 }
