@@ -112,7 +112,7 @@ type Config struct {
 	Fencing string
 
 	// MapWindow is how many segments of each partition's offset map kmirror keeps, in memory
-	// and in the map topic: past twice as many, the older ones are compacted away (tombstoned
+	// and in the map topic: past 9/8 of it, the older ones are compacted away (tombstoned
 	// in the map topic, whose compaction removes them) and a history record says where the
 	// exact map starts. E(G) for a G below it is not answered by the map (the group offset
 	// sync reports it; kreconcile groups finds it by content). A segment ends at every commit
