@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -39,10 +40,10 @@ func bucketOf(t tp, n int) int {
 	return int((uint64(h.Sum32()) + uint64(t.partition)) % uint64(n))
 }
 
-// bucketTxnID is the transactional id of bucket b. It names the bucket count, so a flow run
-// with another count uses other ids (and fences the old ones first: fenceScheme).
-func (c *Config) bucketTxnID(b int) string {
-	return fmt.Sprintf("%s-bucket-%d-of-%d", c.GroupID, b, c.Buckets)
+// bucketTxnID is the transactional id of bucket b of n. It names the bucket count, so a flow
+// run with another count uses other ids (and fences the old ones first: fenceScheme).
+func (c *Config) bucketTxnID(b, n int) string {
+	return fmt.Sprintf("%s-bucket-%d-of-%d", c.GroupID, b, n)
 }
 
 // legacyTxnID is the transactional id of partition t in kmirror's earlier scheme, one id per
@@ -106,13 +107,7 @@ func (bucketBalancer) JoinGroupMetadata(interests []string, current map[string][
 		meta.OwnedPartitions = append(meta.OwnedPartitions, o)
 	}
 	slices.SortFunc(meta.OwnedPartitions, func(a, b kmsg.ConsumerMemberMetadataOwnedPartition) int {
-		if a.Topic < b.Topic {
-			return -1
-		}
-		if a.Topic > b.Topic {
-			return 1
-		}
-		return 0
+		return strings.Compare(a.Topic, b.Topic)
 	})
 	return meta.AppendTo(nil)
 }
@@ -157,12 +152,7 @@ func (bb bucketBalancer) Balance(b *kgo.ConsumerBalancer, topics map[string]int3
 		}
 	}
 	parts := make([][]tp, bb.n)
-	names := make([]string, 0, len(topics))
-	for t := range topics {
-		names = append(names, t)
-	}
-	slices.Sort(names)
-	for _, t := range names {
+	for _, t := range slices.Sorted(maps.Keys(topics)) {
 		for p := int32(0); p < topics[t]; p++ {
 			k := bucketOf(tp{t, p}, bb.n)
 			parts[k] = append(parts[k], tp{t, p})
@@ -199,28 +189,24 @@ func assignBuckets(used []int, prev map[int]int, members int) map[int]int {
 		extra = members
 	}
 	count := make([]int, members)
+	atQuota := 0 // members with quota buckets
 	full := func(i int) bool {
-		if count[i] < quota-1 {
-			return false
-		}
-		if count[i] >= quota {
-			return true
-		}
-		// count[i] == quota-1: it may take one more while fewer than extra members have quota.
-		n := 0
-		for _, c := range count {
-			if c >= quota {
-				n++
-			}
-		}
-		return n >= extra
+		// Below quota-1 a member may take more; at quota-1 one more while fewer than extra
+		// members have quota.
+		return count[i] >= quota || count[i] == quota-1 && atQuota >= extra
 	}
 	owner := make(map[int]int, len(used))
+	give := func(k, i int) {
+		owner[k] = i
+		count[i]++
+		if count[i] == quota {
+			atQuota++
+		}
+	}
 	var free []int
 	for _, k := range used {
 		if i, ok := prev[k]; ok && i < members && !full(i) {
-			owner[k] = i
-			count[i]++
+			give(k, i)
 			continue
 		}
 		free = append(free, k)
@@ -232,8 +218,7 @@ func assignBuckets(used []int, prev map[int]int, members int) map[int]int {
 				best = i
 			}
 		}
-		owner[k] = best
-		count[best]++
+		give(k, best)
 	}
 	return owner
 }
@@ -275,10 +260,8 @@ func decodeSchemeRecord(key, value []byte) (string, int, error) {
 func (e *Engine) fenceScheme(ctx context.Context, scheme int, persisted persistedMap, assigned []tp) error {
 	var ids []string
 	if scheme > 0 {
-		old := e.cfg
-		old.Buckets = scheme
 		for b := range scheme {
-			ids = append(ids, old.bucketTxnID(b))
+			ids = append(ids, e.cfg.bucketTxnID(b, scheme))
 		}
 	} else if len(persisted) > 0 {
 		seen := map[tp]bool{}

@@ -98,7 +98,7 @@ func IsSchemeRecord(key, value []byte) bool {
 // filled in).
 func BucketTxnID(cfg Config, topic string, partition int32) string {
 	cfg.SetDefaults()
-	return cfg.bucketTxnID(bucketOf(tp{topic, partition}, cfg.Buckets))
+	return cfg.bucketTxnID(bucketOf(tp{topic, partition}, cfg.Buckets), cfg.Buckets)
 }
 
 // BucketOf exposes bucketOf.

@@ -108,7 +108,7 @@ const txnTimeout = 2 * time.Minute
 // open creates bucket b's transactional producer and initialises its id, which fences any
 // earlier owner, before the caller reads the target's committed state.
 func (x *writers) open(ctx context.Context, b int) (*txnWriter, error) {
-	id := x.cfg.bucketTxnID(b)
+	id := x.cfg.bucketTxnID(b, x.cfg.Buckets)
 	cl, err := x.initID(ctx, id, fmt.Sprintf("bucket %d of %d", b, x.cfg.Buckets))
 	if err != nil {
 		return nil, err
