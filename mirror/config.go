@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/mm2"
+	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
 // Config is what one kmirror engine needs to mirror one flow. FromFlow builds it from an MM2
@@ -225,7 +226,7 @@ func (c *Config) SetDefaults() {
 		c.CheckpointsTopic = mm2.CheckpointsTopicName(c.SourceAlias, ".")
 	}
 	if c.MapTopic == "" {
-		c.MapTopic = "kmirror-offsets." + c.SourceAlias + ".internal"
+		c.MapTopic = offsetmap.MapTopicName(c.SourceAlias)
 	}
 	if c.GroupID == "" {
 		c.GroupID = "kmirror-" + c.SourceAlias + "-" + c.TargetAlias

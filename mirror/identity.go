@@ -86,25 +86,10 @@ const (
 
 func identityKey(topic string) []byte { return kindKey(identityKind, topic) }
 
-// kindKey is the key of a version-2 map topic record of kind (identity, scheme, history):
-// version INT16 = 2, kind INT8, name STRING.
-func kindKey(kind byte, name string) []byte {
-	b := binary.BigEndian.AppendUint16(make([]byte, 0, 9+len(name)), identityVersion)
-	b = append(b, kind)
-	b = binary.BigEndian.AppendUint16(b, uint16(len(name)))
-	return append(b, name...)
-}
+func kindKey(kind byte, name string) []byte { return offsetmap.KindKey(kind, name) }
 
-// decodeKindKey parses a kindKey of kind: its name and the bytes after it.
-func decodeKindKey(key []byte, kind byte) (name string, rest []byte, ok bool) {
-	if len(key) < 5 || binary.BigEndian.Uint16(key) != identityVersion || key[2] != kind {
-		return "", nil, false
-	}
-	n := int(binary.BigEndian.Uint16(key[3:]))
-	if len(key) < 5+n {
-		return "", nil, false
-	}
-	return string(key[5 : 5+n]), key[5+n:], true
+func decodeKindKey(key []byte, kind byte) (string, []byte, bool) {
+	return offsetmap.DecodeKindKey(key, kind)
 }
 
 func identityValue(ids topicIDs) []byte {

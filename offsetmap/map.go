@@ -162,6 +162,37 @@ func (pm *PartitionMap) Copies(s int64) []int64 {
 	return out
 }
 
+// TargetFrom is the first target offset the map holds a copy at, or TargetTo when none.
+func (pm *PartitionMap) TargetFrom() int64 {
+	lo := pm.TargetTo
+	for _, sg := range pm.Segments {
+		lo = min(lo, sg.Target)
+	}
+	for _, c := range pm.Duplicates {
+		lo = min(lo, c.Target)
+	}
+	return lo
+}
+
+// CopiesIn returns every copy the map holds whose target offset lies in [from, to): one per
+// record of the segments that reach into the range, then the duplicates, as (target, source)
+// pairs in no particular order.
+func (pm *PartitionMap) CopiesIn(from, to int64) []Copy {
+	var out []Copy
+	for _, sg := range pm.Segments {
+		lo, hi := max(from, sg.Target), min(to, sg.Target+sg.Len)
+		for t := lo; t < hi; t++ {
+			out = append(out, Copy{Target: t, Source: sg.Source + (t - sg.Target)})
+		}
+	}
+	for _, c := range pm.Duplicates {
+		if c.Target >= from && c.Target < to {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // lastCopy returns the highest target offset among the duplicate copies of source offset s.
 func (pm *PartitionMap) lastCopy(s int64) (int64, bool) {
 	j := sort.Search(len(pm.Duplicates), func(j int) bool { return pm.Duplicates[j].Source >= s })
