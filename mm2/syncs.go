@@ -89,17 +89,25 @@ func (x *SyncIndex) MaxUpstream(topic string, partition int32) int64 {
 // LowerBound returns a target offset at or below the first copy of source offset off of the
 // partition, by the rule of the type's doc, and false when no sync at or below off is known.
 func (x *SyncIndex) LowerBound(topic string, partition int32, off int64) (int64, bool) {
+	s, ok := x.Below(topic, partition, off)
+	return s.Downstream, ok
+}
+
+// Below returns the sync LowerBound takes its answer from: its Downstream is at or below the
+// first copy of source offset off, and the target holds copies of source records from its
+// Upstream on after it.
+func (x *SyncIndex) Below(topic string, partition int32, off int64) (OffsetSync, bool) {
 	syncs := x.Syncs(topic, partition)
 	for j, s := range syncs {
 		if s.Upstream > off {
 			break // this task and every later one copied off after an earlier interval did
 		}
 		if j+1 == len(syncs) || syncs[j+1].Upstream > off {
-			return s.Downstream, true // the last interval that can hold off
+			return s, true // the last interval that can hold off
 		}
 		if reach := s.Upstream + (syncs[j+1].Downstream - s.Downstream - 1); off <= reach {
-			return s.Downstream, true
+			return s, true
 		}
 	}
-	return 0, false
+	return OffsetSync{}, false
 }
