@@ -3,19 +3,18 @@ package reconcile
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/kmigrate/kmigrate/align"
+	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
-// This file finds E(G) for one group partition by aligning content locally: the few source
-// records around G against a bounded target window, merged by align.Partition (the aligner kverify
-// uses, so replays, losses, extras and altered records are classified the same way in both
-// tools). What stays here is what only reconcile needs: which records to read (walking back
-// over gaps below G, extending the target window lazily), and the rules for the answer (the
-// last copy of s*, ambiguity, pending).
+// This file finds E(G) for one group partition from content: the source records around G
+// and a target window, explained by align.Locate (the fewest mirror events; an answer only
+// when every such explanation agrees). What stays here is which records to read: the source
+// below G (walking back over gaps), the source past G as far as the target window goes, and
+// the target far enough past every copy of a record below G to see a replay of it.
 
 // job is one source partition and committed offset to translate.
 type job struct {
@@ -29,6 +28,14 @@ type job struct {
 	srcStable, dstStable int64
 }
 
+// Where an answer came from, as Partition.ProofSource says.
+const (
+	SourceContent     = "content"
+	SourceKmirrorMap  = "kmirror-map"
+	SourceOffsetMap   = "offset-map"
+	SourceOffsetSyncs = "offset-syncs"
+)
+
 // answer is E(G) or why it is not known.
 type answer struct {
 	known  bool
@@ -36,10 +43,10 @@ type answer struct {
 	status Status // "" when known; StatusPending or StatusUnmappable otherwise
 	reason string
 	proof  string
-	// extras are target offsets inside the aligned window that copy no source record read.
+	// from is where the answer came from (SourceContent, SourceKmirrorMap, ...).
+	from string
+	// extras are target offsets inside the window that every explanation calls extra.
 	extras []int64
-	// winFrom, winTo bound the target window that was aligned.
-	winFrom, winTo int64
 }
 
 func unmappable(format string, args ...any) answer {
@@ -50,446 +57,628 @@ func pending(format string, args ...any) answer {
 	return answer{status: StatusPending, reason: fmt.Sprintf(format, args...)}
 }
 
-// locate computes E(G) for j from content.
-func (p *planner) locate(ctx context.Context, j job) (answer, error) {
-	cfg := p.cfg
-	if j.g > j.srcEnd {
-		return unmappable("committed offset %d is above the source log end %d of %s/%d", j.g, j.srcEnd, j.srcTopic, j.part), nil
-	}
-	// The source records just below G. G-1 may not exist (transaction markers, compaction,
-	// deleted records): walk back until a record is found or the log start is reached.
-	var below []rec
-	span := int64(cfg.Before)
-	for try := 0; j.g > j.srcStart; try++ {
-		from := max(j.srcStart, j.g-span)
-		recs, err := p.src.read(ctx, j.srcTopic, j.part, from, j.g, 0, cfg.Fields)
-		if err != nil {
-			return answer{}, err
+// logReader reads the records of one side of the partition with offsets in [from, to), at
+// most max of them (max <= 0: no limit), in offset order. The target's reader leaves out the
+// records of aborted transactions.
+type logReader func(ctx context.Context, from, to int64, max int) ([]rec, error)
+
+// mapRef is an exact map and where it came from (SourceKmirrorMap, SourceOffsetMap).
+type mapRef struct {
+	pm   *offsetmap.PartitionMap
+	from string
+}
+
+// pinsIn returns the known copies whose target offset lies in [from, to): every copy a map
+// holds there, a record kmirror's map covers but holds no copy at (Source -1: it copies
+// nothing of the flow; the mirror wrote every copy it maps), and MM2's offset syncs.
+func (io locateIO) pinsIn(from, to int64, targets []rec) []pin {
+	var out []pin
+	for _, m := range io.maps {
+		held := map[int64]bool{}
+		for _, c := range m.pm.CopiesIn(from, to) {
+			out = append(out, pin{align.Pin{Source: c.Source, Target: c.Target}, m.from})
+			held[c.Target] = true
 		}
-		if len(recs) > 0 {
-			if len(recs) > cfg.Before {
-				recs = recs[len(recs)-cfg.Before:]
+		if m.from != SourceKmirrorMap {
+			continue // a file's claim that a record copies nothing is content's to decide
+		}
+		lo := m.pm.TargetFrom()
+		for _, t := range targets {
+			if t.off >= lo && t.off < m.pm.TargetTo && !held[t.off] {
+				out = append(out, pin{align.Pin{Source: -1, Target: t.off}, m.from})
 			}
-			below = recs
-			break
-		}
-		if from <= j.srcStart || try >= 12 {
-			break
-		}
-		span *= 8
-	}
-	after, err := p.src.read(ctx, j.srcTopic, j.part, max(j.g, j.srcStart), j.srcEnd, cfg.Before, cfg.Fields)
-	if err != nil {
-		return answer{}, err
-	}
-	S := append(append([]rec(nil), below...), after...)
-	star := len(below) - 1 // index of s* in S, -1 when no source record is below G
-	if len(S) == 0 {
-		return answer{known: true, e: j.dstEnd,
-			proof: fmt.Sprintf("the source has no record below or at offset %d (log %d..%d): the group's next record will be mirrored at or after target end %d", j.g, j.srcStart, j.srcEnd, j.dstEnd)}, nil
-	}
-
-	a := &aligner{p: p, j: j, S: S}
-	// Where to start reading the target: hints bound it, they never decide it.
-	lb := p.targetLowerBound(ctx, j, S[0])
-	from := max(j.dstStart, lb-int64(cfg.Before))
-	for try := 0; ; try++ {
-		if err := a.reset(ctx, from); err != nil {
-			return answer{}, err
-		}
-		ans, retry, err := a.run(ctx, star)
-		if err != nil {
-			return answer{}, err
-		}
-		if !retry || from <= j.dstStart || try >= 3 {
-			return ans, nil
-		}
-		from = max(j.dstStart, from-int64(cfg.Window)*int64(try+1)*4)
-	}
-}
-
-// targetLowerBound returns a target offset at or below the copy of source record r, from
-// MM2's offset syncs or from r's timestamp, else the target log start.
-func (p *planner) targetLowerBound(ctx context.Context, j job, r rec) int64 {
-	lb, found := p.syncs.LowerBound(j.srcTopic, j.part, r.off)
-	// What earlier alignments of this partition found: the first copy of a source record at or
-	// below r lies at or below the copy of r.
-	if d, ok := p.anchorBelow(j, r.off); ok {
-		lb, found = max(lb, d), true
-	}
-	if found {
-		return lb
-	}
-	if ts := r.r.Timestamp.UnixMilli(); ts > 0 {
-		if o, err := p.dst.offsetAfterMilli(ctx, j.dstTopic, j.part, ts); err == nil && o >= 0 {
-			return o
 		}
 	}
-	return j.dstStart
-}
-
-// aligner matches source records S against a target window T read forward from a start.
-type aligner struct {
-	p *planner
-	j job
-	S []rec
-	T []rec
-
-	tFrom, tNext int64 // the target window [tFrom, tNext) read so far
-	read         int
-
-	// The last alignment of S against T: its result and its offset map.
-	pr align.PartitionResult
-	pm *offsetmap.PartitionMap
-}
-
-func (a *aligner) reset(ctx context.Context, from int64) error {
-	a.T, a.tFrom, a.tNext, a.read, a.pm = nil, from, from, 0, nil
-	_, err := a.more(ctx)
-	return err
-}
-
-// more reads the next chunk of the target window; false when at the end or the budget.
-func (a *aligner) more(ctx context.Context) (bool, error) {
-	cfg := a.p.cfg
-	if a.tNext >= a.j.dstEnd || a.read >= cfg.MaxTargetRead {
-		return false, nil
-	}
-	to := min(a.j.dstEnd, a.tNext+int64(cfg.Window))
-	recs, err := a.p.dst.read(ctx, a.j.dstTopic, a.j.part, a.tNext, to, cfg.Window, cfg.Fields)
-	if err != nil {
-		return false, err
-	}
-	if len(recs) == 0 {
-		a.tNext = to
-		return to < a.j.dstEnd, nil
-	}
-	a.read += len(recs)
-	a.tNext = recs[len(recs)-1].off + 1
-	// The records of aborted transactions copy nothing a read_committed consumer reads: an
-	// aborted replay of s* after its committed copy (a fenced writer's) must not move E(G).
-	if recs, err = a.p.dropAborted(ctx, a.j, recs); err != nil {
-		return false, err
-	}
-	a.T = append(a.T, recs...)
-	return true, nil
-}
-
-// atEnd reports whether the window reaches the target log end.
-func (a *aligner) atEnd() bool { return a.tNext >= a.j.dstEnd }
-
-// lastMapped is the highest source offset the map places, or -1.
-func (a *aligner) lastMapped() int64 {
-	if n := len(a.pm.Segments); n > 0 {
-		return a.pm.Segments[n-1].Source + a.pm.Segments[n-1].Len - 1
-	}
-	return -1
-}
-
-// lastCopyUpTo is the highest target offset holding a copy of a source record at or below
-// off, or -1.
-func (a *aligner) lastCopyUpTo(off int64) int64 {
-	last := int64(-1)
-	for _, sg := range a.pm.Segments {
-		if sg.Source <= off {
-			last = max(last, sg.Target+min(sg.Len-1, off-sg.Source))
-		}
-	}
-	for _, c := range a.pm.Duplicates {
-		if c.Source <= off {
-			last = max(last, c.Target)
-		}
-	}
-	return last
-}
-
-// run aligns the windows read so far with align.Partition (the aligner kverify uses), reading
-// more target records while s* has not been passed or the look-ahead after its last copy is
-// not covered. retry asks for an earlier window start: the first records of S were not found.
-func (a *aligner) run(ctx context.Context, star int) (ans answer, retry bool, err error) {
-	for {
-		if err := a.align(ctx); err != nil {
-			return answer{}, false, err
-		}
-		if len(a.pm.Segments) > 0 {
-			a.p.addAnchor(a.j, a.pm.Segments[0].Source, a.pm.Segments[0].Target)
-		}
-		if !a.needMore(star) {
-			break
-		}
-		ok, err := a.more(ctx)
-		if err != nil {
-			return answer{}, false, err
-		}
-		if !ok {
-			break
-		}
-	}
-	if len(a.pm.Segments) == 0 {
-		return a.notFound()
-	}
-	if star >= 0 && a.pm.Segments[0].Source > a.S[star].off && a.tFrom > a.j.dstStart {
-		return answer{}, true, nil // the copies of the records below G start before the window
-	}
-	return a.answer(star), false, nil
-}
-
-// needMore reports whether the window must grow: nothing is mapped yet, s* is not passed, or
-// the look-ahead after the last copy of a record up to s* (where a replay of it would be) is
-// not read yet.
-func (a *aligner) needMore(star int) bool {
-	last := a.lastMapped()
-	if last < 0 || star >= 0 && last <= a.S[star].off {
-		return true
-	}
-	if star < 0 {
-		return false
-	}
-	t := a.lastCopyUpTo(a.S[star].off)
-	return t >= 0 && t+int64(a.p.cfg.Window) >= a.tNext
-}
-
-// notFound explains an alignment that mapped no record of S: an earlier window, pending, or
-// unmappable.
-func (a *aligner) notFound() (answer, bool, error) {
-	j := a.j
-	if !a.atEnd() {
-		return unmappable("record not found: no copy of source %s/%d offsets %d..%d in target %s/%d offsets %d..%d (read budget %d records)",
-			j.srcTopic, j.part, a.S[0].off, a.S[len(a.S)-1].off, j.dstTopic, j.part, a.tFrom, a.tNext-1, a.p.cfg.MaxTargetRead), false, nil
-	}
-	if a.tFrom > j.dstStart {
-		return answer{}, true, nil
-	}
-	if j.dstEnd == j.dstStart {
-		return pending("the target partition %s/%d is empty: the mirror has not copied it yet", j.dstTopic, j.part), false, nil
-	}
-	if up := a.p.syncs.MaxUpstream(j.srcTopic, j.part); up >= 0 && up < a.S[0].off {
-		return pending("the mirror's newest offset sync is for source offset %d, below %d", up, a.S[0].off), false, nil
-	}
-	return unmappable("record not found: no copy of source %s/%d offsets %d..%d in target %s/%d offsets %d..%d",
-		j.srcTopic, j.part, a.S[0].off, a.S[len(a.S)-1].off, j.dstTopic, j.part, a.tFrom, a.tNext-1), false, nil
-}
-
-// align runs align.Partition over the source records S and the target window T. The source
-// range it covers reaches G: reconcile read every source record below G.
-func (a *aligner) align(ctx context.Context) error {
-	items := func(rs []rec) []align.Item {
-		out := make([]align.Item, len(rs))
-		for i, r := range rs {
-			out[i] = align.Item{Offset: r.off, FP: r.fp, Record: r.r}
-		}
-		return out
-	}
-	n := len(a.S) + len(a.T)
-	pr, pm, err := align.Partition(ctx, &align.SliceStream{Items: items(a.S)}, &align.SliceStream{Items: items(a.T)}, align.Options{
-		Partition: a.j.part, Fields: a.p.cfg.Fields, Window: n + 8, MaxListed: n + 1,
-		// The history only has to hold the source records matched here, at most len(S): the
-		// default (100,000) cost an allocation of its ring's first 4,096 entries per call.
-		History:    n + 8,
-		SourceFrom: a.S[0].off, SourceTo: max(a.S[len(a.S)-1].off+1, a.j.g),
-		TargetFrom: a.tFrom, TargetTo: a.tNext,
-		// Every target record of the window is classified: a replay of s* after the copies of
-		// the records read is what the look-ahead is for.
-		StrictTargetTo: true,
-	})
-	a.pr, a.pm = pr, pm
-	return err
-}
-
-// index returns the index in S of source offset off, or -1.
-func (a *aligner) index(off int64) int {
-	k := sort.Search(len(a.S), func(k int) bool { return a.S[k].off >= off })
-	if k < len(a.S) && a.S[k].off == off {
-		return k
-	}
-	return -1
-}
-
-// target returns the record of the window at target offset off.
-func (a *aligner) target(off int64) (rec, bool) {
-	k := sort.Search(len(a.T), func(k int) bool { return a.T[k].off >= off })
-	if k < len(a.T) && a.T[k].off == off {
-		return a.T[k], true
-	}
-	return rec{}, false
-}
-
-// seqEnd is the target offset of the last in-order copy (the end of the last segment), or -1.
-func (a *aligner) seqEnd() int64 {
-	end := int64(-1)
-	for _, sg := range a.pm.Segments {
-		end = max(end, sg.Target+sg.Len-1)
-	}
-	return end
-}
-
-// extras are the target offsets of the window that copy no source record read, below the last
-// in-order copy: past it, target records may copy source records beyond S.
-func (a *aligner) extras() []int64 {
-	var out []int64
-	end := a.seqEnd()
-	for _, r := range a.pr.ExtraRanges {
-		for _, t := range a.T {
-			if t.off >= r.From && t.off <= r.To && t.off < end {
-				out = append(out, t.off)
-			}
+	for _, s := range io.syncs {
+		if s.Downstream >= from && s.Downstream < to {
+			out = append(out, pin{align.Pin{Source: s.Upstream, Target: s.Downstream}, SourceOffsetSyncs})
 		}
 	}
 	return out
 }
 
-// weak reports whether source offset off has a lone copy after the last in-order copy: a
-// content match that nothing confirms (it may be a later record with the same content, beyond
-// the source window). Two or more consecutive target records copying consecutive source
-// records past it are a replay, confirmed.
-func (a *aligner) weak(off int64) bool {
-	end := a.seqEnd()
-	type dup struct {
-		k int
-		t int64
+// pin is a known copy and who knows it (SourceKmirrorMap, SourceOffsetMap, SourceOffsetSyncs).
+type pin struct {
+	align.Pin
+	from string
+}
+
+// locateIO is what locating reads: both logs, where the target window may start, and the
+// known copies.
+type locateIO struct {
+	src, dst logReader
+	// lowerBound returns a target offset at or below the copy of source record r, and a
+	// source offset at or below every record the target holds from there up to that copy.
+	lowerBound func(ctx context.Context, r rec) (dst, src int64)
+	// maps are the exact maps of the partition (kmirror's, the offset map file) and syncs
+	// MM2's offset syncs: the known copies.
+	maps  []mapRef
+	syncs []mm2.OffsetSync
+	// mirroredUpTo is the highest source offset MM2's offset syncs say was copied, or -1.
+	mirroredUpTo func() int64
+}
+
+// locate computes E(G) for j from content.
+func (p *planner) locate(ctx context.Context, j job) (answer, error) {
+	io := locateIO{
+		src: func(ctx context.Context, from, to int64, max int) ([]rec, error) {
+			return p.src.read(ctx, j.srcTopic, j.part, from, to, max, p.cfg.Fields)
+		},
+		dst: func(ctx context.Context, from, to int64, max int) ([]rec, error) {
+			recs, err := p.dst.read(ctx, j.dstTopic, j.part, from, to, max, p.cfg.Fields)
+			if err != nil || len(recs) == 0 {
+				return recs, err
+			}
+			return p.dropAborted(ctx, j, recs)
+		},
+		lowerBound:   func(ctx context.Context, r rec) (int64, int64) { return p.targetLowerBound(ctx, j, r) },
+		maps:         p.mapsOf(j),
+		syncs:        p.syncs.Syncs(j.srcTopic, j.part),
+		mirroredUpTo: func() int64 { return p.syncs.MaxUpstream(j.srcTopic, j.part) },
 	}
-	var late []dup
-	for _, c := range a.pm.Duplicates {
-		if k := a.index(c.Source); k >= 0 && c.Target > end {
-			late = append(late, dup{k, c.Target})
+	ans, err := locateIn(ctx, j, p.cfg, io)
+	if err == nil && ans.known && ans.anchor.ok {
+		p.addAnchor(j, ans.anchor.src, ans.anchor.dst)
+	}
+	return ans.answer, err
+}
+
+// targetLowerBound returns a target offset at or below the copy of source record r, from
+// MM2's offset syncs, earlier alignments or r's timestamp, else the target log start; and the
+// source offset the target holds copies from there on: the sync's or anchor's upstream
+// offset, the first source record of r's timestamp, else the source log start. A wrong bound
+// costs reads, never the answer: a window that misses the copies is read again from earlier.
+func (p *planner) targetLowerBound(ctx context.Context, j job, r rec) (dst, src int64) {
+	dst, src = j.dstStart, j.srcStart
+	found := false
+	if s, ok := p.syncs.Below(j.srcTopic, j.part, r.off); ok {
+		dst, src, found = s.Downstream, s.Upstream, true
+	}
+	// What earlier alignments of this partition found: the copy of a source record at or
+	// below r lies at or below the copy of r.
+	if a, ok := p.anchorBelow(j, r.off); ok && (!found || a.dst > dst) {
+		dst, src, found = a.dst, a.src, true
+	}
+	if found {
+		return dst, src
+	}
+	if ts := r.r.Timestamp.UnixMilli(); ts > 0 {
+		if o, err := p.dst.offsetAfterMilli(ctx, j.dstTopic, j.part, ts); err == nil && o >= 0 {
+			dst = o
+			if so, err := p.src.offsetAfterMilli(ctx, j.srcTopic, j.part, ts); err == nil && so >= 0 {
+				src = so
+			}
 		}
 	}
-	sort.Slice(late, func(x, y int) bool { return late[x].t < late[y].t })
-	for x, d := range late {
-		prev := x > 0 && late[x-1].t == d.t-1 && late[x-1].k == d.k-1
-		next := x+1 < len(late) && late[x+1].t == d.t+1 && late[x+1].k == d.k+1
-		if !prev && !next && a.S[d.k].off == off {
+	return dst, src
+}
+
+// located is an answer and, when it is the only copy of s*, an anchor for later hints.
+type located struct {
+	answer
+	anchor struct {
+		ok       bool
+		src, dst int64
+	}
+}
+
+// minBits is the evidence a content answer needs: the unbroken run of matching records
+// through the copy that decides it must be this unlikely by chance (2^-32) for the content
+// that repeats as often as it does in the source window.
+const minBits = 32
+
+// window is the source and target records read so far for one job.
+type window struct {
+	j     job
+	cfg   Config
+	io    locateIO
+	below []rec // source records below G, oldest first
+	after []rec // source records at or after G
+	// belowAll says no source record lies below below[0] (or below G when below is empty);
+	// afterAll that none follows the last of after.
+	belowAll, afterAll bool
+	T                  []rec
+	tFrom, tNext       int64 // the target window [tFrom, tNext) read so far
+	read               int
+	pinned             []pin // the known copies within the target window
+	// lb is where the target window starts: at or below the copy of the first source record
+	// read, by the hint; start is the source offset the hint says it copies (-1: none).
+	lb, start int64
+	// distrust names the sources of pins content contradicted: none of their pins is used,
+	// and distrusted says why.
+	distrust   map[string]bool
+	distrusted []string
+}
+
+// locateIn computes E(G) for j, reading through io.
+func locateIn(ctx context.Context, j job, cfg Config, io locateIO) (located, error) {
+	if j.g > j.srcEnd {
+		return located{answer: unmappable("committed offset %d is above the source log end %d of %s/%d", j.g, j.srcEnd, j.srcTopic, j.part)}, nil
+	}
+	if ans, ok, err := fromMaps(ctx, j, io); err != nil || ok {
+		return ans, err
+	}
+	w := &window{j: j, cfg: cfg, io: io}
+	if err := w.readBelow(ctx, cfg.Before); err != nil {
+		return located{}, err
+	}
+	if err := w.readAfter(ctx, cfg.Window+cfg.Before); err != nil {
+		return located{}, err
+	}
+	S := w.source()
+	if len(S) == 0 {
+		return located{answer: answer{known: true, e: j.dstEnd, from: SourceContent,
+			proof: fmt.Sprintf("the source has no record below or at offset %d (log %d..%d): the group's next record will be mirrored at or after target end %d", j.g, j.srcStart, j.srcEnd, j.dstEnd)}}, nil
+	}
+	lb, srcFrom := io.lowerBound(ctx, S[0])
+	if len(w.below) == 0 && w.belowAll {
+		// E is the first copy of a record at or after G: read the target from its start.
+		lb, srcFrom = j.dstStart, S[0].off
+	}
+	w.lb, w.start = max(j.dstStart, lb), srcFrom
+	if srcFrom < S[0].off {
+		// The target from lb on copies source records from srcFrom on: read them, so that
+		// every target record of the window can be explained (as far as the budget goes).
+		if err := w.readBelow(ctx, int(min(int64(cfg.MaxTargetRead), j.g-max(srcFrom, j.srcStart)))); err != nil {
+			return located{}, err
+		}
+	}
+	if err := w.resetTarget(ctx, w.lb); err != nil {
+		return located{}, err
+	}
+	widen := 0 // how often the source below was widened to explain the window's events
+	lastEvents := -1
+	for retries := 0; ; {
+		loc := align.Locate(w.input())
+		var err error
+		switch {
+		case len(loc.BadPins) > 0:
+			w.distrustPins(loc.BadPins)
+		case loc.Overflow:
+			return located{answer: unmappable("ambiguous: source %s/%d around offset %d and target offsets %d..%d hold too many identical records to follow every explanation (%d states); kmirror's offset map of the flow or an offset sync of source offset %d settles it",
+				j.srcTopic, j.part, j.g, w.tFrom, w.tNext-1, loc.Work, j.g-1)}, nil
+		case (w.hasKind(loc, align.NotFound) || loc.Run != nil || loc.StartsOff) && w.tFrom > j.dstStart && retries < 4:
+			// The copies of the records below G (or the start of the run of identical records
+			// around G) may lie before the window: start earlier.
+			retries++
+			lb := max(j.dstStart, w.tFrom-int64(cfg.Window)*4*int64(retries))
+			// The target records added copy about as many source records below.
+			if err = w.readBelow(ctx, min(cfg.MaxTargetRead, len(w.below)+2*int(w.tFrom-lb)+cfg.Before)); err == nil {
+				w.lb, w.start = lb, -2 // no hint says what the new start copies
+				err = w.resetTarget(ctx, w.lb)
+			}
+		case !w.afterAll && len(w.after) < len(w.T)+cfg.Before:
+			// Every target record of the window may copy a record past G: read as many.
+			err = w.readAfter(ctx, 2*(len(w.T)+cfg.Before))
+		case loc.NeedSource && !w.afterAll:
+			err = w.readAfter(ctx, 2*len(w.after)+cfg.Window)
+		case loc.Events > 0 && loc.Events != lastEvents && !w.belowAll && widen < 6 && len(w.below) < cfg.MaxTargetRead:
+			// Events may be target records that copy source records below the window (a replay
+			// from further back): widen the source below until that explains no more of them.
+			widen++
+			lastEvents = loc.Events
+			err = w.readBelow(ctx, min(cfg.MaxTargetRead, 2*len(w.below)+cfg.Before))
+		case w.needTarget(loc):
+			var more bool
+			if more, err = w.moreTarget(ctx); err == nil && !more {
+				return w.answer(loc), nil
+			}
+		default:
+			return w.answer(loc), nil
+		}
+		if err != nil {
+			return located{}, err
+		}
+	}
+}
+
+// distrustPins stops using every pin of the sources that pinned a copy content contradicts:
+// such a map or sync is older than the topic (recreated) or not this flow's.
+func (w *window) distrustPins(bad []align.Pin) {
+	if w.distrust == nil {
+		w.distrust = map[string]bool{}
+	}
+	for _, b := range bad {
+		for _, p := range w.pinned {
+			if p.Pin == b && !w.distrust[p.from] {
+				w.distrust[p.from] = true
+				w.distrusted = append(w.distrusted, fmt.Sprintf("%s not used: it says target offset %d copies source offset %d, content differs", p.from, b.Target, b.Source))
+			}
+		}
+	}
+}
+
+// fromMaps answers from an exact map that saw the whole target: E(G) as the map computes it
+// (offsetmap.PartitionMap.ExactTarget), its copy of s* checked by content, or pending while
+// the map has not reached G. A map that has not seen every record of the target up to its
+// last stable offset (the mirror wrote on, or another writer did), or that content
+// contradicts, does not answer here: its copies are pinned in the content alignment instead.
+func fromMaps(ctx context.Context, j job, io locateIO) (located, bool, error) {
+	for _, m := range io.maps {
+		if m.pm.TargetTo < j.dstStable {
+			continue
+		}
+		tr := m.pm.ExactTarget(j.g)
+		switch {
+		case tr.Compacted || tr.Known && tr.Target > j.dstEnd:
+			continue
+		case !tr.Known:
+			if j.g <= m.pm.SourceTo {
+				continue
+			}
+			return located{answer: pending("%s says the mirror has copied %s/%d up to source offset %d, not yet the records below the committed %d", m.from, j.srcTopic, j.part, m.pm.SourceTo-1, j.g)}, true, nil
+		case !tr.HasPrev:
+			if m.from != SourceKmirrorMap || j.srcStart < m.pm.SourceFrom && j.g > j.srcStart {
+				// Only the mirror's own map says that no record below G was copied (content
+				// cannot check a copy that is not there); a file's claim is content's to decide.
+				continue
+			}
+			if len(m.pm.CopiesIn(tr.Target, tr.Target+1)) == 0 {
+				return located{answer: pending("%s says no source record below %d is mirrored and none at or after it yet", m.from, j.g)}, true, nil
+			}
+			return located{answer: answer{known: true, e: tr.Target, from: m.from,
+				proof: fmt.Sprintf("%sno source record below %d is mirrored; the first copy of a record at or after it is target offset %d", proofPrefix[m.from], j.g, tr.Target)}}, true, nil
+		}
+		s, err := io.src(ctx, tr.Prev, tr.Prev+1, 1)
+		if err != nil {
+			return located{}, false, err
+		}
+		t, err := io.dst(ctx, tr.PrevTarget, tr.PrevTarget+1, 1)
+		if err != nil {
+			return located{}, false, err
+		}
+		if len(s) == 0 || len(t) == 0 || s[0].off != tr.Prev || t[0].off != tr.PrevTarget || s[0].fp != t[0].fp {
+			continue
+		}
+		ans := located{answer: answer{known: true, e: tr.Target, from: m.from,
+			proof: fmt.Sprintf("%sfingerprint %016x of source offset %d = target offset %d (its last copy; the map saw the target to offset %d)", proofPrefix[m.from], s[0].fp, tr.Prev, tr.PrevTarget, m.pm.TargetTo-1)}}
+		ans.anchor.ok, ans.anchor.src, ans.anchor.dst = true, tr.Prev, tr.PrevTarget
+		return ans, true, nil
+	}
+	return located{}, false, nil
+}
+
+// source is the source records read, in offset order.
+func (w *window) source() []rec { return append(append([]rec(nil), w.below...), w.after...) }
+
+// readBelow reads up to n source records below G, walking back over offsets without records
+// (transaction markers, compacted or deleted records).
+func (w *window) readBelow(ctx context.Context, n int) error {
+	j := w.j
+	span := int64(n)
+	for try := 0; j.g > j.srcStart; try++ {
+		from := max(j.srcStart, j.g-span)
+		recs, err := w.io.src(ctx, from, j.g, 0)
+		if err != nil {
+			return err
+		}
+		if len(recs) >= n || from <= j.srcStart || try >= 12 {
+			if len(recs) > n {
+				recs = recs[len(recs)-n:]
+			}
+			w.below = recs
+			w.belowAll = from <= j.srcStart && len(recs) <= n
+			return nil
+		}
+		span *= 8
+	}
+	w.below, w.belowAll = nil, true
+	return nil
+}
+
+// readAfter reads up to n source records at or after G.
+func (w *window) readAfter(ctx context.Context, n int) error {
+	j := w.j
+	recs, err := w.io.src(ctx, max(j.g, j.srcStart), j.srcEnd, n)
+	if err != nil {
+		return err
+	}
+	w.after = recs
+	w.afterAll = len(recs) < n
+	return nil
+}
+
+// resetTarget starts the target window again at from and reads its first chunk.
+func (w *window) resetTarget(ctx context.Context, from int64) error {
+	w.T, w.tFrom, w.tNext, w.read = nil, from, from, 0
+	_, err := w.moreTarget(ctx)
+	return err
+}
+
+// moreTarget reads the next chunk of the target window; false at the end or the budget.
+func (w *window) moreTarget(ctx context.Context) (bool, error) {
+	cfg, j := w.cfg, w.j
+	chunk := max(cfg.Window, len(w.T)) // doubling: each chunk re-runs the alignment
+	for w.tNext < j.dstEnd && w.read < cfg.MaxTargetRead {
+		to := min(j.dstEnd, w.tNext+int64(chunk))
+		recs, err := w.io.dst(ctx, w.tNext, to, chunk)
+		if err != nil {
+			return false, err
+		}
+		w.tNext = to
+		if len(recs) > 0 {
+			w.tNext = max(recs[len(recs)-1].off+1, w.tNext)
+			if len(recs) == chunk {
+				w.tNext = recs[len(recs)-1].off + 1
+			}
+			w.read += len(recs)
+			w.T = append(w.T, recs...)
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+func (w *window) atEnd() bool { return w.tNext >= w.j.dstEnd }
+
+func items(rs []rec) []align.Item {
+	out := make([]align.Item, len(rs))
+	for i, r := range rs {
+		out[i] = align.Item{Offset: r.off, FP: r.fp, Record: r.r}
+	}
+	return out
+}
+
+// input is the window as align.Locate takes it.
+func (w *window) input() align.LocateInput {
+	w.pinned = nil
+	if len(w.T) > 0 {
+		for _, p := range w.io.pinsIn(w.T[0].off, w.T[len(w.T)-1].off+1, w.T) {
+			if !w.distrust[p.from] {
+				w.pinned = append(w.pinned, p)
+			}
+		}
+	}
+	pins := make([]align.Pin, len(w.pinned))
+	for i, p := range w.pinned {
+		pins[i] = p.Pin
+	}
+	return align.LocateInput{
+		Source: items(w.source()), Target: items(w.T), G: w.j.g,
+		SourceAtEnd: w.afterAll, NoSourceBelow: len(w.below) == 0 && w.belowAll,
+		TargetAtEnd: w.atEnd(), Start: w.start,
+		Pins: pins,
+	}
+}
+
+func (w *window) hasKind(loc align.Located, k align.OutcomeKind) bool {
+	for _, o := range loc.Outcomes {
+		if o.Kind == k {
 			return true
 		}
 	}
 	return false
 }
 
-// answer takes E(G) from the alignment's offset map (offsetmap.PartitionMap.ExactTarget) and
-// keeps it only when content can tell: it refuses when the mirror has not passed s*, when s*
-// has no copy, when its last copy is a lone late match, when a run of identical records around
-// G has a loss or a replay in it, and when the copy differs.
-func (a *aligner) answer(star int) answer {
-	j := a.j
-	base := answer{extras: a.extras(), winFrom: a.tFrom, winTo: a.tNext}
-	tr := a.pm.ExactTarget(j.g)
-	if star < 0 {
-		// No source record below G: E is the first copy of the first mirrored record >= G.
-		k := a.index(a.pm.Segments[0].Source)
-		base.known, base.e = true, tr.Target
-		base.proof = fmt.Sprintf("no source record below %d (log start %d); fingerprint %016x of source offset %d = target offset %d", j.g, j.srcStart, a.S[k].fp, a.S[k].off, tr.Target)
-		return base
-	}
-	if last := a.lastMapped(); last < a.S[star].off || !tr.Known {
-		return a.behind(base, last, star)
-	}
-	if !tr.HasPrev {
-		base.status = StatusUnmappable
-		base.reason = fmt.Sprintf("record not found: none of source %s/%d offsets %d..%d is on the target near offset %d", j.srcTopic, j.part, a.S[0].off, a.S[star].off, a.tFrom)
-		return base
-	}
-	s := a.index(tr.Prev) // s*, the largest mirrored source record below G
-	copies := a.pm.Copies(tr.Prev)
-	last, _ := a.target(tr.PrevTarget)
-	if why := a.refuse(s, last); why != "" {
-		base.status, base.reason = StatusUnmappable, why
-		return base
-	}
-	base.known, base.e = true, tr.Target
-	base.proof = fmt.Sprintf("fingerprint %016x of source offset %d = target offset %d (%s)", a.S[s].fp, a.S[s].off, last.off, strings.Join(a.notes(star, s, len(copies), base), "; "))
-	return base
+// needTarget reports whether more of the target is to be read: always, up to the target end
+// or the read budget. A replay of s* can come any time after its first copy (an MM2 task
+// restart replays what it read since its last offset commit), and only the records after
+// the window can show that none did.
+func (w *window) needTarget(loc align.Located) bool {
+	return !w.atEnd() && w.read < w.cfg.MaxTargetRead
 }
 
-// behind is the answer when nothing at or after s* (index star) has been mapped: the mirror
-// has not passed G (pending) when the window reaches the target end, else the read budget ran
-// out. last is the highest source offset mapped, or -1.
-func (a *aligner) behind(base answer, last int64, star int) answer {
-	j := a.j
-	if a.atEnd() {
-		base.status = StatusPending
-		upTo := "nothing"
-		if last >= 0 {
-			upTo = fmt.Sprintf("source offset %d", last)
-		}
-		base.reason = fmt.Sprintf("the mirror has copied %s/%d up to %s, not yet offset %d below the committed %d", j.srcTopic, j.part, upTo, a.S[star].off, j.g)
-		return base
+// answer turns Locate's result into E(G), pending, or a refusal that says why.
+func (w *window) answer(loc align.Located) located {
+	j := w.j
+	if len(loc.Outcomes) == 0 {
+		return located{answer: unmappable("record not found: no explanation of target %s/%d offsets %d..%d", j.dstTopic, j.part, w.tFrom, w.tNext-1)}
 	}
-	base.status = StatusUnmappable
-	base.reason = fmt.Sprintf("record not found: source %s/%d offset %d has no copy in target offsets %d..%d (read budget reached)", j.srcTopic, j.part, a.S[star].off, a.tFrom, a.tNext-1)
-	return base
+	if loc.Ambiguous() {
+		return located{answer: w.ambiguous(loc)}
+	}
+	o := loc.Outcomes[0]
+	S := w.source()
+	switch o.Kind {
+	case align.Pending:
+		if o.HasPrev {
+			if why := w.altered(align.Outcome{Prev: o.Prev, E: o.PrevTarget + 1}, loc); why != "" {
+				return located{answer: unmappable("%s", why)}
+			}
+		}
+		upTo := "nothing of the source records read"
+		if len(w.T) > 0 {
+			upTo = fmt.Sprintf("target offset %d", w.T[len(w.T)-1].off)
+		}
+		if o.HasPrev {
+			upTo = fmt.Sprintf("source offset %d (target offset %d)", o.Prev, o.PrevTarget)
+		}
+		return located{answer: pending("the mirror has copied %s/%d up to %s, not yet offset %d below the committed %d", j.srcTopic, j.part, upTo, w.lastBelowG(), j.g)}
+	case align.NotFound:
+		if j.dstEnd == j.dstStart {
+			return located{answer: pending("the target partition %s/%d is empty: the mirror has not copied it yet", j.dstTopic, j.part)}
+		}
+		if up := w.io.mirroredUpTo(); w.atEnd() && up >= 0 && up < S[0].off {
+			return located{answer: pending("the mirror's newest offset sync is for source offset %d, below %d", up, S[0].off)}
+		}
+		if !w.atEnd() && w.read >= w.cfg.MaxTargetRead {
+			return located{answer: unmappable("record not found: no copy of source %s/%d offsets %d..%d in target %s/%d offsets %d..%d (read budget %d records)",
+				j.srcTopic, j.part, S[0].off, w.lastBelowG(), j.dstTopic, j.part, w.tFrom, w.tNext-1, w.cfg.MaxTargetRead)}
+		}
+		return located{answer: unmappable("record not found: no copy of source %s/%d offsets %d..%d in target %s/%d offsets %d..%d",
+			j.srcTopic, j.part, S[0].off, w.lastBelowG(), j.dstTopic, j.part, w.tFrom, w.tNext-1)}
+	}
+	if !w.atEnd() {
+		if why := w.laterReplay(o); why != "" {
+			return located{answer: unmappable("%s", why)}
+		}
+	}
+	from, pinned := w.pinnedAt(o.PrevTarget)
+	if !pinned && o.Bits < minBits {
+		return located{answer: unmappable("too little evidence: the copy that decides E(G) of %s/%d at %d is matched by content that repeats (%.0f bits of it in a row, %d needed): the target may not hold the copies of these source records at all (the mirror behind, or far back); kmirror's offset map, an MM2 offset sync, or a window where the content differs settles it",
+			j.srcTopic, j.part, j.g, o.Bits, minBits)}
+	}
+	ans := located{answer: answer{known: true, e: o.E, extras: loc.Extras, from: SourceContent}}
+	if pinned && o.HasPrev {
+		ans.from = from
+	}
+	if !o.HasPrev {
+		ans.proof = fmt.Sprintf("no source record below %d (log start %d); the first copy of a record at or after it is target offset %d", j.g, j.srcStart, o.E)
+		return ans
+	}
+	if why := w.altered(o, loc); why != "" {
+		return located{answer: unmappable("%s", why)}
+	}
+	fp := uint64(0)
+	for _, r := range S {
+		if r.off == o.Prev {
+			fp = r.fp
+		}
+	}
+	ans.proof = fmt.Sprintf("%sfingerprint %016x of source offset %d = target offset %d (%s)", proofPrefix[ans.from], fp, o.Prev, o.PrevTarget, strings.Join(w.notes(o, loc, ans.from), "; "))
+	ans.anchor.ok, ans.anchor.src, ans.anchor.dst = true, o.Prev, o.PrevTarget
+	return ans
 }
 
-// refuse says why the answer from s* (index s, its last copy at last) cannot be proven by
-// content, or "".
-func (a *aligner) refuse(s int, last rec) string {
-	if a.weak(a.S[s].off) {
-		return fmt.Sprintf("ambiguous: target offset %d repeats source offset %d but nothing after it confirms a replay (it may be a new identical record)", last.off, a.S[s].off)
-	}
-	// A run of identical records that straddles G: only exact when the target holds exactly
-	// one copy of each (no duplicate or loss inside the run).
-	lo, hi := s, s
-	for lo > 0 && a.S[lo-1].fp == a.S[s].fp {
-		lo--
-	}
-	for hi+1 < len(a.S) && a.S[hi+1].fp == a.S[s].fp {
-		hi++
-	}
-	if hi > s {
-		n := 0
-		for k := lo; k <= hi; k++ {
-			n += len(a.pm.Copies(a.S[k].off))
+// laterReplay says why an answer from a window that stops short of the target end (the read
+// budget) cannot stand: MM2's offset syncs show a copy of a record at or below s* past the
+// window (a task restart replayed it), or "".
+func (w *window) laterReplay(o align.Outcome) string {
+	for _, s := range w.io.syncs {
+		if s.Downstream >= w.tNext && s.Upstream <= o.Prev {
+			return fmt.Sprintf("unproven: MM2's offset sync (source offset %d, target offset %d) shows a replay of %s/%d at or below source offset %d past the target records read (offsets %d..%d, read budget %d records)",
+				s.Upstream, s.Downstream, w.j.srcTopic, w.j.part, o.Prev, w.tFrom, w.tNext-1, w.cfg.MaxTargetRead)
 		}
-		if n != hi-lo+1 {
-			return fmt.Sprintf("ambiguous run of identical records: source offsets %d..%d are identical and the target holds %d copies of them", a.S[lo].off, a.S[hi].off, n)
-		}
-	}
-	if last.fp != a.S[s].fp {
-		return fmt.Sprintf("record altered: target offset %d sits where source offset %d was copied but differs in %v", last.off, a.S[s].off, offsetmap.DiffFields(a.S[s].r, last.r, a.p.cfg.Fields))
 	}
 	return ""
 }
 
-// notes are what the proof says besides the fingerprints: records missing below G, replays,
-// extras right after E, and how far the window reached.
-func (a *aligner) notes(star, s, copies int, ans answer) []string {
-	j := a.j
+// lastBelowG is the offset of the last source record read below G, or G-1.
+func (w *window) lastBelowG() int64 {
+	if len(w.below) > 0 {
+		return w.below[len(w.below)-1].off
+	}
+	return w.j.g - 1
+}
+
+// pinnedAt says who pinned target offset t, if anyone.
+func (w *window) pinnedAt(t int64) (string, bool) {
+	for _, p := range w.pinned {
+		if p.Target == t {
+			return p.from, true
+		}
+	}
+	return "", false
+}
+
+// altered refuses an answer whose s* is below the last source record before G while the
+// target record right after the copy of s* copies nothing: a copy of the records between,
+// re-encoded (kverify names the fields), or a loss with an extra record in its place.
+func (w *window) altered(o align.Outcome, loc align.Located) string {
+	last := w.lastBelowG()
+	if o.Prev >= last || len(loc.Extras) == 0 {
+		return ""
+	}
+	for _, x := range loc.Extras {
+		if x >= o.E && w.extrasFrom(o.E, loc.Extras) > 0 {
+			return fmt.Sprintf("record altered or lost: source %s/%d offsets %d..%d have no copy and target offset %d, where their copy would be, copies no source record (kverify diff names the fields that differ)",
+				w.j.srcTopic, w.j.part, o.Prev+1, last, x)
+		}
+	}
+	return ""
+}
+
+// proofPrefix names where an answer came from at the start of its proof.
+var proofPrefix = map[string]string{
+	SourceKmirrorMap:  "kmirror's offset map; ",
+	SourceOffsetMap:   "offset map; ",
+	SourceOffsetSyncs: "MM2 offset sync; ",
+}
+
+// notes are what the proof says besides the fingerprints.
+func (w *window) notes(o align.Outcome, loc align.Located, from string) []string {
+	j := w.j
 	var notes []string
-	if s < star {
-		notes = append(notes, fmt.Sprintf("source offsets %d..%d are missing on the target", a.S[s+1].off, a.S[star].off))
+	if from == SourceContent {
+		notes = append(notes, fmt.Sprintf("content: the only answer of the explanations with the fewest mirror events (%d)", loc.Events))
 	}
-	if copies > 1 {
-		notes = append(notes, fmt.Sprintf("%d copies of it, the last one counts", copies))
-	} else if dups := a.pr.Duplicated; dups > 0 {
-		notes = append(notes, fmt.Sprintf("%d replayed records in the window", dups))
+	notes = append(notes, w.distrusted...)
+	if last := w.lastBelowG(); o.Prev < last {
+		notes = append(notes, fmt.Sprintf("source offsets %d..%d are missing on the target", o.Prev+1, last))
 	}
-	// Target records between E and the copy of the next source record copy nothing that is on
-	// the source now: compacted there after mirroring, or written to the target directly. E
-	// stays below them: never above the truth, at the price of re-reading them.
-	for k := star + 1; k < len(a.S); k++ {
-		c := a.pm.Copies(a.S[k].off)
-		if len(c) == 0 {
-			continue
-		}
-		n := 0
-		for _, x := range ans.extras {
-			if x >= ans.e && x < c[0] {
-				n++
-			}
-		}
-		if n > 0 {
-			notes = append(notes, fmt.Sprintf("%d target records after E copy no record the source holds now (compacted after mirroring, or written to the target): a consumer at E reads them", n))
-		}
-		break
+	if o.PrevTarget > o.Prev-w.source()[0].off+w.tFrom && loc.Events > 0 {
+		notes = append(notes, "the last copy of it counts")
 	}
-	if a.atEnd() {
+	// Target records right after E that copy nothing the source holds now: compacted there
+	// after mirroring, or written to the target directly. E stays below them: never above the
+	// truth, at the price of re-reading them.
+	if n := w.extrasFrom(o.E, loc.Extras); n > 0 {
+		notes = append(notes, fmt.Sprintf("%d target records after E copy no record the source holds now (compacted after mirroring, or written to the target): a consumer at E reads them", n))
+	}
+	if w.atEnd() {
 		notes = append(notes, fmt.Sprintf("checked to target end %d", j.dstEnd))
 	} else {
-		notes = append(notes, fmt.Sprintf("no later copy up to target offset %d", a.tNext-1))
+		notes = append(notes, fmt.Sprintf("no later copy up to target offset %d", w.tNext-1))
 	}
 	return notes
 }
 
-// anchor is a source record and the target offset of its first copy, found by an alignment.
+// extrasFrom counts the target records from offset e on that are extra, up to the first that
+// is not.
+func (w *window) extrasFrom(e int64, extras []int64) int {
+	is := map[int64]bool{}
+	for _, x := range extras {
+		is[x] = true
+	}
+	n := 0
+	for _, t := range w.T {
+		if t.off < e {
+			continue
+		}
+		if !is[t.off] {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// ambiguous is the refusal when the best explanations disagree: the offsets they give and
+// what would settle it.
+func (w *window) ambiguous(loc align.Located) answer {
+	j := w.j
+	var alts []string
+	for k, o := range loc.Outcomes {
+		if k == 3 {
+			alts = append(alts, fmt.Sprintf("and %d more", len(loc.Outcomes)-3))
+			break
+		}
+		alts = append(alts, o.String())
+	}
+	if loc.Run != nil && !loc.Overflow {
+		return unmappable("ambiguous: source %s/%d offsets %d..%d around the committed %d are identical records, and their copy on the target has a replay, a loss or an extra record that could lie anywhere among them; "+
+			"kmirror's offset map of the flow, an offset map from kverify diff, or an MM2 offset sync of source offset %d settles it", j.srcTopic, j.part, loc.Run[0], loc.Run[1], j.g, w.lastBelowG())
+	}
+	budget := ""
+	if !w.atEnd() {
+		budget = fmt.Sprintf(" within the read budget (%d target records)", w.cfg.MaxTargetRead)
+	}
+	return unmappable("ambiguous: the records of %s/%d around offset %d repeat, and the explanations of the copy with the fewest mirror events (%d) disagree%s: %s; "+
+		"kmirror's offset map of the flow, an offset map from kverify diff, or an MM2 offset sync of source offset %d settles it",
+		j.srcTopic, j.part, j.g, loc.Events, budget, strings.Join(alts, "; "), w.lastBelowG())
+}
+
+// anchor is a source record and the target offset of its only copy, found by an alignment.
 type anchor struct{ src, dst int64 }
 
 func (p *planner) addAnchor(j job, src, dst int64) {
@@ -504,9 +693,8 @@ func (p *planner) addAnchor(j job, src, dst int64) {
 	}
 }
 
-// anchorBelow returns the first-copy target offset of the highest known source record at or
-// below off.
-func (p *planner) anchorBelow(j job, off int64) (int64, bool) {
+// anchorBelow returns the highest known source record at or below off, with its copy.
+func (p *planner) anchorBelow(j job, off int64) (anchor, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	best := anchor{src: -1}
@@ -515,5 +703,5 @@ func (p *planner) anchorBelow(j job, off int64) (int64, bool) {
 			best = a
 		}
 	}
-	return best.dst, best.src >= 0
+	return best, best.src >= 0
 }

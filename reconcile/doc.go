@@ -9,25 +9,20 @@
 //     checkpoint; then it computes E(G) as docs/design.md "What exact means: E(G)" defines
 //     it: 1 + the last target copy of s*, the largest mirrored source record below G (or,
 //     with no such record, the target offset of the first mirrored record at or after G).
-//     With an offset map from kverify diff the answer comes from the map only where the map
-//     covers G (G within its source range and a mirrored record s* below G in it), the
-//     fingerprint of s* equals the target record before E(G), E(G) is not above the target end,
-//     and no copy of s* sits in the target records the map never examined (a stale map). A map
-//     from kverify diff --from or --partitions, a stale or a crafted map fails one of these:
-//     Plan aligns locally instead and the proof says "offset map not used: <why>". Without a
-//     map Plan aligns content locally: it reads the few source records just below G (walking
-//     back over transaction markers, compacted or deleted records) and a few after it, and a
-//     bounded target window that MM2's offset syncs or the records' timestamps place; hints
-//     bound where to read, the answer always comes from matching fingerprints
-//     (offsetmap.Fingerprint), aligned by align.Partition. After finding the copy of s* it keeps
-//     reading Config.Window target records to catch a later copy (a replay). Each answer
-//     carries its Proof: the fingerprint of the source record before G equals that of the
-//     target record before E(G).
+//     Where the answer comes from, best first (Partition.ProofSource): kmirror's offset map
+//     topic of the flow (offsetmap.MapTopicName of the flow's source alias, on the target),
+//     the offset map file (Config.OffsetMap), each only where it saw the whole target and
+//     content agrees at the copy of s*; else content (align.go): the source records around G
+//     and past it, the target from a hint (MM2's offset syncs, an earlier answer, timestamps)
+//     to its end, explained by align.Locate with every copy a map or an offset sync knows
+//     pinned. A content answer stands only when every explanation with the fewest mirror
+//     events agrees, a run of identical records around G is copied cleanly, and the matching
+//     stretch through the deciding copy is unlikely by chance (docs/design.md, "Content
+//     proves E(G) only when it is unique"); a map file that content contradicts is not used,
+//     and the proof says "offset map not used: <why>". Each answer carries its Proof.
 //   - Result (result.go) is the plan, its JSON form part of kreconcile's interface. Statuses:
-//     exact, behind, ahead, pending, missing-target-offset, unmappable (with a Reason).
-//     Whenever content cannot tell (a run of identical records with a replay or a loss in it,
-//     a record that is nowhere in the window, a lone identical record after s*) the partition
-//     is unmappable: Plan never answers above the true E(G).
+//     exact, behind, ahead, pending, missing-target-offset, unmappable (with a Reason that
+//     names the partition, why, and what would settle it).
 //   - Plan records the cluster ID of both clusters (Result.SourceCluster, TargetCluster).
 //   - Apply commits E(G) for groups that are Empty or absent on the target, saves the previous
 //     offsets to a Backup first, re-reads to confirm, and is idempotent. It refuses a client

@@ -30,6 +30,10 @@ type planner struct {
 	// them (Kafka 3.8+).
 	srcListed kadm.ListedGroups
 
+	// kmaps is kmirror's offset map of the flow, by source partition (none for a flow kmirror
+	// did not mirror).
+	kmaps map[tp]*offsetmap.PartitionMap
+
 	mu      sync.Mutex
 	cache   map[cacheKey]*cacheEntry
 	anchors map[tp][]anchor // per source partition, from finished alignments
@@ -412,7 +416,7 @@ func (p *planner) judgeE(ctx context.Context, group string, part *Partition, j j
 		return nil
 	}
 	e := ans.e
-	part.ExactTarget, part.Proof = &e, ans.proof
+	part.ExactTarget, part.Proof, part.ProofSource = &e, ans.proof, ans.from
 	if part.Checkpoint != nil {
 		cp := *part.Checkpoint
 		part.CheckpointStatus = compare(cp, e)
@@ -491,83 +495,55 @@ func (p *planner) cached(ctx context.Context, j job) (answer, error) {
 	return e.ans, e.err
 }
 
-// find is E(G) for j from the offset map where it answers, else from content: the offset
-// after the last copy of s*, before settle chooses among the offsets equal to it.
-func (p *planner) find(ctx context.Context, j job) (ans answer, err error) {
-	if !p.fromMap(j.srcTopic) {
-		return p.locate(ctx, j)
-	}
-	var why string
-	if ans, why, err = p.fromOffsetMap(ctx, j); err != nil || why == "" {
+// find is E(G) for j: the offset after the last copy of s*, before settle chooses among the
+// offsets equal to it. Content decides, with the known copies pinned: kmirror's offset map,
+// the offset map file, MM2's offset syncs (pinsOf).
+func (p *planner) find(ctx context.Context, j job) (answer, error) {
+	ans, err := p.locate(ctx, j)
+	if err != nil || !p.fromMap(j.srcTopic) || ans.from == SourceOffsetMap {
 		return ans, err
 	}
-	// The map does not answer here: content decides, and the result says why.
-	p.cfg.Logger.Debug("offset map not used", "topic", j.srcTopic, "partition", j.part, "g", j.g, "why", why)
-	ans, err = p.locate(ctx, j)
+	why := p.mapGap(j)
 	if ans.known {
 		ans.proof += "; offset map not used: " + why
 	} else {
 		ans.reason += " (offset map not used: " + why + ")"
 	}
-	return ans, err
+	return ans, nil
 }
 
-// fromOffsetMap answers from the exact offset map where the map covers G, and proves the
-// answer by content like every other answer: the source record s* the map names below G and
-// the target record before E(G) have the same fingerprint, E(G) is not above the target end,
-// and no copy of s* sits in the target records the map never examined (a map older than the
-// target). When any of that fails, why says so and the caller aligns locally instead.
-func (p *planner) fromOffsetMap(ctx context.Context, j job) (ans answer, why string, err error) {
+// mapGap says why the offset map file did not give j's answer.
+func (p *planner) mapGap(j job) string {
 	pm := p.cfg.OffsetMap.Partition(j.part)
-	if pm == nil {
-		return answer{}, fmt.Sprintf("the map of %s has no partition %d", j.srcTopic, j.part), nil
-	}
-	if j.g < pm.SourceFrom || j.g > pm.SourceTo {
-		return answer{}, fmt.Sprintf("the map of %s/%d covers source offsets %d..%d, the group is at %d", j.srcTopic, j.part, pm.SourceFrom, pm.SourceTo, j.g), nil
+	switch {
+	case pm == nil:
+		return fmt.Sprintf("the map of %s has no partition %d", j.srcTopic, j.part)
+	case j.g < pm.SourceFrom || j.g > pm.SourceTo:
+		return fmt.Sprintf("the map of %s/%d covers source offsets %d..%d, the group is at %d", j.srcTopic, j.part, pm.SourceFrom, pm.SourceTo, j.g)
 	}
 	tr := pm.ExactTarget(j.g)
 	switch {
 	case !tr.Known:
-		return answer{}, fmt.Sprintf("the map of %s/%d does not reach %d", j.srcTopic, j.part, j.g), nil
+		return fmt.Sprintf("the map of %s/%d does not reach %d", j.srcTopic, j.part, j.g)
 	case !tr.HasPrev:
-		return answer{}, fmt.Sprintf("the map of %s/%d has no mirrored record below %d to prove its answer by", j.srcTopic, j.part, j.g), nil
-	case tr.Prev < pm.SourceFrom || tr.Prev >= j.g:
-		return answer{}, fmt.Sprintf("the map of %s/%d is inconsistent: it names source offset %d, outside %d..%d", j.srcTopic, j.part, tr.Prev, pm.SourceFrom, j.g-1), nil
-	case tr.Target > j.dstEnd:
-		return answer{}, fmt.Sprintf("its answer %d is above the target end %d of %s/%d", tr.Target, j.dstEnd, j.dstTopic, j.part), nil
+		return fmt.Sprintf("the map of %s/%d has no mirrored record below %d to prove its answer by", j.srcTopic, j.part, j.g)
 	}
-	s, err := p.src.read(ctx, j.srcTopic, j.part, tr.Prev, tr.Prev+1, 1, p.cfg.Fields)
-	if err != nil {
-		return answer{}, "", err
+	return fmt.Sprintf("content disagrees with it or it does not cover the copy of source offset %d", tr.Prev)
+}
+
+// mapsOf returns the exact maps of j's partition: kmirror's offset map topic, then the offset
+// map file.
+func (p *planner) mapsOf(j job) []mapRef {
+	var maps []mapRef
+	if pm := p.kmirrorMap(j.srcTopic, j.part); pm != nil {
+		maps = append(maps, mapRef{pm, SourceKmirrorMap})
 	}
-	t, err := p.dst.read(ctx, j.dstTopic, j.part, tr.PrevTarget, tr.PrevTarget+1, 1, p.cfg.Fields)
-	if err != nil {
-		return answer{}, "", err
-	}
-	switch {
-	case len(s) == 0 || s[0].off != tr.Prev:
-		return answer{}, fmt.Sprintf("it says source offset %d of %s/%d is mirrored, but the source has no record there now", tr.Prev, j.srcTopic, j.part), nil
-	case len(t) == 0 || t[0].off != tr.PrevTarget:
-		return answer{}, fmt.Sprintf("it says target offset %d of %s/%d holds a copy, but the target has no record there now", tr.PrevTarget, j.dstTopic, j.part), nil
-	case s[0].fp != t[0].fp:
-		return answer{}, fmt.Sprintf("it disagrees with content: source offset %d and target offset %d differ in %v", tr.Prev, tr.PrevTarget, offsetmap.DiffFields(s[0].r, t[0].r, p.cfg.Fields)), nil
-	}
-	// The map saw the target up to TargetTo: a later copy of s* (a replay after the map was
-	// written) moves E(G). Look for one in the records it never examined, as far as the
-	// local alignment would.
-	if from := max(tr.Target, pm.TargetTo); from < j.dstEnd {
-		to := min(j.dstEnd, from+int64(p.cfg.Window))
-		later, err := p.dst.read(ctx, j.dstTopic, j.part, from, to, 0, p.cfg.Fields)
-		if err != nil {
-			return answer{}, "", err
-		}
-		for _, r := range later {
-			if r.fp == s[0].fp {
-				return answer{}, fmt.Sprintf("target offset %d, past what the map examined (below %d), repeats source offset %d: the map is older than the target", r.off, pm.TargetTo, tr.Prev), nil
-			}
+	if p.fromMap(j.srcTopic) {
+		if pm := p.cfg.OffsetMap.Partition(j.part); pm != nil {
+			maps = append(maps, mapRef{pm, SourceOffsetMap})
 		}
 	}
-	return answer{known: true, e: tr.Target, proof: fmt.Sprintf("offset map; fingerprint %016x of source offset %d = target offset %d", s[0].fp, tr.Prev, tr.PrevTarget)}, "", nil
+	return maps
 }
 
 // countTarget counts the target records in [from, to) that are copies of source records, i.e.
@@ -614,4 +590,10 @@ func (p *planner) countTarget(ctx context.Context, j job, from, to int64, extras
 		}
 	}
 	return max(n, 0), none, nil
+}
+
+// kmirrorMap is kmirror's persisted offset map of a source partition, nil when the flow has
+// none (see kmirrorMaps).
+func (p *planner) kmirrorMap(topic string, part int32) *offsetmap.PartitionMap {
+	return p.kmaps[tp{topic, part}]
 }
