@@ -2,13 +2,9 @@ package report
 
 import (
 	"fmt"
-	"io"
 	"strings"
 
-	"github.com/jedib0t/go-pretty/v6/table"
-
 	"github.com/kmigrate/kmigrate/reconcile"
-	"github.com/kmigrate/kmigrate/report/junit"
 )
 
 // aclsReport draws `kreconcile acls`: each source ACL, its image on the target and whether the
@@ -144,63 +140,6 @@ func readBackDetail(rb *reconcile.ACLReadBack) string {
 	return fmt.Sprintf("read back from every broker of the target (%s): %s, %d ms", strings.Join(ids, ", "), plural(int64(rb.Rounds), "round", "rounds"), rb.WaitedMS)
 }
 
-func writeACLs(w io.Writer, f Format, p *reconcile.ACLPlan, opt Options) error {
-	rep := newACLsReport(opt.Title, p)
-	var b strings.Builder
-	switch f {
-	case Table:
-		pt := painter(opt.Color)
-		fmt.Fprintf(&b, "%s\n", pt.bold(rep.Title))
-		writeVerdict(&b, pt, rep.Verdict)
-		if len(rep.Rows) > 0 {
-			// Narrow terminals wrap every text column; none is dropped.
-			ft := fitTable{header: table.Row{"Status", "Principal", "Target principal", "Resource", "Rule", "Note", "MirrorMaker 2"},
-				give: []give{{wrap: 10}, {wrap: 12}, {wrap: 12}, {wrap: 14}, {wrap: 12}, {wrap: 14}, {wrap: 12}}}
-			for _, r := range rep.Rows {
-				mm := r.It.MM2
-				if !r.It.MM2Differs {
-					mm = pt.dim(mm)
-				}
-				ft.rows = append(ft.rows, table.Row{pt.paint(r.Level, r.Status), r.Source, r.Target, r.Resource, r.Rule, r.Note, mm})
-			}
-			b.WriteString("\n" + ft.render(newTable(pt), opt.Width) + "\n")
-		}
-	case Markdown:
-		fmt.Fprintf(&b, "# %s\n\n", mdEscape(rep.Title))
-		mdVerdict(&b, rep.Verdict)
-		if len(rep.Rows) > 0 {
-			mdHeader(&b, "Status", "Principal", "Target principal", "Resource", "Rule", "Note", "MirrorMaker 2")
-			for _, r := range rep.Rows {
-				mdRow(&b, mdBadge[r.Level]+" "+mdEscape(r.Status), mdEscape(r.Source), mdEscape(r.Target), mdEscape(r.Resource), mdEscape(r.Rule), mdEscape(r.Note), mdEscape(r.It.MM2))
-			}
-		}
-	case HTML:
-		return templates.ExecuteTemplate(w, "page.tmpl", htmlPage{Title: rep.Title, CSS: pageCSS, Verdict: rep.Verdict, Kind: "acls", ACLs: rep,
-			Subtitle: "ACLs of the source, mapped to the target (principals by the mapping rules, topics by the replication policy), against the target's ACLs"})
-	default:
-		s := junit.Suite{Name: rep.Title}
-		for _, r := range rep.Rows {
-			c := junit.Case{Name: fmt.Sprintf("%s %s %s (%s)", r.Target, r.Rule, r.Resource, r.Source), Classname: "kreconcile.acls." + string(r.It.Status)}
-			switch {
-			case r.Level == levelErr:
-				c.Error = &junit.Problem{Type: "error", Message: r.Status, Body: r.It.Err}
-			case r.It.Status == reconcile.ACLMissing && r.It.Action == "":
-				c.Failure = &junit.Problem{Type: "missing", Message: r.Status, Body: r.It.MM2}
-			case r.It.Status == reconcile.ACLTargetOnly && p.DeleteExtra && r.It.Action == "":
-				c.Failure = &junit.Problem{Type: "target-only", Message: r.Status}
-			case r.It.Status == reconcile.ACLSkipped:
-				c.Skipped = &junit.Skipped{Message: r.Note}
-			default:
-				c.SystemOut = junit.Text(r.Status + "; MirrorMaker 2: " + r.It.MM2)
-			}
-			s.Cases = append(s.Cases, c)
-		}
-		return junit.Write(w, &junit.Suites{Name: rep.Title, Suites: []junit.Suite{s}})
-	}
-	_, err := io.WriteString(w, strings.TrimRight(b.String(), "\n")+"\n")
-	return err
-}
-
 // aclRollbackReport draws `kreconcile rollback` of an ACL backup.
 type aclRollbackReport struct {
 	Title   string
@@ -254,49 +193,4 @@ func newACLRollbackReport(title string, r *reconcile.ACLRollbackResult) *aclRoll
 	}
 	rep.Verdict = v
 	return rep
-}
-
-func writeACLRollback(w io.Writer, f Format, r *reconcile.ACLRollbackResult, opt Options) error {
-	rep := newACLRollbackReport(opt.Title, r)
-	var b strings.Builder
-	switch f {
-	case Table:
-		pt := painter(opt.Color)
-		fmt.Fprintf(&b, "%s\n", pt.bold(rep.Title))
-		writeVerdict(&b, pt, rep.Verdict)
-		if len(rep.Rows) > 0 {
-			tw := newTable(pt)
-			tw.AppendHeader(table.Row{"ACL", "Apply", "Rollback"})
-			for _, row := range rep.Rows {
-				tw.AppendRow(table.Row{row.A.ACL.String(), row.A.Was, pt.paint(row.Level, row.Status)})
-			}
-			b.WriteString("\n" + tw.Render() + "\n")
-		}
-	case Markdown:
-		fmt.Fprintf(&b, "# %s\n\n", mdEscape(rep.Title))
-		mdVerdict(&b, rep.Verdict)
-		if len(rep.Rows) > 0 {
-			mdHeader(&b, "ACL", "Apply", "Rollback")
-			for _, row := range rep.Rows {
-				mdRow(&b, mdEscape(row.A.ACL.String()), row.A.Was, mdBadge[row.Level]+" "+mdEscape(row.Status))
-			}
-		}
-	case HTML:
-		return templates.ExecuteTemplate(w, "page.tmpl", htmlPage{Title: rep.Title, CSS: pageCSS, Verdict: rep.Verdict, Kind: "rollback",
-			ACLRollback: rep, Subtitle: "ACLs restored from the backup that acls --apply saved"})
-	default:
-		s := junit.Suite{Name: rep.Title}
-		for _, row := range rep.Rows {
-			c := junit.Case{Name: row.A.ACL.String(), Classname: "kreconcile.rollback.acls"}
-			if row.Level == levelErr {
-				c.Error = &junit.Problem{Type: "error", Message: row.Status, Body: row.A.Err}
-			} else {
-				c.SystemOut = junit.Text(row.Status)
-			}
-			s.Cases = append(s.Cases, c)
-		}
-		return junit.Write(w, &junit.Suites{Name: rep.Title, Suites: []junit.Suite{s}})
-	}
-	_, err := io.WriteString(w, strings.TrimRight(b.String(), "\n")+"\n")
-	return err
 }
