@@ -105,7 +105,7 @@ func aclsCommand() *cli.Command {
 	)
 	return clikit.ReportCommand("acls", runACLs, flags,
 		"plan (and with --apply, make) the target's ACLs from the source's, with principal mapping",
-		"kreconcile acls [connection flags] [--map-principal 'REGEX=>REPLACEMENT']... [--include-wildcards] [--apply [--delete-extra] [--backup FILE]] [--format table|json|markdown|html|junit] [--out FILE]",
+		"kreconcile acls [connection flags] [--map-principal 'REGEX=>REPLACEMENT']... [--include-wildcards] [--apply [--delete-extra] [--backup FILE]] "+clikit.OutputUsage(),
 		aclsHelp)
 }
 
