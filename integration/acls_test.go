@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/kmigrate/kmigrate/integration/cluster"
+	"github.com/kmigrate/kmigrate/internal/backupfile"
 	"github.com/kmigrate/kmigrate/reconcile"
 )
 
@@ -246,7 +247,7 @@ func TestACLs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b.CreatedACLs) != 8 || len(b.DeletedACLs) != 0 || b.TargetCluster.ID != plan.TargetCluster.ID || b.Kind != reconcile.ACLBackupKind {
+	if len(b.CreatedACLs) != 8 || len(b.DeletedACLs) != 0 || b.TargetCluster.ID != plan.TargetCluster.ID || b.Kind != backupfile.ACLs {
 		t.Errorf("backup: kind %q, target %+v, %d created, %d deleted", b.Kind, b.TargetCluster, len(b.CreatedACLs), len(b.DeletedACLs))
 	}
 

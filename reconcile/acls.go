@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmigrate/kmigrate/internal/agree"
+	"github.com/kmigrate/kmigrate/internal/backupfile"
 	"github.com/kmigrate/kmigrate/mm2"
 )
 
@@ -728,7 +729,7 @@ func backupACLWrites(p *ACLPlan, cfg ACLApplyConfig, create, del []ACL) (string,
 	if path == "" {
 		path = DefaultACLBackupName(t)
 	}
-	b := &ACLBackup{Kind: ACLBackupKind, Version: ACLBackupVersion, Holds: aclBackupHolds, Taken: t.UTC(),
+	b := &ACLBackup{Kind: backupfile.ACLs, Version: ACLBackupVersion, Holds: aclBackupHolds, Taken: t.UTC(),
 		SourceCluster: p.SourceCluster, TargetCluster: p.TargetCluster, CreatedACLs: nonNil(create), DeletedACLs: nonNil(del)}
 	if err := writeBackup(path, b); err != nil {
 		return "", err

@@ -1,24 +1,15 @@
 package reconcile
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/internal/agree"
-)
-
-// Backup kinds: what a kreconcile backup file holds (its "kind" key; a file without one is a
-// consumer group offsets backup, as every earlier kreconcile wrote).
-const (
-	GroupsBackupKind = "groups"
-	ACLBackupKind    = "acls"
+	"github.com/kmigrate/kmigrate/internal/backupfile"
 )
 
 // ACLBackupVersion is the format version of the ACL backups ApplyACLs writes.
@@ -29,7 +20,7 @@ const aclBackupHolds = "Kafka ACLs: the ACLs kreconcile acls --apply created on 
 // ACLBackup is what ApplyACLs saves before writing and RollbackACLs undoes: exactly the ACLs
 // it was about to create on the target cluster and those it was about to delete there.
 type ACLBackup struct {
-	// Kind is ACLBackupKind; Holds says the same in words, for whoever opens the file.
+	// Kind is backupfile.ACLs; Holds says the same in words, for whoever opens the file.
 	Kind    string    `json:"kind"`
 	Version int       `json:"version"`
 	Holds   string    `json:"holds"`
@@ -42,37 +33,13 @@ type ACLBackup struct {
 	DeletedACLs   []ACL      `json:"acls_deleted"`
 }
 
-// BackupKind reads the kind of a backup file: GroupsBackupKind for a file without a "kind"
-// key or with "groups" (kreconcile groups --apply), ACLBackupKind for "acls" (kreconcile
-// acls --apply); anything else is an error.
-func BackupKind(path string) (string, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("open backup: %w", err)
-	}
-	var k struct {
-		Kind string `json:"kind"`
-	}
-	// The first JSON value only: ReadBackup and ReadACLBackup judge what follows it.
-	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&k); err != nil {
-		return "", fmt.Errorf("read backup %s: %w (is it a file kreconcile groups --apply or acls --apply wrote?)", path, err)
-	}
-	switch k.Kind {
-	case "", GroupsBackupKind:
-		return GroupsBackupKind, nil
-	case ACLBackupKind:
-		return ACLBackupKind, nil
-	}
-	return "", fmt.Errorf("backup %s holds %q: this kreconcile reads backups of consumer group offsets (groups) and of ACLs (acls)", path, k.Kind)
-}
-
 // ReadACLBackup reads and validates an ACL backup: kind "acls", version ACLBackupVersion,
 // nothing after the JSON value, both cluster IDs, and every ACL complete (known resource
 // type, LITERAL or PREFIXED, a known operation, ALLOW or DENY, non-empty principal, host and
 // name) and listed once.
 func ReadACLBackup(path string) (*ACLBackup, error) {
 	var b ACLBackup
-	if err := decodeBackupFile(path, &b, true, "ACL backup", "kreconcile acls --apply"); err != nil {
+	if err := backupfile.Decode(path, &b, true, "ACL backup", "kreconcile acls --apply"); err != nil {
 		return nil, err
 	}
 	if err := b.validate(); err != nil {
@@ -83,8 +50,8 @@ func ReadACLBackup(path string) (*ACLBackup, error) {
 
 func (b *ACLBackup) validate() error {
 	switch {
-	case b.Kind != ACLBackupKind:
-		return fmt.Errorf("kind %q: an ACL backup says %q", b.Kind, ACLBackupKind)
+	case b.Kind != backupfile.ACLs:
+		return fmt.Errorf("kind %q: an ACL backup says %q", b.Kind, backupfile.ACLs)
 	case b.Version != ACLBackupVersion:
 		return fmt.Errorf("version %d: this kreconcile reads ACL backups of version %d", b.Version, ACLBackupVersion)
 	case b.TargetCluster.ID == "" || b.SourceCluster.ID == "":
@@ -158,12 +125,11 @@ func RollbackACLs(ctx context.Context, dst *kgo.Client, backupFile string, cfg R
 	if err != nil {
 		return nil, err
 	}
-	alias, id, err := rollbackTarget(ctx, dst, cfg)
+	alias, id, err := backupfile.Connected(ctx, dst, cfg.TargetAlias)
 	if err != nil {
 		return nil, err
 	}
-	ref := &Backup{Version: BackupVersion, SourceCluster: b.SourceCluster, TargetCluster: b.TargetCluster}
-	if err := checkBackupCluster(ref, backupFile, alias, id, ""); err != nil {
+	if err := backupfile.CheckTarget(backupFile, b.SourceCluster, b.TargetCluster, alias, id); err != nil {
 		return nil, err
 	}
 	has, err := readACLs(ctx, dst, alias, cfg.ReadTimeout)

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmigrate/kmigrate/internal/backupfile"
 	"github.com/kmigrate/kmigrate/mm2"
 )
 
@@ -298,8 +299,8 @@ func TestApplyAndRollbackACLs(t *testing.T) {
 				!reflect.DeepEqual(strs(b.CreatedACLs...), strs(created...)) || !reflect.DeepEqual(b.DeletedACLs, wantDeleted) {
 				t.Errorf("backup %+v", b)
 			}
-			if k, err := BackupKind(backup); k != ACLBackupKind || err != nil {
-				t.Errorf("BackupKind = %q, %v", k, err)
+			if k, err := backupfile.Kind(backup); k != backupfile.ACLs || err != nil {
+				t.Errorf("backupfile.Kind = %q, %v", k, err)
 			}
 			if fi, err := os.Stat(backup); err != nil || fi.Mode().Perm() != 0o600 {
 				t.Errorf("backup mode: %v %v", fi, err)
@@ -405,7 +406,7 @@ func TestApplyACLsRefusalsAndFailures(t *testing.T) {
 
 func TestACLBackupValidation(t *testing.T) {
 	dir := t.TempDir()
-	good := ACLBackup{Kind: "acls", Version: 1, SourceCluster: ClusterRef{"a", "A"}, TargetCluster: ClusterRef{"b", "B"},
+	good := ACLBackup{Kind: "acls", Version: 1, SourceCluster: ClusterRef{Alias: "a", ID: "A"}, TargetCluster: ClusterRef{Alias: "b", ID: "B"},
 		CreatedACLs: []ACL{acl("ALLOW", "User:x", "READ", "TOPIC", "LITERAL", "t")}, DeletedACLs: []ACL{}}
 	for _, tc := range []struct {
 		name   string
@@ -434,20 +435,5 @@ func TestACLBackupValidation(t *testing.T) {
 				t.Errorf("ReadACLBackup: %v, want %q", err, tc.want)
 			}
 		})
-	}
-	// A groups backup reads as kind groups; another kind is refused.
-	groups := filepath.Join(dir, "groups.json")
-	if err := os.WriteFile(groups, []byte(`{"version":2,"entries":[]}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if k, err := BackupKind(groups); k != GroupsBackupKind || err != nil {
-		t.Errorf("BackupKind(groups) = %q, %v", k, err)
-	}
-	other := filepath.Join(dir, "other.json")
-	if err := os.WriteFile(other, []byte(`{"kind":"quotas"}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := BackupKind(other); err == nil {
-		t.Errorf("BackupKind(quotas): no error")
 	}
 }

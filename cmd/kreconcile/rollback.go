@@ -5,6 +5,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
+	"github.com/kmigrate/kmigrate/internal/backupfile"
 	"github.com/kmigrate/kmigrate/reconcile"
 )
 
@@ -66,11 +67,11 @@ func rollbackCommand() *cli.Command {
 }
 
 func runRollback(c *cli.Context) error {
-	kind, err := reconcile.BackupKind(c.String("backup"))
+	kind, err := backupfile.Kind(c.String("backup"))
 	if err != nil {
 		return clikit.Fail(err)
 	}
-	if kind == reconcile.ACLBackupKind {
+	if kind == backupfile.ACLs {
 		return runACLRollback(c)
 	}
 	if c.IsSet("read-timeout") {
