@@ -265,6 +265,7 @@ func TestReadBackupRefuses(t *testing.T) {
 		{"the same partition twice", head + entry("g", "1") + `,` + entry("g", "2") + `]}`, "twice"},
 		{"no target cluster ID", `{"version": 2, "source_cluster": {"id": "S"}, "entries": [` + entry("g", "1") + `]}`, "target cluster"},
 		{"no committed offset", head + `{"group": "g", "topic": "t", "partition": 0, "offset": 1}]}`, "committed"},
+		{"an ACL backup", `{"kind": "acls", "version": 1, "source_cluster": {"alias": "source", "id": "S"}, "target_cluster": {"alias": "target", "id": "T"}, "acls_created": [], "acls_deleted": []}`, "ACL backup"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,17 +4,17 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/kmigrate/kmigrate/reconcile"
+	"github.com/kmigrate/kmigrate/aclsync"
 )
 
 // aclsReport draws `kreconcile acls`: each source ACL, its image on the target and whether the
 // target has it, the target-only ACLs, and what MirrorMaker 2's own sync would do instead.
 type aclsReport struct {
 	Title   string
-	P       *reconcile.ACLPlan
+	P       *aclsync.Result
 	Verdict verdict
 	Rows    []aclRow
-	Counts  map[reconcile.ACLStatus]int
+	Counts  map[aclsync.Status]int
 	// Missing, Present, TargetOnly and Skipped are Counts for the HTML cards.
 	Missing, Present, TargetOnly, Skipped int
 	// MM2Differs counts the ACLs MM2 3.7.1 would treat otherwise.
@@ -22,7 +22,7 @@ type aclsReport struct {
 }
 
 type aclRow struct {
-	It       reconcile.ACLItem
+	It       aclsync.Item
 	Level    level
 	Status   string
 	Source   string // principal on the source, "—" for a target-only ACL
@@ -32,7 +32,7 @@ type aclRow struct {
 	Note     string // why skipped, how the principal or name was mapped
 }
 
-func aclResource(it reconcile.ACLItem) string {
+func aclResource(it aclsync.Item) string {
 	name := it.ResourceName
 	switch {
 	case name == "":
@@ -43,7 +43,7 @@ func aclResource(it reconcile.ACLItem) string {
 	return it.ResourceType + ":" + it.PatternType + ":" + name
 }
 
-func newACLsReport(title string, p *reconcile.ACLPlan) *aclsReport {
+func newACLsReport(title string, p *aclsync.Result) *aclsReport {
 	rep := &aclsReport{Title: title, P: p, Counts: p.Counts()}
 	if rep.Title == "" {
 		rep.Title = "kreconcile acls " + p.Flow
@@ -68,13 +68,13 @@ func newACLsReport(title string, p *reconcile.ACLPlan) *aclsReport {
 		case it.Action == "deleted":
 			row.Level, row.Status = levelOK, "deleted (target-only)"
 			deleted++
-		case it.Status == reconcile.ACLMissing:
+		case it.Status == aclsync.Missing:
 			row.Level, row.Status = levelWarn, "missing: --apply creates it"
-		case it.Status == reconcile.ACLTargetOnly && p.DeleteExtra:
+		case it.Status == aclsync.TargetOnly && p.DeleteExtra:
 			row.Level, row.Status = levelWarn, "target-only: --delete-extra deletes it"
-		case it.Status == reconcile.ACLTargetOnly:
+		case it.Status == aclsync.TargetOnly:
 			row.Level, row.Status = levelWarn, "target-only: kept (--delete-extra deletes it)"
-		case it.Status == reconcile.ACLSkipped:
+		case it.Status == aclsync.Skipped:
 			row.Level, row.Status = levelOK, "skipped"
 		default:
 			row.Level, row.Status = levelOK, "present"
@@ -85,15 +85,15 @@ func newACLsReport(title string, p *reconcile.ACLPlan) *aclsReport {
 		rep.Rows = append(rep.Rows, row)
 	}
 	c := rep.Counts
-	rep.Missing, rep.Present, rep.TargetOnly, rep.Skipped = c[reconcile.ACLMissing], c[reconcile.ACLPresent], c[reconcile.ACLTargetOnly], c[reconcile.ACLSkipped]
+	rep.Missing, rep.Present, rep.TargetOnly, rep.Skipped = c[aclsync.Missing], c[aclsync.Present], c[aclsync.TargetOnly], c[aclsync.Skipped]
 	rep.Verdict = aclsVerdict(p, c, created, deleted, failed, rep.MM2Differs)
 	return rep
 }
 
 // aclsVerdict judges plan p from its status counts c and the ACLs created, deleted and failed, with details on clusters, policy, mappings, MM2 and backup.
-func aclsVerdict(p *reconcile.ACLPlan, c map[reconcile.ACLStatus]int, created, deleted, failed, mm2Differs int) verdict {
+func aclsVerdict(p *aclsync.Result, c map[aclsync.Status]int, created, deleted, failed, mm2Differs int) verdict {
 	v := verdict{Level: levelOK, Word: "IN SYNC", Headline: fmt.Sprintf("nothing to do: %d present, %d skipped, %d target-only",
-		c[reconcile.ACLPresent], c[reconcile.ACLSkipped], c[reconcile.ACLTargetOnly])}
+		c[aclsync.Present], c[aclsync.Skipped], c[aclsync.TargetOnly])}
 	switch {
 	case failed > 0:
 		v = verdict{Level: levelErr, Word: "FAILED", Headline: fmt.Sprintf("%d failed, %d created, %d deleted", failed, created, deleted)}
@@ -102,10 +102,10 @@ func aclsVerdict(p *reconcile.ACLPlan, c map[reconcile.ACLStatus]int, created, d
 	case p.Changes() > 0:
 		del := 0
 		if p.DeleteExtra {
-			del = c[reconcile.ACLTargetOnly]
+			del = c[aclsync.TargetOnly]
 		}
 		v = verdict{Level: levelWarn, Word: "CHANGES PLANNED", Headline: fmt.Sprintf("%d missing on the target, %d to delete, %d present, %d skipped, %d target-only",
-			c[reconcile.ACLMissing], del, c[reconcile.ACLPresent], c[reconcile.ACLSkipped], c[reconcile.ACLTargetOnly])}
+			c[aclsync.Missing], del, c[aclsync.Present], c[aclsync.Skipped], c[aclsync.TargetOnly])}
 	}
 	v.Details = append(v.Details,
 		fmt.Sprintf("source %s (cluster ID %s): %s", p.SourceCluster.Alias, p.SourceCluster.ID, plural(int64(p.SourceACLs), "ACL", "ACLs")),
@@ -129,7 +129,7 @@ func aclsVerdict(p *reconcile.ACLPlan, c map[reconcile.ACLStatus]int, created, d
 }
 
 // readBackDetail says how the writes were read back from every broker ("" when none were).
-func readBackDetail(rb *reconcile.ACLReadBack) string {
+func readBackDetail(rb *aclsync.ReadBack) string {
 	if rb == nil {
 		return ""
 	}
@@ -143,18 +143,18 @@ func readBackDetail(rb *reconcile.ACLReadBack) string {
 // aclRollbackReport draws `kreconcile rollback` of an ACL backup.
 type aclRollbackReport struct {
 	Title   string
-	R       *reconcile.ACLRollbackResult
+	R       *aclsync.RollbackResult
 	Verdict verdict
 	Rows    []aclRollbackRow
 }
 
 type aclRollbackRow struct {
-	A      reconcile.RolledBackACL
+	A      aclsync.RolledBack
 	Level  level
 	Status string
 }
 
-func newACLRollbackReport(title string, r *reconcile.ACLRollbackResult) *aclRollbackReport {
+func newACLRollbackReport(title string, r *aclsync.RollbackResult) *aclRollbackReport {
 	rep := &aclRollbackReport{Title: title, R: r}
 	if rep.Title == "" {
 		rep.Title = "kreconcile rollback (ACLs)"

@@ -6,7 +6,7 @@
 //
 //   - Write(w, format, v, Options) renders a *verify.Result, a []*verify.Result (one section
 //     per topic), a *reconcile.Result, a *reconcile.RollbackResult, the ACL plan and its
-//     rollback (*reconcile.ACLPlan, *reconcile.ACLRollbackResult), the preflight of
+//     rollback (*aclsync.Result, *aclsync.RollbackResult), the preflight of
 //     `kverify topics` (*verify.PreflightResult) or the findings of
 //     `kmirror lint` ([]mm2.Finding) as a terminal table (go-pretty; ANSI colours only
 //     when Options.Color, which the commands set on a TTY), JSON (the value as is, indented:

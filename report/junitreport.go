@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/kmigrate/kmigrate/aclsync"
 	"github.com/kmigrate/kmigrate/reconcile"
 	"github.com/kmigrate/kmigrate/report/junit"
 	"github.com/kmigrate/kmigrate/verify"
@@ -178,11 +179,11 @@ func (junitRenderer) acls(w io.Writer, rep *aclsReport, _ Options) error {
 		switch {
 		case r.Level == levelErr:
 			c.Error = &junit.Problem{Type: "error", Message: r.Status, Body: r.It.Err}
-		case r.It.Status == reconcile.ACLMissing && r.It.Action == "":
+		case r.It.Status == aclsync.Missing && r.It.Action == "":
 			c.Failure = &junit.Problem{Type: "missing", Message: r.Status, Body: r.It.MM2}
-		case r.It.Status == reconcile.ACLTargetOnly && rep.P.DeleteExtra && r.It.Action == "":
+		case r.It.Status == aclsync.TargetOnly && rep.P.DeleteExtra && r.It.Action == "":
 			c.Failure = &junit.Problem{Type: "target-only", Message: r.Status}
-		case r.It.Status == reconcile.ACLSkipped:
+		case r.It.Status == aclsync.Skipped:
 			c.Skipped = &junit.Skipped{Message: r.Note}
 		default:
 			c.SystemOut = junit.Text(r.Status + "; MirrorMaker 2: " + r.It.MM2)

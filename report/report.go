@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kmigrate/kmigrate/aclsync"
 	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/reconcile"
 	"github.com/kmigrate/kmigrate/verify"
@@ -42,8 +43,8 @@ func (o Options) maxNotes() int { return 4 * o.maxItems() }
 
 // Write renders v in format f. v is a *verify.Result, a []*verify.Result (one section per
 // topic), a *reconcile.Result (values work as well as pointers), a
-// *reconcile.RollbackResult, a *verify.PreflightResult (kverify topics), a *reconcile.ACLPlan or
-// *reconcile.ACLRollbackResult (kreconcile acls and its rollback), or the findings of `kmirror
+// *reconcile.RollbackResult, a *verify.PreflightResult (kverify topics), an *aclsync.Result or
+// *aclsync.RollbackResult (kreconcile acls and its rollback), or the findings of `kmirror
 // lint`, []mm2.Finding (or the parser's []mm2.Warning). JSON writes any v as it is, indented,
 // because its field names are the tools' interface; the other formats return an error for a
 // type they do not know. Write is a pure function of its arguments.
@@ -91,9 +92,9 @@ func viewOf(v any, f Format, title string) (view, error) {
 			return nil, errors.New("render topics result: it is nil")
 		}
 		return newTopicsReport(title, r), nil
-	case *reconcile.ACLPlan:
+	case *aclsync.Result:
 		return newACLsReport(title, r), nil
-	case *reconcile.ACLRollbackResult:
+	case *aclsync.RollbackResult:
 		return newACLRollbackReport(title, r), nil
 	case []mm2.Finding:
 		return newLintReport(title, r), nil
@@ -101,7 +102,7 @@ func viewOf(v any, f Format, title string) (view, error) {
 		return newLintReport(title, warningsAsFindings(r)), nil
 	default:
 		return nil, fmt.Errorf("cannot render a %T as %s: the report package knows *verify.Result, "+
-			"[]*verify.Result, *verify.PreflightResult, *reconcile.Result, *reconcile.RollbackResult, *reconcile.ACLPlan, *reconcile.ACLRollbackResult and []mm2.Finding (use --format json for other values)", v, f)
+			"[]*verify.Result, *verify.PreflightResult, *reconcile.Result, *reconcile.RollbackResult, *aclsync.Result, *aclsync.RollbackResult and []mm2.Finding (use --format json for other values)", v, f)
 	}
 }
 

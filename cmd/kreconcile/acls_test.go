@@ -11,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmigrate/kmigrate/aclsync"
 	"github.com/kmigrate/kmigrate/cmd/internal/clitest"
-	"github.com/kmigrate/kmigrate/reconcile"
 )
 
 // targetACLs lists the ACLs of cl as "PERM principal OP TYPE:PATTERN:name".
@@ -140,7 +140,7 @@ func TestACLsPlanApplyRollback(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("rollback exit %d: %s %s", code, out, errOut)
 	}
-	var rb reconcile.ACLRollbackResult
+	var rb aclsync.RollbackResult
 	if err := json.Unmarshal([]byte(out), &rb); err != nil || len(rb.ACLs) != 3 || rb.TargetCluster.ID != "kfake-target" {
 		t.Fatalf("rollback JSON (%v): %s", err, out)
 	}

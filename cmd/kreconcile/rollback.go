@@ -4,6 +4,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
 
+	"github.com/kmigrate/kmigrate/aclsync"
 	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
 	"github.com/kmigrate/kmigrate/internal/backupfile"
 	"github.com/kmigrate/kmigrate/reconcile"
@@ -124,7 +125,7 @@ func runACLRollback(c *cli.Context) error {
 		return err
 	}
 	defer dst.Close()
-	res, rbErr := reconcile.RollbackACLs(c.Context, dst, c.String("backup"), reconcile.RollbackConfig{TargetAlias: alias, ReadTimeout: timeout})
+	res, rbErr := aclsync.Rollback(c.Context, dst, c.String("backup"), aclsync.RollbackConfig{TargetAlias: alias, ReadTimeout: timeout})
 	if res == nil {
 		return clikit.Fail(rbErr)
 	}

@@ -1,4 +1,4 @@
-package reconcile
+package aclsync
 
 import (
 	"context"
@@ -12,20 +12,20 @@ import (
 	"github.com/kmigrate/kmigrate/internal/backupfile"
 )
 
-// ACLBackupVersion is the format version of the ACL backups ApplyACLs writes.
-const ACLBackupVersion = 1
+// BackupVersion is the format version of the ACL backups Apply writes.
+const BackupVersion = 1
 
-const aclBackupHolds = "Kafka ACLs: the ACLs kreconcile acls --apply created on the target cluster and the ACLs it deleted there; kreconcile rollback --backup FILE deletes the created ones and creates the deleted ones again"
+const backupHolds = "Kafka ACLs: the ACLs kreconcile acls --apply created on the target cluster and the ACLs it deleted there; kreconcile rollback --backup FILE deletes the created ones and creates the deleted ones again"
 
-// ACLBackup is what ApplyACLs saves before writing and RollbackACLs undoes: exactly the ACLs
+// Backup is what Apply saves before writing and Rollback undoes: exactly the ACLs
 // it was about to create on the target cluster and those it was about to delete there.
-type ACLBackup struct {
+type Backup struct {
 	// Kind is backupfile.ACLs; Holds says the same in words, for whoever opens the file.
 	Kind    string    `json:"kind"`
 	Version int       `json:"version"`
 	Holds   string    `json:"holds"`
 	Taken   time.Time `json:"created"`
-	// SourceCluster and TargetCluster are the plan's clusters; RollbackACLs writes only to a
+	// SourceCluster and TargetCluster are the plan's clusters; Rollback writes only to a
 	// cluster whose ID is TargetCluster.ID.
 	SourceCluster ClusterRef `json:"source_cluster"`
 	TargetCluster ClusterRef `json:"target_cluster"`
@@ -33,12 +33,12 @@ type ACLBackup struct {
 	DeletedACLs   []ACL      `json:"acls_deleted"`
 }
 
-// ReadACLBackup reads and validates an ACL backup: kind "acls", version ACLBackupVersion,
+// ReadBackup reads and validates an ACL backup: kind "acls", version BackupVersion,
 // nothing after the JSON value, both cluster IDs, and every ACL complete (known resource
 // type, LITERAL or PREFIXED, a known operation, ALLOW or DENY, non-empty principal, host and
 // name) and listed once.
-func ReadACLBackup(path string) (*ACLBackup, error) {
-	var b ACLBackup
+func ReadBackup(path string) (*Backup, error) {
+	var b Backup
 	if err := backupfile.Decode(path, &b, true, "ACL backup", "kreconcile acls --apply"); err != nil {
 		return nil, err
 	}
@@ -48,12 +48,12 @@ func ReadACLBackup(path string) (*ACLBackup, error) {
 	return &b, nil
 }
 
-func (b *ACLBackup) validate() error {
+func (b *Backup) validate() error {
 	switch {
 	case b.Kind != backupfile.ACLs:
 		return fmt.Errorf("kind %q: an ACL backup says %q", b.Kind, backupfile.ACLs)
-	case b.Version != ACLBackupVersion:
-		return fmt.Errorf("version %d: this kreconcile reads ACL backups of version %d", b.Version, ACLBackupVersion)
+	case b.Version != BackupVersion:
+		return fmt.Errorf("version %d: this kreconcile reads ACL backups of version %d", b.Version, BackupVersion)
 	case b.TargetCluster.ID == "" || b.SourceCluster.ID == "":
 		return errors.New("it names no source or target cluster ID: it was not written by kreconcile acls --apply")
 	}
@@ -77,21 +77,30 @@ func (b *ACLBackup) validate() error {
 	return errors.Join(errs...)
 }
 
-// ACLRollbackResult is what RollbackACLs did.
-type ACLRollbackResult struct {
-	Backup string `json:"backup"`
-	// TargetCluster is the cluster written to (the backup's, checked by its cluster ID).
-	TargetCluster ClusterRef      `json:"target_cluster"`
-	ACLs          []RolledBackACL `json:"acls"`
-	// ReadBack says how the rollback's writes were read back (nil when it wrote nothing).
-	ReadBack *ACLReadBack `json:"read_back,omitempty"`
+// RollbackConfig tunes Rollback.
+type RollbackConfig struct {
+	// TargetAlias names the connected cluster in messages. Default: "target".
+	TargetAlias string
+	// ReadTimeout bounds each read of the target's ACLs: how long to wait for every broker to
+	// give the same answer. Default: 30 s (agree.DefaultTimeout).
+	ReadTimeout time.Duration
 }
 
-// RolledBackACL is one ACL of an ACL rollback. Was is "created" or "deleted" (what the apply
+// RollbackResult is what Rollback did.
+type RollbackResult struct {
+	Backup string `json:"backup"`
+	// TargetCluster is the cluster written to (the backup's, checked by its cluster ID).
+	TargetCluster ClusterRef   `json:"target_cluster"`
+	ACLs          []RolledBack `json:"acls"`
+	// ReadBack says how the rollback's writes were read back (nil when it wrote nothing).
+	ReadBack *ReadBack `json:"read_back,omitempty"`
+}
+
+// RolledBack is one ACL of an ACL rollback. Was is "created" or "deleted" (what the apply
 // did); Action is what the rollback did: "deleted" (an ACL the apply created), "recreated" (an
 // ACL the apply deleted), or "unchanged" (already so: deleted or created again since); Err
 // says why it failed.
-type RolledBackACL struct {
+type RolledBack struct {
 	ACL
 	Was    string `json:"was"`
 	Action string `json:"action"`
@@ -99,7 +108,7 @@ type RolledBackACL struct {
 }
 
 // Failed counts the ACLs whose rollback failed.
-func (r *ACLRollbackResult) Failed() int {
+func (r *RollbackResult) Failed() int {
 	n := 0
 	for _, a := range r.ACLs {
 		if a.Err != "" {
@@ -109,7 +118,7 @@ func (r *ACLRollbackResult) Failed() int {
 	return n
 }
 
-// RollbackACLs undoes an ACL apply on dst: it deletes exactly the ACLs the apply created
+// Rollback undoes an ACL apply on dst: it deletes exactly the ACLs the apply created
 // (each by a filter naming every field, so that no other ACL matches: an ACL added on the
 // target since is kept) and creates again those it deleted. An ACL already as the rollback
 // would leave it is "unchanged". What is on the target is read from every broker, once they
@@ -117,11 +126,11 @@ func (r *ACLRollbackResult) Failed() int {
 // it there, nothing written. After the writes it reads every broker again until each shows
 // every change (or the wait ends, and the ACLs a broker does not reflect are errors naming it).
 //
-// It refuses, writing nothing and returning a nil result: an invalid backup (ReadACLBackup),
+// It refuses, writing nothing and returning a nil result: an invalid backup (ReadBackup),
 // and a cluster whose ID is not the backup's target cluster (the source, or any other). The
 // error names every ACL that failed.
-func RollbackACLs(ctx context.Context, dst *kgo.Client, backupFile string, cfg RollbackConfig) (*ACLRollbackResult, error) {
-	b, err := ReadACLBackup(backupFile)
+func Rollback(ctx context.Context, dst *kgo.Client, backupFile string, cfg RollbackConfig) (*RollbackResult, error) {
+	b, err := ReadBackup(backupFile)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +145,7 @@ func RollbackACLs(ctx context.Context, dst *kgo.Client, backupFile string, cfg R
 	if err != nil {
 		return nil, fmt.Errorf("%w. Nothing was written", err)
 	}
-	out := &ACLRollbackResult{Backup: backupFile, TargetCluster: ClusterRef{Alias: alias, ID: id}}
+	out := &RollbackResult{Backup: backupFile, TargetCluster: ClusterRef{Alias: alias, ID: id}}
 	var del, create []ACL
 	out.ACLs, del, create = rollbackWrites(b, has)
 	derrs := deleteACLs(ctx, dst, del)
@@ -168,10 +177,10 @@ func RollbackACLs(ctx context.Context, dst *kgo.Client, backupFile string, cfg R
 }
 
 // rollbackWrites lists, for every ACL of backup b, what undoing it does given the target's ACLs has, and the ACLs to delete and to create again.
-func rollbackWrites(b *ACLBackup, has map[ACL]bool) (acls []RolledBackACL, del, create []ACL) {
-	acls = []RolledBackACL{}
+func rollbackWrites(b *Backup, has map[ACL]bool) (acls []RolledBack, del, create []ACL) {
+	acls = []RolledBack{}
 	for _, a := range b.CreatedACLs {
-		r := RolledBackACL{ACL: a, Was: "created", Action: "unchanged"}
+		r := RolledBack{ACL: a, Was: "created", Action: "unchanged"}
 		if has[a] {
 			r.Action = "deleted"
 			del = append(del, a)
@@ -179,7 +188,7 @@ func rollbackWrites(b *ACLBackup, has map[ACL]bool) (acls []RolledBackACL, del, 
 		acls = append(acls, r)
 	}
 	for _, a := range b.DeletedACLs {
-		r := RolledBackACL{ACL: a, Was: "deleted", Action: "unchanged"}
+		r := RolledBack{ACL: a, Was: "deleted", Action: "unchanged"}
 		if !has[a] {
 			r.Action = "recreated"
 			create = append(create, a)
@@ -191,7 +200,7 @@ func rollbackWrites(b *ACLBackup, has map[ACL]bool) (acls []RolledBackACL, del, 
 
 // checkRollback adds to failed each ACL of acls the brokers accepted to change but the target
 // read again after the writes (after, or its error rerr) does not show changed on every broker.
-func checkRollback(acls []RolledBackACL, failed map[ACL]string, after agree.Answers[ACL], rerr error) {
+func checkRollback(acls []RolledBack, failed map[ACL]string, after agree.Answers[ACL], rerr error) {
 	for i := range acls {
 		r := &acls[i]
 		if _, bad := failed[r.ACL]; bad || r.Action == "unchanged" {
