@@ -16,8 +16,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/kmigrate/kmigrate/aclsync"
 	"github.com/kmigrate/kmigrate/integration/cluster"
-	"github.com/kmigrate/kmigrate/reconcile"
+	"github.com/kmigrate/kmigrate/internal/backupfile"
 )
 
 // kreconcile acls on real brokers: a Kafka 2.3.0 source with the ZooKeeper
@@ -196,7 +197,7 @@ func TestACLs(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("plan: exit %d, want 1\n%s\n%s", code, out, errOut)
 	}
-	var plan reconcile.ACLPlan
+	var plan aclsync.Result
 	if err := json.Unmarshal([]byte(out), &plan); err != nil {
 		t.Fatalf("plan JSON: %v\n%s", err, out)
 	}
@@ -209,7 +210,7 @@ func TestACLs(t *testing.T) {
 			t.Logf("  %s %s %s %s:%s:%s -> %s: %s", it.Status, it.Permission, it.Operation, it.ResourceType, it.PatternType, it.ResourceName, it.TargetResourceName, it.MM2)
 		}
 	}
-	if counts[reconcile.ACLMissing] != 8 || counts[reconcile.ACLSkipped] != 1 || counts[reconcile.ACLTargetOnly] != 1 || counts[reconcile.ACLPresent] != 0 {
+	if counts[aclsync.Missing] != 8 || counts[aclsync.Skipped] != 1 || counts[aclsync.TargetOnly] != 1 || counts[aclsync.Present] != 0 {
 		t.Fatalf("plan counts %v, want 8 missing, 1 skipped, 1 target-only", counts)
 	}
 	// Every copied ACL but DENY mallory READ (which MM2 copies as we do) differs from MM2's
@@ -242,11 +243,11 @@ func TestACLs(t *testing.T) {
 	sort.Strings(want)
 	aclSame(t, "target after apply (kafka.admin.AclCommand --list)", aclTool(t, dst), want)
 	aclSame(t, "target after apply (DescribeACLs)", aclDescribe(t, dst), want)
-	b, err := reconcile.ReadACLBackup(backup)
+	b, err := aclsync.ReadBackup(backup)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b.CreatedACLs) != 8 || len(b.DeletedACLs) != 0 || b.TargetCluster.ID != plan.TargetCluster.ID || b.Kind != reconcile.ACLBackupKind {
+	if len(b.CreatedACLs) != 8 || len(b.DeletedACLs) != 0 || b.TargetCluster.ID != plan.TargetCluster.ID || b.Kind != backupfile.ACLs {
 		t.Errorf("backup: kind %q, target %+v, %d created, %d deleted", b.Kind, b.TargetCluster, len(b.CreatedACLs), len(b.DeletedACLs))
 	}
 
@@ -340,7 +341,7 @@ func TestACLsSecure3(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("round %d: apply: exit %d\n%s\n%s", round, code, out, errOut)
 		}
-		b, err := reconcile.ReadACLBackup(backup)
+		b, err := aclsync.ReadBackup(backup)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -354,7 +355,7 @@ func TestACLsSecure3(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("round %d: rollback: exit %d\n%s\n%s", round, code, out, errOut)
 		}
-		var res reconcile.ACLRollbackResult
+		var res aclsync.RollbackResult
 		if err := json.Unmarshal([]byte(out), &res); err != nil {
 			t.Fatalf("rollback JSON: %v\n%s", err, out)
 		}

@@ -73,19 +73,7 @@ func TestTxnWatchOpen(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 1)
 	f.produce("a")
-	ctx := ctxFor(t)
-	txn, err := kgo.NewClient(kgo.SeedBrokers(f.fake.ListenAddrs()...), kgo.DefaultProduceTopic(f.topic),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionalID(f.topic+"-open"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer txn.Close()
-	if err := txn.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	if err := txn.ProduceSync(ctx, &kgo.Record{Value: []byte("b")}, &kgo.Record{Value: []byte("c")}).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	f.openTxn("b", "c")
 	var open []string
 	o := f.opts(0, 1)
 	o.Committed = true

@@ -65,18 +65,7 @@ func TestReadAbortedStopsAtOpenTransaction(t *testing.T) {
 	f := newFixture(t, 1)
 	f.txn(false, "x")
 	f.produce("a")
-	txn, err := kgo.NewClient(kgo.SeedBrokers(f.fake.ListenAddrs()...), kgo.DefaultProduceTopic(f.topic),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionalID(f.topic+"-open"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer txn.Close()
-	if err := txn.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	if err := txn.ProduceSync(ctxFor(t), &kgo.Record{Value: []byte("open")}).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	f.openTxn("open")
 	o := f.opts(0, 4) // 0 x (aborted), 1 marker, 2 a, 3 open (the last stable offset is 3)
 	o.Short = ShortStop
 	committed, aborted, end := readAborted(t, f.cl, o)

@@ -47,27 +47,26 @@ func (f *fixture) produce(values ...string) {
 	}
 }
 
-// txn writes values in one transaction and commits or aborts it (a marker follows).
+// txn writes values in one transaction of their own (testkit.WriteTxn) and commits or aborts
+// it (a marker follows).
 func (f *fixture) txn(commit bool, values ...string) {
 	f.t.Helper()
-	ctx := ctxFor(f.t)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(f.fake.ListenAddrs()...), kgo.DefaultProduceTopic(f.topic),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionalID(f.topic+"-txn"))
-	if err != nil {
-		f.t.Fatal(err)
+	testkit.WriteTxn(f.t, f.fake, f.topic, 0, kgo.TransactionEndTry(commit), false, valueRecords(values)...)
+}
+
+// openTxn writes values in a transaction left open (testkit.WriteTxn) until the test ends.
+func (f *fixture) openTxn(values ...string) {
+	f.t.Helper()
+	testkit.WriteTxn(f.t, f.fake, f.topic, 0, kgo.TryAbort, true, valueRecords(values)...)
+}
+
+// valueRecords are records with the values given, nothing else set.
+func valueRecords(values []string) []*kgo.Record {
+	recs := make([]*kgo.Record, len(values))
+	for i, v := range values {
+		recs[i] = &kgo.Record{Value: []byte(v)}
 	}
-	defer cl.Close()
-	if err := cl.BeginTransaction(); err != nil {
-		f.t.Fatal(err)
-	}
-	for _, v := range values {
-		if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte(v)}).FirstErr(); err != nil {
-			f.t.Fatal(err)
-		}
-	}
-	if err := cl.EndTransaction(ctx, kgo.TransactionEndTry(commit)); err != nil {
-		f.t.Fatal(err)
-	}
+	return recs
 }
 
 func (f *fixture) opts(from, to int64) Options {
@@ -178,18 +177,7 @@ func TestReadWaitsForOpenTransaction(t *testing.T) {
 	f := newFixture(t, 1)
 	f.produce("a")
 	ctx := ctxFor(t)
-	txn, err := kgo.NewClient(kgo.SeedBrokers(f.fake.ListenAddrs()...), kgo.DefaultProduceTopic(f.topic),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.TransactionalID(f.topic+"-open"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer txn.Close()
-	if err := txn.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	if err := txn.ProduceSync(ctx, &kgo.Record{Value: []byte("b")}).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
+	txn, _ := testkit.OpenTxn(t, f.fake, f.topic, 0, valueRecords([]string{"b"})...)
 	// Count the fetches at offset 1, past the last stable offset: the reader polls there.
 	polled := make(chan struct{})
 	var polls atomic.Int64

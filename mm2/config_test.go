@@ -186,6 +186,9 @@ c->a.sync.group.offsets.enabled=true
 		if got := tt.flow.TopicMatches(tt.topic); got != tt.want {
 			t.Errorf("%s TopicMatches(%q): got %v, want %v", tt.flow.Name(), tt.topic, got, tt.want)
 		}
+		if ok, why := tt.flow.TopicMirrored(tt.topic); ok != tt.want || (why == "") != ok || !ok && !strings.Contains(why, "flow "+tt.flow.Name()) {
+			t.Errorf("%s TopicMirrored(%q): got %v %q, want %v, and a reason naming the flow when not mirrored", tt.flow.Name(), tt.topic, ok, why, tt.want)
+		}
 	}
 	groups := []struct {
 		flow  *Flow

@@ -1,6 +1,9 @@
 package mm2
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Java class names of the replication policies kmigrate implements.
 const (
@@ -132,6 +135,16 @@ func (f *Flow) TopicMatches(sourceTopic string) bool {
 		return false
 	}
 	return !f.isInternalTopic(sourceTopic) && !f.isCycle(sourceTopic, 0)
+}
+
+// TopicMirrored is TopicMatches with the reason: whether the flow replicates sourceTopic,
+// and when it does not, why, naming the flow and its topic lists.
+func (f *Flow) TopicMirrored(sourceTopic string) (ok bool, why string) {
+	if f.TopicMatches(sourceTopic) {
+		return true, ""
+	}
+	return false, fmt.Sprintf("topic not mirrored: flow %s does not replicate %q (topics = %s, topics.exclude = %s, or an internal or cyclic topic)",
+		f.Name(), sourceTopic, strings.Join(f.Topics, ","), strings.Join(f.TopicsExclude, ","))
 }
 
 // GroupMatches reports whether MM2 would checkpoint group in this flow (DefaultGroupFilter).

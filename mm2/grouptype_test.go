@@ -9,35 +9,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/mm2"
 )
 
+// groupCluster starts a cluster of one broker with topic "t" of one partition (opts after).
 func groupCluster(t *testing.T, opts ...kfake.Opt) (*kfake.Cluster, *kadm.Client) {
 	t.Helper()
-	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(1, "t")}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return c, kadm.NewClient(cl)
-}
-
-func commitT(t *testing.T, adm *kadm.Client, group string) {
-	t.Helper()
-	offs := kadm.Offsets{}
-	offs.Add(kadm.Offset{Topic: "t", Partition: 0, At: 1, LeaderEpoch: -1})
-	if resp, err := adm.CommitOffsets(context.Background(), group, offs); err != nil || resp.Error() != nil {
-		t.Fatalf("commit: %v %v", err, resp.Error())
-	}
+	c := testkit.StartCluster(t, append([]kfake.Opt{kfake.SeedTopics(1, "t")}, opts...)...)
+	return c, kadm.NewClient(testkit.Client(t, c))
 }
 
 // On a broker of Kafka 2.3.0's versions an absent group is Dead without an error, an empty
@@ -45,7 +28,7 @@ func commitT(t *testing.T, adm *kadm.Client, group string) {
 func TestDescribeGroupsBeforeTypes(t *testing.T) {
 	t.Parallel()
 	_, adm := groupCluster(t, kfake.MaxVersions(kversion.V2_3_0()))
-	commitT(t, adm, "present")
+	testkit.Commit(t, adm, "present", "t", 0, 1, "")
 	got, err := mm2.DescribeGroups(context.Background(), adm, nil, "present", "absent")
 	if err != nil {
 		t.Fatal(err)

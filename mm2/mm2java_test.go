@@ -1,15 +1,11 @@
 package mm2
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf16"
 )
 
@@ -419,66 +415,12 @@ func goFacts(t *testing.T, file, text string) []string {
 	return out
 }
 
-// mm2Lib finds the MM2 3.7.1 jars that scripts/fetch-kafka.sh caches.
-func mm2Lib(t *testing.T) string {
-	t.Helper()
-	skip := func(why string) {
-		if os.Getenv("KMIGRATE_REQUIRE_REAL") == "1" {
-			t.Fatalf("KMIGRATE_REQUIRE_REAL=1 but %s", why)
-		}
-		t.Skip(why)
-	}
-	cache := os.Getenv("KMIGRATE_CACHE")
-	if cache == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			skip("no home directory for the Kafka jar cache")
-		}
-		cache = filepath.Join(home, ".cache", "kmigrate")
-	}
-	lib := filepath.Join(cache, "kafka-3.7.1", "lib")
-	if _, err := os.Stat(filepath.Join(lib, "connect-mirror-3.7.1.jar")); err != nil {
-		skip("MirrorMaker 2 3.7.1 jars not in " + lib + ": run scripts/fetch-kafka.sh 3.7.1")
-	}
-	for _, tool := range []string{"javac", "java"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			skip(tool + " not found: install Java 17")
-		}
-	}
-	return lib
-}
-
 // TestAgainstMM2 compares Parse with MirrorMaker 2 3.7.1's own configuration classes on the
 // same files: cluster connection keys, which flows are enabled, the policy, the internal topic
 // names, and for a corpus of topics and groups whether they are mirrored and under which name.
 func TestAgainstMM2(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a JVM; skipped with -short")
-	}
-	lib := mm2Lib(t)
-	dir := t.TempDir()
-	src := filepath.Join(dir, "src", "org", "apache", "kafka", "connect", "mirror")
-	if err := os.MkdirAll(src, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(src, "KmigrateOracle.java"), []byte(oracleJava), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cp := filepath.Join(lib, "*")
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	classes := filepath.Join(dir, "classes")
-	javac := exec.CommandContext(ctx, "javac", "-nowarn", "-cp", cp, "-d", classes, filepath.Join(src, "KmigrateOracle.java"))
-	if out, err := javac.CombinedOutput(); err != nil {
-		t.Fatalf("javac: %v\n%s", err, out)
-	}
-	write := func(name, content string) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
+	oracle := newJavaOracle(t, "KmigrateOracle", oracleJava)
+	write := func(name, content string) string { return oracle.write(t, name, content) }
 	seed, err := os.ReadFile("testdata/seed.properties")
 	if err != nil {
 		t.Fatal(err)
@@ -488,9 +430,7 @@ func TestAgainstMM2(t *testing.T) {
 		configs[k] = v
 	}
 	var want []string
-	args := []string{"-Xmx128m", "-Xshare:auto", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData", "-cp", classes + string(os.PathListSeparator) + cp,
-		"org.apache.kafka.connect.mirror.KmigrateOracle",
-		write("topics.txt", strings.Join(oracleTopics, "\n")), write("groups.txt", strings.Join(oracleGroups, "\n")),
+	args := []string{write("topics.txt", strings.Join(oracleTopics, "\n")), write("groups.txt", strings.Join(oracleGroups, "\n")),
 		write("configs.txt", strings.Join(oracleConfigProps, "\n")), "probe:" + write("probes.txt", strings.Join(oracleProbes, "\n"))}
 	want = append(want, goProbes(t)...)
 	names := make([]string, 0, len(configs))
@@ -511,13 +451,7 @@ func TestAgainstMM2(t *testing.T) {
 		args = append(args, "props:"+write(name, propsCorpus[name]))
 		want = append(want, goProps(t, name, propsCorpus[name])...)
 	}
-	java := exec.CommandContext(ctx, "java", args...)
-	var stderr strings.Builder
-	java.Stderr = &stderr
-	out, err := java.Output()
-	if err != nil {
-		t.Fatalf("java oracle: %v\n%s", err, stderr.String())
-	}
+	out := oracle.run(t, args...)
 	got := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
 	sort.Strings(got)
 	sort.Strings(want)

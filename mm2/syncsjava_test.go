@@ -1,16 +1,11 @@
 package mm2
 
 import (
-	"context"
 	"encoding/hex"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // syncOracleJava feeds offset syncs, as kmigrate encodes them, to MirrorMaker 2 3.7.1's own
@@ -88,26 +83,7 @@ type mm2Translation struct {
 //     (TestLowerBoundNeverAboveFirstCopy checks every record). Without a rewind its sparse
 //     store may keep only an old sync (the restart and lost-tail histories): looser, not wrong.
 func TestSyncIndexAgainstMM2(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a JVM; skipped with -short")
-	}
-	lib := mm2Lib(t)
-	dir := t.TempDir()
-	src := filepath.Join(dir, "src", "org", "apache", "kafka", "connect", "mirror")
-	if err := os.MkdirAll(src, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(src, "KmigrateSyncOracle.java"), []byte(syncOracleJava), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cp := filepath.Join(lib, "*")
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	classes := filepath.Join(dir, "classes")
-	javac := exec.CommandContext(ctx, "javac", "-nowarn", "-cp", cp, "-d", classes, filepath.Join(src, "KmigrateSyncOracle.java"))
-	if out, err := javac.CombinedOutput(); err != nil {
-		t.Fatalf("javac: %v\n%s", err, out)
-	}
+	oracle := newJavaOracle(t, "KmigrateSyncOracle", syncOracleJava)
 	var in strings.Builder
 	for _, h := range syncHistories {
 		for _, s := range h.offsetSyncs(t) {
@@ -115,18 +91,7 @@ func TestSyncIndexAgainstMM2(t *testing.T) {
 		}
 		fmt.Fprintf(&in, "ask\t%s\torders\t0\t0\t%d\n", h.name, h.maxSource())
 	}
-	input := filepath.Join(dir, "syncs.txt")
-	if err := os.WriteFile(input, []byte(in.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	java := exec.CommandContext(ctx, "java", "-Xmx128m", "-Xshare:auto", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
-		"-cp", classes+string(os.PathListSeparator)+cp, "org.apache.kafka.connect.mirror.KmigrateSyncOracle", input)
-	var stderr strings.Builder
-	java.Stderr = &stderr
-	out, err := java.Output()
-	if err != nil {
-		t.Fatalf("java oracle: %v\n%s", err, stderr.String())
-	}
+	out := oracle.run(t, oracle.write(t, "syncs.txt", in.String()))
 	mm2 := map[string]map[int64]mm2Translation{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Split(line, "\t")

@@ -5,9 +5,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/internal/testkit"
 )
@@ -153,27 +150,7 @@ func TestApplyRefusesActiveGroup(t *testing.T) {
 	testkit.Commit(t, a.srcAdm, group, a.topic, 0, 30, "")
 	testkit.Commit(t, a.dstAdm, group, a.topic, 0, 21, "")
 
-	// A live member of the group on the target.
-	cons, err := kgo.NewClient(append(seedsOf(t, a.dst), kgo.ConsumerGroup(group), kgo.ConsumeTopics(a.topic),
-		kgo.DisableAutoCommit(), kgo.SessionTimeout(30*time.Second))...)
-	if err != nil {
-		t.Fatalf("consumer: %v", err)
-	}
-	t.Cleanup(cons.Close)
-	ctx := testCtx(t)
-	for {
-		cons.PollRecords(ctx, 1)
-		d, err := a.dstAdm.DescribeGroups(ctx, group)
-		if err != nil {
-			t.Fatalf("describe: %v", err)
-		}
-		if d[group].State == "Stable" {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("group never became Stable: %s", d[group].State)
-		}
-	}
+	testkit.JoinGroup(t, a.dst, group, a.topic) // a live member of the group on the target
 
 	res := a.plan(t, group)
 	backup := filepath.Join(t.TempDir(), "backup.json")

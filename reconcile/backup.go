@@ -1,21 +1,12 @@
 package reconcile
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/kmigrate/kmigrate/internal/atomicfile"
-	"github.com/kmigrate/kmigrate/internal/clustermeta"
+	"github.com/kmigrate/kmigrate/internal/backupfile"
 )
 
 // BackupVersion is the format version of the backup files Apply writes. Version 2 records the
@@ -30,7 +21,7 @@ const legacyBackupVersion = 1
 // group partition Apply was about to change, as they were, and what it was about to write.
 type Backup struct {
 	// Kind is empty in the files Apply writes (and "groups" is read as the same); a file of
-	// another kind (an ACL backup, ACLBackupKind) is refused by ReadBackup.
+	// another kind (an ACL backup, backupfile.ACLs) is refused by ReadBackup.
 	Kind    string    `json:"kind,omitempty"`
 	Version int       `json:"version"`
 	Created time.Time `json:"created"`
@@ -117,7 +108,7 @@ func DefaultBackupName(now time.Time) string {
 // and version 2 files without cluster IDs or committed offsets.
 func ReadBackup(path string) (*Backup, error) {
 	var b Backup
-	if err := decodeBackupFile(path, &b, false, "backup", "kreconcile groups --apply"); err != nil {
+	if err := backupfile.Decode(path, &b, false, "backup", "kreconcile groups --apply"); err != nil {
 		return nil, err
 	}
 	if err := b.validate(); err != nil {
@@ -126,31 +117,11 @@ func ReadBackup(path string) (*Backup, error) {
 	return &b, nil
 }
 
-// decodeBackupFile reads path as exactly one JSON value into v (with strict, no unknown
-// field); the errors call the file a what and name the command that writes it.
-func decodeBackupFile(path string, v any, strict bool, what, writer string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("open backup: %w", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if strict {
-		dec.DisallowUnknownFields()
-	}
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("read %s %s: %w (is it a file %s wrote?)", what, path, err, writer)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return fmt.Errorf("read %s %s: unexpected bytes after the JSON value at byte %d: the file is not what kreconcile wrote", what, path, dec.InputOffset())
-	}
-	return nil
-}
-
 func (b *Backup) validate() error {
-	if b.Kind == ACLBackupKind {
+	if b.Kind == backupfile.ACLs {
 		return errors.New("it is an ACL backup (kreconcile acls --apply), not a backup of consumer group offsets: kreconcile rollback reads both kinds")
 	}
-	if b.Kind != "" && b.Kind != GroupsBackupKind {
+	if b.Kind != "" && b.Kind != backupfile.Groups {
 		return fmt.Errorf("it holds %q, not consumer group offsets", b.Kind)
 	}
 	if b.Version != BackupVersion && b.Version != legacyBackupVersion {
@@ -188,75 +159,11 @@ func (b *Backup) validate() error {
 	return errors.Join(errs...)
 }
 
-// writeBackup writes b (a *Backup or an *ACLBackup) as JSON to path, which must not exist: to a
-// temporary file in the same directory (mode 0600), fsynced, then linked to path (never
-// replacing a file there) and the directory fsynced, so that path holds either nothing or the
-// whole backup, durably.
-func writeBackup(path string, b any) error {
-	exists := fmt.Errorf("backup file %s exists: choose another with --backup", path)
-	if _, err := os.Lstat(path); err == nil {
-		return exists
-	}
-	f, err := encodeBackup(path, b)
-	if err != nil {
-		return fmt.Errorf("create backup file in %s (choose another with --backup): %w", filepath.Dir(path), err)
-	}
-	defer f.Discard()
-	if err := f.Link(); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return exists
-		}
-		return fmt.Errorf("write backup %s: %w", path, err)
-	}
-	if err := atomicfile.SyncDir(path); err != nil {
-		return fmt.Errorf("write backup %s: sync directory: %w", path, err)
-	}
-	return nil
-}
-
-// replaceBackup writes b over the backup at path (kreconcile groups --follow, whose backup
-// grows with each group): the same temporary file, renamed over path, the directory fsynced.
-// path holds the old backup or the new one, whole.
-func replaceBackup(path string, b *Backup) error {
-	f, err := encodeBackup(path, b)
-	if err != nil {
-		return fmt.Errorf("rewrite backup %s: %w", path, err)
-	}
-	defer f.Discard()
-	if err := f.Replace(); err != nil {
-		return fmt.Errorf("rewrite backup %s: %w", path, err)
-	}
-	if err := atomicfile.SyncDir(path); err != nil {
-		return fmt.Errorf("rewrite backup %s: sync directory: %w", path, err)
-	}
-	return nil
-}
-
-// encodeBackup writes b as indented JSON to a new temporary file beside path (mode 0600),
-// for the caller to put in place or discard.
-func encodeBackup(path string, b any) (*atomicfile.File, error) {
-	f, err := atomicfile.Create(path, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	enc := json.NewEncoder(f)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(b); err != nil {
-		f.Discard()
-		return nil, fmt.Errorf("encode: %w", err)
-	}
-	return f, nil
-}
-
-// clusterID returns the cluster ID the brokers of cl report (clustermeta.ID) and refuses a
-// cluster that reports none: kreconcile cannot tell it from another cluster.
-func clusterID(ctx context.Context, cl *kgo.Client, alias string) (string, error) {
-	id, err := clustermeta.ID(ctx, cl, alias)
-	if err != nil {
-		return "", err
-	}
-	if id == "" {
-		return "", fmt.Errorf("%s cluster reports no cluster ID (Kafka before 0.10.1?): kreconcile cannot tell it from another cluster and does not write to it", alias)
-	}
-	return id, nil
-}
+// The helpers of internal/backupfile under the names Plan, Apply, Follow and Rollback call them
+// by: the ID of a client's cluster, refusing a cluster that reports none; writing a backup
+// never over a file; rewriting the backup of Follow whole.
+var (
+	clusterID     = backupfile.ClusterID
+	writeBackup   = backupfile.Create
+	replaceBackup = backupfile.Replace
+)

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
-	"time"
 
 	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/offsetmap"
@@ -161,7 +160,4 @@ type RollbackConfig struct {
 	// cluster, if and only if it is that cluster's ID: the user vouches that the backup was
 	// taken there.
 	LegacyClusterID string
-	// ReadTimeout bounds each read of the target's ACLs by an ACL rollback: how long to wait
-	// for every broker to give the same answer. Default: 30 s (agree.DefaultTimeout).
-	ReadTimeout time.Duration
 }

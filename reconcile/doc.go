@@ -45,17 +45,6 @@
 //     one group at a time, as each becomes Empty on the source with nothing pending, never to a
 //     group with members on the target; its one backup file is rewritten whole after each
 //     group (replaceBackup), so a rollback of it restores every group applied so far.
-//   - PlanACLs, ApplyACLs and RollbackACLs (acls.go, acls_backup.go) do the same for ACLs:
-//     the source's ACLs with principals mapped (--map-principal) and topic names through the
-//     flow's replication policy, planned as missing, present, target-only or skipped against
-//     the target's; applying creates the missing ones (and deletes the target-only ones only
-//     when asked) after an atomic backup of kind "acls" that names both clusters and every
-//     ACL created and deleted; rolling back undoes exactly those, on the backup's target only.
-//     Every read that decides or verifies an ACL write asks every broker of the cluster and
-//     waits, within ReadTimeout (30 s by default), until they give the same answer, and the
-//     check after a write until every broker shows it (acls_read.go): brokers apply ACL changes
-//     one by one after the controller. Brokers that still differ at the bound stop the command,
-//     named: before the writes with nothing written, after them with the backup complete.
 //
 // Reading committed offsets (fetch.go): Plan, Apply and Rollback read the groups' commits
 // through fetchOffsets, at most 256 groups in flight in calls of 32 (a broker before Kafka

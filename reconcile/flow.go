@@ -1,10 +1,8 @@
 package reconcile
 
 import (
-	"fmt"
 	"regexp"
 	"sort"
-	"strings"
 
 	"github.com/kmigrate/kmigrate/mm2"
 )
@@ -14,13 +12,7 @@ import (
 // mm2.ReadCheckpoints, as MM2 3.7.1's readers do.
 
 // topicMirrored reports whether flow f replicates source topic t, and why not.
-func topicMirrored(f *mm2.Flow, t string) (bool, string) {
-	if f.TopicMatches(t) {
-		return true, ""
-	}
-	return false, fmt.Sprintf("topic not mirrored: flow %s does not replicate %q (topics = %s, topics.exclude = %s, or an internal or cyclic topic)",
-		f.Name(), t, strings.Join(f.Topics, ","), strings.Join(f.TopicsExclude, ","))
-}
+func topicMirrored(f *mm2.Flow, t string) (bool, string) { return f.TopicMirrored(t) }
 
 type tp struct {
 	topic string

@@ -10,40 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/kmigrate/kmigrate/internal/testkit"
 )
-
-// member joins group on the cluster of cl as a consumer of topic (no commits) and waits until
-// the group is Stable; stop leaves the group (it is then Empty).
-func member(t *testing.T, cl *kgo.Client, group, topic string) (stop func()) {
-	t.Helper()
-	cons, err := kgo.NewClient(append(seedsOf(t, cl), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-		kgo.DisableAutoCommit(), kgo.SessionTimeout(30*time.Second))...)
-	if err != nil {
-		t.Fatalf("consumer: %v", err)
-	}
-	var once sync.Once
-	stop = func() { once.Do(cons.Close) }
-	t.Cleanup(stop)
-	ctx, cancel := context.WithTimeout(testCtx(t), 20*time.Second)
-	defer cancel()
-	adm := kadm.NewClient(cl)
-	for {
-		pctx, pcancel := context.WithTimeout(ctx, 200*time.Millisecond)
-		cons.PollRecords(pctx, 1)
-		pcancel()
-		d, err := adm.DescribeGroups(ctx, group)
-		if err == nil && d[group].State == "Stable" {
-			return stop
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("group %s never became Stable: %v %v", group, d[group].State, err)
-		}
-	}
-}
 
 // onTarget makes groups exist on the target with a commit on another topic: kfake answers
 // GROUP_ID_NOT_FOUND to fetching the offsets of an absent group, which Plan takes for a group
@@ -134,7 +102,7 @@ func TestFollowAppliesEachGroupAsItStops(t *testing.T) {
 	testkit.Commit(t, a.dstAdm, gA, a.topic, 0, 21, "old") // behind; p1 has no target commit
 	testkit.Commit(t, a.srcAdm, gB, a.topic, 0, 10, "mb")
 	testkit.Commit(t, a.srcAdm, gB, a.topic, 1, 35, "mb")
-	stopB := member(t, a.src, gB, a.topic)
+	stopB := testkit.JoinGroup(t, a.src, gB, a.topic)
 
 	backup := filepath.Join(t.TempDir(), "cutover.json")
 	ev := &events{}
@@ -242,7 +210,7 @@ func TestFollowLeavesTargetGroupWithMembers(t *testing.T) {
 	onTarget(t, a, gD)
 	testkit.Commit(t, a.srcAdm, gC, a.topic, 0, 30, "")
 	testkit.Commit(t, a.dstAdm, gC, a.topic, 0, 21, "")
-	member(t, a.dst, gC, a.topic) // someone switched its consumers already
+	testkit.JoinGroup(t, a.dst, gC, a.topic) // someone switched its consumers already
 	testkit.Commit(t, a.srcAdm, gD, a.topic, 0, 30, "")
 	backup := filepath.Join(t.TempDir(), "b.json")
 	ev := &events{}
@@ -274,7 +242,7 @@ func TestFollowTimeout(t *testing.T) {
 	g := "follow-busy-" + a.topic
 	onTarget(t, a, g)
 	testkit.Commit(t, a.srcAdm, g, a.topic, 0, 30, "")
-	member(t, a.src, g, a.topic)
+	testkit.JoinGroup(t, a.src, g, a.topic)
 	backup := filepath.Join(t.TempDir(), "b.json")
 	start := time.Now()
 	fr, err := Follow(testCtx(t), a.src, a.dst, Config{Groups: groupsRe(g)}, FollowConfig{Apply: true, Backup: backup, Interval: 50 * time.Millisecond, Timeout: 400 * time.Millisecond})
@@ -365,7 +333,7 @@ func TestFollowAppliesAgainOnlyWhileUntouched(t *testing.T) {
 	testkit.Commit(t, a.srcAdm, gA, a.topic, 1, 20, "")
 	testkit.Commit(t, a.srcAdm, gT, a.topic, 1, 20, "")
 	testkit.Commit(t, a.srcAdm, gBusy, a.topic, 1, 5, "")
-	stopBusy := member(t, a.src, gBusy, a.topic) // keeps the run going
+	stopBusy := testkit.JoinGroup(t, a.src, gBusy, a.topic) // keeps the run going
 	backup := filepath.Join(t.TempDir(), "b.json")
 	ev := &events{}
 	moved := false

@@ -35,11 +35,8 @@ func newEnv(t *testing.T) *env {
 // newEnvBrokers is newEnv with a target of targetBrokers brokers (the source has one).
 func newEnvBrokers(t *testing.T, targetBrokers int) *env {
 	t.Helper()
-	e := &env{}
-	// Distinct cluster IDs, as real clusters have (kfake's default is "kfake" for every one).
-	e.srcK = testkit.StartCluster(t, kfake.ClusterID("kfake-source"))
-	e.dstK = testkit.StartCluster(t, kfake.NumBrokers(targetBrokers), kfake.ClusterID("kfake-target"))
-	e.src, e.dst = testkit.Client(t, e.srcK), testkit.Client(t, e.dstK)
+	p := testkit.NewPair(t, targetBrokers)
+	e := &env{srcK: p.Source.Cluster, dstK: p.Target.Cluster, src: p.Source.Client, dst: p.Target.Client}
 	e.srcSeeds, e.dstSeeds = e.srcK.ListenAddrs(), e.dstK.ListenAddrs()
 	e.srcAdm, e.dstAdm = kadm.NewClient(e.src), kadm.NewClient(e.dst)
 	return e
@@ -51,12 +48,7 @@ func uniqueTopic(prefix string) string {
 	return fmt.Sprintf("%s-%d-%d", prefix, time.Now().UnixNano()%1e6, topicSeq.Add(1))
 }
 
-func testCtx(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
+func testCtx(t *testing.T) context.Context { return testkit.Context(t, time.Minute) }
 
 // ensureTopic creates a single-partition topic unless it exists. (Asking for a missing topic
 // first would make the shared client cache it as unknown for a while.)

@@ -3,6 +3,8 @@ package reconcile
 import (
 	"errors"
 	"fmt"
+
+	"github.com/kmigrate/kmigrate/internal/backupfile"
 )
 
 // Status is the verdict for one group partition.
@@ -39,10 +41,7 @@ type Result struct {
 }
 
 // ClusterRef names a cluster: its alias (the flow's) and the cluster ID its brokers report.
-type ClusterRef struct {
-	Alias string `json:"alias"`
-	ID    string `json:"id"`
-}
+type ClusterRef = backupfile.ClusterRef
 
 // Group is one consumer group.
 type Group struct {

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmigrate/kmigrate/internal/backupfile"
 	"github.com/kmigrate/kmigrate/internal/offsetcommit"
 	"github.com/kmigrate/kmigrate/mm2"
 )
@@ -74,7 +75,7 @@ func Rollback(ctx context.Context, dst *kgo.Client, backupFile string, cfg Rollb
 	if err != nil {
 		return nil, err
 	}
-	alias, id, err := rollbackTarget(ctx, dst, cfg)
+	alias, id, err := backupfile.Connected(ctx, dst, cfg.TargetAlias)
 	if err != nil {
 		return nil, err
 	}
@@ -159,15 +160,10 @@ func checkBackupCluster(b *Backup, backupFile, alias, id, legacyID string) error
 			backupFile, alias, id, id)
 	case b.Version == legacyBackupVersion && legacyID != id:
 		return fmt.Errorf("refusing backup %s: --legacy-cluster-id is %s, but the cluster you connected to as %q has cluster ID %s. Nothing was written", backupFile, legacyID, alias, id)
-	case b.Version != legacyBackupVersion && id == b.TargetCluster.ID:
-	case b.Version != legacyBackupVersion && id == b.SourceCluster.ID:
-		return fmt.Errorf("refusing backup %s: the cluster you connected to as %q (cluster ID %s) is the source cluster %q of that apply; the backup belongs to the target cluster %q (cluster ID %s): connect to it (--target-brokers, or --mm2-config with --flow). Nothing was written",
-			backupFile, alias, id, b.SourceCluster.Alias, b.TargetCluster.Alias, b.TargetCluster.ID)
-	case b.Version != legacyBackupVersion:
-		return fmt.Errorf("refusing backup %s: the cluster you connected to as %q has cluster ID %s, but the backup was taken on the target cluster %q (cluster ID %s; its source was %q, cluster ID %s): connect to that cluster. Nothing was written",
-			backupFile, alias, id, b.TargetCluster.Alias, b.TargetCluster.ID, b.SourceCluster.Alias, b.SourceCluster.ID)
+	case b.Version == legacyBackupVersion:
+		return nil
 	}
-	return nil
+	return backupfile.CheckTarget(backupFile, b.SourceCluster, b.TargetCluster, alias, id)
 }
 
 // rollbackGroup restores the entries of one group, described as d, whose live target offsets
@@ -310,15 +306,4 @@ func conflictError(group string, conflicts []RollbackConflict) error {
 	}
 	return fmt.Errorf("group %q moved since the apply: %s; left alone, since restoring %s would undo what the group did since (re-deliver what it consumed, or skip); run with --force to restore anyway",
 		group, strings.Join(cs, "; "), map[bool]string{true: "it", false: "them"}[len(cs) == 1])
-}
-
-// rollbackTarget returns the name the connected cluster goes by in errors (cfg.TargetAlias,
-// else "target") and its cluster ID, which a rollback compares with its backup's.
-func rollbackTarget(ctx context.Context, dst *kgo.Client, cfg RollbackConfig) (alias, id string, err error) {
-	alias = cfg.TargetAlias
-	if alias == "" {
-		alias = "target"
-	}
-	id, err = clusterID(ctx, dst, alias)
-	return alias, id, err
 }

@@ -1,18 +1,15 @@
 package reconcile
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmigrate/kmigrate/internal/testkit"
@@ -265,6 +262,7 @@ func TestReadBackupRefuses(t *testing.T) {
 		{"the same partition twice", head + entry("g", "1") + `,` + entry("g", "2") + `]}`, "twice"},
 		{"no target cluster ID", `{"version": 2, "source_cluster": {"id": "S"}, "entries": [` + entry("g", "1") + `]}`, "target cluster"},
 		{"no committed offset", head + `{"group": "g", "topic": "t", "partition": 0, "offset": 1}]}`, "committed"},
+		{"an ACL backup", `{"kind": "acls", "version": 1, "source_cluster": {"alias": "source", "id": "S"}, "target_cluster": {"alias": "target", "id": "T"}, "acls_created": [], "acls_deleted": []}`, "ACL backup"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -384,7 +382,7 @@ func TestApplyConsumerJoinedBetween(t *testing.T) {
 				defer h.Remove()
 			}
 			if tc.join {
-				cfg.BeforeCommit = func(g string) { joinGroup(t, a.env, g, a.topic) }
+				cfg.BeforeCommit = func(g string) { testkit.JoinGroup(t, a.dst, g, a.topic) }
 			}
 			err := Apply(testCtx(t), a.dst, res, cfg)
 			if err == nil || !strings.Contains(err.Error(), "joined") || !strings.Contains(err.Error(), group) {
@@ -397,33 +395,5 @@ func TestApplyConsumerJoinedBetween(t *testing.T) {
 				t.Errorf("applied: got true, want false")
 			}
 		})
-	}
-}
-
-// joinGroup starts a consumer of group on the target and returns once the group is Stable with
-// it; the consumer stays until the test ends.
-func joinGroup(t *testing.T, e *env, group, topic string) {
-	t.Helper()
-	cons, err := kgo.NewClient(append(seedsOf(t, e.dst), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-		kgo.DisableAutoCommit(), kgo.SessionTimeout(30*time.Second))...)
-	if err != nil {
-		t.Fatalf("consumer: %v", err)
-	}
-	t.Cleanup(cons.Close)
-	ctx := testCtx(t)
-	for {
-		pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-		cons.PollRecords(pctx, 1)
-		cancel()
-		d, err := e.dstAdm.DescribeGroups(ctx, group)
-		if err != nil {
-			t.Fatalf("describe %s: %v", group, err)
-		}
-		if d[group].State == "Stable" {
-			return
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("group %s never became Stable: %s", group, d[group].State)
-		}
 	}
 }

@@ -2,23 +2,19 @@ package report
 
 import (
 	"fmt"
-	"io"
 	"strings"
 
-	"github.com/jedib0t/go-pretty/v6/table"
-
-	"github.com/kmigrate/kmigrate/reconcile"
-	"github.com/kmigrate/kmigrate/report/junit"
+	"github.com/kmigrate/kmigrate/aclsync"
 )
 
 // aclsReport draws `kreconcile acls`: each source ACL, its image on the target and whether the
 // target has it, the target-only ACLs, and what MirrorMaker 2's own sync would do instead.
 type aclsReport struct {
 	Title   string
-	P       *reconcile.ACLPlan
+	P       *aclsync.Result
 	Verdict verdict
 	Rows    []aclRow
-	Counts  map[reconcile.ACLStatus]int
+	Counts  map[aclsync.Status]int
 	// Missing, Present, TargetOnly and Skipped are Counts for the HTML cards.
 	Missing, Present, TargetOnly, Skipped int
 	// MM2Differs counts the ACLs MM2 3.7.1 would treat otherwise.
@@ -26,7 +22,7 @@ type aclsReport struct {
 }
 
 type aclRow struct {
-	It       reconcile.ACLItem
+	It       aclsync.Item
 	Level    level
 	Status   string
 	Source   string // principal on the source, "—" for a target-only ACL
@@ -36,7 +32,7 @@ type aclRow struct {
 	Note     string // why skipped, how the principal or name was mapped
 }
 
-func aclResource(it reconcile.ACLItem) string {
+func aclResource(it aclsync.Item) string {
 	name := it.ResourceName
 	switch {
 	case name == "":
@@ -47,7 +43,7 @@ func aclResource(it reconcile.ACLItem) string {
 	return it.ResourceType + ":" + it.PatternType + ":" + name
 }
 
-func newACLsReport(title string, p *reconcile.ACLPlan) *aclsReport {
+func newACLsReport(title string, p *aclsync.Result) *aclsReport {
 	rep := &aclsReport{Title: title, P: p, Counts: p.Counts()}
 	if rep.Title == "" {
 		rep.Title = "kreconcile acls " + p.Flow
@@ -72,13 +68,13 @@ func newACLsReport(title string, p *reconcile.ACLPlan) *aclsReport {
 		case it.Action == "deleted":
 			row.Level, row.Status = levelOK, "deleted (target-only)"
 			deleted++
-		case it.Status == reconcile.ACLMissing:
+		case it.Status == aclsync.Missing:
 			row.Level, row.Status = levelWarn, "missing: --apply creates it"
-		case it.Status == reconcile.ACLTargetOnly && p.DeleteExtra:
+		case it.Status == aclsync.TargetOnly && p.DeleteExtra:
 			row.Level, row.Status = levelWarn, "target-only: --delete-extra deletes it"
-		case it.Status == reconcile.ACLTargetOnly:
+		case it.Status == aclsync.TargetOnly:
 			row.Level, row.Status = levelWarn, "target-only: kept (--delete-extra deletes it)"
-		case it.Status == reconcile.ACLSkipped:
+		case it.Status == aclsync.Skipped:
 			row.Level, row.Status = levelOK, "skipped"
 		default:
 			row.Level, row.Status = levelOK, "present"
@@ -89,15 +85,15 @@ func newACLsReport(title string, p *reconcile.ACLPlan) *aclsReport {
 		rep.Rows = append(rep.Rows, row)
 	}
 	c := rep.Counts
-	rep.Missing, rep.Present, rep.TargetOnly, rep.Skipped = c[reconcile.ACLMissing], c[reconcile.ACLPresent], c[reconcile.ACLTargetOnly], c[reconcile.ACLSkipped]
+	rep.Missing, rep.Present, rep.TargetOnly, rep.Skipped = c[aclsync.Missing], c[aclsync.Present], c[aclsync.TargetOnly], c[aclsync.Skipped]
 	rep.Verdict = aclsVerdict(p, c, created, deleted, failed, rep.MM2Differs)
 	return rep
 }
 
 // aclsVerdict judges plan p from its status counts c and the ACLs created, deleted and failed, with details on clusters, policy, mappings, MM2 and backup.
-func aclsVerdict(p *reconcile.ACLPlan, c map[reconcile.ACLStatus]int, created, deleted, failed, mm2Differs int) verdict {
+func aclsVerdict(p *aclsync.Result, c map[aclsync.Status]int, created, deleted, failed, mm2Differs int) verdict {
 	v := verdict{Level: levelOK, Word: "IN SYNC", Headline: fmt.Sprintf("nothing to do: %d present, %d skipped, %d target-only",
-		c[reconcile.ACLPresent], c[reconcile.ACLSkipped], c[reconcile.ACLTargetOnly])}
+		c[aclsync.Present], c[aclsync.Skipped], c[aclsync.TargetOnly])}
 	switch {
 	case failed > 0:
 		v = verdict{Level: levelErr, Word: "FAILED", Headline: fmt.Sprintf("%d failed, %d created, %d deleted", failed, created, deleted)}
@@ -106,10 +102,10 @@ func aclsVerdict(p *reconcile.ACLPlan, c map[reconcile.ACLStatus]int, created, d
 	case p.Changes() > 0:
 		del := 0
 		if p.DeleteExtra {
-			del = c[reconcile.ACLTargetOnly]
+			del = c[aclsync.TargetOnly]
 		}
 		v = verdict{Level: levelWarn, Word: "CHANGES PLANNED", Headline: fmt.Sprintf("%d missing on the target, %d to delete, %d present, %d skipped, %d target-only",
-			c[reconcile.ACLMissing], del, c[reconcile.ACLPresent], c[reconcile.ACLSkipped], c[reconcile.ACLTargetOnly])}
+			c[aclsync.Missing], del, c[aclsync.Present], c[aclsync.Skipped], c[aclsync.TargetOnly])}
 	}
 	v.Details = append(v.Details,
 		fmt.Sprintf("source %s (cluster ID %s): %s", p.SourceCluster.Alias, p.SourceCluster.ID, plural(int64(p.SourceACLs), "ACL", "ACLs")),
@@ -133,7 +129,7 @@ func aclsVerdict(p *reconcile.ACLPlan, c map[reconcile.ACLStatus]int, created, d
 }
 
 // readBackDetail says how the writes were read back from every broker ("" when none were).
-func readBackDetail(rb *reconcile.ACLReadBack) string {
+func readBackDetail(rb *aclsync.ReadBack) string {
 	if rb == nil {
 		return ""
 	}
@@ -144,78 +140,21 @@ func readBackDetail(rb *reconcile.ACLReadBack) string {
 	return fmt.Sprintf("read back from every broker of the target (%s): %s, %d ms", strings.Join(ids, ", "), plural(int64(rb.Rounds), "round", "rounds"), rb.WaitedMS)
 }
 
-func writeACLs(w io.Writer, f Format, p *reconcile.ACLPlan, opt Options) error {
-	rep := newACLsReport(opt.Title, p)
-	var b strings.Builder
-	switch f {
-	case Table:
-		pt := painter(opt.Color)
-		fmt.Fprintf(&b, "%s\n", pt.bold(rep.Title))
-		writeVerdict(&b, pt, rep.Verdict)
-		if len(rep.Rows) > 0 {
-			// Narrow terminals wrap every text column; none is dropped.
-			ft := fitTable{header: table.Row{"Status", "Principal", "Target principal", "Resource", "Rule", "Note", "MirrorMaker 2"},
-				give: []give{{wrap: 10}, {wrap: 12}, {wrap: 12}, {wrap: 14}, {wrap: 12}, {wrap: 14}, {wrap: 12}}}
-			for _, r := range rep.Rows {
-				mm := r.It.MM2
-				if !r.It.MM2Differs {
-					mm = pt.dim(mm)
-				}
-				ft.rows = append(ft.rows, table.Row{pt.paint(r.Level, r.Status), r.Source, r.Target, r.Resource, r.Rule, r.Note, mm})
-			}
-			b.WriteString("\n" + ft.render(newTable(pt), opt.Width) + "\n")
-		}
-	case Markdown:
-		fmt.Fprintf(&b, "# %s\n\n", mdEscape(rep.Title))
-		mdVerdict(&b, rep.Verdict)
-		if len(rep.Rows) > 0 {
-			mdHeader(&b, "Status", "Principal", "Target principal", "Resource", "Rule", "Note", "MirrorMaker 2")
-			for _, r := range rep.Rows {
-				mdRow(&b, mdBadge[r.Level]+" "+mdEscape(r.Status), mdEscape(r.Source), mdEscape(r.Target), mdEscape(r.Resource), mdEscape(r.Rule), mdEscape(r.Note), mdEscape(r.It.MM2))
-			}
-		}
-	case HTML:
-		return templates.ExecuteTemplate(w, "page.tmpl", htmlPage{Title: rep.Title, CSS: pageCSS, Verdict: rep.Verdict, Kind: "acls", ACLs: rep,
-			Subtitle: "ACLs of the source, mapped to the target (principals by the mapping rules, topics by the replication policy), against the target's ACLs"})
-	default:
-		s := junit.Suite{Name: rep.Title}
-		for _, r := range rep.Rows {
-			c := junit.Case{Name: fmt.Sprintf("%s %s %s (%s)", r.Target, r.Rule, r.Resource, r.Source), Classname: "kreconcile.acls." + string(r.It.Status)}
-			switch {
-			case r.Level == levelErr:
-				c.Error = &junit.Problem{Type: "error", Message: r.Status, Body: r.It.Err}
-			case r.It.Status == reconcile.ACLMissing && r.It.Action == "":
-				c.Failure = &junit.Problem{Type: "missing", Message: r.Status, Body: r.It.MM2}
-			case r.It.Status == reconcile.ACLTargetOnly && p.DeleteExtra && r.It.Action == "":
-				c.Failure = &junit.Problem{Type: "target-only", Message: r.Status}
-			case r.It.Status == reconcile.ACLSkipped:
-				c.Skipped = &junit.Skipped{Message: r.Note}
-			default:
-				c.SystemOut = junit.Text(r.Status + "; MirrorMaker 2: " + r.It.MM2)
-			}
-			s.Cases = append(s.Cases, c)
-		}
-		return junit.Write(w, &junit.Suites{Name: rep.Title, Suites: []junit.Suite{s}})
-	}
-	_, err := io.WriteString(w, strings.TrimRight(b.String(), "\n")+"\n")
-	return err
-}
-
 // aclRollbackReport draws `kreconcile rollback` of an ACL backup.
 type aclRollbackReport struct {
 	Title   string
-	R       *reconcile.ACLRollbackResult
+	R       *aclsync.RollbackResult
 	Verdict verdict
 	Rows    []aclRollbackRow
 }
 
 type aclRollbackRow struct {
-	A      reconcile.RolledBackACL
+	A      aclsync.RolledBack
 	Level  level
 	Status string
 }
 
-func newACLRollbackReport(title string, r *reconcile.ACLRollbackResult) *aclRollbackReport {
+func newACLRollbackReport(title string, r *aclsync.RollbackResult) *aclRollbackReport {
 	rep := &aclRollbackReport{Title: title, R: r}
 	if rep.Title == "" {
 		rep.Title = "kreconcile rollback (ACLs)"
@@ -254,49 +193,4 @@ func newACLRollbackReport(title string, r *reconcile.ACLRollbackResult) *aclRoll
 	}
 	rep.Verdict = v
 	return rep
-}
-
-func writeACLRollback(w io.Writer, f Format, r *reconcile.ACLRollbackResult, opt Options) error {
-	rep := newACLRollbackReport(opt.Title, r)
-	var b strings.Builder
-	switch f {
-	case Table:
-		pt := painter(opt.Color)
-		fmt.Fprintf(&b, "%s\n", pt.bold(rep.Title))
-		writeVerdict(&b, pt, rep.Verdict)
-		if len(rep.Rows) > 0 {
-			tw := newTable(pt)
-			tw.AppendHeader(table.Row{"ACL", "Apply", "Rollback"})
-			for _, row := range rep.Rows {
-				tw.AppendRow(table.Row{row.A.ACL.String(), row.A.Was, pt.paint(row.Level, row.Status)})
-			}
-			b.WriteString("\n" + tw.Render() + "\n")
-		}
-	case Markdown:
-		fmt.Fprintf(&b, "# %s\n\n", mdEscape(rep.Title))
-		mdVerdict(&b, rep.Verdict)
-		if len(rep.Rows) > 0 {
-			mdHeader(&b, "ACL", "Apply", "Rollback")
-			for _, row := range rep.Rows {
-				mdRow(&b, mdEscape(row.A.ACL.String()), row.A.Was, mdBadge[row.Level]+" "+mdEscape(row.Status))
-			}
-		}
-	case HTML:
-		return templates.ExecuteTemplate(w, "page.tmpl", htmlPage{Title: rep.Title, CSS: pageCSS, Verdict: rep.Verdict, Kind: "rollback",
-			ACLRollback: rep, Subtitle: "ACLs restored from the backup that acls --apply saved"})
-	default:
-		s := junit.Suite{Name: rep.Title}
-		for _, row := range rep.Rows {
-			c := junit.Case{Name: row.A.ACL.String(), Classname: "kreconcile.rollback.acls"}
-			if row.Level == levelErr {
-				c.Error = &junit.Problem{Type: "error", Message: row.Status, Body: row.A.Err}
-			} else {
-				c.SystemOut = junit.Text(row.Status)
-			}
-			s.Cases = append(s.Cases, c)
-		}
-		return junit.Write(w, &junit.Suites{Name: rep.Title, Suites: []junit.Suite{s}})
-	}
-	_, err := io.WriteString(w, strings.TrimRight(b.String(), "\n")+"\n")
-	return err
 }

@@ -4,47 +4,47 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kmigrate/kmigrate/reconcile"
+	"github.com/kmigrate/kmigrate/aclsync"
 	"github.com/kmigrate/kmigrate/report"
 )
 
 // aclPlan is a plan with every status: a mapped principal, a renamed topic, a prefix, a
 // group, a wildcard left out, a topic not mirrored, a present and a target-only ACL.
-func aclPlan() *reconcile.ACLPlan {
+func aclPlan() *aclsync.Result {
 	alice, mirror := "User:CN=alice,O=Finance", "User:CN=alice-mirror,O=Finance"
-	item := func(p, tp, rt, name, tname, pat, op, perm string, st reconcile.ACLStatus, reason, mm string, differs bool) reconcile.ACLItem {
-		return reconcile.ACLItem{Principal: p, TargetPrincipal: tp, ResourceType: rt, ResourceName: name, TargetResourceName: tname,
+	item := func(p, tp, rt, name, tname, pat, op, perm string, st aclsync.Status, reason, mm string, differs bool) aclsync.Item {
+		return aclsync.Item{Principal: p, TargetPrincipal: tp, ResourceType: rt, ResourceName: name, TargetResourceName: tname,
 			PatternType: pat, Operation: op, Permission: perm, Host: "*", Status: st, Reason: reason, MM2: mm, MM2Differs: differs}
 	}
-	return &reconcile.ACLPlan{
-		SourceCluster: reconcile.ClusterRef{Alias: "old", ID: "src-cluster-id"},
-		TargetCluster: reconcile.ClusterRef{Alias: "new", ID: "dst-cluster-id"},
+	return &aclsync.Result{
+		SourceCluster: aclsync.ClusterRef{Alias: "old", ID: "src-cluster-id"},
+		TargetCluster: aclsync.ClusterRef{Alias: "new", ID: "dst-cluster-id"},
 		Flow:          "old->new", Policy: "org.apache.kafka.connect.mirror.DefaultReplicationPolicy",
 		PrincipalMappings: []string{`User:CN=(.*),O=Finance=>User:CN=$1-mirror,O=Finance`},
 		MM2SyncEnabled:    true, SourceACLs: 7, TargetACLs: 2,
-		ACLs: []reconcile.ACLItem{
-			item(alice, mirror, "TOPIC", "orders", "old.orders", "LITERAL", "WRITE", "ALLOW", reconcile.ACLMissing,
+		ACLs: []aclsync.Item{
+			item(alice, mirror, "TOPIC", "orders", "old.orders", "LITERAL", "WRITE", "ALLOW", aclsync.Missing,
 				"resource orders becomes old.orders (DefaultReplicationPolicy)", "MM2 does not copy ALLOW WRITE", true),
-			item("User:bob", "User:bob", "TOPIC", "payments", "old.payments", "LITERAL", "ALL", "ALLOW", reconcile.ACLMissing,
+			item("User:bob", "User:bob", "TOPIC", "payments", "old.payments", "LITERAL", "ALL", "ALLOW", aclsync.Missing,
 				"", "MM2 downgrades ALLOW ALL to ALLOW READ", true),
-			item("User:bob", "User:bob", "TOPIC", "orders-", "old.orders-", "PREFIXED", "READ", "ALLOW", reconcile.ACLMissing,
+			item("User:bob", "User:bob", "TOPIC", "orders-", "old.orders-", "PREFIXED", "READ", "ALLOW", aclsync.Missing,
 				"", "MM2 copies LITERAL topic patterns only", true),
-			item(alice, mirror, "GROUP", "orders|app", "orders|app", "LITERAL", "READ", "ALLOW", reconcile.ACLMissing,
+			item(alice, mirror, "GROUP", "orders|app", "orders|app", "LITERAL", "READ", "ALLOW", aclsync.Missing,
 				"principal mapped", "MM2 copies topic ACLs only", true),
-			item("", "User:mm2", "TOPIC", "", "heartbeats", "LITERAL", "ALL", "ALLOW", reconcile.ACLTargetOnly,
+			item("", "User:mm2", "TOPIC", "", "heartbeats", "LITERAL", "ALL", "ALLOW", aclsync.TargetOnly,
 				"no source ACL maps to it", "MM2 never deletes target ACLs", false),
-			item("User:*", "User:*", "TOPIC", "orders", "old.orders", "LITERAL", "READ", "ALLOW", reconcile.ACLSkipped,
+			item("User:*", "User:*", "TOPIC", "orders", "old.orders", "LITERAL", "READ", "ALLOW", aclsync.Skipped,
 				"wildcard principal User:* (every user): left out; --include-wildcards copies it", "MM2 copies it as ALLOW User:* READ TOPIC:LITERAL:old.orders from *", true),
-			item("User:bob", "User:bob", "TOPIC", "__consumer_offsets", "", "LITERAL", "READ", "ALLOW", reconcile.ACLSkipped,
+			item("User:bob", "User:bob", "TOPIC", "__consumer_offsets", "", "LITERAL", "READ", "ALLOW", aclsync.Skipped,
 				"topic not mirrored", "MM2 does not copy it either (topic not mirrored)", false),
-			item("User:mallory", "User:mallory", "TOPIC", "orders", "old.orders", "LITERAL", "READ", "DENY", reconcile.ACLPresent,
+			item("User:mallory", "User:mallory", "TOPIC", "orders", "old.orders", "LITERAL", "READ", "DENY", aclsync.Present,
 				"", "same as MM2", false),
 		},
 	}
 }
 
 // aclApplied is the plan after an apply that created two ACLs and failed one.
-func aclApplied() *reconcile.ACLPlan {
+func aclApplied() *aclsync.Result {
 	p := aclPlan()
 	p.Applied, p.Backup, p.DeleteExtra = true, "kreconcile-acls-backup-20261201T081500Z.json", true
 	p.ACLs[0].Action = "created"
@@ -55,13 +55,13 @@ func aclApplied() *reconcile.ACLPlan {
 	return p
 }
 
-func aclRollback() *reconcile.ACLRollbackResult {
-	a := func(p, op, name string) reconcile.ACL {
-		return reconcile.ACL{Principal: p, Host: "*", ResourceType: "TOPIC", ResourceName: name, PatternType: "LITERAL", Operation: op, Permission: "ALLOW"}
+func aclRollback() *aclsync.RollbackResult {
+	a := func(p, op, name string) aclsync.ACL {
+		return aclsync.ACL{Principal: p, Host: "*", ResourceType: "TOPIC", ResourceName: name, PatternType: "LITERAL", Operation: op, Permission: "ALLOW"}
 	}
-	return &reconcile.ACLRollbackResult{Backup: "kreconcile-acls-backup-20261201T081500Z.json",
-		TargetCluster: reconcile.ClusterRef{Alias: "new", ID: "dst-cluster-id"},
-		ACLs: []reconcile.RolledBackACL{
+	return &aclsync.RollbackResult{Backup: "kreconcile-acls-backup-20261201T081500Z.json",
+		TargetCluster: aclsync.ClusterRef{Alias: "new", ID: "dst-cluster-id"},
+		ACLs: []aclsync.RolledBack{
 			{ACL: a("User:bob", "ALL", "old.payments"), Was: "created", Action: "deleted"},
 			{ACL: a("User:bob", "READ", "old.orders"), Was: "created", Action: "unchanged"},
 			{ACL: a("User:mm2", "ALL", "heartbeats"), Was: "deleted", Action: "recreated"},
@@ -88,7 +88,7 @@ func TestACLsSummaryFirst(t *testing.T) {
 	}{
 		{"plan", aclPlan(), "4 missing on the target, 0 to delete, 1 present, 2 skipped, 1 target-only"},
 		{"applied", aclApplied(), "1 failed, 3 created, 1 deleted"},
-		{"in sync", &reconcile.ACLPlan{MM2SyncEnabled: true}, "nothing to do: 0 present, 0 skipped, 0 target-only"},
+		{"in sync", &aclsync.Result{MM2SyncEnabled: true}, "nothing to do: 0 present, 0 skipped, 0 target-only"},
 		{"rollback", aclRollback(), "1 failed, 1 deleted, 1 created again, 1 unchanged"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,7 +6,7 @@
 //
 //   - Write(w, format, v, Options) renders a *verify.Result, a []*verify.Result (one section
 //     per topic), a *reconcile.Result, a *reconcile.RollbackResult, the ACL plan and its
-//     rollback (*reconcile.ACLPlan, *reconcile.ACLRollbackResult), the preflight of
+//     rollback (*aclsync.Result, *aclsync.RollbackResult), the preflight of
 //     `kverify topics` (*verify.PreflightResult) or the findings of
 //     `kmirror lint` ([]mm2.Finding) as a terminal table (go-pretty; ANSI colours only
 //     when Options.Color, which the commands set on a TTY), JSON (the value as is, indented:
@@ -14,11 +14,19 @@
 //     self-contained HTML page, or JUnit XML. Other types give an error naming the types
 //     this package draws.
 //   - WriteMulti(w, format, *verify.MultiResult, Options) renders `kverify diff` over several
-//     topics and `kverify merge` (multi*.go): the verdict, one row per topic, then only the
+//     topics and `kverify merge` (multi.go): the verdict, one row per topic, then only the
 //     partitions that differ; JUnit has one suite and one case per topic.
 //   - WriteFiles(dir, name, v) writes name.html, name.xml (JUnit) and name.json into dir; an
 //     empty dir writes nothing. Tests and scripts pass os.Getenv(ReportDirEnv), so
 //     KMIGRATE_REPORT_DIR=reports/ collects every scenario's reports (scripts/nightly.sh).
+//
+// Formats (format.go) is the one list of formats, each with its file extension and its
+// renderer, one file a format: table.go, json.go, markdown.go, html.go, junitreport.go. JSON
+// writes the value as it is; every other format builds the report of the result type
+// (verifyview.go, reconcileview.go, rollback.go, topics.go, lint.go, acls.go, multi.go) and
+// draws it with its drawer, an interface with one method per result type: a format that
+// cannot draw one does not compile. An unknown format or result type is an error, never
+// another format.
 //
 // Options.Width fits a terminal table to that many columns (the commands pass the terminal's
 // width, from its size or $COLUMNS; 0 with --wide, to files and to pipes, so golden files and

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,23 +19,11 @@ func WriteMulti(w io.Writer, f Format, mr *verify.MultiResult, opt Options) erro
 	if mr == nil {
 		return errors.New("render multi-topic verify result: it is nil")
 	}
-	if f == JSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(mr)
+	r, err := rendererOf(f)
+	if err != nil {
+		return err
 	}
-	rep := newMultiReport(opt.Title, mr)
-	switch f {
-	case Table:
-		return multiTable(w, rep, opt)
-	case Markdown:
-		return multiMarkdown(w, rep, opt)
-	case HTML:
-		return multiHTML(w, rep)
-	case JUnit:
-		return multiJUnit(w, rep)
-	}
-	return fmt.Errorf("unknown format %q: use one of table, json, markdown, html, junit", f)
+	return r.write(w, mr, func() (view, error) { return newMultiReport(opt.Title, mr), nil }, opt)
 }
 
 // multiReport is what every renderer of a MultiResult draws.

@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,51 +9,11 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kmigrate/kmigrate/aclsync"
 	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/reconcile"
 	"github.com/kmigrate/kmigrate/verify"
 )
-
-// Format is an output format.
-type Format string
-
-// Formats every tool accepts with --format.
-const (
-	Table    Format = "table"
-	JSON     Format = "json"
-	Markdown Format = "markdown"
-	HTML     Format = "html"
-	JUnit    Format = "junit"
-)
-
-// Formats lists the formats in the order --help shows them.
-var Formats = []Format{Table, JSON, Markdown, HTML, JUnit}
-
-// ParseFormat checks a --format value.
-func ParseFormat(s string) (Format, error) {
-	for _, f := range Formats {
-		if strings.EqualFold(s, string(f)) {
-			return f, nil
-		}
-	}
-	return "", fmt.Errorf("unknown format %q: use one of table, json, markdown, html, junit", s)
-}
-
-// Ext is the file name extension of a format, without the dot: txt, json, md, html, xml.
-func (f Format) Ext() string {
-	switch f {
-	case JSON:
-		return "json"
-	case Markdown:
-		return "md"
-	case HTML:
-		return "html"
-	case JUnit:
-		return "xml"
-	default:
-		return "txt"
-	}
-}
 
 // Options tune rendering.
 type Options struct {
@@ -84,98 +43,75 @@ func (o Options) maxNotes() int { return 4 * o.maxItems() }
 
 // Write renders v in format f. v is a *verify.Result, a []*verify.Result (one section per
 // topic), a *reconcile.Result (values work as well as pointers), a
-// *reconcile.RollbackResult, a *verify.PreflightResult (kverify topics), a *reconcile.ACLPlan or
-// *reconcile.ACLRollbackResult (kreconcile acls and its rollback), or the findings of `kmirror
+// *reconcile.RollbackResult, a *verify.PreflightResult (kverify topics), an *aclsync.Result or
+// *aclsync.RollbackResult (kreconcile acls and its rollback), or the findings of `kmirror
 // lint`, []mm2.Finding (or the parser's []mm2.Warning). JSON writes any v as it is, indented,
 // because its field names are the tools' interface; the other formats return an error for a
 // type they do not know. Write is a pure function of its arguments.
 func Write(w io.Writer, f Format, v any, opt Options) error {
-	if f == JSON {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(v)
+	r, err := rendererOf(f)
+	if err != nil {
+		return err
 	}
-	switch f {
-	case Table, Markdown, HTML, JUnit:
-	default:
-		return fmt.Errorf("unknown format %q: use one of table, json, markdown, html, junit", f)
-	}
+	return r.write(w, v, func() (view, error) { return viewOf(v, f, opt.Title) }, opt)
+}
+
+// viewOf builds the report of result v, titled title (empty: each report's default), that
+// every drawing format draws; f names the format in the error for a type it does not know.
+func viewOf(v any, f Format, title string) (view, error) {
 	switch r := v.(type) {
 	case *verify.Result:
 		if r == nil {
-			return errors.New("render verify result: it is nil")
+			return nil, errors.New("render verify result: it is nil")
 		}
-		return writeVerify(w, f, []*verify.Result{r}, opt)
+		return verifyView(title, []*verify.Result{r})
 	case verify.Result:
-		return writeVerify(w, f, []*verify.Result{&r}, opt)
+		return verifyView(title, []*verify.Result{&r})
 	case []*verify.Result:
-		return writeVerify(w, f, r, opt)
+		return verifyView(title, r)
 	case []verify.Result:
 		ps := make([]*verify.Result, len(r))
 		for i := range r {
 			ps[i] = &r[i]
 		}
-		return writeVerify(w, f, ps, opt)
+		return verifyView(title, ps)
 	case *reconcile.Result:
 		if r == nil {
-			return errors.New("render reconcile result: it is nil")
+			return nil, errors.New("render reconcile result: it is nil")
 		}
-		return writeReconcile(w, f, r, opt)
+		return newReconcileReport(title, r), nil
 	case reconcile.Result:
-		return writeReconcile(w, f, &r, opt)
+		return newReconcileReport(title, &r), nil
 	case *reconcile.RollbackResult:
 		if r == nil {
-			return errors.New("render rollback result: it is nil")
+			return nil, errors.New("render rollback result: it is nil")
 		}
-		return writeRollback(w, f, r, opt)
+		return newRollbackReport(title, r), nil
 	case *verify.PreflightResult:
 		if r == nil {
-			return errors.New("render topics result: it is nil")
+			return nil, errors.New("render topics result: it is nil")
 		}
-		return writeTopics(w, f, r, opt)
-	case *reconcile.ACLPlan:
-		return writeACLs(w, f, r, opt)
-	case *reconcile.ACLRollbackResult:
-		return writeACLRollback(w, f, r, opt)
+		return newTopicsReport(title, r), nil
+	case *aclsync.Result:
+		return newACLsReport(title, r), nil
+	case *aclsync.RollbackResult:
+		return newACLRollbackReport(title, r), nil
 	case []mm2.Finding:
-		return writeLint(w, f, r, opt)
+		return newLintReport(title, r), nil
 	case []mm2.Warning:
-		return writeLint(w, f, warningsAsFindings(r), opt)
+		return newLintReport(title, warningsAsFindings(r)), nil
 	default:
-		return fmt.Errorf("cannot render a %T as %s: the report package knows *verify.Result, "+
-			"[]*verify.Result, *verify.PreflightResult, *reconcile.Result, *reconcile.RollbackResult, *reconcile.ACLPlan, *reconcile.ACLRollbackResult and []mm2.Finding (use --format json for other values)", v, f)
+		return nil, fmt.Errorf("cannot render a %T as %s: the report package knows *verify.Result, "+
+			"[]*verify.Result, *verify.PreflightResult, *reconcile.Result, *reconcile.RollbackResult, *aclsync.Result, *aclsync.RollbackResult and []mm2.Finding (use --format json for other values)", v, f)
 	}
 }
 
-func writeVerify(w io.Writer, f Format, rs []*verify.Result, opt Options) error {
-	rep, err := newVerifyReport(opt.Title, rs)
+func verifyView(title string, rs []*verify.Result) (view, error) {
+	rep, err := newVerifyReport(title, rs)
 	if err != nil {
-		return fmt.Errorf("render verify result: %w", err)
+		return nil, fmt.Errorf("render verify result: %w", err)
 	}
-	switch f {
-	case Table:
-		return verifyTable(w, rep, opt)
-	case Markdown:
-		return verifyMarkdown(w, rep, opt)
-	case HTML:
-		return verifyHTML(w, rep)
-	default:
-		return verifyJUnit(w, rep)
-	}
-}
-
-func writeReconcile(w io.Writer, f Format, r *reconcile.Result, opt Options) error {
-	rep := newReconcileReport(opt.Title, r)
-	switch f {
-	case Table:
-		return reconcileTable(w, rep, opt)
-	case Markdown:
-		return reconcileMarkdown(w, rep, opt)
-	case HTML:
-		return reconcileHTML(w, rep)
-	default:
-		return reconcileJUnit(w, rep)
-	}
+	return rep, nil
 }
 
 // ReportDirEnv names the environment variable that asks tests and scripts to keep their

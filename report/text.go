@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 )
@@ -82,6 +83,18 @@ func (l list) String() string {
 	return s
 }
 
+// writeNotes writes the first limit notes, each as show draws it, one a line after bullet,
+// then a line saying how many more there are and where to see them (where).
+func writeNotes(b *strings.Builder, notes []string, limit int, bullet string, show func(string) string, where string) {
+	l := bounded(notes, limit)
+	for _, n := range l.Items {
+		b.WriteString(bullet + show(n) + "\n")
+	}
+	if l.More > 0 {
+		fmt.Fprintf(b, "%s… and %d more (%s)\n", bullet, l.More, where)
+	}
+}
+
 // mdEscape makes s safe inside a Markdown table cell or paragraph: user-controlled names
 // (groups, topics) must not open links, emphasis or HTML, nor end the cell.
 func mdEscape(s string) string {
@@ -109,4 +122,16 @@ func mdEscape(s string) string {
 // oneLine folds a multi-line message for a table cell.
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// writeAll writes the text in b.
+func writeAll(w io.Writer, b *strings.Builder) error {
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeDoc writes the text in b with exactly one newline at its end.
+func writeDoc(w io.Writer, b *strings.Builder) error {
+	_, err := io.WriteString(w, strings.TrimRight(b.String(), "\n")+"\n")
+	return err
 }

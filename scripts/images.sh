@@ -62,10 +62,14 @@ build_base() {
   rm -f "$tar"
 }
 
+# log4j: the console logging every Kafka JVM of the test beds reads (integration/cluster embeds
+# the same files).
+log4j=(integration/cluster/log4j/log4j.properties integration/cluster/log4j/log4j2.properties)
+
 # kafka_inputs VERSION: the base's hash, the recipe files and every jar's checksum.
 kafka_inputs() {
   local lib=$cache/kafka-$1/lib
-  { current "$base"; cat scripts/images/kafka.Dockerfile scripts/images/kafka-entrypoint.sh;
+  { current "$base"; cat scripts/images/kafka.Dockerfile scripts/images/kafka-entrypoint.sh "${log4j[@]}";
     (cd "$lib" && sha256sum ./*.jar); } | hash_of
 }
 
@@ -75,7 +79,7 @@ build_kafka() {
   ctx=$(mktemp -d)
   mkdir "$ctx/lib"
   cp -l "$lib"/*.jar "$ctx/lib/" 2>/dev/null || cp "$lib"/*.jar "$ctx/lib/"
-  cp scripts/images/kafka-entrypoint.sh "$ctx/"
+  cp scripts/images/kafka-entrypoint.sh "${log4j[@]}" "$ctx/"
   log "building kmigrate-local/kafka:$v"
   build -q --network none -f scripts/images/kafka.Dockerfile --build-arg BASE="$base" \
     --build-arg KAFKA_VERSION="$v" --label "$label=$want" -t "kmigrate-local/kafka:$v" "$ctx" >/dev/null

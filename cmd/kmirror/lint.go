@@ -35,7 +35,7 @@ or reading it was interrupted.`
 func lintCommand() *cli.Command {
 	return clikit.ReportCommand("lint", lint, nil,
 		"report what MirrorMaker 2 would silently ignore or misread in an mm2.properties file",
-		"kmirror lint [--format table|json|markdown|html|junit] [--out FILE] FILE",
+		"kmirror lint "+clikit.OutputUsage()+" FILE",
 		lintHelp)
 }
 

@@ -20,8 +20,9 @@ import (
 // read_uncommitted consumers will read those records again and read_committed ones will not;
 // --scan-limit bounds the count.
 func TestGroupsApplySaysAbortedAhead(t *testing.T) {
-	_, src, srcSeeds := kcluster(t, "kfake-source")
-	dstK, dst, dstSeeds := kcluster(t, "kfake-target")
+	p := testkit.NewPair(t, 1)
+	src, srcSeeds := p.Source.Client, p.Source.Seeds
+	dstK, dst, dstSeeds := p.Target.Cluster, p.Target.Client, p.Target.Seeds
 	topic, group := "payments", "payments-app"
 	for _, cl := range []*kgo.Client{src, dst} {
 		if _, err := kadm.NewClient(cl).CreateTopic(clitest.Context(t), 1, 1, nil, topic); err != nil {

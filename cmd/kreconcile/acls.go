@@ -7,9 +7,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/kmigrate/kmigrate/aclsync"
 	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
 	"github.com/kmigrate/kmigrate/internal/agree"
-	"github.com/kmigrate/kmigrate/reconcile"
 )
 
 const aclsHelp = `Reads every ACL on the source and on the target (it never writes the source) and plans the
@@ -105,7 +105,7 @@ func aclsCommand() *cli.Command {
 	)
 	return clikit.ReportCommand("acls", runACLs, flags,
 		"plan (and with --apply, make) the target's ACLs from the source's, with principal mapping",
-		"kreconcile acls [connection flags] [--map-principal 'REGEX=>REPLACEMENT']... [--include-wildcards] [--apply [--delete-extra] [--backup FILE]] [--format table|json|markdown|html|junit] [--out FILE]",
+		"kreconcile acls [connection flags] [--map-principal 'REGEX=>REPLACEMENT']... [--include-wildcards] [--apply [--delete-extra] [--backup FILE]] "+clikit.OutputUsage(),
 		aclsHelp)
 }
 
@@ -128,10 +128,10 @@ func runACLs(c *cli.Context) error {
 	if !c.Bool("apply") && c.IsSet("backup") {
 		return clikit.Failf("--backup only applies with --apply: nothing is written without it")
 	}
-	var cfg reconcile.ACLConfig
+	var cfg aclsync.Config
 	if m, ok := c.Generic("map-principal").(*multiFlag); ok && m != nil {
 		for _, s := range m.vals {
-			r, err := reconcile.ParsePrincipalRule(s)
+			r, err := aclsync.ParsePrincipalRule(s)
 			if err != nil {
 				return clikit.Failf("--map-principal: %v", err)
 			}
@@ -153,13 +153,13 @@ func runACLs(c *cli.Context) error {
 	cfg.Flow = s.Flow
 	src, dst := s.Src, s.Dst
 
-	plan, err := reconcile.PlanACLs(c.Context, src, dst, cfg)
+	plan, err := aclsync.Plan(c.Context, src, dst, cfg)
 	if err != nil {
 		return clikit.Fail(err)
 	}
 	var applyErr error
 	if c.Bool("apply") {
-		applyErr = reconcile.ApplyACLs(c.Context, dst, plan, reconcile.ACLApplyConfig{Backup: c.String("backup"), ReadTimeout: timeout})
+		applyErr = aclsync.Apply(c.Context, dst, plan, aclsync.ApplyConfig{Backup: c.String("backup"), ReadTimeout: timeout})
 		if plan.Backup != "" {
 			fmt.Fprintf(c.App.ErrWriter, "kreconcile: the ACLs created and deleted are saved to %s (undo: kreconcile rollback --backup %s)\n", plan.Backup, plan.Backup)
 		}

@@ -11,8 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmigrate/kmigrate/aclsync"
 	"github.com/kmigrate/kmigrate/cmd/internal/clitest"
-	"github.com/kmigrate/kmigrate/reconcile"
+	"github.com/kmigrate/kmigrate/internal/testkit"
 )
 
 // targetACLs lists the ACLs of cl as "PERM principal OP TYPE:PATTERN:name".
@@ -49,8 +50,9 @@ func createACL(t *testing.T, cl *kgo.Client, b *kadm.ACLBuilder) {
 }
 
 func TestACLsPlanApplyRollback(t *testing.T) {
-	_, src, srcSeeds := kcluster(t, "kfake-source")
-	_, dst, dstSeeds := kcluster(t, "kfake-target")
+	p := testkit.NewPair(t, 1)
+	src, srcSeeds := p.Source.Client, p.Source.Seeds
+	dst, dstSeeds := p.Target.Client, p.Target.Seeds
 	alice := "User:CN=alice,O=Finance"
 	createACL(t, src, kadm.NewACLs().Topics("orders").Allow(alice).AllowHosts("*").Operations(kadm.OpRead, kadm.OpWrite).ResourcePatternType(kadm.ACLPatternLiteral))
 	createACL(t, src, kadm.NewACLs().Groups("orders-app").Allow(alice).AllowHosts("*").Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral))
@@ -140,7 +142,7 @@ func TestACLsPlanApplyRollback(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("rollback exit %d: %s %s", code, out, errOut)
 	}
-	var rb reconcile.ACLRollbackResult
+	var rb aclsync.RollbackResult
 	if err := json.Unmarshal([]byte(out), &rb); err != nil || len(rb.ACLs) != 3 || rb.TargetCluster.ID != "kfake-target" {
 		t.Fatalf("rollback JSON (%v): %s", err, out)
 	}
@@ -155,8 +157,8 @@ func TestACLsPlanApplyRollback(t *testing.T) {
 }
 
 func TestACLsDeleteExtra(t *testing.T) {
-	_, _, srcSeeds := kcluster(t, "kfake-source")
-	_, dst, dstSeeds := kcluster(t, "kfake-target")
+	p := testkit.NewPair(t, 1)
+	srcSeeds, dst, dstSeeds := p.Source.Seeds, p.Target.Client, p.Target.Seeds
 	createACL(t, dst, kadm.NewACLs().Topics("old").Allow("User:gone").AllowHosts("*").Operations(kadm.OpRead).ResourcePatternType(kadm.ACLPatternLiteral))
 	args := []string{"acls", "--source-brokers", srcSeeds, "--target-brokers", dstSeeds}
 	// Target-only ACLs alone are nothing to do; with --delete-extra they are a planned change.

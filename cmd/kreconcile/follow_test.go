@@ -7,10 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/kmigrate/kmigrate/cmd/internal/clitest"
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/reconcile"
 )
 
@@ -70,22 +67,7 @@ func TestFollowCommand(t *testing.T) {
 // why; flags of --follow without it are usage errors.
 func TestFollowCommandTimeout(t *testing.T) {
 	b := seedBed(t)
-	cons, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(b.srcSeeds, ",")...), kgo.ConsumerGroup(b.group), kgo.ConsumeTopics(b.topic), kgo.DisableAutoCommit())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cons.Close()
-	ctx := clitest.Context(t)
-	for {
-		cons.PollRecords(ctx, 1)
-		d, err := kadm.NewClient(b.src).DescribeGroups(ctx, b.group)
-		if err == nil && d[b.group].State == "Stable" {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("the source group never became Stable")
-		}
-	}
+	testkit.JoinGroup(t, b.src, b.group, b.topic)
 	start := time.Now()
 	code, _, errOut := run(t, "groups", "--source-brokers", b.srcSeeds, "--target-brokers", b.dstSeeds, "--follow", "--apply",
 		"--backup", filepath.Join(t.TempDir(), "b.json"), "--interval", "50ms", "--timeout", "300ms")

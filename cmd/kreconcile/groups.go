@@ -150,7 +150,7 @@ func groupsCommand() *cli.Command {
 	)
 	return clikit.ReportCommand("groups", runGroups, flags,
 		"plan (and with --apply, fix) the target offsets of consumer groups",
-		"kreconcile groups [connection flags] [--group REGEX] [--topic REGEX] [--follow [--interval D] [--timeout D] [--quiet]] [--apply [--allow-rewind] [--backup FILE]] [--format table|json|markdown|html|junit] [--out FILE]",
+		"kreconcile groups [connection flags] [--group REGEX] [--topic REGEX] [--follow [--interval D] [--timeout D] [--quiet]] [--apply [--allow-rewind] [--backup FILE]] "+clikit.OutputUsage(),
 		groupsHelp)
 }
 

@@ -40,17 +40,12 @@ type bed struct {
 	topic, group       string
 }
 
-func kcluster(t *testing.T, id string) (*kfake.Cluster, *kgo.Client, string) {
-	t.Helper()
-	c := testkit.NewCluster(t, kfake.ClusterID(id))
-	return c.Cluster, c.Client, c.Seeds
-}
-
 func seedBed(t *testing.T) *bed {
 	t.Helper()
 	b := &bed{topic: "orders", group: "orders-app"}
-	b.srcK, b.src, b.srcSeeds = kcluster(t, "kfake-source")
-	b.dstK, b.dst, b.dstSeeds = kcluster(t, "kfake-target")
+	p := testkit.NewPair(t, 1)
+	b.srcK, b.src, b.srcSeeds = p.Source.Cluster, p.Source.Client, p.Source.Seeds
+	b.dstK, b.dst, b.dstSeeds = p.Target.Cluster, p.Target.Client, p.Target.Seeds
 	src, dst, topic, group := b.src, b.dst, b.topic, b.group
 	for _, cl := range []*kgo.Client{src, dst} {
 		if _, err := kadm.NewClient(cl).CreateTopic(clitest.Context(t), 1, 1, nil, topic); err != nil {
@@ -80,17 +75,10 @@ func seedBed(t *testing.T) *bed {
 	return b
 }
 
+// commitAt commits offset at of partition 0 of topic for group on the cluster of cl.
 func commitAt(t *testing.T, cl *kgo.Client, group, topic string, at int64, meta string) {
 	t.Helper()
-	offs := kadm.Offsets{}
-	offs.Add(kadm.Offset{Topic: topic, At: at, LeaderEpoch: -1, Metadata: meta})
-	resp, err := kadm.NewClient(cl).CommitOffsets(clitest.Context(t), group, offs)
-	if err == nil {
-		err = resp.Error()
-	}
-	if err != nil {
-		t.Fatalf("commit: %v", err)
-	}
+	testkit.Commit(t, kadm.NewClient(cl), group, topic, 0, at, meta)
 }
 
 func seq(from, to int) []int {
@@ -101,14 +89,11 @@ func seq(from, to int) []int {
 	return out
 }
 
+// targetCommit is group's commit on partition 0 of topic on the cluster of dst (0: none).
 func targetCommit(t *testing.T, dst *kgo.Client, group, topic string) int64 {
 	t.Helper()
-	resp, err := kadm.NewClient(dst).FetchOffsets(clitest.Context(t), group)
-	if err != nil {
-		t.Fatalf("fetch offsets: %v", err)
-	}
-	o, _ := resp.Lookup(topic, 0)
-	return o.At
+	at, _, _ := testkit.Committed(t, kadm.NewClient(dst), group, topic, 0)
+	return at
 }
 
 func TestGroupsPlanApplyRollback(t *testing.T) {
@@ -206,22 +191,7 @@ func TestGroupsTable(t *testing.T) {
 
 func TestGroupsApplyRefusesActiveGroup(t *testing.T) {
 	srcSeeds, dstSeeds, topic, group, dst := seed(t)
-	member, err := kgo.NewClient(kgo.SeedBrokers(strings.Split(dstSeeds, ",")...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit())
-	if err != nil {
-		t.Fatalf("member: %v", err)
-	}
-	t.Cleanup(member.Close)
-	ctx := clitest.Context(t)
-	for {
-		member.PollRecords(ctx, 1)
-		d, err := kadm.NewClient(dst).DescribeGroups(ctx, group)
-		if err == nil && d[group].State == "Stable" {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("group never became Stable")
-		}
-	}
+	testkit.JoinGroup(t, dst, group, topic)
 	backup := filepath.Join(t.TempDir(), "b.json")
 	code, out, errOut := run(t, "groups", "--source-brokers", srcSeeds, "--target-brokers", dstSeeds, "--apply", "--backup", backup, "--format", "json")
 	if code != 1 {

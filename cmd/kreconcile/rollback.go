@@ -4,7 +4,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
 
+	"github.com/kmigrate/kmigrate/aclsync"
 	"github.com/kmigrate/kmigrate/cmd/internal/clikit"
+	"github.com/kmigrate/kmigrate/internal/backupfile"
 	"github.com/kmigrate/kmigrate/reconcile"
 )
 
@@ -66,11 +68,11 @@ func rollbackCommand() *cli.Command {
 }
 
 func runRollback(c *cli.Context) error {
-	kind, err := reconcile.BackupKind(c.String("backup"))
+	kind, err := backupfile.Kind(c.String("backup"))
 	if err != nil {
 		return clikit.Fail(err)
 	}
-	if kind == reconcile.ACLBackupKind {
+	if kind == backupfile.ACLs {
 		return runACLRollback(c)
 	}
 	if c.IsSet("read-timeout") {
@@ -123,7 +125,7 @@ func runACLRollback(c *cli.Context) error {
 		return err
 	}
 	defer dst.Close()
-	res, rbErr := reconcile.RollbackACLs(c.Context, dst, c.String("backup"), reconcile.RollbackConfig{TargetAlias: alias, ReadTimeout: timeout})
+	res, rbErr := aclsync.Rollback(c.Context, dst, c.String("backup"), aclsync.RollbackConfig{TargetAlias: alias, ReadTimeout: timeout})
 	if res == nil {
 		return clikit.Fail(rbErr)
 	}

@@ -69,9 +69,10 @@
 // A missing Docker engine or image skips; KMIGRATE_REQUIRE_CONTAINERS=1 (CI) makes that a
 // failure too. go test -short skips every real cluster and MM2.
 //
-// Logs: every process appends its console (log4j at INFO) to a file in the cluster's
-// directory (zookeeper/zookeeper.log, broker-<i>/broker.log, mm2.log). Under StartT that is
-// t.TempDir, or a kept sub-directory of $KMIGRATE_LOGDIR when set.
+// Logs: every process appends its console (log4j at INFO, as log4j/ configures it here and in
+// the local Kafka images) to a file in the cluster's directory (zookeeper/zookeeper.log,
+// broker-<i>/broker.log, mm2.log). Under StartT that is t.TempDir, or a kept sub-directory of
+// $KMIGRATE_LOGDIR when set.
 //
 // Tests: go test ./integration/cluster/ (2 to 3 minutes on 2 cores): every version, three
 // brokers with kill -9, restart and stop, MirrorMaker 2 killed and restarted, the pid

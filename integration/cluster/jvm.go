@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"fmt"
 	"net"
@@ -202,55 +203,25 @@ func javaCommand(bin, lib, dir, heap string, extra []string, main string, args .
 	return append(argv, args...)
 }
 
-// log4jConsole sends every log line to the console, which proc appends to the process's log
-// file; request and state-change chatter is kept at WARN.
-const log4jConsole = `log4j.rootLogger=INFO, stdout
-log4j.appender.stdout=org.apache.log4j.ConsoleAppender
-log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
-log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
-log4j.logger.kafka.request.logger=WARN
-log4j.logger.state.change.logger=WARN
-log4j.logger.kafka.controller=INFO
-log4j.logger.org.apache.zookeeper=WARN
-log4j.logger.org.apache.kafka.clients.consumer.internals=WARN
-log4j.logger.org.apache.kafka.clients.producer.ProducerConfig=WARN
-log4j.logger.org.apache.kafka.clients.consumer.ConsumerConfig=WARN
-log4j.logger.org.apache.kafka.clients.admin.AdminClientConfig=WARN
-`
-
-// log4j2Console is log4jConsole for log4j2 (Kafka 4 logs through log4j2 and ignores a log4j 1
-// configuration).
-const log4j2Console = `status = warn
-appender.stdout.type = Console
-appender.stdout.name = STDOUT
-appender.stdout.layout.type = PatternLayout
-appender.stdout.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = INFO
-rootLogger.appenderRef.stdout.ref = STDOUT
-logger.request.name = kafka.request.logger
-logger.request.level = WARN
-logger.state.name = state.change.logger
-logger.state.level = WARN
-logger.controller.name = kafka.controller
-logger.controller.level = INFO
-logger.consumer.name = org.apache.kafka.clients.consumer.internals
-logger.consumer.level = WARN
-logger.producerconfig.name = org.apache.kafka.clients.producer.ProducerConfig
-logger.producerconfig.level = WARN
-logger.consumerconfig.name = org.apache.kafka.clients.consumer.ConsumerConfig
-logger.consumerconfig.level = WARN
-logger.adminconfig.name = org.apache.kafka.clients.admin.AdminClientConfig
-logger.adminconfig.level = WARN
-`
+// logConfig is the console logging of every JVM, for log4j 1 and for log4j2 (Kafka 4 logs
+// through log4j2 and ignores a log4j 1 configuration): every log line goes to the console,
+// which proc appends to the process's log file; request and state-change chatter is kept at
+// WARN. scripts/images.sh copies the same files into the Kafka images.
+//
+//go:embed log4j/log4j.properties log4j/log4j2.properties
+var logConfig embed.FS
 
 // writeLogConfig writes log4j.properties and log4j2.properties into dir, the files javaCommand
 // names: every JVM logs to its console at INFO whichever log4j its version has.
 func writeLogConfig(dir string) error {
-	if err := os.WriteFile(filepath.Join(dir, "log4j.properties"), []byte(log4jConsole), 0o644); err != nil {
-		return fmt.Errorf("write log4j.properties: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "log4j2.properties"), []byte(log4j2Console), 0o644); err != nil {
-		return fmt.Errorf("write log4j2.properties: %w", err)
+	for _, name := range []string{"log4j.properties", "log4j2.properties"} {
+		data, err := logConfig.ReadFile("log4j/" + name)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
+		}
 	}
 	return nil
 }

@@ -25,6 +25,19 @@ func NewCluster(t testing.TB, opts ...kfake.Opt) *Cluster {
 	return &Cluster{Cluster: c, Client: Client(t, c), Seeds: strings.Join(c.ListenAddrs(), ",")}
 }
 
+// Pair is a source and a target cluster (NewCluster's) whose cluster IDs differ,
+// "kfake-source" and "kfake-target", as real clusters' do (kfake names every cluster "kfake").
+type Pair struct {
+	Source, Target *Cluster
+}
+
+// NewPair starts a Pair: a source of one broker and a target of targetBrokers.
+func NewPair(t testing.TB, targetBrokers int) Pair {
+	t.Helper()
+	return Pair{Source: NewCluster(t, kfake.ClusterID("kfake-source")),
+		Target: NewCluster(t, kfake.NumBrokers(targetBrokers), kfake.ClusterID("kfake-target"))}
+}
+
 // StartCluster starts a one-broker kfake cluster (opts may change that) that is closed when
 // the test ends.
 func StartCluster(t testing.TB, opts ...kfake.Opt) *kfake.Cluster {

@@ -1,12 +1,13 @@
 // Package testkit is the test support kmigrate's tests share: kfake clusters and their
-// clients (NewCluster, StartCluster, Client), topics and records (TopicName, CreateTopic,
-// Produce, ProduceTxn; the synthetic partition Record, Records, With), group offsets
-// (Commit, Committed), waiting for a condition (WaitFor), a process's output (SyncBuffer), a
-// free address (FreeAddr), building the commands (Commands, BuildCommands), the model of
-// MirrorMaker 2's offset translation (MM2TranslateNewest, MM2TranslateHighest), and broker
-// behaviour staged on demand that a real cluster shows only by chance (UnknownTopicCommits).
-// It imports no kmigrate package, so the tests of any package may use it; it is imported by
-// tests only.
+// clients (NewCluster, StartCluster, Client; a source and a target, NewPair), a context bound
+// to the test (Context), topics and records (TopicName, CreateTopic, Produce, ProduceTxn,
+// WriteTxn, OpenTxn; the synthetic partition Record, Records, With), group offsets (Commit,
+// Committed) and a member joining a group (JoinGroup), waiting for a condition (WaitFor), a
+// process's output (SyncBuffer), a free address (FreeAddr), building the commands (Commands,
+// BuildCommands), the model of MirrorMaker 2's offset translation (MM2TranslateNewest,
+// MM2TranslateHighest), and broker behaviour staged on demand that a real cluster shows only
+// by chance (UnknownTopicCommits). It imports no kmigrate package, so the tests of any package
+// may use it; it is imported by tests only.
 package testkit
 
 import (

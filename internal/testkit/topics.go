@@ -59,31 +59,47 @@ func Produce(t testing.TB, cl *kgo.Client, topic string, p int32, recs ...*kgo.R
 // the offsets the records were written at. An error fails the test.
 func ProduceTxn(t testing.TB, cl *kgo.Client, topic string, p int32, recs ...*kgo.Record) []int64 {
 	t.Helper()
-	return produceTxn(t, cl, topic, p, kgo.TryCommit, false, recs...)
+	offsets := beginTxn(t, cl, topic, p, recs...)
+	endTxn(t, cl, topic, p, kgo.TryCommit)
+	return offsets
 }
 
 // WriteTxn writes copies of recs to partition p of topic in one transaction of a new
-// transactional client of c (a transactional ID of its own, no linger) and ends it with end:
-// kgo.TryAbort leaves an aborted batch and its marker, as a mirror killed or fenced in a
-// transaction does. With open the transaction is left open (the client is closed when the
-// test ends). It returns the offsets the records were written at; an error fails the test.
+// transactional client of c (OpenTxn) and ends it with end: kgo.TryAbort leaves an aborted
+// batch and its marker, as a mirror killed or fenced in a transaction does. With open the
+// transaction is left open (the client is closed when the test ends). It returns the offsets
+// the records were written at; an error fails the test.
 func WriteTxn(t testing.TB, c *kfake.Cluster, topic string, p int32, end kgo.TransactionEndTry, open bool, recs ...*kgo.Record) []int64 {
 	t.Helper()
-	cl := Client(t, c, kgo.ProducerLinger(0), kgo.TransactionalID(TopicName("txn-writer")))
-	return produceTxn(t, cl, topic, p, end, open, recs...)
+	cl, offsets := OpenTxn(t, c, topic, p, recs...)
+	if !open {
+		endTxn(t, cl, topic, p, end)
+	}
+	return offsets
 }
 
-// produceTxn writes copies of recs to partition p of topic in one transaction of cl and, unless
-// open, ends it with end.
-func produceTxn(t testing.TB, cl *kgo.Client, topic string, p int32, end kgo.TransactionEndTry, open bool, recs ...*kgo.Record) []int64 {
+// OpenTxn writes copies of recs to partition p of topic in one transaction of a new
+// transactional client of c (a transactional ID of its own, no linger) and leaves it open. It
+// returns the client, to end the transaction with (EndTransaction; it is closed when the test
+// ends), and the offsets the records were written at; an error fails the test.
+func OpenTxn(t testing.TB, c *kfake.Cluster, topic string, p int32, recs ...*kgo.Record) (*kgo.Client, []int64) {
+	t.Helper()
+	cl := Client(t, c, kgo.ProducerLinger(0), kgo.TransactionalID(TopicName("txn-writer")))
+	return cl, beginTxn(t, cl, topic, p, recs...)
+}
+
+// beginTxn begins a transaction of cl and writes copies of recs to partition p of topic in it.
+func beginTxn(t testing.TB, cl *kgo.Client, topic string, p int32, recs ...*kgo.Record) []int64 {
 	t.Helper()
 	if err := cl.BeginTransaction(); err != nil {
 		t.Fatalf("begin a transaction to %s/%d: %v", topic, p, err)
 	}
-	offsets := Produce(t, cl, topic, p, recs...)
-	if open {
-		return offsets
-	}
+	return Produce(t, cl, topic, p, recs...)
+}
+
+// endTxn ends the transaction of cl to partition p of topic with end.
+func endTxn(t testing.TB, cl *kgo.Client, topic string, p int32, end kgo.TransactionEndTry) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := cl.EndTransaction(ctx, end); err != nil {
@@ -93,5 +109,4 @@ func produceTxn(t testing.TB, cl *kgo.Client, topic string, p int32, end kgo.Tra
 		}
 		t.Fatalf("%s the transaction to %s/%d: %v", what, topic, p, err)
 	}
-	return offsets
 }

@@ -1,10 +1,19 @@
 package testkit
 
 import (
+	"context"
 	"net"
 	"testing"
 	"time"
 )
+
+// Context returns a context that ends after d, or when the test ends.
+func Context(t testing.TB, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
 
 // WaitFor calls cond every 20 ms until it returns "" and fails the test when within passes
 // first, naming what it waited for and cond's last answer (what was still missing).

@@ -18,30 +18,10 @@ conf=$(mktemp -d /tmp/kafka-conf.XXXXXX)
 heap=${KAFKA_HEAP_OPTS:--Xms32m -Xmx512m}
 jvm=${KAFKA_JVM_OPTS:--XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData}
 
-cat >"$conf/log4j.properties" <<'LOG'
-log4j.rootLogger=INFO, stdout
-log4j.appender.stdout=org.apache.log4j.ConsoleAppender
-log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
-log4j.appender.stdout.layout.ConversionPattern=[%d] %p %m (%c)%n
-log4j.logger.kafka.request.logger=WARN
-log4j.logger.state.change.logger=WARN
-log4j.logger.org.apache.zookeeper=WARN
-LOG
-# Kafka 4 logs through log4j2, which ignores the log4j 1 file above.
-cat >"$conf/log4j2.properties" <<'LOG'
-status = warn
-appender.stdout.type = Console
-appender.stdout.name = STDOUT
-appender.stdout.layout.type = PatternLayout
-appender.stdout.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = INFO
-rootLogger.appenderRef.stdout.ref = STDOUT
-logger.request.name = kafka.request.logger
-logger.request.level = WARN
-logger.state.name = state.change.logger
-logger.state.level = WARN
-LOG
-logcfg=(-Dlog4j.configuration="file:$conf/log4j.properties" -Dlog4j2.configurationFile="$conf/log4j2.properties")
+# The console logging of the JVM provider's processes (integration/cluster/log4j, copied in by
+# scripts/images.sh): log4j 1 reads the first file, log4j2 (Kafka 4) the second.
+log=/opt/kafka/config
+logcfg=(-Dlog4j.configuration="file:$log/log4j.properties" -Dlog4j2.configurationFile="$log/log4j2.properties")
 
 java_run() {
   # shellcheck disable=SC2086 # heap and jvm are word lists by design

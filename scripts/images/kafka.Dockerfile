@@ -5,6 +5,7 @@ FROM ${BASE}
 ARG KAFKA_VERSION
 COPY lib/ /opt/kafka/lib/
 COPY kafka-entrypoint.sh /opt/kafka/entrypoint.sh
+COPY log4j.properties log4j2.properties /opt/kafka/config/
 ENV KAFKA_VERSION=${KAFKA_VERSION}
 USER kafka
 WORKDIR /var/lib/kafka

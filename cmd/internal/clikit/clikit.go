@@ -51,10 +51,14 @@ func Client(cl *mm2.Cluster, opts ...kgo.Opt) (*kgo.Client, error) {
 	return c, nil
 }
 
+// OutputUsage is how a command's usage line shows OutputFlags: "[--format
+// table|json|markdown|html|junit] [--out FILE]".
+func OutputUsage() string { return "[--format " + report.FormatNames("|") + "] [--out FILE]" }
+
 // OutputFlags are --format and --out.
 func OutputFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "format", Value: "table", Usage: "output format: table, json, markdown, html or junit"},
+		&cli.StringFlag{Name: "format", Value: string(report.Table), Usage: "output format: " + report.FormatList()},
 		&cli.StringFlag{Name: "out", Usage: "write the report to `FILE` instead of standard output"},
 		&cli.BoolFlag{Name: "wide", Usage: "on a terminal, show every column of the tables (default: fit the terminal's width, least important columns first); files and pipes always get every column"},
 	}

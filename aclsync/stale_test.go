@@ -1,4 +1,4 @@
-package reconcile
+package aclsync
 
 import (
 	"errors"
@@ -118,7 +118,7 @@ func targetACLs(t *testing.T, e *env) []ACL {
 	return as
 }
 
-func itemErrors(p *ACLPlan) []string {
+func itemErrors(p *Result) []string {
 	var out []string
 	for _, it := range p.ACLs {
 		if it.Err != "" {
@@ -128,7 +128,7 @@ func itemErrors(p *ACLPlan) []string {
 	return out
 }
 
-func itemActions(p *ACLPlan) map[string]string {
+func itemActions(p *Result) map[string]string {
 	out := map[string]string{}
 	for _, it := range p.ACLs {
 		if it.Action != "" {
@@ -142,21 +142,21 @@ func itemActions(p *ACLPlan) map[string]string {
 // answers DescribeAcls with the ACLs from before the last write for its next three answers.
 // Each gives the report and the backup of what happened on the cluster.
 func TestACLsLaggingBroker(t *testing.T) {
-	e := newEnvBrokers(t, 3)
+	e := newEnv(t, 3)
 	addACLs(t, e.src, sourceACLs()...)
 	lag := newLaggingBroker(e.dstK)
-	cfg := ACLConfig{Rules: mustRules(t, financeRule)}
+	cfg := Config{Rules: mustRules(t, financeRule)}
 	before := targetACLs(t, e)
 
-	apply := func(t *testing.T, backup string) *ACLPlan {
+	apply := func(t *testing.T, backup string) *Result {
 		t.Helper()
-		p, err := PlanACLs(testCtx(t), e.src, e.dst, cfg)
+		p, err := Plan(testCtx(t), e.src, e.dst, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// The broker that answers the first read after the creations lags behind them.
 		lag.armOnKey(kmsg.CreateACLs, targetACLs(t, e), 3)
-		if err := ApplyACLs(testCtx(t), e.dst, p, ACLApplyConfig{Backup: backup, ReadTimeout: 20 * time.Second}); err != nil {
+		if err := Apply(testCtx(t), e.dst, p, ApplyConfig{Backup: backup, ReadTimeout: 20 * time.Second}); err != nil {
 			t.Errorf("apply over a lagging broker: %v", err) // the steps after it still judge the rollback
 		}
 		if n, _ := lag.stale(); n == 0 {
@@ -171,7 +171,7 @@ func TestACLsLaggingBroker(t *testing.T) {
 	backup1 := filepath.Join(t.TempDir(), "acls-1.json")
 	p := apply(t, backup1)
 	after := targetACLs(t, e)
-	b, err := ReadACLBackup(backup1)
+	b, err := ReadBackup(backup1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestACLsLaggingBroker(t *testing.T) {
 
 	// Rollback: the lagging broker answers the first read with the ACLs from before the apply.
 	lag.arm(before, 3)
-	res, err := RollbackACLs(testCtx(t), e.dst, backup1, RollbackConfig{TargetAlias: "target", ReadTimeout: 20 * time.Second})
+	res, err := Rollback(testCtx(t), e.dst, backup1, RollbackConfig{TargetAlias: "target", ReadTimeout: 20 * time.Second})
 	if err != nil {
 		t.Errorf("rollback over a lagging broker: %v", err)
 	}
@@ -201,7 +201,7 @@ func TestACLsLaggingBroker(t *testing.T) {
 	// Apply again: the same ACLs are created again, reported and recorded.
 	backup2 := filepath.Join(t.TempDir(), "acls-2.json")
 	p = apply(t, backup2)
-	b2, err := ReadACLBackup(backup2)
+	b2, err := ReadBackup(backup2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,10 +219,10 @@ func TestACLsLaggingBroker(t *testing.T) {
 // does not show is still found by --delete-extra.
 func TestACLsLaggingBrokerPreRead(t *testing.T) {
 	t.Run("existing ACL not recorded", func(t *testing.T) {
-		e := newEnvBrokers(t, 3)
+		e := newEnv(t, 3)
 		addACLs(t, e.src, sourceACLs()...)
 		lag := newLaggingBroker(e.dstK)
-		p, err := PlanACLs(testCtx(t), e.src, e.dst, ACLConfig{Rules: mustRules(t, financeRule)})
+		p, err := Plan(testCtx(t), e.src, e.dst, Config{Rules: mustRules(t, financeRule)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -231,13 +231,13 @@ func TestACLsLaggingBrokerPreRead(t *testing.T) {
 		addACLs(t, e.dst, operators)
 		lag.arm(before, 3)
 		backup := filepath.Join(t.TempDir(), "acls.json")
-		if err := ApplyACLs(testCtx(t), e.dst, p, ACLApplyConfig{Backup: backup, ReadTimeout: 20 * time.Second}); err != nil {
+		if err := Apply(testCtx(t), e.dst, p, ApplyConfig{Backup: backup, ReadTimeout: 20 * time.Second}); err != nil {
 			t.Fatal(err)
 		}
 		if n, _ := lag.stale(); n == 0 {
 			t.Fatal("no stale answer: the fault was not staged")
 		}
-		b, err := ReadACLBackup(backup)
+		b, err := ReadBackup(backup)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -246,7 +246,7 @@ func TestACLsLaggingBrokerPreRead(t *testing.T) {
 				t.Errorf("the backup records %s as created by the apply; an operator created it before", a)
 			}
 		}
-		if _, err := RollbackACLs(testCtx(t), e.dst, backup, RollbackConfig{TargetAlias: "target"}); err != nil {
+		if _, err := Rollback(testCtx(t), e.dst, backup, RollbackConfig{TargetAlias: "target"}); err != nil {
 			t.Fatal(err)
 		}
 		if got := targetACLs(t, e); !reflect.DeepEqual(strs(got...), strs(operators)) {
@@ -254,22 +254,22 @@ func TestACLsLaggingBrokerPreRead(t *testing.T) {
 		}
 	})
 	t.Run("delete-extra sees a target-only ACL", func(t *testing.T) {
-		e := newEnvBrokers(t, 3)
+		e := newEnv(t, 3)
 		lag := newLaggingBroker(e.dstK)
 		extra := acl("ALLOW", "User:old-app", "READ", "TOPIC", "LITERAL", "legacy")
 		addACLs(t, e.dst, extra)
 		lag.arm(nil, 3)
-		p, err := PlanACLs(testCtx(t), e.src, e.dst, ACLConfig{DeleteExtra: true, ReadTimeout: 20 * time.Second})
+		p, err := Plan(testCtx(t), e.src, e.dst, Config{DeleteExtra: true, ReadTimeout: 20 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if n, _ := lag.stale(); n == 0 {
 			t.Fatal("no stale answer: the fault was not staged")
 		}
-		if n := p.Counts()[ACLTargetOnly]; n != 1 {
+		if n := p.Counts()[TargetOnly]; n != 1 {
 			t.Fatalf("plan: %d target-only ACLs, want 1 (%s): %+v", n, extra, p.ACLs)
 		}
-		if err := ApplyACLs(testCtx(t), e.dst, p, ACLApplyConfig{Backup: filepath.Join(t.TempDir(), "b.json")}); err != nil {
+		if err := Apply(testCtx(t), e.dst, p, ApplyConfig{Backup: filepath.Join(t.TempDir(), "b.json")}); err != nil {
 			t.Fatal(err)
 		}
 		if got := targetACLs(t, e); len(got) != 0 {
@@ -282,10 +282,10 @@ func TestACLsLaggingBrokerPreRead(t *testing.T) {
 // naming it: before the writes with nothing written and no backup; after them with the backup
 // complete and each ACL the broker does not show named.
 func TestACLsLaggingBrokerBound(t *testing.T) {
-	e := newEnvBrokers(t, 3)
+	e := newEnv(t, 3)
 	addACLs(t, e.src, sourceACLs()...)
 	lag := newLaggingBroker(e.dstK)
-	p, err := PlanACLs(testCtx(t), e.src, e.dst, ACLConfig{})
+	p, err := Plan(testCtx(t), e.src, e.dst, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +294,7 @@ func TestACLsLaggingBrokerBound(t *testing.T) {
 	addACLs(t, e.dst, acl("ALLOW", "User:carol", "READ", "TOPIC", "LITERAL", "orders"))
 	lag.arm(before, -1)
 	backup := filepath.Join(t.TempDir(), "acls.json")
-	err = ApplyACLs(testCtx(t), e.dst, p, ACLApplyConfig{Backup: backup, ReadTimeout: time.Second})
+	err = Apply(testCtx(t), e.dst, p, ApplyConfig{Backup: backup, ReadTimeout: time.Second})
 	_, node := lag.stale()
 	if err == nil || !strings.Contains(err.Error(), "did not give the same ACLs") || !strings.Contains(err.Error(), "not by broker "+itoa(node)) ||
 		!strings.Contains(err.Error(), "Nothing was written") {
@@ -306,12 +306,12 @@ func TestACLsLaggingBrokerBound(t *testing.T) {
 
 	// After the writes: the broker never shows them.
 	lag.armOnKey(kmsg.CreateACLs, targetACLs(t, e), -1)
-	err = ApplyACLs(testCtx(t), e.dst, p, ACLApplyConfig{Backup: backup, ReadTimeout: time.Second})
+	err = Apply(testCtx(t), e.dst, p, ApplyConfig{Backup: backup, ReadTimeout: time.Second})
 	_, node = lag.stale()
 	if err == nil || !strings.Contains(err.Error(), "still did not") || !strings.Contains(err.Error(), "broker "+itoa(node)) {
 		t.Fatalf("apply, broker %d never showing the creations: %v; want each ACL with the broker named", node, err)
 	}
-	b, rerr := ReadACLBackup(backup)
+	b, rerr := ReadBackup(backup)
 	if rerr != nil {
 		t.Fatalf("the backup is not complete: %v", rerr)
 	}

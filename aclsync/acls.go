@@ -1,11 +1,11 @@
-package reconcile
+package aclsync
 
-// ACL sync: PlanACLs reads every ACL of both clusters and says, for each source ACL, what it
-// becomes on the target (principal mapped by the rules, resource named by the flow's
-// replication policy) and whether the target has it; ApplyACLs creates the missing ones (and,
-// when asked, deletes the target's ACLs no source ACL maps to) after an ACL backup;
-// RollbackACLs (acls_backup.go) undoes that. The contract is on PlanACLs, ApplyACLs and
-// RollbackACLs; what MirrorMaker 2 3.7.1 would do instead is mm2ACLNote's.
+// Plan reads every ACL of both clusters and says, for each source ACL, what it becomes on the
+// target (principal mapped by the rules, resource named by the flow's replication policy) and
+// whether the target has it; Apply creates the missing ones (and, when asked, deletes the
+// target's ACLs no source ACL maps to) after an ACL backup; Rollback (backup.go) undoes that.
+// The contract is on Plan, Apply and Rollback; what MirrorMaker 2 3.7.1 would do instead is
+// mm2ACLNote's.
 
 import (
 	"context"
@@ -21,8 +21,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmigrate/kmigrate/internal/agree"
+	"github.com/kmigrate/kmigrate/internal/backupfile"
 	"github.com/kmigrate/kmigrate/mm2"
 )
+
+// ClusterRef names a cluster: its alias (the flow's) and the cluster ID its brokers report.
+type ClusterRef = backupfile.ClusterRef
 
 // ACL is one Kafka ACL binding: an access control entry (principal, host, operation,
 // permission) on a resource pattern (type, name, pattern type). The enum fields hold Kafka's
@@ -121,24 +125,24 @@ func validPrincipal(p string) bool {
 	return ok && typ != "" && name != ""
 }
 
-// ACLStatus is the verdict for one ACL.
-type ACLStatus string
+// Status is the verdict for one ACL.
+type Status string
 
 // ACL statuses.
 const (
-	// ACLMissing: the source ACL's image is not on the target; --apply creates it.
-	ACLMissing ACLStatus = "missing"
-	// ACLPresent: the target has the source ACL's image.
-	ACLPresent ACLStatus = "present"
-	// ACLTargetOnly: a target ACL that is no source ACL's image; --apply --delete-extra
+	// Missing: the source ACL's image is not on the target; --apply creates it.
+	Missing Status = "missing"
+	// Present: the target has the source ACL's image.
+	Present Status = "present"
+	// TargetOnly: a target ACL that is no source ACL's image; --apply --delete-extra
 	// deletes it.
-	ACLTargetOnly ACLStatus = "target-only"
-	// ACLSkipped: a source ACL that is not copied; Reason says why.
-	ACLSkipped ACLStatus = "skipped"
+	TargetOnly Status = "target-only"
+	// Skipped: a source ACL that is not copied; Reason says why.
+	Skipped Status = "skipped"
 )
 
-// ACLConfig says how source ACLs become target ACLs.
-type ACLConfig struct {
+// Config says how source ACLs become target ACLs.
+type Config struct {
 	// Flow names the target topics (its replication policy) and says which topics are
 	// mirrored. Default: mm2.NewFlow("source", "target", mm2.IdentityPolicy{}).
 	Flow *mm2.Flow
@@ -146,50 +150,50 @@ type ACLConfig struct {
 	Rules []PrincipalRule
 	// IncludeWildcards copies ACLs of the principal User:* (every user), left out by default.
 	IncludeWildcards bool
-	// DeleteExtra plans the deletion of the target-only ACLs (ApplyACLs then deletes them).
+	// DeleteExtra plans the deletion of the target-only ACLs (Apply then deletes them).
 	DeleteExtra bool
 	// ReadTimeout bounds each consistent read of a cluster's ACLs (readACLs): how long to wait
 	// for every broker to give the same answer. Default: agree.DefaultTimeout (30 s).
 	ReadTimeout time.Duration
 }
 
-// ACLItem is one row of the plan: a source ACL and its image on the target, or a target-only
+// Item is one row of the plan: a source ACL and its image on the target, or a target-only
 // ACL. Principal and ResourceName are the source's (empty for a target-only ACL, which no
 // source ACL maps to); TargetPrincipal and TargetResourceName are the target's (empty for a
 // source ACL skipped before it had an image, e.g. a topic the flow does not mirror). Resource
 // type, pattern type, operation, permission and host are the same on both sides: kreconcile
 // never changes them.
-type ACLItem struct {
-	Principal          string    `json:"principal"`
-	TargetPrincipal    string    `json:"target_principal"`
-	ResourceType       string    `json:"resource_type"`
-	ResourceName       string    `json:"resource_name"`
-	TargetResourceName string    `json:"target_resource_name"`
-	PatternType        string    `json:"pattern_type"`
-	Operation          string    `json:"operation"`
-	Permission         string    `json:"permission"`
-	Host               string    `json:"host"`
-	Status             ACLStatus `json:"status"`
+type Item struct {
+	Principal          string `json:"principal"`
+	TargetPrincipal    string `json:"target_principal"`
+	ResourceType       string `json:"resource_type"`
+	ResourceName       string `json:"resource_name"`
+	TargetResourceName string `json:"target_resource_name"`
+	PatternType        string `json:"pattern_type"`
+	Operation          string `json:"operation"`
+	Permission         string `json:"permission"`
+	Host               string `json:"host"`
+	Status             Status `json:"status"`
 	// Reason says why a source ACL is skipped, or how its principal or name was mapped.
 	Reason string `json:"reason,omitempty"`
 	// MM2 says what MirrorMaker 2 3.7.1's own ACL sync would do with this ACL; MM2Differs is
 	// true when that is not what kreconcile does.
 	MM2        string `json:"mm2"`
 	MM2Differs bool   `json:"mm2_differs"`
-	// Action is what ApplyACLs did: "created" or "deleted" (confirmed by re-reading the
+	// Action is what Apply did: "created" or "deleted" (confirmed by re-reading the
 	// target), empty when it did nothing; Err says why an action failed.
 	Action string `json:"action,omitempty"`
 	Err    string `json:"error,omitempty"`
 }
 
-func (it ACLItem) target() ACL {
+func (it Item) target() ACL {
 	return ACL{Principal: it.TargetPrincipal, Host: it.Host, ResourceType: it.ResourceType, ResourceName: it.TargetResourceName,
 		PatternType: it.PatternType, Operation: it.Operation, Permission: it.Permission}
 }
 
-// ACLPlan is what PlanACLs returns and ApplyACLs updates; its JSON form is part of
+// Result is what Plan returns and Apply updates; its JSON form is part of
 // kreconcile's interface.
-type ACLPlan struct {
+type Result struct {
 	SourceCluster ClusterRef `json:"source_cluster"`
 	TargetCluster ClusterRef `json:"target_cluster"`
 	Flow          string     `json:"flow"`
@@ -201,32 +205,32 @@ type ACLPlan struct {
 	// MM2SyncEnabled is the flow's sync.topic.acls.enabled (MM2's default: true).
 	MM2SyncEnabled bool `json:"mm2_sync_topic_acls_enabled"`
 	// SourceACLs and TargetACLs count the ACLs read on each cluster.
-	SourceACLs int       `json:"source_acls"`
-	TargetACLs int       `json:"target_acls"`
-	ACLs       []ACLItem `json:"acls"`
-	// Applied is true when ApplyACLs wrote anything; Backup is the file it saved first.
+	SourceACLs int    `json:"source_acls"`
+	TargetACLs int    `json:"target_acls"`
+	ACLs       []Item `json:"acls"`
+	// Applied is true when Apply wrote anything; Backup is the file it saved first.
 	Applied bool   `json:"applied"`
 	Backup  string `json:"backup,omitempty"`
-	// ReadBack says how ApplyACLs read its writes back (nil when it wrote nothing).
-	ReadBack *ACLReadBack `json:"read_back,omitempty"`
+	// ReadBack says how Apply read its writes back (nil when it wrote nothing).
+	ReadBack *ReadBack `json:"read_back,omitempty"`
 }
 
-// ACLReadBack is how the writes of an apply or a rollback were read back: the brokers asked,
+// ReadBack is how the writes of an apply or a rollback were read back: the brokers asked,
 // and how many rounds and milliseconds it took until every broker showed every write (or the
 // wait ended).
-type ACLReadBack struct {
+type ReadBack struct {
 	Brokers  []int32 `json:"brokers"`
 	Rounds   int     `json:"rounds"`
 	WaitedMS int64   `json:"waited_ms"`
 }
 
-func readBack(a agree.Answers[ACL]) *ACLReadBack {
-	return &ACLReadBack{Brokers: a.Brokers(), Rounds: a.Rounds, WaitedMS: a.Waited.Milliseconds()}
+func readBack(a agree.Answers[ACL]) *ReadBack {
+	return &ReadBack{Brokers: a.Brokers(), Rounds: a.Rounds, WaitedMS: a.Waited.Milliseconds()}
 }
 
 // Counts returns how many items have each status.
-func (p *ACLPlan) Counts() map[ACLStatus]int {
-	n := map[ACLStatus]int{}
+func (p *Result) Counts() map[Status]int {
+	n := map[Status]int{}
 	for _, it := range p.ACLs {
 		n[it.Status]++
 	}
@@ -235,27 +239,27 @@ func (p *ACLPlan) Counts() map[ACLStatus]int {
 
 // Changes is the number of writes the plan calls for: missing ACLs (distinct target images),
 // plus the target-only ones with DeleteExtra.
-func (p *ACLPlan) Changes() int {
+func (p *Result) Changes() int {
 	c, d := p.writes()
 	return len(c) + len(d)
 }
 
 // writes returns the distinct target ACLs to create and to delete.
-func (p *ACLPlan) writes() (create, del []ACL) {
+func (p *Result) writes() (create, del []ACL) {
 	seen := map[ACL]bool{}
 	for _, it := range p.ACLs {
 		switch {
-		case it.Status == ACLMissing && !seen[it.target()]:
+		case it.Status == Missing && !seen[it.target()]:
 			seen[it.target()] = true
 			create = append(create, it.target())
-		case it.Status == ACLTargetOnly && p.DeleteExtra:
+		case it.Status == TargetOnly && p.DeleteExtra:
 			del = append(del, it.target())
 		}
 	}
 	return create, del
 }
 
-// PlanACLs reads every ACL on the source and on the target (DescribeACLs with a filter that
+// Plan reads every ACL on the source and on the target (DescribeACLs with a filter that
 // matches any ACL; it writes nothing) and plans the target's ACLs.
 //
 // Each source ACL becomes its image on the target, or is skipped with a reason:
@@ -282,13 +286,13 @@ func (p *ACLPlan) writes() (create, del []ACL) {
 // is "present" when the target has exactly that ACL, else "missing". Target ACLs that are no
 // source ACL's image (counting images of wildcard ACLs left out) are "target-only". Each item
 // says what MM2 3.7.1's sync would do instead. The plan records both cluster IDs.
-func PlanACLs(ctx context.Context, src, dst *kgo.Client, cfg ACLConfig) (*ACLPlan, error) {
+func Plan(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, error) {
 	if cfg.Flow == nil {
 		cfg.Flow = mm2.NewFlow("source", "target", mm2.IdentityPolicy{})
 	}
 	f := cfg.Flow
-	p := &ACLPlan{Flow: f.Name(), IncludeWildcards: cfg.IncludeWildcards, DeleteExtra: cfg.DeleteExtra,
-		PrincipalMappings: []string{}, ACLs: []ACLItem{}}
+	p := &Result{Flow: f.Name(), IncludeWildcards: cfg.IncludeWildcards, DeleteExtra: cfg.DeleteExtra,
+		PrincipalMappings: []string{}, ACLs: []Item{}}
 	if f.Policy != nil {
 		p.Policy = f.Policy.Name()
 	} else {
@@ -323,14 +327,14 @@ func PlanACLs(ctx context.Context, src, dst *kgo.Client, cfg ACLConfig) (*ACLPla
 }
 
 // planClusters sets the plan's source and target cluster from src and dst, refusing when both are the same cluster.
-func planClusters(ctx context.Context, src, dst *kgo.Client, f *mm2.Flow, p *ACLPlan) error {
+func planClusters(ctx context.Context, src, dst *kgo.Client, f *mm2.Flow, p *Result) error {
 	var errs []error
 	for _, side := range []struct {
 		cl    *kgo.Client
 		alias string
 		ref   *ClusterRef
 	}{{src, f.Source, &p.SourceCluster}, {dst, f.Target, &p.TargetCluster}} {
-		id, err := clusterID(ctx, side.cl, side.alias)
+		id, err := backupfile.ClusterID(ctx, side.cl, side.alias)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -348,8 +352,8 @@ func planClusters(ctx context.Context, src, dst *kgo.Client, f *mm2.Flow, p *ACL
 }
 
 // planItems plans each source ACL against the target's ACLs and adds the target ACLs no source ACL maps to.
-func planItems(srcACLs, dstACLs []ACL, cfg ACLConfig, enabled bool) ([]ACLItem, error) {
-	items := []ACLItem{}
+func planItems(srcACLs, dstACLs []ACL, cfg Config, enabled bool) ([]Item, error) {
+	items := []Item{}
 	onTarget := map[ACL]bool{}
 	for _, a := range dstACLs {
 		onTarget[a] = true
@@ -363,10 +367,10 @@ func planItems(srcACLs, dstACLs []ACL, cfg ACLConfig, enabled bool) ([]ACLItem, 
 		if it.TargetPrincipal != "" && it.TargetResourceName != "" {
 			images[it.target()] = true
 		}
-		if it.Status != ACLSkipped {
-			it.Status = ACLMissing
+		if it.Status != Skipped {
+			it.Status = Missing
 			if onTarget[it.target()] {
-				it.Status = ACLPresent
+				it.Status = Present
 			}
 		}
 		items = append(items, it)
@@ -375,32 +379,32 @@ func planItems(srcACLs, dstACLs []ACL, cfg ACLConfig, enabled bool) ([]ACLItem, 
 		if images[a] {
 			continue
 		}
-		items = append(items, ACLItem{TargetPrincipal: a.Principal, ResourceType: a.ResourceType, TargetResourceName: a.ResourceName,
-			PatternType: a.PatternType, Operation: a.Operation, Permission: a.Permission, Host: a.Host, Status: ACLTargetOnly,
+		items = append(items, Item{TargetPrincipal: a.Principal, ResourceType: a.ResourceType, TargetResourceName: a.ResourceName,
+			PatternType: a.PatternType, Operation: a.Operation, Permission: a.Permission, Host: a.Host, Status: TargetOnly,
 			Reason: "no source ACL maps to it", MM2: "MM2 never deletes target ACLs"})
 	}
 	return items, nil
 }
 
-var aclStatusRank = map[ACLStatus]int{ACLMissing: 0, ACLTargetOnly: 1, ACLSkipped: 2, ACLPresent: 3}
+var statusRank = map[Status]int{Missing: 0, TargetOnly: 1, Skipped: 2, Present: 3}
 
-func sortACLItems(items []ACLItem) {
-	key := func(it ACLItem) string {
+func sortACLItems(items []Item) {
+	key := func(it Item) string {
 		return strings.Join([]string{it.ResourceType, it.ResourceName, it.TargetResourceName, it.PatternType, it.Principal,
 			it.TargetPrincipal, it.Operation, it.Permission, it.Host}, "\x00")
 	}
 	sort.SliceStable(items, func(i, j int) bool {
-		if ri, rj := aclStatusRank[items[i].Status], aclStatusRank[items[j].Status]; ri != rj {
+		if ri, rj := statusRank[items[i].Status], statusRank[items[j].Status]; ri != rj {
 			return ri < rj
 		}
 		return key(items[i]) < key(items[j])
 	})
 }
 
-// planACL maps one source ACL: the item has Status ACLSkipped with a Reason, or an image
+// planACL maps one source ACL: the item has Status Skipped with a Reason, or an image
 // (Status left for the caller).
-func planACL(a ACL, cfg ACLConfig, mm2Enabled bool) (ACLItem, error) {
-	it := ACLItem{Principal: a.Principal, ResourceType: a.ResourceType, ResourceName: a.ResourceName, PatternType: a.PatternType,
+func planACL(a ACL, cfg Config, mm2Enabled bool) (Item, error) {
+	it := Item{Principal: a.Principal, ResourceType: a.ResourceType, ResourceName: a.ResourceName, PatternType: a.PatternType,
 		Operation: a.Operation, Permission: a.Permission, Host: a.Host}
 	name, why := targetResource(a, cfg.Flow)
 	it.TargetResourceName = name
@@ -419,9 +423,9 @@ func planACL(a ACL, cfg ACLConfig, mm2Enabled bool) (ACLItem, error) {
 	}
 	switch {
 	case why != "":
-		it.Status, it.Reason = ACLSkipped, why
+		it.Status, it.Reason = Skipped, why
 	case !cfg.IncludeWildcards && (a.Principal == WildcardPrincipal || tp == WildcardPrincipal):
-		it.Status = ACLSkipped
+		it.Status = Skipped
 		it.Reason = "wildcard principal User:* (every user): left out; --include-wildcards copies it"
 	default:
 		it.Reason = strings.Join(notes, "; ")
@@ -456,7 +460,7 @@ func targetResource(a ACL, f *mm2.Flow) (name, why string) {
 		return "", fmt.Sprintf("literal topic * (every topic): under %s the mirrored topics are renamed and no literal name covers them; grant on them by hand (e.g. a PREFIXED pattern %s)",
 			policyName(f), f.TargetTopic(""))
 	case a.PatternType == "LITERAL":
-		if ok, why := topicMirrored(f, a.ResourceName); !ok {
+		if ok, why := f.TopicMirrored(a.ResourceName); !ok {
 			return "", why
 		}
 		return f.TargetTopic(a.ResourceName), ""
@@ -478,8 +482,8 @@ func targetResource(a ACL, f *mm2.Flow) (name, why string) {
 // topics it does not mirror; names the topic with the policy; turns ALLOW ALL into ALLOW READ;
 // keeps principal, host and every other operation and permission (User:* too) as they are;
 // creates, never deletes. differs is true when that is not what it (kreconcile's plan) does.
-func mm2ACLNote(a ACL, it ACLItem, f *mm2.Flow, enabled bool) (note string, differs bool) {
-	copied := it.Status != ACLSkipped
+func mm2ACLNote(a ACL, it Item, f *mm2.Flow, enabled bool) (note string, differs bool) {
+	copied := it.Status != Skipped
 	var skip string
 	switch {
 	case !enabled:
@@ -634,9 +638,9 @@ func answerErrs(errs []error, reqErr error, n int, result func(j int) (int16, *s
 	}
 }
 
-// ACLApplyConfig says where ApplyACLs saves its backup.
-type ACLApplyConfig struct {
-	// Backup is the backup file to write; it must not exist. Default: DefaultACLBackupName.
+// ApplyConfig says where Apply saves its backup.
+type ApplyConfig struct {
+	// Backup is the backup file to write; it must not exist. Default: DefaultBackupName.
 	Backup string
 	// Now is the clock for the backup's time and default name. Default: time.Now.
 	Now func() time.Time
@@ -645,18 +649,18 @@ type ACLApplyConfig struct {
 	ReadTimeout time.Duration
 }
 
-// DefaultACLBackupName is the ACL backup file ApplyACLs writes when ACLApplyConfig.Backup is
+// DefaultBackupName is the ACL backup file Apply writes when ApplyConfig.Backup is
 // empty.
-func DefaultACLBackupName(now time.Time) string {
+func DefaultBackupName(now time.Time) string {
 	return "kreconcile-acls-backup-" + now.UTC().Format("20060102T150405Z") + ".json"
 }
 
-// ApplyACLs makes the plan's writes on dst, the plan's target cluster (refused, nothing
+// Apply makes the plan's writes on dst, the plan's target cluster (refused, nothing
 // written, when dst's cluster ID is another): it creates the missing ACLs and, when the plan
 // has DeleteExtra, deletes the target-only ones. It first re-reads the target's ACLs
 // (readACLs: every broker's answer, once they agree) and keeps only the writes still needed
 // (an ACL created or deleted since the plan is left alone), then writes the ACL backup
-// (acls_backup.go: both cluster IDs and exactly the ACLs it is about to create and to delete;
+// (backup.go: both cluster IDs and exactly the ACLs it is about to create and to delete;
 // written whole or not at all, never over an existing file) and only then writes. Afterwards
 // it reads the target again from every broker, waiting (within cfg.ReadTimeout) until each
 // shows every write, and sets each item's Action ("created", "deleted") or Err: a write a
@@ -664,9 +668,9 @@ func DefaultACLBackupName(now time.Time) string {
 // to write it writes no backup and returns nil. The error names every ACL that was not created
 // or deleted; brokers that never agree before the writes stop it before the backup, nothing
 // written.
-func ApplyACLs(ctx context.Context, dst *kgo.Client, p *ACLPlan, cfg ACLApplyConfig) error {
+func Apply(ctx context.Context, dst *kgo.Client, p *Result, cfg ApplyConfig) error {
 	alias := p.TargetCluster.Alias
-	id, err := clusterID(ctx, dst, alias)
+	id, err := backupfile.ClusterID(ctx, dst, alias)
 	if err != nil {
 		return err
 	}
@@ -702,7 +706,7 @@ func ApplyACLs(ctx context.Context, dst *kgo.Client, p *ACLPlan, cfg ACLApplyCon
 	outcome, failed := checkACLWrites(create, del, cerrs, derrs, after, rerr)
 	for i := range p.ACLs {
 		it := &p.ACLs[i]
-		if it.Status != ACLMissing && it.Status != ACLTargetOnly {
+		if it.Status != Missing && it.Status != TargetOnly {
 			continue
 		}
 		a := it.target()
@@ -710,7 +714,7 @@ func ApplyACLs(ctx context.Context, dst *kgo.Client, p *ACLPlan, cfg ACLApplyCon
 			it.Err = msg
 			continue
 		}
-		if act := outcome[a]; act != "" && (act == "created") == (it.Status == ACLMissing) {
+		if act := outcome[a]; act != "" && (act == "created") == (it.Status == Missing) {
 			it.Action = act
 		}
 	}
@@ -718,7 +722,7 @@ func ApplyACLs(ctx context.Context, dst *kgo.Client, p *ACLPlan, cfg ACLApplyCon
 }
 
 // backupACLWrites writes the ACL backup of the plan's writes create and del and returns its path.
-func backupACLWrites(p *ACLPlan, cfg ACLApplyConfig, create, del []ACL) (string, error) {
+func backupACLWrites(p *Result, cfg ApplyConfig, create, del []ACL) (string, error) {
 	clock := cfg.Now
 	if clock == nil {
 		clock = time.Now
@@ -726,11 +730,11 @@ func backupACLWrites(p *ACLPlan, cfg ACLApplyConfig, create, del []ACL) (string,
 	t := clock()
 	path := cfg.Backup
 	if path == "" {
-		path = DefaultACLBackupName(t)
+		path = DefaultBackupName(t)
 	}
-	b := &ACLBackup{Kind: ACLBackupKind, Version: ACLBackupVersion, Holds: aclBackupHolds, Taken: t.UTC(),
+	b := &Backup{Kind: backupfile.ACLs, Version: BackupVersion, Holds: backupHolds, Taken: t.UTC(),
 		SourceCluster: p.SourceCluster, TargetCluster: p.TargetCluster, CreatedACLs: nonNil(create), DeletedACLs: nonNil(del)}
-	if err := writeBackup(path, b); err != nil {
+	if err := backupfile.Create(path, b); err != nil {
 		return "", err
 	}
 	return path, nil

@@ -1,40 +1,31 @@
-package reconcile
+package aclsync
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/internal/agree"
+	"github.com/kmigrate/kmigrate/internal/backupfile"
 )
 
-// Backup kinds: what a kreconcile backup file holds (its "kind" key; a file without one is a
-// consumer group offsets backup, as every earlier kreconcile wrote).
-const (
-	GroupsBackupKind = "groups"
-	ACLBackupKind    = "acls"
-)
+// BackupVersion is the format version of the ACL backups Apply writes.
+const BackupVersion = 1
 
-// ACLBackupVersion is the format version of the ACL backups ApplyACLs writes.
-const ACLBackupVersion = 1
+const backupHolds = "Kafka ACLs: the ACLs kreconcile acls --apply created on the target cluster and the ACLs it deleted there; kreconcile rollback --backup FILE deletes the created ones and creates the deleted ones again"
 
-const aclBackupHolds = "Kafka ACLs: the ACLs kreconcile acls --apply created on the target cluster and the ACLs it deleted there; kreconcile rollback --backup FILE deletes the created ones and creates the deleted ones again"
-
-// ACLBackup is what ApplyACLs saves before writing and RollbackACLs undoes: exactly the ACLs
+// Backup is what Apply saves before writing and Rollback undoes: exactly the ACLs
 // it was about to create on the target cluster and those it was about to delete there.
-type ACLBackup struct {
-	// Kind is ACLBackupKind; Holds says the same in words, for whoever opens the file.
+type Backup struct {
+	// Kind is backupfile.ACLs; Holds says the same in words, for whoever opens the file.
 	Kind    string    `json:"kind"`
 	Version int       `json:"version"`
 	Holds   string    `json:"holds"`
 	Taken   time.Time `json:"created"`
-	// SourceCluster and TargetCluster are the plan's clusters; RollbackACLs writes only to a
+	// SourceCluster and TargetCluster are the plan's clusters; Rollback writes only to a
 	// cluster whose ID is TargetCluster.ID.
 	SourceCluster ClusterRef `json:"source_cluster"`
 	TargetCluster ClusterRef `json:"target_cluster"`
@@ -42,37 +33,13 @@ type ACLBackup struct {
 	DeletedACLs   []ACL      `json:"acls_deleted"`
 }
 
-// BackupKind reads the kind of a backup file: GroupsBackupKind for a file without a "kind"
-// key or with "groups" (kreconcile groups --apply), ACLBackupKind for "acls" (kreconcile
-// acls --apply); anything else is an error.
-func BackupKind(path string) (string, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("open backup: %w", err)
-	}
-	var k struct {
-		Kind string `json:"kind"`
-	}
-	// The first JSON value only: ReadBackup and ReadACLBackup judge what follows it.
-	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&k); err != nil {
-		return "", fmt.Errorf("read backup %s: %w (is it a file kreconcile groups --apply or acls --apply wrote?)", path, err)
-	}
-	switch k.Kind {
-	case "", GroupsBackupKind:
-		return GroupsBackupKind, nil
-	case ACLBackupKind:
-		return ACLBackupKind, nil
-	}
-	return "", fmt.Errorf("backup %s holds %q: this kreconcile reads backups of consumer group offsets (groups) and of ACLs (acls)", path, k.Kind)
-}
-
-// ReadACLBackup reads and validates an ACL backup: kind "acls", version ACLBackupVersion,
+// ReadBackup reads and validates an ACL backup: kind "acls", version BackupVersion,
 // nothing after the JSON value, both cluster IDs, and every ACL complete (known resource
 // type, LITERAL or PREFIXED, a known operation, ALLOW or DENY, non-empty principal, host and
 // name) and listed once.
-func ReadACLBackup(path string) (*ACLBackup, error) {
-	var b ACLBackup
-	if err := decodeBackupFile(path, &b, true, "ACL backup", "kreconcile acls --apply"); err != nil {
+func ReadBackup(path string) (*Backup, error) {
+	var b Backup
+	if err := backupfile.Decode(path, &b, true, "ACL backup", "kreconcile acls --apply"); err != nil {
 		return nil, err
 	}
 	if err := b.validate(); err != nil {
@@ -81,12 +48,12 @@ func ReadACLBackup(path string) (*ACLBackup, error) {
 	return &b, nil
 }
 
-func (b *ACLBackup) validate() error {
+func (b *Backup) validate() error {
 	switch {
-	case b.Kind != ACLBackupKind:
-		return fmt.Errorf("kind %q: an ACL backup says %q", b.Kind, ACLBackupKind)
-	case b.Version != ACLBackupVersion:
-		return fmt.Errorf("version %d: this kreconcile reads ACL backups of version %d", b.Version, ACLBackupVersion)
+	case b.Kind != backupfile.ACLs:
+		return fmt.Errorf("kind %q: an ACL backup says %q", b.Kind, backupfile.ACLs)
+	case b.Version != BackupVersion:
+		return fmt.Errorf("version %d: this kreconcile reads ACL backups of version %d", b.Version, BackupVersion)
 	case b.TargetCluster.ID == "" || b.SourceCluster.ID == "":
 		return errors.New("it names no source or target cluster ID: it was not written by kreconcile acls --apply")
 	}
@@ -110,21 +77,30 @@ func (b *ACLBackup) validate() error {
 	return errors.Join(errs...)
 }
 
-// ACLRollbackResult is what RollbackACLs did.
-type ACLRollbackResult struct {
-	Backup string `json:"backup"`
-	// TargetCluster is the cluster written to (the backup's, checked by its cluster ID).
-	TargetCluster ClusterRef      `json:"target_cluster"`
-	ACLs          []RolledBackACL `json:"acls"`
-	// ReadBack says how the rollback's writes were read back (nil when it wrote nothing).
-	ReadBack *ACLReadBack `json:"read_back,omitempty"`
+// RollbackConfig tunes Rollback.
+type RollbackConfig struct {
+	// TargetAlias names the connected cluster in messages. Default: "target".
+	TargetAlias string
+	// ReadTimeout bounds each read of the target's ACLs: how long to wait for every broker to
+	// give the same answer. Default: 30 s (agree.DefaultTimeout).
+	ReadTimeout time.Duration
 }
 
-// RolledBackACL is one ACL of an ACL rollback. Was is "created" or "deleted" (what the apply
+// RollbackResult is what Rollback did.
+type RollbackResult struct {
+	Backup string `json:"backup"`
+	// TargetCluster is the cluster written to (the backup's, checked by its cluster ID).
+	TargetCluster ClusterRef   `json:"target_cluster"`
+	ACLs          []RolledBack `json:"acls"`
+	// ReadBack says how the rollback's writes were read back (nil when it wrote nothing).
+	ReadBack *ReadBack `json:"read_back,omitempty"`
+}
+
+// RolledBack is one ACL of an ACL rollback. Was is "created" or "deleted" (what the apply
 // did); Action is what the rollback did: "deleted" (an ACL the apply created), "recreated" (an
 // ACL the apply deleted), or "unchanged" (already so: deleted or created again since); Err
 // says why it failed.
-type RolledBackACL struct {
+type RolledBack struct {
 	ACL
 	Was    string `json:"was"`
 	Action string `json:"action"`
@@ -132,7 +108,7 @@ type RolledBackACL struct {
 }
 
 // Failed counts the ACLs whose rollback failed.
-func (r *ACLRollbackResult) Failed() int {
+func (r *RollbackResult) Failed() int {
 	n := 0
 	for _, a := range r.ACLs {
 		if a.Err != "" {
@@ -142,7 +118,7 @@ func (r *ACLRollbackResult) Failed() int {
 	return n
 }
 
-// RollbackACLs undoes an ACL apply on dst: it deletes exactly the ACLs the apply created
+// Rollback undoes an ACL apply on dst: it deletes exactly the ACLs the apply created
 // (each by a filter naming every field, so that no other ACL matches: an ACL added on the
 // target since is kept) and creates again those it deleted. An ACL already as the rollback
 // would leave it is "unchanged". What is on the target is read from every broker, once they
@@ -150,27 +126,26 @@ func (r *ACLRollbackResult) Failed() int {
 // it there, nothing written. After the writes it reads every broker again until each shows
 // every change (or the wait ends, and the ACLs a broker does not reflect are errors naming it).
 //
-// It refuses, writing nothing and returning a nil result: an invalid backup (ReadACLBackup),
+// It refuses, writing nothing and returning a nil result: an invalid backup (ReadBackup),
 // and a cluster whose ID is not the backup's target cluster (the source, or any other). The
 // error names every ACL that failed.
-func RollbackACLs(ctx context.Context, dst *kgo.Client, backupFile string, cfg RollbackConfig) (*ACLRollbackResult, error) {
-	b, err := ReadACLBackup(backupFile)
+func Rollback(ctx context.Context, dst *kgo.Client, backupFile string, cfg RollbackConfig) (*RollbackResult, error) {
+	b, err := ReadBackup(backupFile)
 	if err != nil {
 		return nil, err
 	}
-	alias, id, err := rollbackTarget(ctx, dst, cfg)
+	alias, id, err := backupfile.Connected(ctx, dst, cfg.TargetAlias)
 	if err != nil {
 		return nil, err
 	}
-	ref := &Backup{Version: BackupVersion, SourceCluster: b.SourceCluster, TargetCluster: b.TargetCluster}
-	if err := checkBackupCluster(ref, backupFile, alias, id, ""); err != nil {
+	if err := backupfile.CheckTarget(backupFile, b.SourceCluster, b.TargetCluster, alias, id); err != nil {
 		return nil, err
 	}
 	has, err := readACLs(ctx, dst, alias, cfg.ReadTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("%w. Nothing was written", err)
 	}
-	out := &ACLRollbackResult{Backup: backupFile, TargetCluster: ClusterRef{Alias: alias, ID: id}}
+	out := &RollbackResult{Backup: backupFile, TargetCluster: ClusterRef{Alias: alias, ID: id}}
 	var del, create []ACL
 	out.ACLs, del, create = rollbackWrites(b, has)
 	derrs := deleteACLs(ctx, dst, del)
@@ -202,10 +177,10 @@ func RollbackACLs(ctx context.Context, dst *kgo.Client, backupFile string, cfg R
 }
 
 // rollbackWrites lists, for every ACL of backup b, what undoing it does given the target's ACLs has, and the ACLs to delete and to create again.
-func rollbackWrites(b *ACLBackup, has map[ACL]bool) (acls []RolledBackACL, del, create []ACL) {
-	acls = []RolledBackACL{}
+func rollbackWrites(b *Backup, has map[ACL]bool) (acls []RolledBack, del, create []ACL) {
+	acls = []RolledBack{}
 	for _, a := range b.CreatedACLs {
-		r := RolledBackACL{ACL: a, Was: "created", Action: "unchanged"}
+		r := RolledBack{ACL: a, Was: "created", Action: "unchanged"}
 		if has[a] {
 			r.Action = "deleted"
 			del = append(del, a)
@@ -213,7 +188,7 @@ func rollbackWrites(b *ACLBackup, has map[ACL]bool) (acls []RolledBackACL, del, 
 		acls = append(acls, r)
 	}
 	for _, a := range b.DeletedACLs {
-		r := RolledBackACL{ACL: a, Was: "deleted", Action: "unchanged"}
+		r := RolledBack{ACL: a, Was: "deleted", Action: "unchanged"}
 		if !has[a] {
 			r.Action = "recreated"
 			create = append(create, a)
@@ -225,7 +200,7 @@ func rollbackWrites(b *ACLBackup, has map[ACL]bool) (acls []RolledBackACL, del, 
 
 // checkRollback adds to failed each ACL of acls the brokers accepted to change but the target
 // read again after the writes (after, or its error rerr) does not show changed on every broker.
-func checkRollback(acls []RolledBackACL, failed map[ACL]string, after agree.Answers[ACL], rerr error) {
+func checkRollback(acls []RolledBack, failed map[ACL]string, after agree.Answers[ACL], rerr error) {
 	for i := range acls {
 		r := &acls[i]
 		if _, bad := failed[r.ACL]; bad || r.Action == "unchanged" {

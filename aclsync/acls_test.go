@@ -1,6 +1,7 @@
-package reconcile
+package aclsync
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -8,14 +9,32 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kmigrate/kmigrate/internal/backupfile"
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/mm2"
 )
+
+// env is a source and a target cluster (testkit.NewPair) with a client of each.
+type env struct {
+	srcK, dstK *kfake.Cluster
+	src, dst   *kgo.Client
+}
+
+// newEnv starts a source of one broker and a target of targetBrokers.
+func newEnv(t *testing.T, targetBrokers int) *env {
+	t.Helper()
+	p := testkit.NewPair(t, targetBrokers)
+	return &env{srcK: p.Source.Cluster, dstK: p.Target.Cluster, src: p.Source.Client, dst: p.Target.Client}
+}
+
+func testCtx(t *testing.T) context.Context { return testkit.Context(t, time.Minute) }
 
 func acl(perm, principal, op, rtype, pattern, name string) ACL {
 	return ACL{Principal: principal, Host: "*", ResourceType: rtype, ResourceName: name, PatternType: pattern, Operation: op, Permission: perm}
@@ -108,7 +127,7 @@ func sourceACLs() []ACL {
 	}
 }
 
-func findACLItem(t *testing.T, p *ACLPlan, principal, op, rtype, name string) ACLItem {
+func findACLItem(t *testing.T, p *Result, principal, op, rtype, name string) Item {
 	t.Helper()
 	for _, it := range p.ACLs {
 		if it.Principal == principal && it.Operation == op && it.ResourceType == rtype && it.ResourceName == name {
@@ -116,7 +135,7 @@ func findACLItem(t *testing.T, p *ACLPlan, principal, op, rtype, name string) AC
 		}
 	}
 	t.Fatalf("no plan item for %s %s %s:%s in %+v", principal, op, rtype, name, p.ACLs)
-	return ACLItem{}
+	return Item{}
 }
 
 func TestPlanACLs(t *testing.T) {
@@ -129,13 +148,13 @@ func TestPlanACLs(t *testing.T) {
 		{"default", mm2.DefaultPolicy{Separator: "."}, func(s string) string { return "old." + s }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t)
+			e := newEnv(t, 1)
 			addACLs(t, e.src, sourceACLs()...)
 			present := acl("DENY", "User:mallory", "READ", "TOPIC", "LITERAL", tc.topic("orders"))
 			extra := acl("ALLOW", "User:mm2", "ALL", "TOPIC", "LITERAL", "heartbeats")
 			addACLs(t, e.dst, present, extra)
 			flow := mm2.NewFlow("old", "new", tc.policy)
-			p, err := PlanACLs(testCtx(t), e.src, e.dst, ACLConfig{Flow: flow, Rules: mustRules(t, financeRule)})
+			p, err := Plan(testCtx(t), e.src, e.dst, Config{Flow: flow, Rules: mustRules(t, financeRule)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,7 +162,7 @@ func TestPlanACLs(t *testing.T) {
 				t.Fatalf("clusters %+v %+v, %d source and %d target ACLs", p.SourceCluster, p.TargetCluster, p.SourceACLs, p.TargetACLs)
 			}
 			alice := "User:CN=alice,O=Finance"
-			check := func(it ACLItem, status ACLStatus, tp, tname string, mm2Differs bool, mm2Has string) {
+			check := func(it Item, status Status, tp, tname string, mm2Differs bool, mm2Has string) {
 				t.Helper()
 				if it.Status != status || it.TargetPrincipal != tp || it.TargetResourceName != tname || it.MM2Differs != mm2Differs || !strings.Contains(it.MM2, mm2Has) {
 					t.Errorf("%s %s %s:%s: got %s -> %s %s (mm2 differs %v: %q, reason %q), want %s -> %s %s (mm2 differs %v: %q)",
@@ -152,27 +171,27 @@ func TestPlanACLs(t *testing.T) {
 				}
 			}
 			mirror := "User:CN=alice-mirror,O=Finance"
-			check(findACLItem(t, p, alice, "READ", "TOPIC", "orders"), ACLMissing, mirror, tc.topic("orders"), true, "MM2 keeps principal "+alice)
-			check(findACLItem(t, p, alice, "WRITE", "TOPIC", "orders"), ACLMissing, mirror, tc.topic("orders"), true, "MM2 does not copy ALLOW WRITE")
-			check(findACLItem(t, p, "User:bob", "ALL", "TOPIC", "payments"), ACLMissing, "User:bob", tc.topic("payments"), true, "MM2 downgrades ALLOW ALL to ALLOW READ")
-			check(findACLItem(t, p, "User:bob", "READ", "TOPIC", "orders-"), ACLMissing, "User:bob", tc.topic("orders-"), true, "LITERAL topic patterns only")
-			check(findACLItem(t, p, "User:mallory", "READ", "TOPIC", "orders"), ACLPresent, "User:mallory", tc.topic("orders"), false, "same as MM2")
-			check(findACLItem(t, p, alice, "READ", "GROUP", "orders-app"), ACLMissing, mirror, "orders-app", true, "topic ACLs only")
-			check(findACLItem(t, p, "User:bob", "WRITE", "TRANSACTIONAL_ID", "pay-"), ACLMissing, "User:bob", "pay-", true, "topic ACLs only")
-			check(findACLItem(t, p, "User:bob", "IDEMPOTENT_WRITE", "CLUSTER", "kafka-cluster"), ACLMissing, "User:bob", "kafka-cluster", true, "topic ACLs only")
+			check(findACLItem(t, p, alice, "READ", "TOPIC", "orders"), Missing, mirror, tc.topic("orders"), true, "MM2 keeps principal "+alice)
+			check(findACLItem(t, p, alice, "WRITE", "TOPIC", "orders"), Missing, mirror, tc.topic("orders"), true, "MM2 does not copy ALLOW WRITE")
+			check(findACLItem(t, p, "User:bob", "ALL", "TOPIC", "payments"), Missing, "User:bob", tc.topic("payments"), true, "MM2 downgrades ALLOW ALL to ALLOW READ")
+			check(findACLItem(t, p, "User:bob", "READ", "TOPIC", "orders-"), Missing, "User:bob", tc.topic("orders-"), true, "LITERAL topic patterns only")
+			check(findACLItem(t, p, "User:mallory", "READ", "TOPIC", "orders"), Present, "User:mallory", tc.topic("orders"), false, "same as MM2")
+			check(findACLItem(t, p, alice, "READ", "GROUP", "orders-app"), Missing, mirror, "orders-app", true, "topic ACLs only")
+			check(findACLItem(t, p, "User:bob", "WRITE", "TRANSACTIONAL_ID", "pay-"), Missing, "User:bob", "pay-", true, "topic ACLs only")
+			check(findACLItem(t, p, "User:bob", "IDEMPOTENT_WRITE", "CLUSTER", "kafka-cluster"), Missing, "User:bob", "kafka-cluster", true, "topic ACLs only")
 			wild := findACLItem(t, p, "User:*", "READ", "TOPIC", "orders")
-			check(wild, ACLSkipped, "User:*", tc.topic("orders"), true, "MM2 copies it as ALLOW User:* READ")
+			check(wild, Skipped, "User:*", tc.topic("orders"), true, "MM2 copies it as ALLOW User:* READ")
 			if !strings.Contains(wild.Reason, "--include-wildcards") {
 				t.Errorf("wildcard reason %q does not name --include-wildcards", wild.Reason)
 			}
 			internal := findACLItem(t, p, "User:bob", "READ", "TOPIC", "__consumer_offsets")
-			check(internal, ACLSkipped, "User:bob", "", false, "not mirrored")
+			check(internal, Skipped, "User:bob", "", false, "not mirrored")
 			if !strings.Contains(internal.Reason, "topic not mirrored") {
 				t.Errorf("internal topic reason %q", internal.Reason)
 			}
-			var only []ACLItem
+			var only []Item
 			for _, it := range p.ACLs {
-				if it.Status == ACLTargetOnly {
+				if it.Status == TargetOnly {
 					only = append(only, it)
 				}
 			}
@@ -182,7 +201,7 @@ func TestPlanACLs(t *testing.T) {
 			if p.Changes() != 7 {
 				t.Errorf("Changes() = %d, want 7 missing ACLs", p.Changes())
 			}
-			if p.ACLs[0].Status != ACLMissing || p.ACLs[len(p.ACLs)-1].Status != ACLPresent {
+			if p.ACLs[0].Status != Missing || p.ACLs[len(p.ACLs)-1].Status != Present {
 				t.Errorf("items not sorted missing first, present last: %+v", p.ACLs)
 			}
 		})
@@ -190,32 +209,32 @@ func TestPlanACLs(t *testing.T) {
 }
 
 func TestPlanACLsOptions(t *testing.T) {
-	e := newEnv(t)
+	e := newEnv(t, 1)
 	addACLs(t, e.src, acl("ALLOW", "User:*", "READ", "TOPIC", "LITERAL", "orders"), acl("ALLOW", "User:bob", "READ", "TOPIC", "LITERAL", "*"))
 	// --include-wildcards copies User:*; a literal * topic is kept under the identity policy.
-	p, err := PlanACLs(testCtx(t), e.src, e.dst, ACLConfig{IncludeWildcards: true})
+	p, err := Plan(testCtx(t), e.src, e.dst, Config{IncludeWildcards: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := p.Counts(); c[ACLMissing] != 2 {
+	if c := p.Counts(); c[Missing] != 2 {
 		t.Errorf("include wildcards: counts %v, want 2 missing", c)
 	}
 	// Under the default policy a literal * has no image.
-	p, err = PlanACLs(testCtx(t), e.src, e.dst, ACLConfig{Flow: mm2.NewFlow("old", "new", mm2.DefaultPolicy{Separator: "."}), IncludeWildcards: true})
+	p, err = Plan(testCtx(t), e.src, e.dst, Config{Flow: mm2.NewFlow("old", "new", mm2.DefaultPolicy{Separator: "."}), IncludeWildcards: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if it := findACLItem(t, p, "User:bob", "READ", "TOPIC", "*"); it.Status != ACLSkipped || !strings.Contains(it.Reason, "PREFIXED pattern old.") {
+	if it := findACLItem(t, p, "User:bob", "READ", "TOPIC", "*"); it.Status != Skipped || !strings.Contains(it.Reason, "PREFIXED pattern old.") {
 		t.Errorf("literal * under the default policy: %+v", it)
 	}
 	// A rule whose result is no principal is an error, not a guess.
-	if _, err := PlanACLs(testCtx(t), e.src, e.dst, ACLConfig{Rules: mustRules(t, `User:(.*)=>$1`)}); err == nil || !strings.Contains(err.Error(), "not a principal") {
+	if _, err := Plan(testCtx(t), e.src, e.dst, Config{Rules: mustRules(t, `User:(.*)=>$1`)}); err == nil || !strings.Contains(err.Error(), "not a principal") {
 		t.Errorf("bad mapping: err = %v", err)
 	}
 	// sync.topic.acls.enabled=false: MM2 copies nothing, which the plan says.
 	f := mm2.NewFlow("source", "target", mm2.IdentityPolicy{})
 	f.Settings["sync.topic.acls.enabled"] = "false"
-	p, err = PlanACLs(testCtx(t), e.src, e.dst, ACLConfig{Flow: f})
+	p, err = Plan(testCtx(t), e.src, e.dst, Config{Flow: f})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,14 +244,14 @@ func TestPlanACLsOptions(t *testing.T) {
 }
 
 func TestPlanACLsRefusals(t *testing.T) {
-	e := newEnv(t)
+	e := newEnv(t, 1)
 	// The same cluster twice.
-	if _, err := PlanACLs(testCtx(t), e.src, e.src, ACLConfig{}); err == nil || !strings.Contains(err.Error(), "same cluster") {
+	if _, err := Plan(testCtx(t), e.src, e.src, Config{}); err == nil || !strings.Contains(err.Error(), "same cluster") {
 		t.Errorf("same cluster: err = %v", err)
 	}
 	// No authorizer: a clear error, not "no ACLs".
 	e.srcK.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.DescribeACLs}, TopLevel: true, Err: kerr.SecurityDisabled, Count: -1})
-	_, err := PlanACLs(testCtx(t), e.src, e.dst, ACLConfig{})
+	_, err := Plan(testCtx(t), e.src, e.dst, Config{})
 	if err == nil || !strings.Contains(err.Error(), "source cluster") || !strings.Contains(err.Error(), "authorizer.class.name") {
 		t.Errorf("no authorizer: err = %v", err)
 	}
@@ -241,19 +260,19 @@ func TestPlanACLsRefusals(t *testing.T) {
 func TestApplyAndRollbackACLs(t *testing.T) {
 	for _, deleteExtra := range []bool{false, true} {
 		t.Run(map[bool]string{false: "keep-extra", true: "delete-extra"}[deleteExtra], func(t *testing.T) {
-			e := newEnv(t)
+			e := newEnv(t, 1)
 			addACLs(t, e.src, sourceACLs()...)
 			present := acl("DENY", "User:mallory", "READ", "TOPIC", "LITERAL", "orders")
 			extra := acl("ALLOW", "User:mm2", "ALL", "TOPIC", "LITERAL", "heartbeats")
 			addACLs(t, e.dst, present, extra)
 			before := listACLs(t, e.dst)
-			cfg := ACLConfig{Rules: mustRules(t, financeRule), DeleteExtra: deleteExtra}
-			p, err := PlanACLs(testCtx(t), e.src, e.dst, cfg)
+			cfg := Config{Rules: mustRules(t, financeRule), DeleteExtra: deleteExtra}
+			p, err := Plan(testCtx(t), e.src, e.dst, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			backup := filepath.Join(t.TempDir(), "acls.json")
-			if err := ApplyACLs(testCtx(t), e.dst, p, ACLApplyConfig{Backup: backup}); err != nil {
+			if err := Apply(testCtx(t), e.dst, p, ApplyConfig{Backup: backup}); err != nil {
 				t.Fatalf("apply: %v", err)
 			}
 			mirror := "User:CN=alice-mirror,O=Finance"
@@ -286,7 +305,7 @@ func TestApplyAndRollbackACLs(t *testing.T) {
 				t.Errorf("actions %v (want %d), applied %v, backup %q", actions, wantN, p.Applied, p.Backup)
 			}
 			// The backup says what it holds, on which cluster, and exactly what changed.
-			b, err := ReadACLBackup(backup)
+			b, err := ReadBackup(backup)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -298,22 +317,22 @@ func TestApplyAndRollbackACLs(t *testing.T) {
 				!reflect.DeepEqual(strs(b.CreatedACLs...), strs(created...)) || !reflect.DeepEqual(b.DeletedACLs, wantDeleted) {
 				t.Errorf("backup %+v", b)
 			}
-			if k, err := BackupKind(backup); k != ACLBackupKind || err != nil {
-				t.Errorf("BackupKind = %q, %v", k, err)
+			if k, err := backupfile.Kind(backup); k != backupfile.ACLs || err != nil {
+				t.Errorf("backupfile.Kind = %q, %v", k, err)
 			}
 			if fi, err := os.Stat(backup); err != nil || fi.Mode().Perm() != 0o600 {
 				t.Errorf("backup mode: %v %v", fi, err)
 			}
 			// Planning again: nothing to do; applying again writes nothing (no backup).
-			p2, err := PlanACLs(testCtx(t), e.src, e.dst, cfg)
+			p2, err := Plan(testCtx(t), e.src, e.dst, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p2.Changes() != 0 || p2.Counts()[ACLMissing] != 0 {
+			if p2.Changes() != 0 || p2.Counts()[Missing] != 0 {
 				t.Errorf("second plan: %d changes, counts %v", p2.Changes(), p2.Counts())
 			}
 			again := filepath.Join(t.TempDir(), "again.json")
-			if err := ApplyACLs(testCtx(t), e.dst, p2, ACLApplyConfig{Backup: again}); err != nil || p2.Applied {
+			if err := Apply(testCtx(t), e.dst, p2, ApplyConfig{Backup: again}); err != nil || p2.Applied {
 				t.Errorf("second apply: %v, applied %v", err, p2.Applied)
 			}
 			if _, err := os.Stat(again); err == nil {
@@ -323,14 +342,10 @@ func TestApplyAndRollbackACLs(t *testing.T) {
 			later := acl("ALLOW", "User:carol", "READ", "TOPIC", "LITERAL", "orders")
 			addACLs(t, e.dst, later)
 			// Not on the source cluster.
-			if r, err := RollbackACLs(testCtx(t), e.src, backup, RollbackConfig{TargetAlias: "source"}); r != nil || err == nil || !strings.Contains(err.Error(), "source cluster") {
+			if r, err := Rollback(testCtx(t), e.src, backup, RollbackConfig{TargetAlias: "source"}); r != nil || err == nil || !strings.Contains(err.Error(), "source cluster") {
 				t.Errorf("rollback on the source: %v, %v", r, err)
 			}
-			// A groups rollback refuses the ACL backup.
-			if _, err := Rollback(testCtx(t), e.dst, backup, RollbackConfig{}); err == nil || !strings.Contains(err.Error(), "ACL backup") {
-				t.Errorf("groups rollback of an ACL backup: %v", err)
-			}
-			r, err := RollbackACLs(testCtx(t), e.dst, backup, RollbackConfig{})
+			r, err := Rollback(testCtx(t), e.dst, backup, RollbackConfig{})
 			if err != nil {
 				t.Fatalf("rollback: %v", err)
 			}
@@ -345,7 +360,7 @@ func TestApplyAndRollbackACLs(t *testing.T) {
 				t.Errorf("rollback result %v", did)
 			}
 			// A second rollback changes nothing.
-			r, err = RollbackACLs(testCtx(t), e.dst, backup, RollbackConfig{})
+			r, err = Rollback(testCtx(t), e.dst, backup, RollbackConfig{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -361,15 +376,15 @@ func TestApplyAndRollbackACLs(t *testing.T) {
 func sortStrings(s []string) []string { sort.Strings(s); return s }
 
 func TestApplyACLsRefusalsAndFailures(t *testing.T) {
-	e := newEnv(t)
+	e := newEnv(t, 1)
 	addACLs(t, e.src, acl("ALLOW", "User:bob", "READ", "TOPIC", "LITERAL", "orders"), acl("ALLOW", "User:bob", "READ", "TOPIC", "LITERAL", "payments"))
-	p, err := PlanACLs(testCtx(t), e.src, e.dst, ACLConfig{})
+	p, err := Plan(testCtx(t), e.src, e.dst, Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	// The wrong cluster: refused, no backup.
-	if err := ApplyACLs(testCtx(t), e.src, p, ACLApplyConfig{Backup: filepath.Join(dir, "wrong.json")}); err == nil || !strings.Contains(err.Error(), "refusing") {
+	if err := Apply(testCtx(t), e.src, p, ApplyConfig{Backup: filepath.Join(dir, "wrong.json")}); err == nil || !strings.Contains(err.Error(), "refusing") {
 		t.Errorf("apply to the source: %v", err)
 	}
 	// An existing backup file is never replaced, and nothing is written.
@@ -377,7 +392,7 @@ func TestApplyACLsRefusalsAndFailures(t *testing.T) {
 	if err := os.WriteFile(taken, []byte("keep"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := ApplyACLs(testCtx(t), e.dst, p, ACLApplyConfig{Backup: taken}); err == nil || !strings.Contains(err.Error(), "exists") {
+	if err := Apply(testCtx(t), e.dst, p, ApplyConfig{Backup: taken}); err == nil || !strings.Contains(err.Error(), "exists") {
 		t.Errorf("existing backup: %v", err)
 	}
 	if got := listACLs(t, e.dst); len(got) != 0 {
@@ -385,7 +400,7 @@ func TestApplyACLsRefusalsAndFailures(t *testing.T) {
 	}
 	// The broker refuses one creation: the error and the item name it, the other is created.
 	e.dstK.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.CreateACLs}, Resource: "payments", Err: kerr.ClusterAuthorizationFailed})
-	err = ApplyACLs(testCtx(t), e.dst, p, ACLApplyConfig{Backup: filepath.Join(dir, "b.json")})
+	err = Apply(testCtx(t), e.dst, p, ApplyConfig{Backup: filepath.Join(dir, "b.json")})
 	if err == nil || !strings.Contains(err.Error(), "TOPIC:LITERAL:payments") {
 		t.Fatalf("apply with a refused creation: %v", err)
 	}
@@ -405,19 +420,19 @@ func TestApplyACLsRefusalsAndFailures(t *testing.T) {
 
 func TestACLBackupValidation(t *testing.T) {
 	dir := t.TempDir()
-	good := ACLBackup{Kind: "acls", Version: 1, SourceCluster: ClusterRef{"a", "A"}, TargetCluster: ClusterRef{"b", "B"},
+	good := Backup{Kind: "acls", Version: 1, SourceCluster: ClusterRef{Alias: "a", ID: "A"}, TargetCluster: ClusterRef{Alias: "b", ID: "B"},
 		CreatedACLs: []ACL{acl("ALLOW", "User:x", "READ", "TOPIC", "LITERAL", "t")}, DeletedACLs: []ACL{}}
 	for _, tc := range []struct {
 		name   string
-		mutate func(*ACLBackup)
+		mutate func(*Backup)
 		want   string
 	}{
-		{"good", func(*ACLBackup) {}, ""},
-		{"version", func(b *ACLBackup) { b.Version = 7 }, "version 7"},
-		{"no cluster", func(b *ACLBackup) { b.TargetCluster.ID = "" }, "cluster ID"},
-		{"bad operation", func(b *ACLBackup) { b.CreatedACLs[0].Operation = "FLY" }, "operation"},
-		{"pattern", func(b *ACLBackup) { b.CreatedACLs[0].PatternType = "MATCH" }, "pattern type"},
-		{"twice", func(b *ACLBackup) { b.DeletedACLs = append(b.DeletedACLs, b.CreatedACLs[0]) }, "listed twice"},
+		{"good", func(*Backup) {}, ""},
+		{"version", func(b *Backup) { b.Version = 7 }, "version 7"},
+		{"no cluster", func(b *Backup) { b.TargetCluster.ID = "" }, "cluster ID"},
+		{"bad operation", func(b *Backup) { b.CreatedACLs[0].Operation = "FLY" }, "operation"},
+		{"pattern", func(b *Backup) { b.CreatedACLs[0].PatternType = "MATCH" }, "pattern type"},
+		{"twice", func(b *Backup) { b.DeletedACLs = append(b.DeletedACLs, b.CreatedACLs[0]) }, "listed twice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := good
@@ -429,25 +444,10 @@ func TestACLBackupValidation(t *testing.T) {
 			if err := os.WriteFile(path, data, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err := ReadACLBackup(path)
+			_, err := ReadBackup(path)
 			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
-				t.Errorf("ReadACLBackup: %v, want %q", err, tc.want)
+				t.Errorf("ReadBackup: %v, want %q", err, tc.want)
 			}
 		})
-	}
-	// A groups backup reads as kind groups; another kind is refused.
-	groups := filepath.Join(dir, "groups.json")
-	if err := os.WriteFile(groups, []byte(`{"version":2,"entries":[]}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if k, err := BackupKind(groups); k != GroupsBackupKind || err != nil {
-		t.Errorf("BackupKind(groups) = %q, %v", k, err)
-	}
-	other := filepath.Join(dir, "other.json")
-	if err := os.WriteFile(other, []byte(`{"kind":"quotas"}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := BackupKind(other); err == nil {
-		t.Errorf("BackupKind(quotas): no error")
 	}
 }
