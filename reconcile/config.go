@@ -58,10 +58,11 @@ type Config struct {
 	// MaxTargetRead bounds the target records read for one group partition before Plan gives
 	// up with "unmappable: record not found". Default: 20000.
 	MaxTargetRead int
-	// ScanLimit bounds the offsets Plan reads under read_committed from one position: past
-	// E(G) to count the records of aborted transactions ahead (and to step over the markers
-	// and aborted records right after the copy of s*), and past a commit to count the records
-	// left. A longer span is reported "not counted", never guessed. Default: 10000.
+	// ScanLimit bounds the offsets Plan reads under read_committed from one position to step
+	// over the markers and aborted records right after the copy of s*, and past a commit to
+	// count the records left (a longer span is reported "not counted", never guessed); past
+	// it the records of aborted transactions ahead of E(G) are counted as they are read,
+	// without keeping the span. Default: 10000.
 	ScanLimit int
 	// Concurrency is how many group partitions are planned at once. Default: 8.
 	Concurrency int

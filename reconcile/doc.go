@@ -72,8 +72,10 @@
 //     the span is exact.
 //   - AbortedAhead (with AbortedRanges) counts the aborted records from where the group
 //     resumes to the last stable offset: what a read_uncommitted consumer reads again after
-//     the switch. Null when not counted (AbortedNote says why); a transaction still open is
-//     named (OpenTransaction), never counted. Group.AbortedAhead sums them and flags the group.
+//     the switch, counted over a span of any length (past the bound as the records are read,
+//     keeping at most 1000 ranges). Null when not counted (AbortedNote says why); a
+//     transaction still open is named (OpenTransaction), never counted. Group.AbortedAhead
+//     sums them and flags the group.
 //   - SourceRecordsLeft and TargetRecordsLeft: the records a read_committed consumer at the
 //     commit still reads. Null while a transaction is open on that side, past the bound, or
 //     (after Apply moved the commit) until the next plan.

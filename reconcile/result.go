@@ -112,8 +112,8 @@ type Partition struct {
 	// group resumes from on the target (E(G), or the target commit when it is exact: the same
 	// position for a read_committed consumer) and the last stable offset: what a consumer reading read_uncommitted (the Java
 	// client's default) reads again after the switch; a read_committed one does not. Null when
-	// not counted: E(G) unknown, or (AbortedNote says why) a span longer than
-	// Config.ScanLimit. AbortedRanges are their offsets.
+	// not counted: E(G) unknown, or (AbortedNote says why) a target log that ended early.
+	// AbortedRanges are their offsets (at most 1000 ranges; the count is whole).
 	AbortedAhead  *int64        `json:"aborted_ahead"`
 	AbortedRanges []OffsetRange `json:"aborted_ranges,omitempty"`
 	// AbortedNote says why AbortedAhead was not counted, and names a transaction still open

@@ -214,6 +214,34 @@ func (r OffsetRange) String() string {
 	return fmt.Sprintf("%d..%d", r.First, r.Last)
 }
 
+// maxAbortedRanges bounds the ranges of aborted records a partition lists (the count is
+// always whole).
+const maxAbortedRanges = 1000
+
+// countAborted counts the records of aborted transactions in [from, to) of topic/partition as
+// it reads them, over a span of any length, and lists their first maxAbortedRanges ranges.
+// reached is where the read ended: to, or the end of a log truncated since it was listed.
+func (s *side) countAborted(ctx context.Context, topic string, part int32, from, to int64) (n int64, rs []OffsetRange, reached int64, err error) {
+	reached = from
+	o := logread.Options{Cluster: s.name, Topic: topic, Partition: part, From: from, To: to, Short: logread.ShortStop, Leaders: s.leaders}
+	err = logread.ReadAborted(ctx, s.cl, o, func(c logread.TxnChunk) (bool, error) {
+		for _, r := range c.Aborted {
+			if r.Attrs.IsControl() || r.Offset < from || r.Offset >= to {
+				continue
+			}
+			n++
+			if k := len(rs); k > 0 && rs[k-1].Last+1 == r.Offset {
+				rs[k-1].Last = r.Offset
+			} else if k < maxAbortedRanges {
+				rs = append(rs, OffsetRange{r.Offset, r.Offset})
+			}
+		}
+		reached = max(reached, min(c.To, to))
+		return true, nil
+	})
+	return n, rs, reached, err
+}
+
 // ranges groups sorted offsets into runs of consecutive offsets.
 func ranges(offs []int64) []OffsetRange {
 	var out []OffsetRange
@@ -364,7 +392,20 @@ func (p *planner) txnCounts(ctx context.Context, j job, part *Partition) error {
 		zero := int64(0)
 		part.AbortedAhead = &zero
 	case j.dstStable-from > int64(p.cfg.ScanLimit):
-		part.AbortedNote = fmt.Sprintf("not counted (span of %d offsets larger than %d)", j.dstStable-from, p.cfg.ScanLimit)
+		// A long span is counted as it is read, as kverify counts it: memory holds the ranges
+		// listed, never the span.
+		n, rs, reached, err := p.dst.countAborted(ctx, j.dstTopic, j.part, from, j.dstStable)
+		if err != nil {
+			return err
+		}
+		if reached < j.dstStable {
+			part.AbortedNote = fmt.Sprintf("not counted (the target log ended at %d while reading to %d)", reached, j.dstStable)
+			break
+		}
+		part.AbortedAhead, part.AbortedRanges = &n, rs
+		if len(rs) == maxAbortedRanges {
+			part.AbortedNote = fmt.Sprintf("counted in full; the first %d ranges of them are listed", maxAbortedRanges)
+		}
 	default:
 		if _, ok := p.dst.plain(j.dstTopic, j.part, from, j.dstStable); ok {
 			zero := int64(0)
