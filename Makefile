@@ -18,9 +18,20 @@ LDFLAGS ?= $(if $(VERSION),-X github.com/kmigrate/kmigrate/cmd/internal/clikit.V
 build: ## build kverify, kreconcile and kmirror into bin/ (--version: git describe --always --dirty)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
-test: ## every test this machine can run (real-broker tests skip, saying why, without Java 17/Maven; the container suite without a Docker engine)
-	$(GO) test -count=1 -timeout 40m $(PKGS)
-	scripts/it-containers.sh
+# go test -json through scripts/testtimes, which prints go test's usual lines and keeps the events
+# in reports/test.json (the container suite's in reports/it-containers.json); whatever happened,
+# the run ends with the slowest tests and each package's time. The exit status is go test's,
+# else the container suite's.
+test: SHELL := bash
+test: ## every test this machine can run (real-broker tests skip, saying why, without Java 17/Maven; the container suite without a Docker engine), then the slowest tests
+	@mkdir -p reports $(BIN) && rm -f reports/test.json reports/it-containers.json
+	$(GO) build -o $(BIN)/testtimes ./scripts/testtimes
+	@set -o pipefail; set -x; \
+	$(GO) test -count=1 -timeout 40m -json $(PKGS) | $(BIN)/testtimes -summary=false -json reports/test.json && \
+	scripts/it-containers.sh; \
+	{ status=$$?; set +x; } 2>/dev/null; \
+	$(BIN)/testtimes reports/test.json $$(ls reports/it-containers.json 2>/dev/null) || [ $$status != 0 ] || status=2; \
+	exit $$status
 
 it: fetch-kafka ## real-broker tests only (Kafka 2.3.0, 3.7.1, MirrorMaker 2 as JVM processes)
 	KMIGRATE_REQUIRE_REAL=1 $(GO) test -count=1 -timeout 40m -v ./integration/...

@@ -23,9 +23,19 @@ scripts/fetch-kafka.sh >/dev/null
 scripts/images.sh build
 echo "it-containers: images ready in $(( SECONDS - start ))s"
 
+# go test -json through scripts/testtimes (built first, so a compile error cannot cut the pipe
+# under a running test): go test's usual lines (every line with KMIGRATE_IT_VERBOSE), and the
+# events in reports/it-containers.json, which make test's closing summary reads.
+bin=$(mktemp -d)
+trap 'rm -rf "$bin"' EXIT
+go build -o "$bin/testtimes" ./scripts/testtimes
+mkdir -p reports
+
 export KMIGRATE_PROVIDER=testcontainers
 start=$SECONDS
-go test -count=1 -timeout 30m ${KMIGRATE_IT_VERBOSE:+-v} ./integration/ \
-  -run '^(TestSeedScenario|TestVerify|TestVerifyNothingToCompare|TestReconcileSeed|TestReconcileCases|TestReconcileRollbackSafety|TestContainerImage|TestContainerFaults)$'
-go test -count=1 -timeout 10m ${KMIGRATE_IT_VERBOSE:+-v} ./integration/cluster/ -run '^(TestTestcontainers|TestMM2)$'
+{
+  go test -json -count=1 -timeout 30m ./integration/ \
+    -run '^(TestSeedScenario|TestVerify|TestVerifyNothingToCompare|TestReconcileSeed|TestReconcileCases|TestReconcileRollbackSafety|TestContainerImage|TestContainerFaults)$' &&
+  go test -json -count=1 -timeout 10m ./integration/cluster/ -run '^(TestTestcontainers|TestMM2)$'
+} | "$bin/testtimes" ${KMIGRATE_IT_VERBOSE:+-v} -summary=false -json reports/it-containers.json
 echo "it-containers: suite took $(( SECONDS - start ))s"

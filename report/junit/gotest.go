@@ -10,9 +10,10 @@ import (
 	"time"
 )
 
-// event is one line of `go test -json` (cmd/test2json), including the build events Go 1.24+
-// writes for packages that do not compile.
-type event struct {
+// Event is one line of `go test -json` (cmd/test2json), including the build events Go 1.24+
+// writes for packages that do not compile. ReadGoTest gives a line that is not JSON (the go
+// command's own messages) as an Event with no Action whose Output is the line.
+type Event struct {
 	Time        time.Time
 	Action      string
 	Package     string
@@ -27,12 +28,14 @@ type goCase struct {
 	name   string
 	result string // pass, fail, skip, or "" when the test never finished
 	secs   float64
+	start  time.Time // its run event
 	out    strings.Builder
 }
 
 type goPackage struct {
 	name   string
 	start  time.Time
+	end    time.Time // its pass, fail or skip event
 	result string
 	secs   float64
 	out    strings.Builder
@@ -51,10 +54,55 @@ type goPackage struct {
 // It also writes the text of the run to echo as it reads it (what go test -v would have
 // printed; nil: nothing), so a script can keep the JSON and show progress.
 func FromGoTestEcho(r io.Reader, echo io.Writer) (*Suites, error) {
-	run := &goRun{byName: map[string]*goPackage{}, builds: map[string]*strings.Builder{}}
-	if err := run.read(r, echo); err != nil {
+	run := NewGoTestRun()
+	err := ReadGoTest(r, func(ev Event) {
+		if echo != nil && ev.Output != "" {
+			io.WriteString(echo, ev.Output)
+		}
+		run.Add(ev)
+	})
+	if err != nil {
 		return nil, err
 	}
+	return run.Suites(), nil
+}
+
+// ReadGoTest calls fn with each line of r, `go test -json` output, as an Event, in order; a
+// line that is not JSON comes as an Event with no Action and the line as its Output. The
+// error is r's.
+func ReadGoTest(r io.Reader, fn func(Event)) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		var ev Event
+		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &ev) != nil {
+			ev = Event{Output: string(line) + "\n"}
+		}
+		fn(ev)
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read go test -json output: %w", err)
+	}
+	return nil
+}
+
+// GoTestRun is what a go test -json run reported: its packages and tests in the order they
+// appear. Add its events (ReadGoTest reads them), then Suites converts it.
+type GoTestRun struct {
+	pkgs   []*goPackage
+	byName map[string]*goPackage
+	builds map[string]*strings.Builder // build output by import path
+	stray  strings.Builder             // the lines that are not JSON
+}
+
+// NewGoTestRun returns a run with no events yet.
+func NewGoTestRun() *GoTestRun {
+	return &GoTestRun{byName: map[string]*goPackage{}, builds: map[string]*strings.Builder{}}
+}
+
+// Suites is one suite per package of run and one case per test (see FromGoTestEcho).
+func (run *GoTestRun) Suites() *Suites {
 	ss := &Suites{Name: "go test"}
 	for _, p := range run.pkgs {
 		ss.Suites = append(ss.Suites, run.suite(p))
@@ -66,46 +114,16 @@ func FromGoTestEcho(r io.Reader, echo io.Writer) (*Suites, error) {
 		ss.Suites[0].SystemErr = Text(run.stray.String())
 	}
 	ss.Total()
-	return ss, nil
+	return ss
 }
 
-// goRun is what a go test -json run reported: its packages and tests in the order they appear.
-type goRun struct {
-	pkgs   []*goPackage
-	byName map[string]*goPackage
-	builds map[string]*strings.Builder // build output by import path
-	stray  strings.Builder             // the lines that are not JSON
-}
-
-// read adds the events of r to run, writing their text to echo (nil: nothing); the error is r's.
-func (run *goRun) read(r io.Reader, echo io.Writer) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		var ev event
-		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &ev) != nil {
-			run.stray.Write(line)
-			run.stray.WriteByte('\n')
-			if echo != nil {
-				fmt.Fprintf(echo, "%s\n", line)
-			}
-			continue
-		}
-		if echo != nil && ev.Output != "" {
-			io.WriteString(echo, ev.Output)
-		}
-		run.add(ev)
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("read go test -json output: %w", err)
-	}
-	return nil
-}
-
-// add records ev: build output under its import path, else the output or result of its package or test.
-func (run *goRun) add(ev event) {
+// Add records ev: a line that is not JSON as such, build output under its import path, else
+// the output or result of its package or test.
+func (run *GoTestRun) Add(ev Event) {
 	switch ev.Action {
+	case "":
+		run.stray.WriteString(ev.Output)
+		return
 	case "build-output":
 		b := run.builds[ev.ImportPath]
 		if b == nil {
@@ -129,12 +147,14 @@ func (run *goRun) add(ev event) {
 		case "output":
 			p.out.WriteString(ev.Output)
 		case "pass", "fail", "skip":
-			p.result, p.secs, p.build = ev.Action, ev.Elapsed, ev.FailedBuild
+			p.result, p.secs, p.build, p.end = ev.Action, ev.Elapsed, ev.FailedBuild, ev.Time
 		}
 		return
 	}
 	c := p.test(ev.Test)
 	switch ev.Action {
+	case "run":
+		c.start = ev.Time
 	case "output":
 		c.out.WriteString(ev.Output)
 	case "pass", "fail", "skip":
@@ -143,7 +163,7 @@ func (run *goRun) add(ev event) {
 }
 
 // pkg is the package name of run, added at its first event.
-func (run *goRun) pkg(name string) *goPackage {
+func (run *GoTestRun) pkg(name string) *goPackage {
 	p, ok := run.byName[name]
 	if !ok {
 		p = &goPackage{name: name, byName: map[string]*goCase{}}
@@ -165,7 +185,7 @@ func (p *goPackage) test(name string) *goCase {
 }
 
 // suite is the suite of p: a case per test, and one for a failure of p outside any test.
-func (run *goRun) suite(p *goPackage) Suite {
+func (run *GoTestRun) suite(p *goPackage) Suite {
 	s := Suite{Name: p.name, Time: Seconds(p.secs)}
 	if !p.start.IsZero() {
 		s.Timestamp = p.start.UTC().Format("2006-01-02T15:04:05")
@@ -203,13 +223,17 @@ func (p *goPackage) testCase(gc *goCase) Case {
 		if m := panicLine(gc.out.String() + p.out.String()); m != "" {
 			msg = m
 		}
+		// Its time is unknown: until its package ended is the time it took at the least.
+		if !gc.start.IsZero() && p.end.After(gc.start) {
+			c.Time = Seconds(p.end.Sub(gc.start).Seconds())
+		}
 		c.Error = &Problem{Type: "unfinished", Message: msg, Body: out}
 	}
 	return c
 }
 
 // packageCase is the error case of p failed outside any test, with its output and any build output.
-func (run *goRun) packageCase(p *goPackage) Case {
+func (run *GoTestRun) packageCase(p *goPackage) Case {
 	body := p.out.String()
 	msg := "the package failed outside any test"
 	if p.build != "" {

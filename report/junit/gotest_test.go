@@ -90,6 +90,14 @@ func TestFromGoTest(t *testing.T) {
 	}
 }
 
+func TestUnfinishedTestTime(t *testing.T) {
+	// TestHang ran from 07:14:07.463 until its package failed at 07:14:08.467 (-timeout 1s).
+	c := find(t, convert(t), "example.com/gt/hang", "TestHang")
+	if c.Time < 1 || c.Time > 1.01 {
+		t.Errorf("got time %v, want the 1.004s from its run event to its package's end", c.Time)
+	}
+}
+
 func TestWriteIsValidXML(t *testing.T) {
 	ss := convert(t)
 	var buf bytes.Buffer
