@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kmigrate/kmigrate/align"
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
@@ -368,4 +369,71 @@ func FuzzOracle(f *testing.F) {
 			t.Fatalf("%d wrong answers with the map", pinned.wrong)
 		}
 	})
+}
+
+// TestOracleVerifyCounts: kverify's verdict and counts of a whole partition (align.Partition,
+// as kverify diff runs it) against the model's: matched (source records with a copy),
+// missing (source records the mirror passed without copying), duplicated (copies beyond the
+// first). The verdict (differs or identical) is always the truth about the bytes; counts that
+// differ from the model's must
+// come with the alignment saying it is ambiguous (Counts.Ambiguous > 0: identical records it
+// could not tell apart).
+func TestOracleVerifyCounts(t *testing.T) {
+	t.Parallel()
+	n := oracleCases(t)
+	var exact, flagged, wrong int
+	for seed := uint64(1); seed <= uint64(n); seed++ {
+		c := genOracle(seed)
+		if c.maxCopied+1 < len(c.src) {
+			continue // a mirror that stopped early: kverify reports the tail as not yet copied
+		}
+		copies := map[int]int{}
+		for _, i := range c.copyOf {
+			copies[i]++
+		}
+		var want align.Counts
+		for i := range c.src {
+			switch k := copies[i]; {
+			case k == 0:
+				want.Missing++
+			default:
+				want.Matched++
+				want.Duplicated += int64(k - 1)
+			}
+		}
+		items := func(rs []rec) []align.Item {
+			out := make([]align.Item, len(rs))
+			for i, r := range rs {
+				out[i] = align.Item{Offset: r.off, FP: r.fp}
+			}
+			return out
+		}
+		res, _, err := align.Partition(context.Background(), &align.SliceStream{Items: items(c.src)}, &align.SliceStream{Items: items(c.dst)},
+			align.Options{SourceFrom: c.srcStart, SourceTo: c.srcEnd, TargetFrom: c.dstStart, TargetTo: c.dstEnd, StrictTargetFrom: true, StrictTargetTo: true})
+		if err != nil {
+			t.Fatalf("%s: %v", c.desc, err)
+		}
+		got := res.Counts
+		// The verdict is about bytes: a copy whose records, in order, are the source's is
+		// identical even if the model lost one record and replayed an identical one.
+		truthDiffers := len(c.dst) != len(c.src)
+		for k := 0; !truthDiffers && k < len(c.dst); k++ {
+			truthDiffers = c.dst[k].fp != c.src[k].fp
+		}
+		if got.Differs() != truthDiffers {
+			t.Errorf("%s: kverify says differs=%v (%+v), the copy's content %s the source's", c.desc, got.Differs(), got, map[bool]string{true: "differs from", false: "is"}[truthDiffers])
+		}
+		switch {
+		case got.Matched == want.Matched && got.Missing == want.Missing && got.Duplicated == want.Duplicated && got.Extra == 0:
+			exact++
+		case got.Ambiguous > 0:
+			flagged++
+		default:
+			wrong++
+			if wrong <= 5 {
+				t.Errorf("%s: got %+v, want %+v, not flagged ambiguous", c.desc, got, want)
+			}
+		}
+	}
+	t.Logf("kverify counts: %d exact, %d differ and flagged ambiguous, %d differ unflagged", exact, flagged, wrong)
 }
