@@ -375,9 +375,8 @@ func FuzzOracle(f *testing.F) {
 // as kverify diff runs it) against the model's: matched (source records with a copy),
 // missing (source records the mirror passed without copying), duplicated (copies beyond the
 // first). The verdict (differs or identical) is always the truth about the bytes; counts that
-// differ from the model's must
-// come with the alignment saying it is ambiguous (Counts.Ambiguous > 0: identical records it
-// could not tell apart).
+// differ from the model's must come with the alignment saying it is ambiguous
+// (Counts.Ambiguous > 0: identical records it could not tell apart).
 func TestOracleVerifyCounts(t *testing.T) {
 	t.Parallel()
 	n := oracleCases(t)
