@@ -152,7 +152,7 @@ func (o Outcome) String() string {
 const labNone = -9
 
 // maxSummaries bounds the distinct partial answers tracked per state.
-const maxSummaries = 16
+const maxSummaries = 64
 
 // summary is what a partial explanation has decided about G so far.
 type summary struct {

@@ -315,7 +315,10 @@ func (w *window) distrustPins(bad []align.Pin) {
 // contradicts, does not answer here: its copies are pinned in the content alignment instead.
 func fromMaps(ctx context.Context, j job, io locateIO) (located, bool, error) {
 	for _, m := range io.maps {
-		if m.pm.TargetTo < j.dstStable {
+		if seen, err := sawTarget(ctx, j, io, m.pm); err != nil || !seen {
+			if err != nil {
+				return located{}, false, err
+			}
 			continue
 		}
 		tr := m.pm.ExactTarget(j.g)
@@ -356,6 +359,20 @@ func fromMaps(ctx context.Context, j job, io locateIO) (located, bool, error) {
 		return ans, true, nil
 	}
 	return located{}, false, nil
+}
+
+// sawTarget reports whether a map saw every record of the target up to its last stable offset:
+// past the map's end only transaction markers and aborted records (a transactional mirror's
+// last commit marker) may lie, read to check, at most a window's worth.
+func sawTarget(ctx context.Context, j job, io locateIO, pm *offsetmap.PartitionMap) (bool, error) {
+	if pm.TargetTo >= j.dstStable {
+		return true, nil
+	}
+	if j.dstStable-pm.TargetTo > 4096 {
+		return false, nil
+	}
+	recs, err := io.dst(ctx, pm.TargetTo, j.dstStable, 1)
+	return len(recs) == 0, err
 }
 
 // source is the source records read, in offset order.

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/kmigrate/kmigrate/logread"
 	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
@@ -231,6 +233,39 @@ func (p *planner) mm2State(ctx context.Context) {
 	} else if len(syncs) > 0 {
 		p.syncs = mm2.IndexSyncs(syncs)
 	}
+	mapTopic := offsetmap.MapTopicName(cfg.Flow.Source)
+	if err := p.readKmirrorMap(ctx, mapTopic); err != nil {
+		log.Warn("cannot read kmirror's offset map", "cluster", "target", "topic", mapTopic, "err", err)
+	}
+}
+
+// readKmirrorMap reads kmirror's offset map topic of the flow, when the target has one, up
+// to its last stable offset (read_committed: the segments of an aborted transaction are not
+// trusted; a transaction still open is not waited for).
+func (p *planner) readKmirrorMap(ctx context.Context, topic string) error {
+	if _, ok, err := p.dst.topic(ctx, topic); err != nil || !ok {
+		return err
+	}
+	lsos, err := p.dst.adm.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("list last stable offset: %w", err)
+	}
+	end := stable(lsos, topic, 0, math.MaxInt64)
+	var rd offsetmap.TopicReader
+	err = logread.Each(ctx, p.dst.cl, logread.Options{Cluster: "target", Topic: topic, Partition: 0, From: 0, To: end, Committed: true, Controls: true, Leaders: p.dst.leaders}, func(r *kgo.Record) (bool, error) {
+		if !r.Attrs.IsControl() {
+			rd.Add(r.Key, r.Value)
+		}
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	p.kmaps = map[tp]*offsetmap.PartitionMap{}
+	for k, part := range rd.Parts() {
+		p.kmaps[tp{k.Topic, k.Partition}] = part.PartitionMap(k.Partition)
+	}
+	return nil
 }
 
 // group is one group's result before judging: its states, errors and partitions with what both

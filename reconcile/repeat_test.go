@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/internal/testkit"
+	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
 // statusEvents are n records with no key, one of five values, all with one timestamp: what
@@ -55,5 +56,38 @@ func TestPlanRepeatedRecords(t *testing.T) {
 	}
 	if answered < 4 {
 		t.Errorf("answered %d of 7 positions of a clean copy: want most", answered)
+	}
+}
+
+// A kmirror flow answers from kmirror's offset map topic, found by the flow's source alias
+// (no flag), where the map saw the whole target: here up to kmirror's last commit marker.
+func TestPlanKmirrorMap(t *testing.T) {
+	e := newEnv(t)
+	topic := uniqueTopic("kmap")
+	group := "g-" + topic
+	testkit.CreateTopic(t, e.src, topic, 1, nil)
+	testkit.CreateTopic(t, e.dst, topic, 1, nil)
+	recs := statusEvents(300)
+	testkit.Produce(t, e.src, topic, 0, recs...)
+	// kmirror's copy: one transaction, records at 0..299, its commit marker at 300.
+	newTxnWriter(t, e, topic, "kmirror-"+topic).commit(statusEvents(300)...)
+	mapTopic := offsetmap.MapTopicName("source")
+	testkit.CreateTopic(t, e.dst, mapTopic, 1, nil)
+	testkit.Produce(t, e.dst, mapTopic, 0, &kgo.Record{Key: offsetmap.SegmentKey(topic, 0, 0), Value: offsetmap.SegmentValue(offsetmap.Segment{Source: 0, Target: 0, Len: 300})})
+	for _, g := range []int64{1, 150, 300} {
+		gr := fmt.Sprintf("%s-%d", group, g)
+		testkit.Commit(t, e.srcAdm, gr, topic, 0, g, "")
+		res, err := Plan(testCtx(t), e.src, e.dst, Config{Groups: regexp.MustCompile(regexp.QuoteMeta(gr))})
+		if err != nil {
+			t.Fatalf("Plan: %v", err)
+		}
+		p := findPartition(t, res, gr, topic, 0)
+		want := g
+		if g == 300 {
+			want = 301 // after the copy, the commit marker: the same position, kept by settle
+		}
+		if fmtPtr(p.ExactTarget) != fmt.Sprint(want) || p.ProofSource != SourceKmirrorMap {
+			t.Errorf("G=%d: got E=%s from %q (%s%s), want %d from kmirror's map", g, fmtPtr(p.ExactTarget), p.ProofSource, p.Proof, p.Reason, want)
+		}
 	}
 }
