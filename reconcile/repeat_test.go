@@ -86,6 +86,7 @@ func TestPlanKmirrorMap(t *testing.T) {
 		if g == 300 {
 			want = 301 // after the copy, the commit marker: the same position, kept by settle
 		}
+		t.Logf("G=%d: %s E=%s proof %q", g, p.Status, fmtPtr(p.ExactTarget), p.Proof)
 		if fmtPtr(p.ExactTarget) != fmt.Sprint(want) || p.ProofSource != SourceKmirrorMap {
 			t.Errorf("G=%d: got E=%s from %q (%s%s), want %d from kmirror's map", g, fmtPtr(p.ExactTarget), p.ProofSource, p.Proof, p.Reason, want)
 		}
