@@ -138,7 +138,7 @@ func groupsCommand() *cli.Command {
 		&cli.StringFlag{Name: "compare", Value: offsetmap.DefaultFields.String(), Usage: "record `FIELDS` the fingerprints cover: key,value,headers,timestamp"},
 		&cli.IntFlag{Name: "window", Value: 500, Usage: "target records read per step and looked ahead for replays after the last copy found"},
 		&cli.IntFlag{Name: "concurrency", Value: 8, Usage: "group partitions planned at once"},
-		&cli.IntFlag{Name: "scan-limit", Value: 10000, Usage: "at most `N` offsets read under read_committed from a commit or E(G) to count records left and aborted records (a longer span is not counted)"},
+		&cli.IntFlag{Name: "scan-limit", Value: 10000, Usage: "at most `N` offsets read under read_committed from a commit to count the records left (a longer span is not counted); aborted records after E(G) are counted over any span"},
 		&cli.BoolFlag{Name: "apply", Usage: "commit E(G) on the target (Empty or absent groups only, after a backup)"},
 		&cli.BoolFlag{Name: "allow-rewind", Usage: "with --apply, also move target offsets that are ahead of E(G) back to it"},
 		&cli.StringFlag{Name: "backup", Usage: "with --apply, save the previous target offsets to `FILE` (default: kreconcile-backup-<time>.json)"},
