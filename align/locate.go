@@ -23,8 +23,8 @@ import (
 // So a target record past the copy of G-1 is a replay only when no source record at or after
 // G accounts for it: an in-order copy of the source past G explains it with no event at all.
 // The caller must read the source past G as far as the target window goes (Located.NeedSource
-// says when it must read more) and the target far enough past every copy of a record below G
-// to see a replay of it (Located.LastBelow).
+// says when it must read more) and the target to its end: a replay of a record below G can
+// come any time after its first copy.
 //
 // Facts from an exact source (kmirror's offset map, MM2's offset syncs) enter as Pins: target
 // offset t copies source offset s. Every explanation must agree with them.
@@ -106,12 +106,6 @@ type Located struct {
 	// NeedSource says an optimal explanation copies source records past the source window:
 	// read more source after it.
 	NeedSource bool
-	// LastBelow is the highest target offset any optimal explanation gives to a record below
-	// G (or below the window), or -1: a replay of s* is looked for past it.
-	LastBelow int64
-	// Passed says every optimal explanation copies a record at or after G: the mirror has
-	// passed G.
-	Passed bool
 	// StartsOff says no best explanation starts with the copy of Start: the windows do not
 	// start where the hint said; read the target from earlier.
 	StartsOff bool
@@ -193,7 +187,7 @@ func (l *locator) extra() int { return l.n }
 
 func (l *locator) run() Located {
 	in := l.in
-	out := Located{LastBelow: -1}
+	out := Located{}
 	l.maxWork = in.MaxWork
 	if l.maxWork <= 0 {
 		l.maxWork = DefaultLocateWork
@@ -545,7 +539,6 @@ func (l *locator) propagate(best int) bool {
 func (l *locator) inspect(best int, out *Located) {
 	in := l.in
 	opt := func(s state) bool { return s.f+s.b == best }
-	out.Passed = true
 	out.StartsOff = l.start >= 0
 	for _, s := range l.rows[0] {
 		if opt(s) && s.lab == l.start {
@@ -562,9 +555,6 @@ func (l *locator) inspect(best int, out *Located) {
 			optLabs = append(optLabs, s.lab)
 			if s.lab == l.n-1 && !in.SourceAtEnd {
 				out.NeedSource = true
-			}
-			if s.lab >= 0 && s.lab < l.idxG {
-				out.LastBelow = max(out.LastBelow, in.Target[j].Offset)
 			}
 		}
 		if len(optLabs) == 1 && optLabs[0] == l.extra() {
@@ -584,9 +574,6 @@ func (l *locator) inspect(best int, out *Located) {
 			out.Overflow = true
 		}
 		for _, x := range s.sums {
-			if x.firstPass < 0 {
-				out.Passed = false
-			}
 			o := l.outcome(x)
 			if !seen[o] {
 				seen[o] = true

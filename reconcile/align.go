@@ -603,16 +603,11 @@ func (w *window) pinnedAt(t int64) (string, bool) {
 // re-encoded (kverify names the fields), or a loss with an extra record in its place.
 func (w *window) altered(o align.Outcome, loc align.Located) string {
 	last := w.lastBelowG()
-	if o.Prev >= last || len(loc.Extras) == 0 {
+	if o.Prev >= last || w.extrasFrom(o.E, loc.Extras) == 0 {
 		return ""
 	}
-	for _, x := range loc.Extras {
-		if x >= o.E && w.extrasFrom(o.E, loc.Extras) > 0 {
-			return fmt.Sprintf("record altered or lost: source %s/%d offsets %d..%d have no copy and target offset %d, where their copy would be, copies no source record (kverify diff names the fields that differ)",
-				w.j.srcTopic, w.j.part, o.Prev+1, last, x)
-		}
-	}
-	return ""
+	return fmt.Sprintf("record altered or lost: source %s/%d offsets %d..%d have no copy and target offset %d, where their copy would be, copies no source record (kverify diff names the fields that differ)",
+		w.j.srcTopic, w.j.part, o.Prev+1, last, o.E)
 }
 
 // proofPrefix names where an answer came from at the start of its proof.
@@ -632,9 +627,6 @@ func (w *window) notes(o align.Outcome, loc align.Located, from string) []string
 	notes = append(notes, w.distrusted...)
 	if last := w.lastBelowG(); o.Prev < last {
 		notes = append(notes, fmt.Sprintf("source offsets %d..%d are missing on the target", o.Prev+1, last))
-	}
-	if o.PrevTarget > o.Prev-w.source()[0].off+w.tFrom && loc.Events > 0 {
-		notes = append(notes, "the last copy of it counts")
 	}
 	// Target records right after E that copy nothing the source holds now: compacted there
 	// after mirroring, or written to the target directly. E stays below them: never above the
