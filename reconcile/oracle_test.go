@@ -402,13 +402,6 @@ func TestOracleVerifyCounts(t *testing.T) {
 				want.Duplicated += int64(k - 1)
 			}
 		}
-		items := func(rs []rec) []align.Item {
-			out := make([]align.Item, len(rs))
-			for i, r := range rs {
-				out[i] = align.Item{Offset: r.off, FP: r.fp}
-			}
-			return out
-		}
 		res, _, err := align.Partition(context.Background(), &align.SliceStream{Items: items(c.src)}, &align.SliceStream{Items: items(c.dst)},
 			align.Options{SourceFrom: c.srcStart, SourceTo: c.srcEnd, TargetFrom: c.dstStart, TargetTo: c.dstEnd, StrictTargetFrom: true, StrictTargetTo: true})
 		if err != nil {
