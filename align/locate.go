@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"sync"
 )
 
 // Locate finds E(G) for one partition from content alone: which target records copy which
@@ -17,8 +18,11 @@ import (
 // explanation of the window, a label per target record (the source record it copies, a
 // record below or past the source window, or extra), and keeps those with the fewest events,
 // then the fewest records left unexplained by the source window. E(G) is known when all of
-// them agree on it; when two of them put E(G) at different offsets the positions are
-// indistinguishable by content and Locate says so (Outcome.Ambiguous), naming the offsets.
+// them agree on it, and so do the explanations with up to Margin events more that the
+// content after their last event backs (TailBits) and that call no more records extra
+// although they equal source records (by TailBits of content); otherwise the positions are
+// indistinguishable by content and Locate says so (Located.Ambiguous), naming the offsets
+// (Outcomes, Near).
 //
 // So a target record past the copy of G-1 is a replay only when no source record at or after
 // G accounts for it: an in-order copy of the source past G explains it with no event at all.
@@ -120,12 +124,17 @@ type Located struct {
 	// extra record touches it, and could lie anywhere among the identical records, so G's
 	// position within it is unknown. Outcomes are not to be trusted then.
 	Run *[2]int64
+	// Near are the answers, other than the one Known answer of the best explanations, of
+	// explanations with at most Margin events more: a near tie, not to be trusted.
+	Near []Outcome
 	// Work is the number of states examined.
 	Work int
 }
 
 // Ambiguous reports whether the optimal explanations disagree (or are too many to follow).
-func (l *Located) Ambiguous() bool { return l.Overflow || l.Run != nil || len(l.Outcomes) != 1 }
+func (l *Located) Ambiguous() bool {
+	return l.Overflow || l.Run != nil || len(l.Outcomes) != 1 || len(l.Near) > 0
+}
 
 // String describes an outcome for messages.
 func (o Outcome) String() string {
@@ -145,17 +154,60 @@ func (o Outcome) String() string {
 // Labels of a target record besides source indices 0..n-1 (and n, extra).
 const labNone = -9
 
-// maxSummaries bounds the distinct partial answers tracked per state.
-const maxSummaries = 64
+// maxSummaries bounds the distinct partial answers tracked per state, maxJump those of a
+// whole row (every state's, the ones a jump may continue).
+const (
+	maxSummaries = 128
+	maxJump      = 1024
+)
 
 // summary is what a partial explanation has decided about G so far.
 type summary struct {
-	m  int // the highest label below G so far, or -2 for none
-	jl int // the last target row with label m
+	m  int32 // the highest label below G so far, or -2 for none
+	jl int32 // the last target row with label m
 	// firstPass is the first row with a label at or after G, or -1; once m is known only
 	// whether there is one matters (0).
-	firstPass int
-	tail      bool // a copy follows row jl
+	firstPass int32
+	// c is the fewest events of the partial explanations with this summary so far (not
+	// part of what the summary decides: two summaries that differ only in c merge, keeping
+	// the least).
+	c int32
+	// tb is the evidence, in bits, of the copies since the explanation's last event
+	// (saturating at TailBits): how well the content after that event backs it.
+	tb float32
+	// xb is the content, in bits, of the records the explanation calls extra although a
+	// source record of the window holds the same (saturating at TailBits): how unlikely it
+	// is that such a record is not a copy.
+	xb   float32
+	tail bool // a copy follows row jl
+}
+
+// same reports whether two summaries decide the same, whatever their cost.
+func (s summary) same(o summary) bool {
+	return s.m == o.m && s.jl == o.jl && s.firstPass == o.firstPass && s.tail == o.tail
+}
+
+// sumKey is what a summary decides, as a map key.
+type sumKey struct {
+	m, jl, firstPass int32
+	tail             bool
+}
+
+func (s summary) key() sumKey { return sumKey{s.m, s.jl, s.firstPass, s.tail} }
+
+// merge keeps, of two summaries that decide the same, the cheaper partial explanation: any
+// future of the dearer one gives the same answer at a higher cost. At equal cost, kept apart
+// they would be two explanations; merged, the one kept is at least as plausible as either
+// (more evidence after its last event, fewer copies called extra), so no near explanation is
+// lost.
+func merge(d, s summary) summary {
+	switch {
+	case s.c < d.c:
+		return s
+	case s.c == d.c:
+		d.tb, d.xb = max(d.tb, s.tb), min(d.xb, s.xb)
+	}
+	return d
 }
 
 type state struct {
@@ -168,8 +220,25 @@ type state struct {
 // Locate explains the window and returns the answers of its best explanations.
 func Locate(in LocateInput) Located {
 	l := locator{in: in, n: len(in.Source)}
+	mem := memPool.Get().(*locateMem)
+	l.mem = mem
+	defer func() {
+		clear(mem.rows)
+		memPool.Put(mem)
+	}()
 	return l.run()
 }
+
+// locateMem is a locator's memory, kept between calls: the states of a window are most of
+// Locate's work to allocate and clear.
+type locateMem struct {
+	states []state
+	rows   [][]state
+	jump   []summary
+	jumpAt map[sumKey]int
+}
+
+var memPool = sync.Pool{New: func() any { return new(locateMem) }}
 
 type locator struct {
 	in      LocateInput
@@ -179,6 +248,9 @@ type locator struct {
 	rows    [][]state
 	byFP    map[uint64][]int
 	pinned  map[int]int // target row -> source index; -1: a copy of a record outside Source
+	mem     *locateMem
+	bitsOf  []float32 // bits of each source record, computed on first use
+	shared  []bool    // rows where every best explanation has an event (markSharedEvents)
 	work    int
 	maxWork int
 }
@@ -212,6 +284,13 @@ func (l *locator) run() Located {
 		out.Overflow, out.Work = true, l.work
 		return out
 	}
+	if a, b, ok := l.straddle(); ok && a == 0 && !l.pinnedRun(a, b) {
+		// The source window starts inside the run around G: no explanation can bound it
+		// (cleanRun), so there is nothing to explain yet.
+		out.Run = &[2]int64{in.Source[a].Offset, in.Source[b].Offset}
+		out.Work = l.work
+		return out
+	}
 	l.forward()
 	l.backward()
 	best := -1
@@ -221,15 +300,27 @@ func (l *locator) run() Located {
 		}
 	}
 	out.Events = best
+	for _, row := range l.rows {
+		for _, s := range row {
+			if s.f+s.b <= best+Margin && s.lab == l.n-1 && !in.SourceAtEnd {
+				out.NeedSource = true
+			}
+		}
+	}
+	if a, b, ok := l.straddle(); ok && !l.pinnedRun(a, b) && !l.cleanRun(best, a, b) {
+		// G's place in the run is unknown whatever the explanations say: no need to
+		// follow them.
+		out.Run = &[2]int64{in.Source[a].Offset, in.Source[b].Offset}
+		out.Work = l.work
+		return out
+	}
+	l.markSharedEvents(best)
 	if !l.propagate(best) {
 		out.Overflow, out.Work = true, l.work
 		return out
 	}
 	out.Work = l.work
 	l.inspect(best, &out)
-	if a, b, ok := l.straddle(); ok && !l.pinnedRun(a, b) && !l.cleanRun(best, a, b) {
-		out.Run = &[2]int64{in.Source[a].Offset, in.Source[b].Offset}
-	}
 	return out
 }
 
@@ -330,25 +421,46 @@ func (l *locator) pins() []Pin {
 
 // build lists the possible labels of every target record, sorted.
 func (l *locator) build() bool {
-	l.rows = make([][]state, len(l.in.Target))
+	total := 0
 	for j, t := range l.in.Target {
-		var labs []int
+		if _, ok := l.pinned[j]; ok {
+			total++
+		} else {
+			total += len(l.byFP[t.FP]) + 1
+		}
+	}
+	l.work += total
+	if l.work > l.maxWork {
+		return false
+	}
+	m := l.mem
+	if cap(m.states) < total {
+		m.states = make([]state, total)
+	}
+	arena := m.states[:total]
+	for k := range arena {
+		arena[k] = state{sums: arena[k].sums[:0]} // keep the summaries' memory
+	}
+	if cap(m.rows) < len(l.in.Target) {
+		m.rows = make([][]state, len(l.in.Target))
+	}
+	m.rows = m.rows[:len(l.in.Target)]
+	l.rows = m.rows
+	for j, t := range l.in.Target {
+		var row []state
 		if i, ok := l.pinned[j]; ok {
-			labs = []int{i}
+			row, arena = arena[:1:1], arena[1:]
+			row[0].lab = i
 			if i < 0 {
-				labs = []int{l.extra()} // it copies nothing of the window
+				row[0].lab = l.extra() // it copies nothing of the window
 			}
 		} else {
-			labs = append(labs, l.byFP[t.FP]...)
-			labs = append(labs, l.extra())
-		}
-		l.work += len(labs)
-		if l.work > l.maxWork {
-			return false
-		}
-		row := make([]state, len(labs))
-		for k, lab := range labs {
-			row[k] = state{lab: lab}
+			labs := l.byFP[t.FP]
+			row, arena = arena[:len(labs)+1:len(labs)+1], arena[len(labs)+1:]
+			for k, lab := range labs {
+				row[k].lab = lab
+			}
+			row[len(labs)].lab = l.extra()
 		}
 		l.rows[j] = row
 	}
@@ -400,11 +512,18 @@ func (l *locator) forward() {
 		for k := range row {
 			row[k].f = minPrev + 1
 		}
+		// Both rows are sorted by label: walk them together for the continuations.
+		k := 0
 		for _, p := range prev {
-			if c := l.cont(p.lab); c != labNone {
-				if k := find(row, c); k >= 0 {
-					row[k].f = min(row[k].f, p.f)
-				}
+			c := l.cont(p.lab)
+			if c == labNone {
+				continue
+			}
+			for k < len(row) && row[k].lab < c {
+				k++
+			}
+			if k < len(row) && row[k].lab == c {
+				row[k].f = min(row[k].f, p.f)
 			}
 		}
 	}
@@ -418,13 +537,19 @@ func (l *locator) backward() {
 		for _, s := range next {
 			minNext = min(minNext, s.b)
 		}
+		n := 0
 		for k := range row {
 			s := &row[k]
 			s.b = 1 + minNext
-			if c := l.cont(s.lab); c != labNone {
-				if n := find(next, c); n >= 0 {
-					s.b = min(s.b, next[n].b)
-				}
+			c := l.cont(s.lab)
+			if c == labNone {
+				continue
+			}
+			for n < len(next) && next[n].lab < c {
+				n++
+			}
+			if n < len(next) && next[n].lab == c {
+				s.b = min(s.b, next[n].b)
 			}
 		}
 	}
@@ -434,17 +559,17 @@ func (l *locator) backward() {
 func (l *locator) update(s summary, lab, j int) summary {
 	switch {
 	case lab >= 0 && lab < l.idxG:
-		if lab > s.m {
-			s.m, s.jl, s.tail = lab, j, false
-		} else if lab == s.m {
-			s.jl, s.tail = j, false
+		if lab32 := int32(lab); lab32 > s.m {
+			s.m, s.jl, s.tail = lab32, int32(j), false
+		} else if lab32 == s.m {
+			s.jl, s.tail = int32(j), false
 		} else {
 			s.tail = true
 		}
 		return s.norm(l)
 	case lab >= l.idxG && lab < l.n:
 		if s.firstPass < 0 {
-			s.firstPass = j
+			s.firstPass = int32(j)
 		}
 		s.tail = s.tail || s.m != -2
 	}
@@ -457,7 +582,7 @@ func (s summary) norm(l *locator) summary {
 		if s.firstPass >= 0 {
 			s.firstPass = 0
 		}
-		if s.m >= l.idxG-1 {
+		if int(s.m) >= l.idxG-1 {
 			s.tail = false
 		}
 	}
@@ -465,71 +590,204 @@ func (s summary) norm(l *locator) summary {
 }
 
 func addSummary(dst []summary, s summary) ([]summary, bool) {
-	if slices.Contains(dst, s) {
-		return dst, true
+	return addSummaryUpTo(dst, s, maxSummaries)
+}
+
+// addSummaryUpTo adds s to dst, merging it with an equal one, keeping at most max.
+func addSummaryUpTo(dst []summary, s summary, limit int) ([]summary, bool) {
+	for k := range dst {
+		if dst[k].same(s) {
+			dst[k] = merge(dst[k], s)
+			return dst, true
+		}
 	}
-	if len(dst) >= maxSummaries {
+	if len(dst) >= limit {
 		return dst, false
 	}
 	return append(dst, s), true
 }
 
-// propagate carries the summaries along the optimal explanations (total cost best).
-func (l *locator) propagate(best int) bool {
+// markSharedEvents finds the rows where every best explanation has an event (no best one
+// continues into the row): an explanation within Margin that has its event there too does
+// not differ from the best ones by it, so the evidence after it still counts (TailBits).
+func (l *locator) markSharedEvents(best int) {
 	opt := func(s state) bool { return s.f+s.b == best }
+	l.shared = make([]bool, len(l.rows))
+	for j, row := range l.rows {
+		shared := true
+		for _, s := range row {
+			if !opt(s) {
+				continue
+			}
+			if j == 0 {
+				shared = shared && l.startCost(s.lab) > 0
+				continue
+			}
+			if p := l.rows[j-1]; s.lab > 0 && s.lab < l.n {
+				if k := find(p, s.lab-1); k >= 0 && opt(p[k]) && p[k].f == s.f {
+					shared = false // a best explanation continues into this row
+				}
+			}
+		}
+		l.shared[j] = shared
+	}
+}
+
+// Margin is how many events more than the fewest an explanation may have and still count:
+// Locate answers only when every explanation within Margin events of the best agrees on
+// E(G). A mirror's history need not be the simplest one its copy allows (a loss next to a
+// record that repeats looks like a longer loss and a copy of a later equal record); one
+// event of margin keeps such a near tie from deciding.
+const Margin = 1
+
+// TailBits is the evidence the copies after its extra event must give an explanation
+// within Margin for it to count: an event at the end of the target window that nothing after
+// it backs (the last record read a replay of an equal one, say) is always possible and says
+// nothing.
+const TailBits = 32
+
+// extraBits is what calling target row j extra costs in plausibility: the bits of its
+// content when a source record of the window holds the same (else nothing: a record no
+// source record explains is extra in every explanation).
+func (l *locator) extraBits(j int) float32 {
+	if ids := l.byFP[l.in.Target[j].FP]; len(ids) > 0 {
+		return l.bits(ids[0])
+	}
+	return 0
+}
+
+// bits is the evidence of a copy of source record i: how unlikely its content is by chance.
+func (l *locator) bits(i int) float32 {
+	if i < 0 || i >= l.n {
+		return 0
+	}
+	if l.bitsOf == nil {
+		l.bitsOf = make([]float32, l.n)
+		byCount := map[int]float32{}
+		for k, s := range l.in.Source {
+			c := len(l.byFP[s.FP])
+			b, ok := byCount[c]
+			if !ok {
+				b = 32 // content no other record of the window has: a fingerprint match
+				if c > 1 {
+					b = float32(math.Log2(float64(l.n) / float64(c)))
+				}
+				byCount[c] = b
+			}
+			l.bitsOf[k] = b
+		}
+	}
+	return l.bitsOf[i]
+}
+
+// propagate carries the summaries along every explanation of at most best+Margin events;
+// a summary's c is the cost of its cheapest partial explanation.
+func (l *locator) propagate(best int) bool {
+	limit := best + Margin
+	near := func(s state) bool { return s.f+s.b <= limit }
 	for k := range l.rows[0] {
 		s := &l.rows[0][k]
-		if opt(*s) {
-			s.sums = []summary{l.update(summary{m: -2, jl: -1, firstPass: -1}, s.lab, 0)}
+		if near(*s) {
+			x := l.update(summary{m: -2, jl: -1, firstPass: -1}, s.lab, 0)
+			x.c = int32(s.f)
+			if s.f == 0 || l.shared[0] {
+				x.tb = min(TailBits, l.bits(s.lab))
+			}
+			if s.lab == l.extra() {
+				x.xb = min(TailBits, l.extraBits(0))
+			}
+			s.sums = append(s.sums[:0], x)
 		}
 	}
 	for j := 1; j < len(l.rows); j++ {
 		prev, row := l.rows[j-1], l.rows[j]
-		add := func(s *state, from []summary, over bool) {
-			s.over = s.over || over
-			for _, x := range from {
-				var ok bool
-				if s.sums, ok = addSummary(s.sums, l.update(x, s.lab, j)); !ok {
-					s.over = true
-				}
+		add := func(s *state, x summary, c int32) {
+			y := l.update(x, s.lab, j)
+			y.c = c
+			if c == x.c || l.shared[j] {
+				y.tb = min(TailBits, x.tb+l.bits(s.lab))
+			} else {
+				y.tb = 0 // an event of its own: only what follows backs it
+			}
+			if s.lab == l.extra() {
+				y.xb = min(TailBits, x.xb+l.extraBits(j))
+			}
+			var ok bool
+			if s.sums, ok = addSummary(s.sums, y); !ok {
+				s.over = true
 			}
 		}
-		minPrev := rowMin(prev)
-		var jump []summary
+		jump := l.mem.jump[:0] // the summaries of the previous row, each at its least cost
+		jumpAt := l.mem.jumpAt
+		if jumpAt == nil {
+			jumpAt = map[sumKey]int{}
+			l.mem.jumpAt = jumpAt
+		}
+		clear(jumpAt)
 		jumpOver := false
+		next := 0 // rows are sorted by label: walk row along prev for the continuations
 		for _, p := range prev {
-			if !opt(p) {
+			if len(p.sums) == 0 && !p.over {
 				continue
 			}
-			if p.f == minPrev {
-				jumpOver = jumpOver || p.over
-				for _, x := range p.sums {
-					var ok bool
-					if jump, ok = addSummary(jump, x); !ok {
-						jumpOver = true
+			jumpOver = jumpOver || p.over
+			for _, x := range p.sums {
+				k, ok := jumpAt[x.key()]
+				switch {
+				case ok:
+					jump[k] = merge(jump[k], x)
+				case len(jump) >= maxJump:
+					jumpOver = true
+				default:
+					jumpAt[x.key()] = len(jump)
+					jump = append(jump, x)
+				}
+			}
+			// The continuation of p: no event.
+			if c := l.cont(p.lab); c != labNone {
+				for next < len(row) && row[next].lab < c {
+					next++
+				}
+				if k := next; k < len(row) && row[k].lab == c && near(row[k]) {
+					s := &row[k]
+					for _, x := range p.sums {
+						if int(x.c)+s.b <= limit {
+							l.work++
+							add(s, x, x.c)
+						}
+					}
+					if p.over {
+						s.over = true
 					}
 				}
 			}
-			// The continuation of p.
-			if c := l.cont(p.lab); c != labNone {
-				if k := find(row, c); k >= 0 && opt(row[k]) && p.f+row[k].b == best {
-					l.work++
-					add(&row[k], p.sums, p.over)
-				}
-			}
 		}
+		// Cheapest first: a state takes the jumps whose cost keeps it near, a prefix.
+		slices.SortStableFunc(jump, func(a, b summary) int { return int(a.c) - int(b.c) })
 		for k := range row {
 			s := &row[k]
-			if !opt(*s) {
+			if !near(*s) {
 				continue
 			}
-			if minPrev+1+s.b == best {
+			for _, x := range jump {
+				if int(x.c)+1+s.b > limit {
+					break
+				}
 				l.work++
-				add(s, jump, jumpOver)
+				add(s, x, x.c+1)
+			}
+			if jumpOver && rowMin(prev)+1+s.b <= limit {
+				s.over = true
 			}
 		}
+		l.mem.jump = jump
 		if l.work > l.maxWork {
 			return false
+		}
+		for _, s := range row {
+			if s.over {
+				return false // too many answers to follow: no need to go on
+			}
 		}
 	}
 	return true
@@ -553,9 +811,6 @@ func (l *locator) inspect(best int, out *Located) {
 				continue
 			}
 			optLabs = append(optLabs, s.lab)
-			if s.lab == l.n-1 && !in.SourceAtEnd {
-				out.NeedSource = true
-			}
 		}
 		if len(optLabs) == 1 && optLabs[0] == l.extra() {
 			if started {
@@ -566,18 +821,45 @@ func (l *locator) inspect(best int, out *Located) {
 		}
 	}
 	seen := map[Outcome]bool{}
+	type nearOne struct {
+		o  Outcome
+		xb float32
+	}
+	var near []nearOne
+	bestXB := float32(TailBits)
 	for _, s := range l.rows[len(l.rows)-1] {
-		if !opt(s) {
+		if s.f+s.b > best+Margin {
 			continue
 		}
 		if s.over {
 			out.Overflow = true
 		}
 		for _, x := range s.sums {
+			if int(x.c) > best+Margin {
+				continue
+			}
 			o := l.outcome(x)
+			if int(x.c) > best {
+				if x.tb >= TailBits {
+					near = append(near, nearOne{o, x.xb})
+				}
+				continue
+			}
+			bestXB = min(bestXB, x.xb)
 			if !seen[o] {
 				seen[o] = true
 				out.Outcomes = append(out.Outcomes, o)
+			}
+		}
+	}
+	// An explanation with up to Margin events more that answers otherwise makes a Known
+	// answer a near tie; a Pending one stays (it moves no offset).
+	if len(out.Outcomes) == 1 && out.Outcomes[0].Kind == Known {
+		for _, n := range near {
+			// An explanation that calls more records extra although they equal source
+			// records, by TailBits of their content, is not near.
+			if (n.o.Kind != Known || n.o.E != out.Outcomes[0].E) && n.xb-bestXB < TailBits {
+				out.Near = append(out.Near, n.o)
 			}
 		}
 	}
@@ -652,9 +934,10 @@ func (l *locator) outcome(x summary) Outcome {
 	}
 	switch {
 	case x.m >= 0:
+		m := int(x.m)
 		t := in.Target[x.jl].Offset
-		o := Outcome{Kind: Known, E: t + 1, HasPrev: true, Prev: in.Source[x.m].Offset, PrevTarget: t}
-		if x.m < l.idxG-1 && !x.tail {
+		o := Outcome{Kind: Known, E: t + 1, HasPrev: true, Prev: in.Source[m].Offset, PrevTarget: t}
+		if m < l.idxG-1 && !x.tail {
 			// No copy follows the copy of s*: the mirror has not copied the records after it.
 			o.Kind, o.E = Pending, 0
 		}

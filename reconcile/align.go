@@ -498,7 +498,7 @@ func (w *window) needTarget(loc align.Located) bool {
 // answer turns Locate's result into E(G), pending, or a refusal that says why.
 func (w *window) answer(loc align.Located) located {
 	j := w.j
-	if len(loc.Outcomes) == 0 {
+	if len(loc.Outcomes) == 0 && loc.Run == nil {
 		return located{answer: unmappable("record not found: no explanation of target %s/%d offsets %d..%d", j.dstTopic, j.part, w.tFrom, w.tNext-1)}
 	}
 	if loc.Ambiguous() {
@@ -681,6 +681,11 @@ func (w *window) ambiguous(loc align.Located) answer {
 	budget := ""
 	if !w.atEnd() {
 		budget = fmt.Sprintf(" within the read budget (%d target records)", w.cfg.MaxTargetRead)
+	}
+	if len(loc.Outcomes) == 1 && len(loc.Near) > 0 {
+		return unmappable("ambiguous: the records of %s/%d around offset %d repeat: the explanations of the copy with the fewest mirror events (%d) give %s, but one with %d event more gives %s%s, and content cannot tell which history the mirror had; "+
+			"kmirror's offset map of the flow, an offset map from kverify diff, or an MM2 offset sync of source offset %d settles it",
+			j.srcTopic, j.part, j.g, loc.Events, loc.Outcomes[0], align.Margin, loc.Near[0], budget, w.lastBelowG())
 	}
 	return unmappable("ambiguous: the records of %s/%d around offset %d repeat, and the explanations of the copy with the fewest mirror events (%d) disagree%s: %s; "+
 		"kmirror's offset map of the flow, an offset map from kverify diff, or an MM2 offset sync of source offset %d settles it",

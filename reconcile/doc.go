@@ -16,7 +16,8 @@
 //     and past it, the target from a hint (MM2's offset syncs, an earlier answer, timestamps)
 //     to its end, explained by align.Locate with every copy a map or an offset sync knows
 //     pinned. A content answer stands only when every explanation with the fewest mirror
-//     events agrees, a run of identical records around G is copied cleanly, and the matching
+//     events agrees, and every one with a single event more that the records after it back
+//     (align.Margin), a run of identical records around G is copied cleanly, and the matching
 //     stretch through the deciding copy is unlikely by chance (docs/design.md, "Content
 //     proves E(G) only when it is unique"); a map file that content contradicts is not used,
 //     and the proof says "offset map not used: <why>". Each answer carries its Proof.
