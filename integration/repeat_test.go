@@ -21,16 +21,16 @@ import (
 	"github.com/kmigrate/kmigrate/reconcile"
 )
 
-// kreconcile's exactness on repeating data, judged on real brokers by a consumer.
+// kreconcile's exactness on repeating data, judged on real brokers by Kafka's console consumer.
 //
 // The data is what status events and log lines look like: null keys, five values
 // ("status-0".."status-4") in runs of 1 to 40 identical records, one timestamp for every
 // record. Two groups commit on the source: rr-edge at the end of partition 0 and at run
 // boundaries near 1000 and 1500 of partitions 1 and 2 (the records at G-1 and G differ),
 // rr-inside at run boundaries of partitions 0 and 2 and in the middle of a long run of
-// identical records on partition 1. After kreconcile groups --apply a consumer of each group
-// on the target (franz-go, read_uncommitted as the Java client's default, no auto-commit)
-// must read, per partition kreconcile answered, exactly the values the group had left on the
+// identical records on partition 1. After kreconcile groups --apply Kafka's console consumer
+// in each group on the target (its default isolation, read_uncommitted; no auto-commit) must
+// read, per partition kreconcile answered, exactly the values the group had left on the
 // source, in order, up to the target's end (the records of aborted transactions that
 // kreconcile lists ahead of E(G) aside, which such a consumer reads too); a partition
 // kreconcile refused must be unmappable with a reason that names it. Beyond that:
@@ -454,26 +454,27 @@ func rrCheck(t *testing.T, l rrLane, res *reconcile.Result, pos rrPos, got []*kg
 	}
 }
 
-// rrConsume reads topic on c as a member of group, from its committed offsets (the end where
-// it has none), read_uncommitted, committing nothing, until nothing came for 8 s; it returns
-// the records per partition and leaves the group.
+// rrConsume reads topic on c as a member of group with Kafka's own console consumer, from
+// the group's committed offsets, with its default isolation (read_uncommitted) and committing
+// nothing, and returns the records (offset and value) per partition.
 func rrConsume(t *testing.T, c cluster.Cluster, group, topic string) map[int32][]*kgo.Record {
 	t.Helper()
 	ctx := bedCtx(t, 3*time.Minute)
-	cl := bedClient(t, c.Bootstrap(), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic), kgo.DisableAutoCommit(),
-		kgo.FetchIsolationLevel(kgo.ReadUncommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()),
-		kgo.FetchMaxWait(200*time.Millisecond))
-	defer cl.LeaveGroup()
+	lines := bedConsole(ctx, t, c, topic, func(line string) bool { return strings.HasPrefix(line, "Partition:") },
+		"--group", group, "--consumer-property", "enable.auto.commit=false",
+		"--property", "print.partition=true", "--property", "print.offset=true")
 	out := map[int32][]*kgo.Record{}
-	last := time.Now().Add(30 * time.Second) // the first poll also joins
-	for time.Now().Before(last) && ctx.Err() == nil {
-		pctx, cancel := context.WithDeadline(ctx, last)
-		fs := cl.PollFetches(pctx)
-		cancel()
-		fs.EachRecord(func(r *kgo.Record) {
-			out[r.Partition] = append(out[r.Partition], r)
-			last = time.Now().Add(8 * time.Second)
-		})
+	for _, line := range lines {
+		f := strings.SplitN(line, "\t", 3)
+		var part int32
+		var off int64
+		if len(f) != 3 {
+			t.Fatalf("console consumer line %q: want Partition:, Offset: and the value", line)
+		}
+		if _, err := fmt.Sscanf(f[0]+" "+f[1], "Partition:%d Offset:%d", &part, &off); err != nil {
+			t.Fatalf("console consumer line %q: %v", line, err)
+		}
+		out[part] = append(out[part], &kgo.Record{Partition: part, Offset: off, Value: []byte(f[2])})
 	}
 	return out
 }
