@@ -32,7 +32,6 @@ type job struct {
 const (
 	SourceContent     = "content"
 	SourceKmirrorMap  = "kmirror-map"
-	SourceOffsetMap   = "offset-map"
 	SourceOffsetSyncs = "offset-syncs"
 )
 
@@ -62,7 +61,7 @@ func pending(format string, args ...any) answer {
 // records of aborted transactions.
 type logReader func(ctx context.Context, from, to int64, max int) ([]rec, error)
 
-// mapRef is an exact map and where it came from (SourceKmirrorMap, SourceOffsetMap).
+// mapRef is an exact map and where it came from (SourceKmirrorMap).
 type mapRef struct {
 	pm   *offsetmap.PartitionMap
 	from string
@@ -97,7 +96,7 @@ func (io locateIO) pinsIn(from, to int64, targets []rec) []pin {
 	return out
 }
 
-// pin is a known copy and who knows it (SourceKmirrorMap, SourceOffsetMap, SourceOffsetSyncs).
+// pin is a known copy and who knows it (SourceKmirrorMap, SourceOffsetSyncs).
 type pin struct {
 	align.Pin
 	from string
@@ -110,7 +109,7 @@ type locateIO struct {
 	// lowerBound returns a target offset at or below the copy of source record r, and a
 	// source offset at or below every record the target holds from there up to that copy.
 	lowerBound func(ctx context.Context, r rec) (dst, src int64)
-	// maps are the exact maps of the partition (kmirror's, the offset map file) and syncs
+	// maps are the exact maps of the partition (kmirror's) and syncs
 	// MM2's offset syncs: the known copies.
 	maps  []mapRef
 	syncs []mm2.OffsetSync
@@ -613,7 +612,6 @@ func (w *window) altered(o align.Outcome, loc align.Located) string {
 // proofPrefix names where an answer came from at the start of its proof.
 var proofPrefix = map[string]string{
 	SourceKmirrorMap:  "kmirror's offset map; ",
-	SourceOffsetMap:   "offset map; ",
 	SourceOffsetSyncs: "MM2 offset sync; ",
 }
 

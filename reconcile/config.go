@@ -42,8 +42,9 @@ type Config struct {
 	// "mm2-offset-syncs.<alias>.internal", on the cluster Flow.OffsetSyncsOnTarget() says.
 	OffsetSyncsTopic string
 
-	// OffsetMap, when set, is the exact offset map of its source topic (from kverify diff):
-	// E(G) comes from it instead of a local alignment. Other topics are aligned locally.
+	// OffsetMap, when set, is kverify diff's offset map of its source topic: each answer of
+	// that topic is checked against it (the proof says whether it agrees), never taken from
+	// it, since kverify aligned by content too. It also names the topic's target topic.
 	OffsetMap *offsetmap.TopicMap
 
 	// Fields are what record fingerprints cover. Default: offsetmap.DefaultFields.

@@ -11,16 +11,18 @@
 //     with no such record, the target offset of the first mirrored record at or after G).
 //     Where the answer comes from, best first (Partition.ProofSource): kmirror's offset map
 //     topic of the flow (offsetmap.MapTopicName of the flow's source alias, on the target),
-//     the offset map file (Config.OffsetMap), each only where it saw the whole target and
-//     content agrees at the copy of s*; else content (align.go): the source records around G
+//     where it saw the whole target and content agrees at the copy of s*; else content
+//     (align.go): the source records around G
 //     and past it, the target from a hint (MM2's offset syncs, an earlier answer, timestamps)
 //     to its end, explained by align.Locate with every copy a map or an offset sync knows
 //     pinned. A content answer stands only when every explanation with the fewest mirror
 //     events agrees, and every one with a single event more that the records after it back
 //     (align.Margin), a run of identical records around G is copied cleanly, and the matching
 //     stretch through the deciding copy is unlikely by chance (docs/design.md, "Content
-//     proves E(G) only when it is unique"); a map file that content contradicts is not used,
-//     and the proof says "offset map not used: <why>". Each answer carries its Proof.
+//     proves E(G) only when it is unique"). An offset map file from kverify diff
+//     (Config.OffsetMap) is checked against each answer, never taken for it: the proof ends
+//     "the offset map agrees" or says "offset map not used: <why>". Each answer carries its
+//     Proof.
 //   - Result (result.go) is the plan, its JSON form part of kreconcile's interface. Statuses:
 //     exact, behind, ahead, pending, missing-target-offset, unmappable (with a Reason that
 //     names the partition, why, and what would settle it).

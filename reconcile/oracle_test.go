@@ -167,8 +167,16 @@ func (c *oracleCase) truthMap() *offsetmap.PartitionMap {
 	return pm
 }
 
-// io reads the case in memory as Plan reads a cluster; pinned adds the true map as kmirror's.
-func (c *oracleCase) io(r *rand.Rand, pinned bool) locateIO {
+// oracleMode is what Plan has besides content: nothing, or kmirror's map (the truth).
+type oracleMode int
+
+const (
+	contentAlone oracleMode = iota
+	withKmirrorMap
+)
+
+// io reads the case in memory as Plan reads a cluster, with the maps mode gives.
+func (c *oracleCase) io(r *rand.Rand, mode oracleMode) locateIO {
 	read := func(recs []rec) logReader {
 		return func(_ context.Context, from, to int64, max int) ([]rec, error) {
 			k := sort.Search(len(recs), func(k int) bool { return recs[k].off >= from })
@@ -180,10 +188,10 @@ func (c *oracleCase) io(r *rand.Rand, pinned bool) locateIO {
 		}
 	}
 	io := locateIO{src: read(c.src), dst: read(c.dst), mirroredUpTo: func() int64 { return -1 }}
-	mode := r.IntN(3)
+	hint := r.IntN(3)
 	io.lowerBound = func(_ context.Context, s rec) (int64, int64) {
 		i := sort.Search(len(c.src), func(i int) bool { return c.src[i].off >= s.off })
-		switch mode {
+		switch hint {
 		case 0: // no hint (equal timestamps on both sides)
 			return c.dstStart, c.srcStart
 		case 1: // a sync-like hint: a true copy at or below the first copy of s, and its source
@@ -207,7 +215,8 @@ func (c *oracleCase) io(r *rand.Rand, pinned bool) locateIO {
 			return c.dstEnd, s.off
 		}
 	}
-	if pinned {
+	switch mode {
+	case withKmirrorMap:
 		io.maps = []mapRef{{c.truthMap(), SourceKmirrorMap}}
 	}
 	return io
@@ -287,8 +296,9 @@ func (s oracleStats) report(t *testing.T, name string) {
 }
 
 // check runs every group position of a case and counts; each wrong answer is reported.
-func (c *oracleCase) check(t *testing.T, seed uint64, pinned bool, st *oracleStats) {
+func (c *oracleCase) check(t *testing.T, seed uint64, mode oracleMode, st *oracleStats) {
 	t.Helper()
+	pinned := mode == withKmirrorMap
 	r := rand.New(rand.NewPCG(seed, 7))
 	// The look-ahead (Window) is above the longest replay the model makes (40 records back):
 	// a replay further from the copy it repeats is not looked for (docs/design.md).
@@ -300,7 +310,7 @@ func (c *oracleCase) check(t *testing.T, seed uint64, pinned bool, st *oracleSta
 	}
 	for _, g := range positions {
 		j := job{srcTopic: "t", dstTopic: "t", g: g, srcStart: c.srcStart, srcEnd: c.srcEnd, dstStart: c.dstStart, dstEnd: c.dstEnd, srcStable: c.srcEnd, dstStable: c.dstEnd}
-		got, err := locateIn(context.Background(), j, cfg, c.io(r, pinned))
+		got, err := locateIn(context.Background(), j, cfg, c.io(r, mode))
 		if err != nil {
 			t.Errorf("%s: G=%d: %v", c.desc, g, err)
 			return
@@ -406,9 +416,9 @@ func TestOracleContent(t *testing.T) {
 	run := eachCase(n, func(seed uint64) oracleRun {
 		var r oracleRun
 		c := genOracle(seed)
-		c.check(t, seed, false, &r.content)
+		c.check(t, seed, contentAlone, &r.content)
 		if c.truthMap() != nil {
-			c.check(t, seed, true, &r.pinned)
+			c.check(t, seed, withKmirrorMap, &r.pinned)
 		} else {
 			r.noMap++
 		}
@@ -467,9 +477,9 @@ func FuzzOracle(f *testing.F) {
 	f.Fuzz(func(t *testing.T, seed uint64) {
 		c := genOracle(seed)
 		var content, pinned oracleStats
-		c.check(t, seed, false, &content)
+		c.check(t, seed, contentAlone, &content)
 		if c.truthMap() != nil {
-			c.check(t, seed, true, &pinned)
+			c.check(t, seed, withKmirrorMap, &pinned)
 		}
 		if pinned.wrong > 0 || content.wrong > 0 {
 			t.Fatalf("wrong answers: %d from content, %d with the map", content.wrong, pinned.wrong)

@@ -531,54 +531,61 @@ func (p *planner) cached(ctx context.Context, j job) (answer, error) {
 }
 
 // find is E(G) for j: the offset after the last copy of s*, before settle chooses among the
-// offsets equal to it. Content decides, with the known copies pinned: kmirror's offset map,
-// the offset map file, MM2's offset syncs (pinsOf).
+// offsets equal to it. Content decides, with the known copies pinned: kmirror's offset map
+// and MM2's offset syncs (mapsOf, io.syncs). An offset map file from kverify diff is an
+// alignment by content itself, as often wrong as any guess where records repeat: it is
+// checked against the answer (checkMapFile), never taken for it.
 func (p *planner) find(ctx context.Context, j job) (answer, error) {
 	ans, err := p.locate(ctx, j)
-	if err != nil || !p.fromMap(j.srcTopic) || ans.from == SourceOffsetMap {
+	if err != nil || !p.fromMap(j.srcTopic) {
 		return ans, err
 	}
-	why := p.mapGap(j)
-	if ans.known {
-		ans.proof += "; offset map not used: " + why
-	} else {
-		ans.reason += " (offset map not used: " + why + ")"
-	}
+	p.checkMapFile(j, &ans)
 	return ans, nil
 }
 
-// mapGap says why the offset map file did not give j's answer.
-func (p *planner) mapGap(j job) string {
+// checkMapFile says in ans what the offset map file makes of j: that it agrees with the
+// answer, or why it does not count.
+func (p *planner) checkMapFile(j job, ans *answer) {
 	pm := p.cfg.OffsetMap.Partition(j.part)
-	switch {
-	case pm == nil:
-		return fmt.Sprintf("the map of %s has no partition %d", j.srcTopic, j.part)
+	if pm == nil {
+		ans.note(fmt.Sprintf("the map of %s has no partition %d", j.srcTopic, j.part))
+		return
+	}
+	var why string
+	switch tr := pm.ExactTarget(j.g); {
 	case j.g < pm.SourceFrom || j.g > pm.SourceTo:
-		return fmt.Sprintf("the map of %s/%d covers source offsets %d..%d, the group is at %d", j.srcTopic, j.part, pm.SourceFrom, pm.SourceTo, j.g)
-	}
-	tr := pm.ExactTarget(j.g)
-	switch {
+		why = fmt.Sprintf("the map of %s/%d covers source offsets %d..%d, the group is at %d", j.srcTopic, j.part, pm.SourceFrom, pm.SourceTo, j.g)
 	case !tr.Known:
-		return fmt.Sprintf("the map of %s/%d does not reach %d", j.srcTopic, j.part, j.g)
+		why = fmt.Sprintf("the map of %s/%d does not reach %d", j.srcTopic, j.part, j.g)
 	case !tr.HasPrev:
-		return fmt.Sprintf("the map of %s/%d has no mirrored record below %d to prove its answer by", j.srcTopic, j.part, j.g)
+		why = fmt.Sprintf("the map of %s/%d has no mirrored record below %d", j.srcTopic, j.part, j.g)
+	case ans.known && tr.Target == ans.e:
+		ans.proof += "; the offset map agrees"
+		return
+	case ans.known:
+		why = fmt.Sprintf("it says %d; it is kverify's alignment by content, and content read here proves %d", tr.Target, ans.e)
+	default:
+		why = fmt.Sprintf("it says %d, but it is kverify's alignment by content: where content cannot decide, neither can it", tr.Target)
 	}
-	return fmt.Sprintf("content disagrees with it or it does not cover the copy of source offset %d", tr.Prev)
+	ans.note(why)
 }
 
-// mapsOf returns the exact maps of j's partition: kmirror's offset map topic, then the offset
-// map file.
+// note says in the answer why the offset map file did not count.
+func (a *answer) note(why string) {
+	if a.known {
+		a.proof += "; offset map not used: " + why
+	} else {
+		a.reason += " (offset map not used: " + why + ")"
+	}
+}
+
+// mapsOf returns the exact maps of j's partition: kmirror's offset map topic.
 func (p *planner) mapsOf(j job) []mapRef {
-	var maps []mapRef
 	if pm := p.kmirrorMap(j.srcTopic, j.part); pm != nil {
-		maps = append(maps, mapRef{pm, SourceKmirrorMap})
+		return []mapRef{{pm, SourceKmirrorMap}}
 	}
-	if p.fromMap(j.srcTopic) {
-		if pm := p.cfg.OffsetMap.Partition(j.part); pm != nil {
-			maps = append(maps, mapRef{pm, SourceOffsetMap})
-		}
-	}
-	return maps
+	return nil
 }
 
 // countTarget counts the target records in [from, to) that are copies of source records, i.e.

@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"regexp"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/kmigrate/kmigrate/align"
 	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
@@ -115,5 +117,73 @@ func TestPlanKmirrorMap(t *testing.T) {
 		if fmtPtr(p.ExactTarget) != fmt.Sprint(want) || p.ProofSource != SourceKmirrorMap {
 			t.Errorf("G=%d: got E=%s from %q (%s%s), want %d from kmirror's map", g, fmtPtr(p.ExactTarget), p.ProofSource, p.Proof, p.Reason, want)
 		}
+	}
+}
+
+// An offset map file from kverify diff is an alignment by content: on a copy of two values
+// with replays (what MirrorMaker 2 leaves after restarts) it pairs records wrongly. Plan
+// checks it against the answer and never takes it for one: every position is the true E(G)
+// or refused, and the map's wrong answers are named as not used.
+func TestPlanOffsetMapFromRepeatingCopy(t *testing.T) {
+	c := genOracle(115) // 58 records of 2 values, replays, no losses, no gaps in the offsets
+	if c.srcEnd-c.srcStart != int64(len(c.src)) || c.dstEnd-c.dstStart != int64(len(c.dst)) {
+		t.Fatalf("%s: the case has offset gaps, want none (the generator changed?)", c.desc)
+	}
+	// The same case with offsets from 0, as the topics below hold it.
+	for i := range c.src {
+		c.src[i].off = int64(i)
+	}
+	for k := range c.dst {
+		c.dst[k].off = int64(k)
+	}
+	c.srcStart, c.srcEnd, c.dstStart, c.dstEnd = 0, int64(len(c.src)), 0, int64(len(c.dst))
+	_, pm, err := align.Partition(context.Background(), &align.SliceStream{Items: items(c.src)}, &align.SliceStream{Items: items(c.dst)},
+		align.Options{SourceFrom: 0, SourceTo: c.srcEnd, TargetFrom: 0, TargetTo: c.dstEnd, StrictTargetFrom: true, StrictTargetTo: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := func(r rec) *kgo.Record {
+		return &kgo.Record{Value: fmt.Appendf(nil, "status-%d", r.fp), Timestamp: time.UnixMilli(1_700_000_000_000)}
+	}
+	e := newEnv(t)
+	topic := uniqueTopic("kvmap")
+	testkit.CreateTopic(t, e.src, topic, 1, nil)
+	testkit.CreateTopic(t, e.dst, topic, 1, nil)
+	var srcRecs, dstRecs []*kgo.Record
+	for _, r := range c.src {
+		srcRecs = append(srcRecs, value(r))
+	}
+	for _, r := range c.dst {
+		dstRecs = append(dstRecs, value(r))
+	}
+	testkit.Produce(t, e.src, topic, 0, srcRecs...)
+	testkit.Produce(t, e.dst, topic, 0, dstRecs...)
+	pm.Partition = 0
+	om := &offsetmap.TopicMap{Version: offsetmap.Version, SourceTopic: topic, TargetTopic: topic, Partitions: []*offsetmap.PartitionMap{pm}}
+
+	mapWrong, answered := 0, 0
+	for g := int64(1); g <= c.srcEnd; g++ {
+		want, known := c.truth(g)
+		if tr := pm.ExactTarget(g); tr.Known && tr.HasPrev && known && tr.Target != want {
+			mapWrong++
+		}
+		group := fmt.Sprintf("g%d-%s", g, topic)
+		testkit.Commit(t, e.srcAdm, group, topic, 0, g, "")
+		res, err := Plan(testCtx(t), e.src, e.dst, Config{Groups: regexp.MustCompile(regexp.QuoteMeta(group)), OffsetMap: om})
+		if err != nil {
+			t.Fatalf("Plan: %v", err)
+		}
+		p := findPartition(t, res, group, topic, 0)
+		if p.ExactTarget == nil {
+			continue
+		}
+		answered++
+		if !known || *p.ExactTarget != want {
+			t.Errorf("G=%d: got E=%d (%s), want %s", g, *p.ExactTarget, p.Proof, wantString(want, known))
+		}
+	}
+	t.Logf("%s: kverify's map wrong at %d positions; kreconcile answered %d of %d, all true", c.desc, mapWrong, answered, c.srcEnd)
+	if mapWrong == 0 {
+		t.Fatalf("kverify's map is right everywhere: the case no longer shows what it is for")
 	}
 }

@@ -126,8 +126,8 @@ type Partition struct {
 	CheckpointStatus Status `json:"checkpoint_status,omitempty"`
 	// Proof says how E(G) was established, e.g. "fingerprint of source 41 = target 49".
 	Proof string `json:"proof,omitempty"`
-	// ProofSource says where E(G) came from: "kmirror-map", "offset-map", "offset-syncs" (an
-	// MM2 offset sync pinned the copy of s*) or "content".
+	// ProofSource says where E(G) came from: "kmirror-map", "offset-syncs" (an MM2 offset
+	// sync pinned the copy of s*) or "content" (an offset map file is only checked against it).
 	ProofSource string `json:"proof_source,omitempty"`
 	// Action says what Apply did or why it left the partition alone.
 	Action string `json:"action,omitempty"`

@@ -16,8 +16,8 @@ import (
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
-// An offset map answers only where it covers G, is proven by content and is
-// not above the target end; otherwise local alignment decides.
+// An offset map file never answers: content does, and the proof says whether the map agrees
+// or why it does not count (kverify's map is an alignment by content itself).
 func TestPlanOffsetMapCoverage(t *testing.T) {
 	e := newEnv(t)
 	topic := uniqueTopic("mapcov")
@@ -45,13 +45,12 @@ func TestPlanOffsetMapCoverage(t *testing.T) {
 		name string
 		om   *offsetmap.TopicMap
 		part int32
-		// wantFromMap: the proof must come from the map; otherwise from local alignment with a
-		// note saying why the map was not used.
-		wantFromMap bool
-		wantStatus  Status
-		wantE       int64
+		// wantAgrees: the proof must say the map agrees; otherwise why it was not used.
+		wantAgrees bool
+		wantStatus Status
+		wantE      int64
 	}{
-		{name: "exact map", om: mapOf(exactP0), part: 0, wantFromMap: true, wantStatus: StatusBehind, wantE: 75},
+		{name: "exact map", om: mapOf(exactP0), part: 0, wantAgrees: true, wantStatus: StatusBehind, wantE: 75},
 		{name: "map without the group's partition (kverify --partitions 0)", om: mapOf(exactP0), part: 1,
 			wantStatus: StatusMissingTargetOffset, wantE: 70},
 		{name: "map from kverify --from above G", part: 0, wantStatus: StatusBehind, wantE: 75,
@@ -77,11 +76,13 @@ func TestPlanOffsetMapCoverage(t *testing.T) {
 			if p.Status != tc.wantStatus || fmtPtr(p.ExactTarget) != fmtPtr(&tc.wantE) {
 				t.Fatalf("got %s E=%s (reason %q, proof %q), want %s E=%d", p.Status, fmtPtr(p.ExactTarget), p.Reason, p.Proof, tc.wantStatus, tc.wantE)
 			}
-			fromMap := strings.HasPrefix(p.Proof, "offset map;")
-			if fromMap != tc.wantFromMap {
-				t.Errorf("proof %q: from the map %v, want %v", p.Proof, fromMap, tc.wantFromMap)
+			if p.ProofSource != SourceContent {
+				t.Errorf("proof source %q, want %q: a map file is checked, never the answer", p.ProofSource, SourceContent)
 			}
-			if !tc.wantFromMap && !strings.Contains(p.Proof, "offset map not used") {
+			if agrees := strings.HasSuffix(p.Proof, "the offset map agrees"); agrees != tc.wantAgrees {
+				t.Errorf("proof %q: says the map agrees %v, want %v", p.Proof, agrees, tc.wantAgrees)
+			}
+			if !tc.wantAgrees && !strings.Contains(p.Proof, "offset map not used") {
 				t.Errorf("proof %q: want it to say why the offset map was not used", p.Proof)
 			}
 		})

@@ -30,8 +30,9 @@ computes the exact target offset
 by comparing record fingerprints (key, value, headers) around G: it reads a few records on each
 side, never whole partitions. MM2's offset syncs and the record timestamps only tell it where to
 look. Every answer carries its proof: the fingerprint of the source record before G equals the
-one of the target record before E(G). With --offset-map (from "kverify diff --offset-map") the
-map gives E(G) and the content still proves it.
+one of the target record before E(G). kmirror's own offset map (the topic
+kmirror-offsets.<source>.internal on the target) and MM2's offset syncs are exact: their copies
+are pinned. --offset-map (from "kverify diff --offset-map") is checked, not trusted.
 
 Statuses per partition (the same judge MM2's checkpoint, column "checkpoint"):
    exact                  the target commit equals E(G): switching is seamless
@@ -72,11 +73,11 @@ commit, or a consumer joined the group between the check and the commit, which t
 says), it exits 2 naming them. Running it again changes nothing. "kreconcile rollback
 --backup FILE" undoes it. Without --apply nothing is written anywhere.
 
---offset-map answers only where the map covers G (its source range holds G and a mirrored
-record below it), its answer is proven by content (the fingerprint of that record equals the
-target record before E(G)), is not above the target end, and no later copy of that record sits
-past what the map examined; elsewhere (kverify diff --from or --partitions, a stale or a
-crafted map) the local alignment decides, and the proof says why the map was not used.
+--offset-map never gives E(G): kverify's map is itself an alignment by content, and where
+records repeat (a few values, null keys) it pairs records wrongly as often as any guess. The
+answer comes from what kreconcile reads; the proof says "the offset map agrees" where the map
+gives the same E(G), and "offset map not used: <why>" where it does not cover G or says
+otherwise.
 
 The seed case: MM2 3.7.1 (IdentityReplicationPolicy, offset syncs on the target) leaves an idle
 group 8 records behind on the target, because it translates from a sparse offset sync. Here:
@@ -134,7 +135,7 @@ func groupsCommand() *cli.Command {
 		&cli.StringFlag{Name: "source-alias", Usage: "source cluster `ALIAS`, which names the checkpoints topic ALIAS.checkpoints.internal (default: the flow's, \"source\" without an MM2 file)"},
 		&cli.StringFlag{Name: "checkpoints-topic", Usage: "read MM2's checkpoints from `TOPIC` on the target (default: <source-alias>.checkpoints.internal)"},
 		&cli.StringFlag{Name: "offset-syncs-topic", Usage: "read MM2's offset syncs from `TOPIC` (default: as the flow says)"},
-		&cli.StringFlag{Name: "offset-map", Usage: "take E(G) from the offset map `FILE` written by kverify diff --offset-map where it covers G and content proves it (its topic only)"},
+		&cli.StringFlag{Name: "offset-map", Usage: "check each answer against the offset map `FILE` written by kverify diff --offset-map (its topic only); the proof says whether it agrees"},
 		&cli.StringFlag{Name: "compare", Value: offsetmap.DefaultFields.String(), Usage: "record `FIELDS` the fingerprints cover: key,value,headers,timestamp"},
 		&cli.IntFlag{Name: "window", Value: 500, Usage: "target records read per step and looked ahead for replays after the last copy found"},
 		&cli.IntFlag{Name: "concurrency", Value: 8, Usage: "group partitions planned at once"},

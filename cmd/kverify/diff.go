@@ -68,8 +68,10 @@ partitions are compared. When no partition has anything to compare, kverify exit
 --partitions takes numbers and inclusive ranges (0,3,5-9; overlaps are merged); a partition
 the source topic does not have is an error (exit 2), checked before anything is read.
 
---offset-map FILE writes the exact source->target offset map (segments plus duplicate copies,
-format in offsetmap/doc.go) that "kreconcile groups --offset-map" reads. --out and --offset-map
+--offset-map FILE writes the source->target offset map of the alignment (segments plus
+duplicate copies, format in offsetmap/doc.go; exact where records do not repeat, a best
+alignment where they do), which "kreconcile groups --offset-map" checks its answers against.
+--out and --offset-map
 are checked before any cluster is contacted (directory exists and is writable, not a
 directory, not the same file twice, not an input file such as --mm2-config), and written
 together at the end, only when the run has an answer (exit 0 or 1): on exit 2 nothing is
