@@ -24,7 +24,7 @@ build: ## build kverify, kreconcile and kmirror into bin/ (--version: git descri
 # else the container suite's.
 # The oracle tests of reconcile (100,000 group positions, CPU-bound on every core) run alone
 # first, so that they take no CPU from the real-broker tests' timed faults.
-ORACLE := ^TestOracle(Content|GroupSync|VerifyCounts)$$
+ORACLE := ^TestOracle(Content|GroupSync|VerifyCounts|VerifyMap)$$
 
 test: SHELL := bash
 test: ## every test this machine can run (real-broker tests skip, saying why, without Java 17/Maven; the container suite without a Docker engine), then the slowest tests

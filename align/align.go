@@ -121,6 +121,9 @@ func Partition(ctx context.Context, src, dst Stream, opt Options) (PartitionResu
 		src:  src,
 		dst:  dst,
 		hist: newHistory(opt.History),
+		// Recent records called missing and extra, to notice a copy left unpaired.
+		missed: newHistory(opt.History),
+		extras: newHistory(opt.History),
 	}
 	a.res.Partition = opt.Partition
 	a.res.SourceStart, a.res.SourceEnd = opt.SourceFrom, opt.SourceTo
@@ -152,9 +155,15 @@ type aligner struct {
 	srcEOF   bool
 	dstEOF   bool
 	hist     *history
-	res      PartitionResult
-	pm       *offsetmap.PartitionMap
-	mapErr   error // the first copy the map refused (never, for a correct alignment)
+	// repeat says a source record repeated a recently matched one; events that a replay,
+	// loss or extra record broke the copy's order. Either can leave the map unproven
+	// (PartitionResult.MapLeftOut).
+	repeat, events bool
+	// missed and extras remember the latest records called missing and extra.
+	missed, extras *history
+	res            PartitionResult
+	pm             *offsetmap.PartitionMap
+	mapErr         error // the first copy the map refused (never, for a correct alignment)
 
 	srcClass, tgtClass class // class of the last source / target record, for ranges
 	tailFrom           int64 // first source offset of a tail the target never reached
@@ -637,8 +646,17 @@ func (a *aligner) extraOrDup(t Item) {
 
 // --- emitting ---
 
+// noteSource notes whether source record s repeats a recently matched one: then a
+// resynchronisation could have paired the wrong copies.
+func (a *aligner) noteSource(s Item) {
+	if !a.repeat {
+		_, a.repeat = a.hist.get(s.FP)
+	}
+}
+
 func (a *aligner) match(s, t Item) {
 	a.res.Matched++
+	a.noteSource(s)
 	a.hist.add(s.FP, s.Offset)
 	a.mapCopy(s.Offset, t.Offset)
 	a.sourceRun(s, true, t.Offset)
@@ -647,6 +665,13 @@ func (a *aligner) match(s, t Item) {
 
 func (a *aligner) mismatch(s, t Item) {
 	a.res.Mismatched++
+	a.noteSource(s)
+	a.events = true
+	_, matched := a.hist.get(t.FP)
+	_, missed := a.missed.get(t.FP)
+	if matched || missed {
+		a.repeat = true // the "altered" copy equals another source record: a replay or a late copy
+	}
 	a.hist.add(s.FP, s.Offset)
 	// A replay of the altered copy repeats source s too.
 	a.hist.add(t.FP, s.Offset)
@@ -669,6 +694,12 @@ func (a *aligner) mismatch(s, t Item) {
 
 func (a *aligner) missing(s Item) {
 	a.res.Missing++
+	a.noteSource(s)
+	if _, ok := a.extras.get(s.FP); ok {
+		a.repeat = true // an extra record equal to it: a copy the alignment did not pair
+	}
+	a.missed.add(s.FP, s.Offset)
+	a.events = a.events || !a.tail // a loss; the tail is only not copied yet
 	a.sourceRun(s, false, 0)
 	r := a.res.MissingRanges
 	if n := len(r); n > 0 && a.srcClass == classMissing {
@@ -683,6 +714,7 @@ func (a *aligner) missing(s Item) {
 
 func (a *aligner) duplicate(t Item, src int64) {
 	a.res.Duplicated++
+	a.events = true
 	a.mapCopy(src, t.Offset)
 	if len(a.res.Duplicates) < a.opt.MaxListed {
 		a.res.Duplicates = append(a.res.Duplicates, offsetmap.Copy{Target: t.Offset, Source: src})
@@ -694,6 +726,11 @@ func (a *aligner) duplicate(t Item, src int64) {
 
 func (a *aligner) extra(t Item) {
 	a.res.Extra++
+	a.events = true
+	if _, ok := a.missed.get(t.FP); ok {
+		a.repeat = true // equal to a record called missing: a copy the alignment did not pair
+	}
+	a.extras.add(t.FP, t.Offset)
 	r := a.res.ExtraRanges
 	if n := len(r); n > 0 && a.tgtClass == classExtra {
 		r[n-1].To = t.Offset
@@ -750,6 +787,17 @@ func (a *aligner) finish() {
 		a.pm.TargetTo = a.opt.TargetTo // markers or a compacted gap after the last record
 	}
 	a.res.TargetEnd = a.pm.TargetTo
+	switch {
+	case a.events && a.repeat:
+		// A resynchronisation point is the nearest confirmed run of equal records: where
+		// records repeat, or a record called extra equals one called missing (a short
+		// stretch of copies between two events), copies can be paired wrongly.
+		a.res.MapLeftOut = "records repeat and the copy has replays, losses or extra records: which copy is which was chosen by the alignment, not proven"
+	case a.res.Ambiguous > 0:
+		a.res.MapLeftOut = "runs of identical records: which copy is which was chosen by content, not proven"
+	case a.repeat && a.tail:
+		a.res.MapLeftOut = "records repeat and the copy ends before the source does: where it ends was chosen by content, not proven"
+	}
 	if a.tail {
 		// The target ended before these source records: until it has them they are pending
 		// in the map, never guessed.

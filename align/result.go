@@ -61,6 +61,11 @@ type PartitionResult struct {
 	// NotCompared is set, saying why, when the partition had no source record in the range
 	// asked and no target record that differs: nothing was compared, nothing is proved.
 	NotCompared string `json:"not_compared,omitempty"`
+	// MapLeftOut is set, saying why, when the partition's offset map is not proven: the copy
+	// has replays, losses or extra records (the alignment chose where to resynchronise), runs
+	// of identical records, or records that repeat and a copy that ends early. kverify diff
+	// --offset-map leaves such a partition out.
+	MapLeftOut string `json:"map_left_out,omitempty"`
 }
 
 // SourceRange is an inclusive range of source offsets.

@@ -545,3 +545,57 @@ func TestOracleVerifyCounts(t *testing.T) {
 	}
 	t.Logf("kverify counts: %d exact, %d differ and flagged ambiguous, %d differ unflagged", exact, flagged, wrong)
 }
+
+// TestOracleVerifyMap: the offset map kverify diff writes (align.Partition's) holds only
+// partitions whose alignment is proven, and there it gives the true E(G) wherever it answers.
+// Each case is checked twice: as generated (records repeat) and with every source record
+// unique (the same copy history); a partition the map cannot prove is left out (MapLeftOut).
+// TestDiffFaults (verify) checks that a copy of unique records with every kind of fault keeps
+// its map.
+func TestOracleVerifyMap(t *testing.T) {
+	t.Parallel()
+	n := oracleCases(t)
+	var answered, wrong, leftOut, uniqueKept int
+	check := func(c *oracleCase, seed uint64, unique bool) {
+		res, pm, err := align.Partition(context.Background(), &align.SliceStream{Items: items(c.src)}, &align.SliceStream{Items: items(c.dst)},
+			align.Options{SourceFrom: c.srcStart, SourceTo: c.srcEnd, TargetFrom: c.dstStart, TargetTo: c.dstEnd, StrictTargetFrom: true, StrictTargetTo: true})
+		if err != nil {
+			t.Fatalf("%s: %v", c.desc, err)
+		}
+		if res.MapLeftOut != "" {
+			leftOut++
+			return
+		}
+		if unique {
+			uniqueKept++
+		}
+		r := rand.New(rand.NewPCG(seed, 13))
+		for range 20 {
+			g := c.srcStart + int64(r.IntN(int(c.srcEnd-c.srcStart)+1))
+			tr := pm.ExactTarget(g)
+			if !tr.Known || !tr.HasPrev {
+				continue
+			}
+			answered++
+			if want, known := c.truth(g); !known || tr.Target != want {
+				wrong++
+				if wrong <= 5 {
+					t.Errorf("%s (unique %v): G=%d: kverify's map says %d, want %s", c.desc, unique, g, tr.Target, wantString(want, known))
+				}
+			}
+		}
+	}
+	for seed := uint64(1); seed <= uint64(n); seed++ {
+		c := genOracle(seed)
+		check(&c, seed, false)
+		// The same history over records that never repeat.
+		for i := range c.src {
+			c.src[i].fp = uint64(i) + 1000
+		}
+		for k, i := range c.copyOf {
+			c.dst[k].fp = uint64(i) + 1000
+		}
+		check(&c, seed, true)
+	}
+	t.Logf("kverify's map: %d of %d partitions left out (%d of %d with unique records kept); %d positions answered from the others, %d wrong", leftOut, 2*n, uniqueKept, n, answered, wrong)
+}

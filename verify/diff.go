@@ -573,7 +573,7 @@ func (d *differ) collect(res *Result, om *offsetmap.TopicMap, common []int32, do
 			// from it would be a guess).
 			pr.NotCompared = "nothing to compare: " + done.why[p]
 			res.NotCompared = append(res.NotCompared, p)
-		} else if pm := done.maps[p]; pm != nil {
+		} else if pm := done.maps[p]; pm != nil && pr.MapLeftOut == "" {
 			om.Partitions = append(om.Partitions, pm)
 		}
 		res.Partitions = append(res.Partitions, pr)

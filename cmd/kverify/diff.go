@@ -69,8 +69,10 @@ partitions are compared. When no partition has anything to compare, kverify exit
 the source topic does not have is an error (exit 2), checked before anything is read.
 
 --offset-map FILE writes the source->target offset map of the alignment (segments plus
-duplicate copies, format in offsetmap/doc.go; exact where records do not repeat, a best
-alignment where they do), which "kreconcile groups --offset-map" checks its answers against.
+duplicate copies, format in offsetmap/doc.go), which "kreconcile groups --offset-map" checks
+its answers against. A partition whose pairing the alignment chose rather than proved (runs of
+identical records; records that repeat where the copy has replays, losses or extra records) is
+left out of the file, and standard error says so (map_left_out in the JSON report).
 --out and --offset-map
 are checked before any cluster is contacted (directory exists and is writable, not a
 directory, not the same file twice, not an input file such as --mm2-config), and written
@@ -147,7 +149,7 @@ func diffCommand() *cli.Command {
 		&cli.IntFlag{Name: "max-listed", Value: 1000, Usage: "list at most `N` ranges per class and partition (counts stay complete)"},
 		&cli.BoolFlag{Name: "read-uncommitted", Usage: "read both sides read_uncommitted: aborted and open transactions too, the source's own aborted records are compared (default: read_committed on both sides)"},
 		&cli.BoolFlag{Name: "target-read-uncommitted", Usage: "read the source read_committed and the target as a read_uncommitted consumer (the Java default) does: the target's aborted copies count as duplicated"},
-		&cli.StringFlag{Name: "offset-map", Usage: "write the exact offset map to `FILE` (JSON, read by kreconcile)"},
+		&cli.StringFlag{Name: "offset-map", Usage: "write the offset map to `FILE` (JSON, kreconcile checks its answers against it); partitions it cannot prove are left out, saying why"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no progress on stderr"},
 		&cli.StringFlag{Name: "state", Usage: "resume from and update the verification state in `FILE` (JSON; created when missing)"},
 		&cli.BoolFlag{Name: "follow", Usage: "with --state: verify as the mirror runs, a round every --interval, until SIGINT/SIGTERM"},
@@ -389,6 +391,11 @@ func writeResults(outs []output, format report.Format, res *verify.Result, om *o
 		switch o.flag {
 		case "--offset-map":
 			err = offsetmap.Write(&b, om)
+			for _, p := range res.Partitions {
+				if p.MapLeftOut != "" {
+					fmt.Fprintf(os.Stderr, "kverify: --offset-map: partition %d of %s left out: %s\n", p.Partition, res.SourceTopic, p.MapLeftOut)
+				}
+			}
 		case "--state":
 			err = verify.WriteState(&b, st)
 		case "--evidence":
