@@ -674,7 +674,7 @@ func (w *window) ambiguous(loc align.Located) answer {
 	}
 	if loc.Run != nil && !loc.Overflow {
 		return unmappable("ambiguous: source %s/%d offsets %d..%d around the committed %d are identical records, and their copy on the target has a replay, a loss or an extra record that could lie anywhere among them; "+
-			"kmirror's offset map of the flow, an offset map from kverify diff, or an MM2 offset sync of source offset %d settles it", j.srcTopic, j.part, loc.Run[0], loc.Run[1], j.g, w.lastBelowG())
+			"kmirror's offset map of the flow or an MM2 offset sync of source offset %d settles it", j.srcTopic, j.part, loc.Run[0], loc.Run[1], j.g, w.lastBelowG())
 	}
 	budget := ""
 	if !w.atEnd() {
@@ -682,11 +682,11 @@ func (w *window) ambiguous(loc align.Located) answer {
 	}
 	if len(loc.Outcomes) == 1 && len(loc.Near) > 0 {
 		return unmappable("ambiguous: the records of %s/%d around offset %d repeat: the explanations of the copy with the fewest mirror events (%d) give %s, but one with %d event more gives %s%s, and content cannot tell which history the mirror had; "+
-			"kmirror's offset map of the flow, an offset map from kverify diff, or an MM2 offset sync of source offset %d settles it",
+			"kmirror's offset map of the flow or an MM2 offset sync of source offset %d settles it",
 			j.srcTopic, j.part, j.g, loc.Events, loc.Outcomes[0], align.Margin, loc.Near[0], budget, w.lastBelowG())
 	}
 	return unmappable("ambiguous: the records of %s/%d around offset %d repeat, and the explanations of the copy with the fewest mirror events (%d) disagree%s: %s; "+
-		"kmirror's offset map of the flow, an offset map from kverify diff, or an MM2 offset sync of source offset %d settles it",
+		"kmirror's offset map of the flow or an MM2 offset sync of source offset %d settles it",
 		j.srcTopic, j.part, j.g, loc.Events, budget, strings.Join(alts, "; "), w.lastBelowG())
 }
 
