@@ -60,12 +60,15 @@
 //
 // # Helpers
 //
-// main_test.go has helpers named bed* that every test file of the package may use: clients
-// and topics (bedClient, bedAdmin, bedCreateTopic, bedUnique, bedProduce), reading
-// (bedEndOffsets, bedReadPartition), waiting for a condition with a deadline (bedCtx,
-// bedWaitFor), our binaries (bedBuild, bedRun, bedOutput), MM2 configuration (bedProperties,
-// bedFlow), and bedReport, which drops a result's HTML, JUnit and JSON reports into
-// $KMIGRATE_REPORT_DIR for the nightly job.
+// main_test.go has helpers named bed* that every test file of the package may use: the
+// shared pair (bedSharedPair: a source and a target of $KMIGRATE_PAIR started once per run,
+// for the tests that leave brokers whole, run no MirrorMaker 2 and create their own topics
+// and groups: TestVerifyNothingToCompare, TestDigest, TestReconcileRollbackSafety,
+// TestRoundTrip, TestMirrorSafety), clients and topics (bedClient, bedAdmin, bedCreateTopic,
+// bedUnique, bedProduce), reading (bedEndOffsets, bedReadPartition), waiting for a condition
+// with a deadline (bedCtx, bedWaitFor), our binaries (bedBuild, bedRun, bedOutput), MM2
+// configuration (bedProperties, bedFlow), and bedReport, which drops a result's HTML, JUnit
+// and JSON reports into $KMIGRATE_REPORT_DIR for the nightly job.
 //
 // # Faults during mirroring
 //

@@ -11,6 +11,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -26,7 +28,8 @@ import (
 )
 
 // TestMain reaps the JVMs that a killed earlier run left behind, says which provider and
-// versions run, and closes every cluster when the run is interrupted (SIGINT, SIGTERM).
+// versions run, closes the shared clusters (bedSharedPair) after the tests, and closes every
+// cluster when the run is interrupted (SIGINT, SIGTERM).
 func TestMain(m *testing.M) {
 	for _, r := range cluster.Reap() {
 		fmt.Fprintf(os.Stderr, "integration: reaped leftover %s\n", r)
@@ -41,8 +44,59 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}()
 	code := m.Run()
+	bedCloseShared()
 	cluster.CloseAll()
 	os.Exit(code)
+}
+
+// The shared clusters, by name: started on first use, closed by TestMain.
+var (
+	bedSharedMu sync.Mutex
+	bedShared   = map[string]*cluster.Shared{}
+)
+
+// bedSharedPair returns the source and target of the pair $KMIGRATE_PAIR names (bedPair),
+// one-broker clusters with the provider's defaults, shared by every test of this run that
+// asks: both are started together by the first test that asks, and TestMain closes them. A
+// test on them must not stop, kill, freeze or restart a broker, change a broker's
+// configuration, or run a mirror whose aliases another test on them uses; it names its
+// topics and groups uniquely (bedUnique) and asserts only on what it created. It skips or
+// fails as cluster.StartT does.
+func bedSharedPair(t *testing.T) (src, dst cluster.Cluster) {
+	t.Helper()
+	srcV, dstV := bedPair(t)
+	srcName, dstName := bedPairNames("shared", srcV, dstV)
+	s, d := bedSharedNamed(srcName, srcV), bedSharedNamed(dstName, dstV)
+	if !testing.Short() {
+		// At once: the pair is ready in the time of its slower cluster.
+		var wg sync.WaitGroup
+		wg.Go(func() { _, _ = s.Start() })
+		wg.Go(func() { _, _ = d.Start() })
+		wg.Wait()
+	}
+	return s.T(t), d.T(t)
+}
+
+func bedSharedNamed(name, version string) *cluster.Shared {
+	bedSharedMu.Lock()
+	defer bedSharedMu.Unlock()
+	s := bedShared[name]
+	if s == nil {
+		s = &cluster.Shared{Spec: cluster.Spec{Version: version, Name: name}}
+		bedShared[name] = s
+	}
+	return s
+}
+
+// bedCloseShared closes every shared cluster that was started.
+func bedCloseShared() {
+	bedSharedMu.Lock()
+	defer bedSharedMu.Unlock()
+	for name, s := range bedShared {
+		if err := s.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "integration: close shared cluster %s: %v\n", name, err)
+		}
+	}
 }
 
 // Helpers shared by the tests of this package. They are named bed* so that the other test
@@ -104,11 +158,14 @@ func bedServed(ctx context.Context, t testing.TB, cl *kgo.Client, cluster, topic
 	}
 }
 
-// bedUnique is a name unique to this run: tests share clusters only within a test, but
-// unique names keep parallel runs and kept log dirs apart.
+// bedUnique is a name unique to this run and to this call: tests on the shared clusters
+// (bedSharedPair) and tests running in parallel keep their topics and groups apart by it, as
+// do parallel runs and kept log dirs.
 func bedUnique(prefix string) string {
-	return fmt.Sprintf("%s-%x", prefix, time.Now().UnixNano())
+	return fmt.Sprintf("%s-%x-%d", prefix, time.Now().UnixNano(), bedUniqueSeq.Add(1))
 }
+
+var bedUniqueSeq atomic.Int64
 
 // bedEndOffsets returns the high watermark of every partition of topic.
 func bedEndOffsets(ctx context.Context, t testing.TB, c cluster.Cluster, topic string) map[int32]int64 {

@@ -36,9 +36,7 @@ import (
 // 2.3.0 source and skips on the others.
 func TestMirrorSafety(t *testing.T) {
 	oldV, curV := bedPair(t)
-	oldName, curName := bedPairNames("safety", oldV, curV)
-	old := cluster.StartT(t, cluster.Spec{Version: oldV, Name: oldName})
-	cur := cluster.StartT(t, cluster.Spec{Version: curV, Name: curName})
+	old, cur := bedSharedPair(t)
 	if t.Failed() || t.Skipped() {
 		return
 	}

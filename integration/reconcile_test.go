@@ -752,8 +752,7 @@ func TestReconcileBench(t *testing.T) {
 // (pair_test.go) picks other versions.
 func TestReconcileRollbackSafety(t *testing.T) {
 	srcV, dstV := bedPair(t)
-	src := cluster.StartT(t, cluster.Spec{Version: srcV, Name: "source"})
-	dst := cluster.StartT(t, cluster.Spec{Version: dstV, Name: "target"})
+	src, dst := bedSharedPair(t)
 	ctx := bedCtx(t, 8*time.Minute)
 	run := fmt.Sprintf("%x", time.Now().UnixNano())
 	topic := "rcsafe-" + run
