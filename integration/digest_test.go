@@ -27,6 +27,7 @@ import (
 // longer does after the target's data changed. $KMIGRATE_PAIR (pair_test.go) picks other
 // versions.
 func TestDigest(t *testing.T) {
+	bedParallel(t)
 	src, dst := bedSharedPair(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

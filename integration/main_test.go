@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,9 +31,12 @@ import (
 )
 
 // TestMain reaps the JVMs that a killed earlier run left behind, says which provider and
-// versions run, closes the shared clusters (bedSharedPair) after the tests, and closes every
-// cluster when the run is interrupted (SIGINT, SIGTERM).
+// versions run, sets the package's default -parallel (bedParallelism), closes the shared
+// clusters (bedSharedPair) after the tests, and closes every cluster when the run is
+// interrupted (SIGINT, SIGTERM).
 func TestMain(m *testing.M) {
+	flag.Parse()
+	bedDefaultParallel()
 	for _, r := range cluster.Reap() {
 		fmt.Fprintf(os.Stderr, "integration: reaped leftover %s\n", r)
 	}
@@ -47,6 +53,39 @@ func TestMain(m *testing.M) {
 	bedCloseShared()
 	cluster.CloseAll()
 	os.Exit(code)
+}
+
+// bedParallelism is this package's -parallel when go test is given none (and the machine has
+// fewer CPUs): how many of the tests that call bedParallel run at once. Those tests mostly
+// wait (group session timeouts, transactions held open, MirrorMaker 2's rebalances): on the
+// 2-core machine TestIsolationAfterKill and TestVerifyBrokerRestart, run one after the other,
+// used 89.5 s of CPU, JVMs and tools included, in 199 s of wall time, under half a core each.
+const bedParallelism = 4
+
+// bedDefaultParallel sets -test.parallel to bedParallelism unless the command line set it.
+func bedDefaultParallel() {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if f := flag.Lookup("test.parallel"); f != nil && !set && runtime.GOMAXPROCS(0) < bedParallelism {
+		_ = f.Value.Set(strconv.Itoa(bedParallelism))
+	}
+}
+
+// bedParallel runs t in parallel with the package's other parallel tests (after the serial
+// ones). It is for tests on clusters of their own or on the shared ones (bedSharedPair) whose
+// verdicts do not depend on the machine being otherwise idle: a freeze (SIGSTOP) or a
+// condition decides when a fault strikes, never a fixed delay. Tests that measure stay
+// serial, and so do TestUnreplicatedTail (its kmirror must write within a 20 s window) and
+// TestReconcileApplyKilled (kreconcile is killed once it logged 20 commits: on a busy machine
+// it could commit every group first); they run first, before the parallel ones. Under the
+// testcontainers provider every test stays serial: Docker's containers side by side were not
+// measured on this machine.
+func bedParallel(t *testing.T) {
+	t.Helper()
+	if os.Getenv(cluster.EnvProvider) == cluster.ProviderTestcontainers {
+		return
+	}
+	t.Parallel()
 }
 
 // The shared clusters, by name: started on first use, closed by TestMain.

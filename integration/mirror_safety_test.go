@@ -35,6 +35,7 @@ import (
 // $KMIGRATE_PAIR (pair_test.go) picks other versions; the case without topic IDs needs the
 // 2.3.0 source and skips on the others.
 func TestMirrorSafety(t *testing.T) {
+	bedParallel(t)
 	oldV, curV := bedPair(t)
 	old, cur := bedSharedPair(t)
 	if t.Failed() || t.Skipped() {

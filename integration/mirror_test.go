@@ -54,6 +54,7 @@ import (
 // KMIGRATE_MIRROR_RECORDS sets the size of the kill -9 run (default 200000; an acceptance run
 // uses 1000000). $KMIGRATE_PAIR (pair_test.go) picks other versions.
 func TestMirror(t *testing.T) {
+	bedParallel(t)
 	srcV, dstV := bedPair(t)
 	mirSuite(t, srcV, dstV)
 }
@@ -62,6 +63,7 @@ func TestMirror(t *testing.T) {
 // version 2 is on (the producer epoch moves at every commit) and a kill -9 or a stale owner
 // must be fenced all the same.
 func TestMirrorKafka4(t *testing.T) {
+	bedParallel(t)
 	if srcV, dstV := bedPair(t); srcV == cluster.V230 && dstV == cluster.V431 {
 		t.Skipf("%s=%s-%s: TestMirror runs this pair", envPair, srcV, dstV)
 	}

@@ -979,6 +979,7 @@ func pfTable(rows []pfRow) string {
 // must cover every record once (their matched records add up to the whole topic's, which is
 // every acknowledged one), and the group must be exact after the fault.
 func TestProdFaultsHarness(t *testing.T) {
+	bedParallel(t)
 	src := cluster.StartT(t, cluster.Spec{Version: cluster.Kfake, Name: "pfh-src"})
 	dst := cluster.StartT(t, cluster.Spec{Version: cluster.Kfake, Name: "pfh-dst"})
 	b := &pfBed{src: src, dst: dst, srcDirect: src, dstDirect: dst,
@@ -1062,6 +1063,7 @@ func TestProdFaultsHeldBroker(t *testing.T) {
 // fault's subtest (checkAlive, or the restart over a transaction held in PrepareCommit) still
 // runs when that subtest ends, so that the next fault's window finds it alive.
 func TestProdFaultsRestartOutlivesSubtest(t *testing.T) {
+	bedParallel(t)
 	src := cluster.StartT(t, cluster.Spec{Version: cluster.Kfake, Name: "pfr-src"})
 	dst := cluster.StartT(t, cluster.Spec{Version: cluster.Kfake, Name: "pfr-dst"})
 	b := &pfBed{src: src, dst: dst, srcDirect: src, dstDirect: dst}

@@ -61,6 +61,7 @@ func codecsOf(string) []kgo.CompressionCodec {
 // that codec, on Kafka 2.3.0 and 3.7.1, or the versions of the pair $KMIGRATE_PAIR names
 // (pair_test.go).
 func TestRoundTrip(t *testing.T) {
+	bedParallel(t)
 	srcV, dstV := bedPair(t)
 	src, dst := bedSharedPair(t)
 	clusters := []cluster.Cluster{src, dst}
