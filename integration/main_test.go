@@ -75,11 +75,12 @@ func bedDefaultParallel() {
 // ones). It is for tests on clusters of their own or on the shared ones (bedSharedPair) whose
 // verdicts do not depend on the machine being otherwise idle: a freeze (SIGSTOP) or a
 // condition decides when a fault strikes, never a fixed delay. Tests that measure stay
-// serial, and so do TestUnreplicatedTail (its kmirror must write within a 20 s window) and
+// serial, and so do TestUnreplicatedTail (its kmirror must write within a 20 s window),
 // TestReconcileApplyKilled (kreconcile is killed once it logged 20 commits: on a busy machine
-// it could commit every group first); they run first, before the parallel ones. Under the
-// testcontainers provider every test stays serial: Docker's containers side by side were not
-// measured on this machine.
+// it could commit every group first) and TestProdFaultsHarness (its lanes are parallel
+// subtests, which in a parallel test would wait for a free slot while its producer runs on);
+// they run first, before the parallel ones. Under the testcontainers provider every test
+// stays serial: Docker's containers side by side were not measured on this machine.
 func bedParallel(t *testing.T) {
 	t.Helper()
 	if os.Getenv(cluster.EnvProvider) == cluster.ProviderTestcontainers {

@@ -979,7 +979,6 @@ func pfTable(rows []pfRow) string {
 // must cover every record once (their matched records add up to the whole topic's, which is
 // every acknowledged one), and the group must be exact after the fault.
 func TestProdFaultsHarness(t *testing.T) {
-	bedParallel(t)
 	src := cluster.StartT(t, cluster.Spec{Version: cluster.Kfake, Name: "pfh-src"})
 	dst := cluster.StartT(t, cluster.Spec{Version: cluster.Kfake, Name: "pfh-dst"})
 	b := &pfBed{src: src, dst: dst, srcDirect: src, dstDirect: dst,
