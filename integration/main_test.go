@@ -78,9 +78,10 @@ func bedDefaultParallel() {
 // serial, and so do TestUnreplicatedTail (its kmirror must write within a 20 s window),
 // TestReconcileApplyKilled (kreconcile is killed once it logged 20 commits: on a busy machine
 // it could commit every group first) and TestProdFaultsHarness (its lanes are parallel
-// subtests, which in a parallel test would wait for a free slot while its producer runs on);
-// they run first, before the parallel ones. Under the testcontainers provider every test
-// stays serial: Docker's containers side by side were not measured on this machine.
+// subtests, which in a parallel test would wait for a free slot while its producer runs on),
+// as does the bucket-count case of TestMirror and TestMirrorKafka4 (mirSuite); they run
+// first, before the parallel ones. Under the testcontainers provider every test stays
+// serial: Docker's containers side by side were not measured on this machine.
 func bedParallel(t *testing.T) {
 	t.Helper()
 	if os.Getenv(cluster.EnvProvider) == cluster.ProviderTestcontainers {
