@@ -4,7 +4,7 @@
 //
 // Run them with
 //
-//	go test ./integration/ -v                      # everything (a few minutes)
+//	go test ./integration/ -v                      # everything (docs/testing.md: how long)
 //	go test -short ./integration/                  # kfake and unit tests only
 //	go test ./integration/ -run SeedScenario -v    # the seed case, prints its 3 numbers
 //	KMIGRATE_LOGDIR=/tmp/kmlogs go test ./integration/ -run RoundTrip -v   # keep every log
