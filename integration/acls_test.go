@@ -157,6 +157,7 @@ func aclSame(t *testing.T, what string, got, want []string) {
 }
 
 func TestACLs(t *testing.T) {
+	bedParallel(t)
 	srcV, dstV := bedPair(t)
 	srcName, dstName := bedPairNames("acls", srcV, dstV)
 	src := cluster.StartT(t, cluster.Spec{Version: srcV, Name: srcName, Config: aclAuthorizer(srcV)})
@@ -300,6 +301,7 @@ func TestACLs(t *testing.T) {
 // the controller took it, so a tool that reads one broker once can read the set from before its
 // own write: the apply then reported ACLs it had created as failed, and a rollback left them.
 func TestACLsSecure3(t *testing.T) {
+	bedParallel(t)
 	srcV, dstV := bedPair(t)
 	src, dst := secStartOn(t, 3, srcV, dstV)
 	alice := "User:CN=alice"

@@ -40,6 +40,7 @@ import (
 //     the groups had consumed neither on old nor on new: the seed group the rest, the second
 //     group nothing.
 func TestCutover(t *testing.T) {
+	bedParallel(t)
 	oldV, newV := bedPair(t)
 	old := cluster.StartT(t, cluster.Spec{Version: oldV, Name: "cutover-old"})
 	nw := cluster.StartT(t, cluster.Spec{Version: newV, Name: "cutover-new"})

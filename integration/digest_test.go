@@ -27,9 +27,8 @@ import (
 // longer does after the target's data changed. $KMIGRATE_PAIR (pair_test.go) picks other
 // versions.
 func TestDigest(t *testing.T) {
-	srcV, dstV := bedPair(t)
-	src := cluster.StartT(t, cluster.Spec{Version: srcV, Name: "dg-source"})
-	dst := cluster.StartT(t, cluster.Spec{Version: dstV, Name: "dg-target"})
+	bedParallel(t)
+	src, dst := bedSharedPair(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	run := fmt.Sprintf("%x", time.Now().UnixNano())

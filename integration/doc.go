@@ -4,7 +4,7 @@
 //
 // Run them with
 //
-//	go test ./integration/ -v                      # everything (a few minutes)
+//	go test ./integration/ -v                      # everything (docs/testing.md: how long)
 //	go test -short ./integration/                  # kfake and unit tests only
 //	go test ./integration/ -run SeedScenario -v    # the seed case, prints its 3 numbers
 //	KMIGRATE_LOGDIR=/tmp/kmlogs go test ./integration/ -run RoundTrip -v   # keep every log
@@ -60,12 +60,15 @@
 //
 // # Helpers
 //
-// main_test.go has helpers named bed* that every test file of the package may use: clients
-// and topics (bedClient, bedAdmin, bedCreateTopic, bedUnique, bedProduce), reading
-// (bedEndOffsets, bedReadPartition), waiting for a condition with a deadline (bedCtx,
-// bedWaitFor), our binaries (bedBuild, bedRun, bedOutput), MM2 configuration (bedProperties,
-// bedFlow), and bedReport, which drops a result's HTML, JUnit and JSON reports into
-// $KMIGRATE_REPORT_DIR for the nightly job.
+// main_test.go has helpers named bed* that every test file of the package may use: the
+// shared pair (bedSharedPair: a source and a target of $KMIGRATE_PAIR started once per run,
+// for the tests that leave brokers whole, run no MirrorMaker 2 and create their own topics
+// and groups: TestVerifyNothingToCompare, TestDigest, TestReconcileRollbackSafety,
+// TestRoundTrip, TestMirrorSafety), clients and topics (bedClient, bedAdmin, bedCreateTopic,
+// bedUnique, bedProduce), reading (bedEndOffsets, bedReadPartition), waiting for a condition
+// with a deadline (bedCtx, bedWaitFor), our binaries (bedBuild, bedRun, bedOutput), MM2
+// configuration (bedProperties, bedFlow), and bedReport, which drops a result's HTML, JUnit
+// and JSON reports into $KMIGRATE_REPORT_DIR for the nightly job.
 //
 // # Faults during mirroring
 //

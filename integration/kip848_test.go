@@ -37,6 +37,7 @@ const (
 // group.protocol=consumer then reads exactly the 40 records the group had left. With a member
 // of the new protocol active on the target, kreconcile refuses to write the group.
 func TestKIP848Reconcile(t *testing.T) {
+	bedParallel(t)
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
@@ -226,6 +227,7 @@ func k848Offset(p *int64) string {
 // E(G) exactly. A share group of the source (KIP-932) is listed as not migrated, with why,
 // when the source runs share groups.
 func TestKIP848Plan4To4(t *testing.T) {
+	bedParallel(t)
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()

@@ -4,13 +4,18 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -26,8 +31,12 @@ import (
 )
 
 // TestMain reaps the JVMs that a killed earlier run left behind, says which provider and
-// versions run, and closes every cluster when the run is interrupted (SIGINT, SIGTERM).
+// versions run, sets the package's default -parallel (bedParallelism), closes the shared
+// clusters (bedSharedPair) after the tests, and closes every cluster when the run is
+// interrupted (SIGINT, SIGTERM).
 func TestMain(m *testing.M) {
+	flag.Parse()
+	bedDefaultParallel()
 	for _, r := range cluster.Reap() {
 		fmt.Fprintf(os.Stderr, "integration: reaped leftover %s\n", r)
 	}
@@ -41,8 +50,94 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}()
 	code := m.Run()
+	bedCloseShared()
 	cluster.CloseAll()
 	os.Exit(code)
+}
+
+// bedParallelism is this package's -parallel when go test is given none (and the machine has
+// fewer CPUs): how many of the tests that call bedParallel run at once. Those tests mostly
+// wait (group session timeouts, transactions held open, MirrorMaker 2's rebalances): on the
+// 2-core machine TestIsolationAfterKill and TestVerifyBrokerRestart, run one after the other,
+// used 89.5 s of CPU, JVMs and tools included, in 199 s of wall time, under half a core each.
+const bedParallelism = 4
+
+// bedDefaultParallel sets -test.parallel to bedParallelism unless the command line set it.
+func bedDefaultParallel() {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if f := flag.Lookup("test.parallel"); f != nil && !set && runtime.GOMAXPROCS(0) < bedParallelism {
+		_ = f.Value.Set(strconv.Itoa(bedParallelism))
+	}
+}
+
+// bedParallel runs t in parallel with the package's other parallel tests (after the serial
+// ones). It is for tests on clusters of their own or on the shared ones (bedSharedPair) whose
+// verdicts do not depend on the machine being otherwise idle: a freeze (SIGSTOP) or a
+// condition decides when a fault strikes, never a fixed delay. Tests that measure stay
+// serial, and so do TestUnreplicatedTail (its kmirror must write within a 20 s window),
+// TestReconcileApplyKilled (kreconcile is killed once it logged 20 commits: on a busy machine
+// it could commit every group first) and TestProdFaultsHarness (its lanes are parallel
+// subtests, which in a parallel test would wait for a free slot while its producer runs on),
+// as does the bucket-count case of TestMirror and TestMirrorKafka4 (mirSuite); they run
+// first, before the parallel ones. Under the testcontainers provider every test stays
+// serial: Docker's containers side by side were not measured on this machine.
+func bedParallel(t *testing.T) {
+	t.Helper()
+	if os.Getenv(cluster.EnvProvider) == cluster.ProviderTestcontainers {
+		return
+	}
+	t.Parallel()
+}
+
+// The shared clusters, by name: started on first use, closed by TestMain.
+var (
+	bedSharedMu sync.Mutex
+	bedShared   = map[string]*cluster.Shared{}
+)
+
+// bedSharedPair returns the source and target of the pair $KMIGRATE_PAIR names (bedPair),
+// one-broker clusters with the provider's defaults, shared by every test of this run that
+// asks: both are started together by the first test that asks, and TestMain closes them. A
+// test on them must not stop, kill, freeze or restart a broker, change a broker's
+// configuration, or run a mirror whose aliases another test on them uses; it names its
+// topics and groups uniquely (bedUnique) and asserts only on what it created. It skips or
+// fails as cluster.StartT does.
+func bedSharedPair(t *testing.T) (src, dst cluster.Cluster) {
+	t.Helper()
+	srcV, dstV := bedPair(t)
+	srcName, dstName := bedPairNames("shared", srcV, dstV)
+	s, d := bedSharedNamed(srcName, srcV), bedSharedNamed(dstName, dstV)
+	if !testing.Short() {
+		// At once: the pair is ready in the time of its slower cluster.
+		var wg sync.WaitGroup
+		wg.Go(func() { _, _ = s.Start() })
+		wg.Go(func() { _, _ = d.Start() })
+		wg.Wait()
+	}
+	return s.T(t), d.T(t)
+}
+
+func bedSharedNamed(name, version string) *cluster.Shared {
+	bedSharedMu.Lock()
+	defer bedSharedMu.Unlock()
+	s := bedShared[name]
+	if s == nil {
+		s = &cluster.Shared{Spec: cluster.Spec{Version: version, Name: name}}
+		bedShared[name] = s
+	}
+	return s
+}
+
+// bedCloseShared closes every shared cluster that was started.
+func bedCloseShared() {
+	bedSharedMu.Lock()
+	defer bedSharedMu.Unlock()
+	for name, s := range bedShared {
+		if err := s.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "integration: close shared cluster %s: %v\n", name, err)
+		}
+	}
 }
 
 // Helpers shared by the tests of this package. They are named bed* so that the other test
@@ -104,11 +199,14 @@ func bedServed(ctx context.Context, t testing.TB, cl *kgo.Client, cluster, topic
 	}
 }
 
-// bedUnique is a name unique to this run: tests share clusters only within a test, but
-// unique names keep parallel runs and kept log dirs apart.
+// bedUnique is a name unique to this run and to this call: tests on the shared clusters
+// (bedSharedPair) and tests running in parallel keep their topics and groups apart by it, as
+// do parallel runs and kept log dirs.
 func bedUnique(prefix string) string {
-	return fmt.Sprintf("%s-%x", prefix, time.Now().UnixNano())
+	return fmt.Sprintf("%s-%x-%d", prefix, time.Now().UnixNano(), bedUniqueSeq.Add(1))
 }
+
+var bedUniqueSeq atomic.Int64
 
 // bedEndOffsets returns the high watermark of every partition of topic.
 func bedEndOffsets(ctx context.Context, t testing.TB, c cluster.Cluster, topic string) map[int32]int64 {

@@ -22,6 +22,7 @@ import (
 // time out. Measured 2026-12-04, 2.3.0 -> 3.7.1 on JVMs: 82.2 s with the defaults (the dead
 // members' 45 s sessions, then a rebalance), 1.2 s with static membership.
 func TestMirrorCrashLoop(t *testing.T) {
+	bedParallel(t)
 	src := cluster.StartT(t, cluster.Spec{Version: cluster.V230, Name: "crash-src"})
 	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "crash-dst"})
 	if t.Failed() || t.Skipped() {

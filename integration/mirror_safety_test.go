@@ -35,10 +35,9 @@ import (
 // $KMIGRATE_PAIR (pair_test.go) picks other versions; the case without topic IDs needs the
 // 2.3.0 source and skips on the others.
 func TestMirrorSafety(t *testing.T) {
+	bedParallel(t)
 	oldV, curV := bedPair(t)
-	oldName, curName := bedPairNames("safety", oldV, curV)
-	old := cluster.StartT(t, cluster.Spec{Version: oldV, Name: oldName})
-	cur := cluster.StartT(t, cluster.Spec{Version: curV, Name: curName})
+	old, cur := bedSharedPair(t)
 	if t.Failed() || t.Skipped() {
 		return
 	}

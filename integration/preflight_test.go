@@ -30,6 +30,7 @@ import (
 // 2 nothing selected) and that the target was not written to. $KMIGRATE_PAIR (pair_test.go)
 // picks other versions.
 func TestPreflight(t *testing.T) {
+	bedParallel(t)
 	srcV, dstV := bedPair(t)
 	src := cluster.StartT(t, cluster.Spec{Version: srcV, Name: "pf-source", Config: map[string]string{"broker.rack": "rack-old"}})
 	dst := cluster.StartT(t, cluster.Spec{Version: dstV, Name: "pf-target", Config: map[string]string{"broker.rack": "rack-new"}})

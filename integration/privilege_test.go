@@ -271,6 +271,7 @@ func newPrivBed(t *testing.T) *privBed {
 }
 
 func TestLeastPrivilege(t *testing.T) {
+	bedParallel(t)
 	b := newPrivBed(t)
 	bins := bedBuild(t, "kverify", "kreconcile")
 	topicR := func(side string) privACL { return privACL{side: side, typ: "Topic", name: b.topic, op: kadm.OpRead} }
@@ -334,6 +335,7 @@ func TestLeastPrivilege(t *testing.T) {
 // topic (and, in the second row, puts the group on the target at its exact offset) and exits 0
 // on SIGTERM.
 func TestLeastPrivilegeKmirror(t *testing.T) {
+	bedParallel(t)
 	b := newPrivBed(t)
 	b.bin = filepath.Join(bedBuild(t, "kmirror"), "kmirror")
 	acl := func(side, typ, name string, op kadm.ACLOperation) privACL {

@@ -1062,6 +1062,7 @@ func TestProdFaultsHeldBroker(t *testing.T) {
 // fault's subtest (checkAlive, or the restart over a transaction held in PrepareCommit) still
 // runs when that subtest ends, so that the next fault's window finds it alive.
 func TestProdFaultsRestartOutlivesSubtest(t *testing.T) {
+	bedParallel(t)
 	src := cluster.StartT(t, cluster.Spec{Version: cluster.Kfake, Name: "pfr-src"})
 	dst := cluster.StartT(t, cluster.Spec{Version: cluster.Kfake, Name: "pfr-dst"})
 	b := &pfBed{src: src, dst: dst, srcDirect: src, dstDirect: dst}

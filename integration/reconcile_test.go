@@ -185,6 +185,7 @@ func rcSameValues(t *testing.T, what string, got, want [][]byte) {
 // lag and a consumer of the group on the target reads exactly the unconsumed records.
 // Under $KMIGRATE_PAIR (pair_test.go) the target is the pair's, MirrorMaker 2 stays 3.7.1.
 func TestReconcileSeed(t *testing.T) {
+	bedParallel(t)
 	bedSkipSource(t, cluster.V230, "the seed fixture's source is Kafka 2.3.0 (runSeedScenarioOn takes the target's version only)")
 	_, dstV := bedPair(t)
 	f := runSeedScenarioOn(t, dstV, cluster.V371)
@@ -315,6 +316,7 @@ func rcHasValue(ctx context.Context, t *testing.T, c cluster.Cluster, topic stri
 // mirrored, an active target group (refused, nothing written), apply twice, rollback.
 // $KMIGRATE_PAIR (pair_test.go) picks other versions.
 func TestReconcileCases(t *testing.T) {
+	bedParallel(t)
 	srcV, dstV := bedPair(t)
 	src := cluster.StartT(t, cluster.Spec{Version: srcV, Name: "source"})
 	dst := cluster.StartT(t, cluster.Spec{Version: dstV, Name: "destination"})
@@ -542,6 +544,7 @@ func TestReconcileCases(t *testing.T) {
 // TestReconcile371To371 mirrors between two 3.7.1 clusters with a test mirror that replays
 // records (as a restarted mirror does), then plans, applies and consumes.
 func TestReconcile371To371(t *testing.T) {
+	bedParallel(t)
 	src := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "source"})
 	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "target"})
 	ctx := bedCtx(t, 5*time.Minute)
@@ -751,9 +754,9 @@ func TestReconcileBench(t *testing.T) {
 // the commit, which Apply names, on either version as the target. $KMIGRATE_PAIR
 // (pair_test.go) picks other versions.
 func TestReconcileRollbackSafety(t *testing.T) {
+	bedParallel(t)
 	srcV, dstV := bedPair(t)
-	src := cluster.StartT(t, cluster.Spec{Version: srcV, Name: "source"})
-	dst := cluster.StartT(t, cluster.Spec{Version: dstV, Name: "target"})
+	src, dst := bedSharedPair(t)
 	ctx := bedCtx(t, 8*time.Minute)
 	run := fmt.Sprintf("%x", time.Now().UnixNano())
 	topic := "rcsafe-" + run

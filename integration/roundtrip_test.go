@@ -61,15 +61,16 @@ func codecsOf(string) []kgo.CompressionCodec {
 // that codec, on Kafka 2.3.0 and 3.7.1, or the versions of the pair $KMIGRATE_PAIR names
 // (pair_test.go).
 func TestRoundTrip(t *testing.T) {
+	bedParallel(t)
 	srcV, dstV := bedPair(t)
-	versions := []string{srcV, dstV}
+	src, dst := bedSharedPair(t)
+	clusters := []cluster.Cluster{src, dst}
 	if srcV == dstV {
-		versions = versions[:1]
+		clusters = clusters[:1]
 	}
-	for _, v := range versions {
-		t.Run(v, func(t *testing.T) {
-			c := cluster.StartT(t, cluster.Spec{Version: v})
-			for i, codec := range codecsOf(v) {
+	for _, c := range clusters {
+		t.Run(c.Version(), func(t *testing.T) {
+			for i, codec := range codecsOf(c.Version()) {
 				t.Run(codecNames[i], func(t *testing.T) {
 					roundTripCodec(t, c, codec, int8(i))
 				})

@@ -108,6 +108,7 @@ func secStartOn(t *testing.T, nb int, srcV, dstV string) (src, dst cluster.Clust
 // TestSecureBed checks the secure bed of the versions of $KMIGRATE_PAIR (pair_test.go; 2.3.0
 // and 3.7.1 when unset).
 func TestSecureBed(t *testing.T) {
+	bedParallel(t)
 	srcV, dstV := bedPair(t)
 	src, dst := secStartOn(t, 1, srcV, dstV)
 	const topic = "sec.orders"

@@ -14,6 +14,7 @@ import (
 // 2 and the user's file, and reports where MM2 leaves the idle group: its lag on the target
 // against the source's 30, and how many consumed records a switch would read again.
 func TestSeedScenarioMM2v4(t *testing.T) {
+	bedParallel(t)
 	start := time.Now()
 	f := runSeedScenarioOn(t, cluster.V431, cluster.V431)
 	if log, err := os.ReadFile(f.MM2.LogPath()); err != nil || !strings.Contains(string(log), "Kafka version: "+cluster.V431) {

@@ -306,6 +306,7 @@ func seedOffsetSyncs(ctx context.Context, t testing.TB, dst cluster.Cluster) []m
 // after the switch, the target lag is larger than the source lag and already consumed records
 // are read again.
 func TestSeedScenario(t *testing.T) {
+	bedParallel(t)
 	start := time.Now()
 	f := runSeedScenario(t)
 	var syncs bytes.Buffer
@@ -336,6 +337,7 @@ func TestSeedScenario(t *testing.T) {
 // TestSeedProperties checks that the test's mm2.properties is the user's but for addresses,
 // replication factors and intervals.
 func TestSeedProperties(t *testing.T) {
+	bedParallel(t)
 	src := cluster.StartT(t, cluster.Spec{Version: cluster.Kfake, Name: "source"})
 	dst := cluster.StartT(t, cluster.Spec{Version: cluster.Kfake, Name: "destination"})
 	parse := func(text string) map[string]string {

@@ -22,6 +22,7 @@ import (
 // kverify merge give the same verdict, topic by topic, as the whole run. $KMIGRATE_PAIR
 // (pair_test.go) picks other versions.
 func TestVerifyAll(t *testing.T) {
+	bedParallel(t)
 	srcV, dstV := bedPair(t)
 	src := cluster.StartT(t, cluster.Spec{Version: srcV, Name: "va-source"})
 	dst := cluster.StartT(t, cluster.Spec{Version: dstV, Name: "va-destination"})

@@ -34,6 +34,7 @@ import (
 //
 // $KMIGRATE_PAIR (pair_test.go) picks other versions; every target of a pair has topic IDs.
 func TestVerifyState(t *testing.T) {
+	bedParallel(t)
 	srcV, dstV := bedPair(t)
 	src := cluster.StartT(t, cluster.Spec{Version: srcV, Name: "vs-source"})
 	dst := cluster.StartT(t, cluster.Spec{Version: dstV, Name: "vs-destination"})

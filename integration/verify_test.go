@@ -25,6 +25,7 @@ import (
 // identical (exit 0). Then a copy of the plain topic with faults injected is reported with every
 // fault at its exact offsets (exit 1).
 func TestVerify(t *testing.T) {
+	bedParallel(t)
 	srcV, dstV := bedPair(t)
 	src := cluster.StartT(t, cluster.Spec{Version: srcV, Name: "vf-source"})
 	dst := cluster.StartT(t, cluster.Spec{Version: dstV, Name: "vf-destination"})
@@ -343,10 +344,8 @@ func vfDecode(t *testing.T, out string) *verify.Result {
 // nothing; with a partition past its end and another not, the first is named as not compared
 // and left out of the offset map. No MirrorMaker: the same records are written to both sides.
 func TestVerifyNothingToCompare(t *testing.T) {
-	oldV, curV := bedPair(t)
-	oldName, curName := bedPairNames("vn", oldV, curV)
-	old := cluster.StartT(t, cluster.Spec{Version: oldV, Name: oldName})
-	cur := cluster.StartT(t, cluster.Spec{Version: curV, Name: curName})
+	bedParallel(t)
+	old, cur := bedSharedPair(t)
 	ctx := bedCtx(t, 10*time.Minute)
 	bin := filepath.Join(bedBuild(t, "kverify"), "kverify")
 	base := time.Now().Add(-time.Hour).Truncate(time.Second)

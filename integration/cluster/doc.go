@@ -4,7 +4,9 @@
 // The types to know: [Spec] (version, broker count, provider), [Cluster] (bootstrap
 // addresses; stop, kill -9 and restart one broker; Close), and [MM2] (a MirrorMaker 2 3.7.1
 // process in dedicated mode, from [StartMM2]). Tests call [StartT] and [StartMM2T], which
-// close what they start in t.Cleanup and print the tail of every log when the test failed.
+// close what they start in t.Cleanup and print the tail of every log when the test failed;
+// tests that can share a cluster take it from a [Shared], started by the first test that asks
+// and closed by TestMain.
 //
 // Providers (Spec.Provider, else $KMIGRATE_PROVIDER, else "kfake" for Version "kfake" and
 // "jvm" for "2.3.0", "3.7.1" and "4.3.1"):
