@@ -30,26 +30,64 @@ const DefaultBuckets = 16
 // MaxBuckets bounds Config.Buckets: each bucket is a producer in its owner.
 const MaxBuckets = 1024
 
+// bucketScheme is the flow's split into buckets, the one owner of the bucket count
+// (Config.Buckets) and of which bucket a partition falls into: every process of a flow, and
+// every run, computes the same. The engine, its writers, the resume and the balancer ask it;
+// none of them reads the count from the configuration.
+type bucketScheme struct {
+	n     int    // the bucket count
+	group string // the flow's group id, which names the transactional ids
+}
+
+func newBucketScheme(c *Config) bucketScheme { return bucketScheme{n: c.Buckets, group: c.GroupID} }
+
+// of is the bucket of partition t.
+func (s bucketScheme) of(t tp) int { return bucketOf(t, s.n) }
+
+// txnID is the transactional id of bucket b.
+func (s bucketScheme) txnID(b int) string { return bucketTxnID(s.group, b, s.n) }
+
+// protocol is the source group's protocol of the scheme (bucketProtocol).
+func (s bucketScheme) protocol() string { return bucketProtocol(s.n) }
+
+// balancer is the source group's balancer of the scheme.
+func (s bucketScheme) balancer() bucketBalancer { return bucketBalancer{n: s.n} }
+
+// what names bucket b for errors and warnings.
+func (s bucketScheme) what(b int) string { return fmt.Sprintf("bucket %d of %d", b, s.n) }
+
+// earlierIDs are the transactional ids of the scheme the offset map was last written under,
+// when it is not this one: every bucket's of another count (earlier > 0), or, for kmirror's
+// earlier one id per partition (earlier 0), the id of every partition of parts.
+func (s bucketScheme) earlierIDs(earlier int, parts map[tp]bool) []string {
+	var ids []string
+	if earlier > 0 {
+		for b := range earlier {
+			ids = append(ids, bucketTxnID(s.group, b, earlier))
+		}
+		return ids
+	}
+	for t := range parts {
+		ids = append(ids, fmt.Sprintf("%s-%s-%d", s.group, t.topic, t.partition))
+	}
+	slices.Sort(ids)
+	return ids
+}
+
 // bucketOf is the bucket of partition t among n: consecutive partitions of a topic fall into
 // consecutive buckets, from a place the topic's name decides, so a topic's partitions spread
-// over the buckets. It depends only on the name, the partition and n, so every process of a
-// flow, and every run, computes the same.
+// over the buckets. It depends only on the name, the partition and n.
 func bucketOf(t tp, n int) int {
 	h := fnv.New32a()
 	h.Write([]byte(t.topic))
 	return int((uint64(h.Sum32()) + uint64(t.partition)) % uint64(n))
 }
 
-// bucketTxnID is the transactional id of bucket b of n. It names the bucket count, so a flow
-// run with another count uses other ids (and fences the old ones first: fenceScheme).
-func (c *Config) bucketTxnID(b, n int) string {
-	return fmt.Sprintf("%s-bucket-%d-of-%d", c.GroupID, b, n)
-}
-
-// legacyTxnID is the transactional id of partition t in kmirror's earlier scheme, one id per
-// partition: a flow mirrored with it has them fenced once (fenceScheme).
-func (c *Config) legacyTxnID(t tp) string {
-	return fmt.Sprintf("%s-%s-%d", c.GroupID, t.topic, t.partition)
+// bucketTxnID is the transactional id of bucket b of n in group's flow. It names the bucket
+// count, so a flow run with another count uses other ids (and fences the old ones first:
+// fenceScheme).
+func bucketTxnID(group string, b, n int) string {
+	return fmt.Sprintf("%s-bucket-%d-of-%d", group, b, n)
 }
 
 // bucket is one bucket this process owns: its writer and the owned partitions that write
@@ -259,33 +297,28 @@ func decodeSchemeRecord(key, value []byte) (string, int, error) {
 // It runs once per change of scheme: every later resume finds the record.
 func (e *Engine) fenceScheme(ctx context.Context, scheme int, persisted persistedMap, assigned []tp) error {
 	var ids []string
-	if scheme > 0 {
-		for b := range scheme {
-			ids = append(ids, e.cfg.bucketTxnID(b, scheme))
-		}
-	} else if len(persisted) > 0 {
+	if scheme > 0 || len(persisted) > 0 {
 		seen := map[tp]bool{}
-		for t := range persisted {
-			seen[t] = true
-		}
-		for _, t := range assigned {
-			seen[t] = true
-		}
-		e.mu.Lock()
-		for topic, n := range e.topics {
-			for p := range int32(n) {
-				seen[tp{topic, p}] = true
+		if scheme == 0 {
+			for t := range persisted {
+				seen[t] = true
 			}
+			for _, t := range assigned {
+				seen[t] = true
+			}
+			e.mu.Lock()
+			for topic, n := range e.topics {
+				for p := range int32(n) {
+					seen[tp{topic, p}] = true
+				}
+			}
+			e.mu.Unlock()
 		}
-		e.mu.Unlock()
-		for t := range seen {
-			ids = append(ids, e.cfg.legacyTxnID(t))
-		}
-		slices.Sort(ids)
+		ids = e.buckets.earlierIDs(scheme, seen)
 	}
 	if len(ids) > 0 {
 		e.log.Info("the offset map was written under another fencing scheme: fencing its transactional ids first",
-			"cluster", e.cfg.TargetAlias, "map_topic", e.cfg.MapTopic, "earlier_buckets", scheme, "buckets", e.cfg.Buckets, "ids", len(ids))
+			"cluster", e.cfg.TargetAlias, "map_topic", e.cfg.MapTopic, "earlier_buckets", scheme, "buckets", e.buckets.n, "ids", len(ids))
 	}
 	err := fenceEach(ids, func(id string) error {
 		cl, err := e.txn.initID(ctx, id, "the earlier fencing scheme")
@@ -297,9 +330,9 @@ func (e *Engine) fenceScheme(ctx context.Context, scheme int, persisted persiste
 	if err != nil {
 		return err
 	}
-	rec := &kgo.Record{Topic: e.cfg.MapTopic, Partition: 0, Key: schemeKey(e.cfg.GroupID), Value: schemeValue(e.cfg.Buckets)}
+	rec := &kgo.Record{Topic: e.cfg.MapTopic, Partition: 0, Key: schemeKey(e.cfg.GroupID), Value: schemeValue(e.buckets.n)}
 	if err := e.dst.ProduceSync(ctx, rec).FirstErr(); err != nil {
-		return fmt.Errorf("target cluster %s: record the fencing scheme (%d buckets) in %s: %w%s", e.cfg.TargetAlias, e.cfg.Buckets, e.cfg.MapTopic, err, hint(err))
+		return fmt.Errorf("target cluster %s: record the fencing scheme (%d buckets) in %s: %w%s", e.cfg.TargetAlias, e.buckets.n, e.cfg.MapTopic, err, hint(err))
 	}
 	return nil
 }

@@ -37,6 +37,9 @@ type Engine struct {
 	// txn creates, commits, fences and closes the partitions' transactional writers, and
 	// holds the partitions being revoked (txn.go).
 	txn *writers
+	// buckets is the flow's split into buckets (bucket.go): the bucket count and each
+	// partition's bucket.
+	buckets bucketScheme
 
 	persistMu sync.Mutex // one persist at a time, so map records of a key never go backwards
 	dstOnce   sync.Once
@@ -98,8 +101,9 @@ func New(cfg Config, srcOpts, dstOpts []kgo.Opt, log *slog.Logger) (*Engine, err
 		drainTimeout: drainTimeout,
 	}
 	e.metrics = newMetrics(e)
+	e.buckets = newBucketScheme(&e.cfg)
 	e.txn = &writers{
-		cfg: &e.cfg, log: log, metrics: e.metrics,
+		cfg: &e.cfg, scheme: e.buckets, log: log, metrics: e.metrics,
 		opts: e.producerOpts, owner: e.part, fail: e.fail, failed: e.failed,
 		timeout: commitTimeout, fenceWarn: fenceWarnEvery,
 		revoking: map[*partState]struct{}{},
@@ -694,7 +698,7 @@ func (e *Engine) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[strin
 // protocolErr is the error of a join the source group refused because its members split
 // the flow another way.
 func (e *Engine) protocolErr(err error) error {
-	how := fmt.Sprintf("fencing transactions with %d buckets (group protocol %s)", e.cfg.Buckets, bucketProtocol(e.cfg.Buckets))
+	how := fmt.Sprintf("fencing transactions with %d buckets (group protocol %s)", e.buckets.n, e.buckets.protocol())
 	if e.cfg.Fencing == FenceNone {
 		how = "fencing none (group protocol cooperative-sticky)"
 	}
@@ -706,7 +710,7 @@ func (e *Engine) protocolErr(err error) error {
 // (bucketBalancer), cooperative-sticky partitions without.
 func (e *Engine) balancer() kgo.GroupBalancer {
 	if e.cfg.Fencing == FenceTransactions {
-		return bucketBalancer{n: e.cfg.Buckets}
+		return e.buckets.balancer()
 	}
 	return kgo.CooperativeStickyBalancer()
 }

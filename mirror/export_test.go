@@ -98,7 +98,8 @@ func IsSchemeRecord(key, value []byte) bool {
 // filled in).
 func BucketTxnID(cfg Config, topic string, partition int32) string {
 	cfg.SetDefaults()
-	return cfg.bucketTxnID(bucketOf(tp{topic, partition}, cfg.Buckets), cfg.Buckets)
+	s := newBucketScheme(&cfg)
+	return s.txnID(s.of(tp{topic, partition}))
 }
 
 // BucketOf exposes bucketOf.

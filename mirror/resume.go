@@ -52,7 +52,7 @@ func (e *Engine) resume(ctx context.Context, assigned []tp) (_ []*partState, err
 	if err != nil {
 		return nil, err
 	}
-	if txn && scheme != e.cfg.Buckets {
+	if txn && scheme != e.buckets.n {
 		// The map was written under another fencing scheme: fence its ids, then read the
 		// target again, now that none of them can commit anything more.
 		if err := e.fenceScheme(ctx, scheme, persisted, assigned); err != nil {
@@ -161,9 +161,9 @@ func (e *Engine) resumeEach(ctx context.Context, checks *resumeChecks, assigned 
 			case err != nil:
 				r.err = err
 			case len(persisted[t].segs) > 0:
-				r.ps, r.err = e.resumePartition(ctx, checks, t, persisted[t], b, writers[bucketOf(t, e.cfg.Buckets)])
+				r.ps, r.err = e.resumePartition(ctx, checks, t, persisted[t], b, writers[e.buckets.of(t)])
 			default:
-				r.ps, r.origin, r.err = e.freshPartition(ctx, t, b, writers[bucketOf(t, e.cfg.Buckets)])
+				r.ps, r.origin, r.err = e.freshPartition(ctx, t, b, writers[e.buckets.of(t)])
 			}
 			return nil
 		})
@@ -372,7 +372,7 @@ func (e *Engine) fenceAll(ctx context.Context, assigned []tp) (writers map[int]*
 	writers = map[int]*txnWriter{}
 	var need []int
 	for _, t := range assigned {
-		k := bucketOf(t, e.cfg.Buckets)
+		k := e.buckets.of(t)
 		if _, ok := writers[k]; ok {
 			continue
 		}

@@ -38,6 +38,7 @@ const fenceNoneWarning = "fencing none: writes are not fenced. A process that lo
 // always taken before writers.mu.
 type writers struct {
 	cfg     *Config
+	scheme  bucketScheme // the flow's buckets (bucket.go)
 	log     *slog.Logger
 	metrics *metrics
 	dst     *kgo.Client         // the engine's target client, set by connect: describes transactions (txnstate.go)
@@ -108,8 +109,8 @@ const txnTimeout = 2 * time.Minute
 // open creates bucket b's transactional producer and initialises its id, which fences any
 // earlier owner, before the caller reads the target's committed state.
 func (x *writers) open(ctx context.Context, b int) (*txnWriter, error) {
-	id := x.cfg.bucketTxnID(b, x.cfg.Buckets)
-	cl, err := x.initID(ctx, id, fmt.Sprintf("bucket %d of %d", b, x.cfg.Buckets))
+	id := x.scheme.txnID(b)
+	cl, err := x.initID(ctx, id, x.scheme.what(b))
 	if err != nil {
 		return nil, err
 	}
@@ -435,7 +436,7 @@ func (x *writers) attach(states []*partState) {
 		if ps.w == nil {
 			continue
 		}
-		k := bucketOf(ps.tp, x.cfg.Buckets)
+		k := x.scheme.of(ps.tp)
 		bk := x.buckets[k]
 		if bk == nil {
 			bk = &bucket{id: k, w: ps.w, parts: map[tp]*partState{}}
