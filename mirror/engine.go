@@ -34,15 +34,17 @@ type Engine struct {
 	parts  map[tp]*partState
 	topics map[string]int // mirrored source topics and their partition counts
 
-	// txn creates, commits, fences and closes the partitions' transactional writers, and
-	// holds the partitions being revoked (txn.go).
+	// txn creates, fences and closes the buckets' transactional writers, and holds the
+	// partitions being revoked (txn.go).
 	txn *writers
+	// commits decides when each bucket commits and commits it, with the map records that
+	// describe its records (commit.go).
+	commits *committer
 	// buckets is the flow's split into buckets (bucket.go): the bucket count and each
 	// partition's bucket.
 	buckets bucketScheme
 
-	persistMu sync.Mutex // one persist at a time, so map records of a key never go backwards
-	dstOnce   sync.Once
+	dstOnce sync.Once
 
 	fatalOnce sync.Once
 	fatal     chan error    // the first fatal error, put back by whoever reads it
@@ -54,7 +56,7 @@ type Engine struct {
 	// source ahead, before a warning says what it waits for. Default: 30s.
 	stallAfter time.Duration
 	// drainTimeout bounds the whole drain at stop (drain). Default: the constant of the same
-	// name; tests shorten it. The commit bound is writers.timeout (txn.go).
+	// name; tests shorten it. The commit bound is committer.timeout (commit.go).
 	drainTimeout time.Duration
 	// crashed makes the engine stop like a killed process: no wait for in-flight records and
 	// no persist on revoke or at the end (tests set it through export_test.go).
@@ -105,9 +107,14 @@ func New(cfg Config, srcOpts, dstOpts []kgo.Opt, log *slog.Logger) (*Engine, err
 	e.txn = &writers{
 		cfg: &e.cfg, scheme: e.buckets, log: log, metrics: e.metrics,
 		opts: e.producerOpts, owner: e.part, fail: e.fail, failed: e.failed,
-		timeout: commitTimeout, fenceWarn: fenceWarnEvery,
-		revoking: map[*partState]struct{}{},
-		buckets:  map[int]*bucket{},
+		fenceWarn: fenceWarnEvery,
+		revoking:  map[*partState]struct{}{},
+		buckets:   map[int]*bucket{},
+	}
+	e.commits = &committer{
+		cfg: &e.cfg, log: log, metrics: e.metrics, txn: e.txn,
+		owned: e.owned, stopped: e.crashed.Load, fail: e.fail,
+		timeout: commitTimeout,
 	}
 	return e, nil
 }
@@ -235,7 +242,8 @@ func (e *Engine) newConsumer(topics map[string]int) (*kgo.Client, error) {
 	return src, nil
 }
 
-// background are the loops Run starts beside the data path: persist, refresh, safety and,
+// background are the loops Run starts beside the data path: commits, stall warnings, refresh,
+// safety and,
 // when configured, group offset sync.
 type background struct {
 	cancel context.CancelFunc
@@ -248,7 +256,8 @@ type background struct {
 func (e *Engine) startLoops(ctx context.Context, gs *groupSyncer) *background {
 	loops, cancel := context.WithCancel(ctx)
 	bg := &background{cancel: cancel}
-	bg.wg.Go(func() { e.persistLoop(loops) })
+	bg.wg.Go(func() { e.commits.run(loops) }) // commit.go
+	bg.wg.Go(func() { e.stallLoop(loops) })
 	bg.wg.Go(func() { e.refreshLoop(loops) })
 	bg.wg.Go(func() { e.safetyLoop(loops) }) // halt.go
 	if e.hb != nil {
@@ -300,9 +309,9 @@ func (e *Engine) drain(ctx context.Context, bg *background) {
 	e.src.Close()
 	close(drained)
 	bg.stop()
-	e.txn.commits.Wait()
+	e.commits.wait()
 	if !e.crashed.Load() {
-		if err := e.persist(drain, e.owned()); err != nil {
+		if err := e.commits.persist(drain, e.owned()); err != nil {
 			e.log.Warn("persist offset map at stop", "cluster", e.cfg.TargetAlias, "topic", e.cfg.MapTopic, "err", err)
 		}
 	}
@@ -342,7 +351,7 @@ func (e *Engine) connect(ctx context.Context) error {
 		return fmt.Errorf("source cluster %s: create client: %w", e.cfg.SourceAlias, err)
 	}
 	e.dst, e.dstAdm, e.srcCl, e.srcAdm = dst, kadm.NewClient(dst), srcAdmCl, kadm.NewClient(srcAdmCl)
-	e.txn.dst = dst
+	e.txn.dst, e.commits.dst = dst, dst
 	e.access = &accessCheck{cfg: &e.cfg, srcCl: e.srcCl, srcAdm: e.srcAdm, dst: e.dst, dstAdm: e.dstAdm, dstOpts: e.dstOpts}
 	// Both clusters are asked at once; the source's failure is reported first, as before.
 	sides := []struct {
@@ -665,7 +674,7 @@ func (e *Engine) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[strin
 	e.forgetStops(revoked) // halt.go
 	// The records in flight are waited for within the commit bound: a partition being revoked
 	// is no longer owned, so no commit of it bounds a target that never acknowledges them.
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), e.txn.timeout)
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), e.commits.timeout)
 	defer rcancel()
 	for _, ps := range states {
 		err := ps.revoke(rctx)
@@ -682,7 +691,7 @@ func (e *Engine) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[strin
 	}
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
 	defer cancel()
-	if err := e.persist(pctx, states); err != nil {
+	if err := e.commits.persist(pctx, states); err != nil {
 		// Not fatal for correctness: the next owner finds the unpersisted tail on the target
 		// (or, with transactions, mirrors the aborted ones again).
 		e.log.Warn("persist offset map on revoke", "cluster", e.cfg.TargetAlias, "topic", e.cfg.MapTopic, "err", err)
@@ -719,24 +728,23 @@ func (e *Engine) balancer() kgo.GroupBalancer {
 // commit bound, with the target's state of its transaction when it has one.
 func (e *Engine) revokeStalledErr(ps *partState, st *revokeStalled) error {
 	err := fmt.Errorf("target cluster %s: revoke of topic %s partition %d: the target did not acknowledge the %d records in flight within %s (the commit bound): %w; kmirror stops, and once restarted resumes from what the target committed",
-		e.cfg.TargetAlias, ps.target, ps.partition, st.inflight, e.txn.timeout, st.cause)
+		e.cfg.TargetAlias, ps.target, ps.partition, st.inflight, e.commits.timeout, st.cause)
 	if ps.w != nil {
 		err = e.txn.withTxnState(err, ps.w.id)
 	}
 	return err
 }
 
-// persistLoop writes the changed parts of the map and the offset syncs every PersistInterval.
-func (e *Engine) persistLoop(ctx context.Context) {
-	t := time.NewTicker(e.cfg.PersistInterval)
+// stallLoop warns of owned partitions that do not move (warnStalled).
+func (e *Engine) stallLoop(ctx context.Context) {
+	t := time.NewTicker(max(min(e.stallAfter/2, time.Second), 10*time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
-			e.persistAll(ctx)
-			e.warnStalled(time.Now())
+		case now := <-t.C:
+			e.warnStalled(now)
 		}
 	}
 }
@@ -764,77 +772,6 @@ func (e *Engine) warnStalled(now time.Time) {
 			"waiting_for", st.waitingFor, "cluster", cluster, "in_flight", st.inflight, "lag", st.lag,
 			"seconds", int64(st.since.Seconds()))
 	}
-}
-
-func (e *Engine) persistAll(ctx context.Context) {
-	if e.crashed.Load() {
-		return
-	}
-	states := e.owned()
-	if e.cfg.Fencing == FenceTransactions {
-		e.txn.commitEach(ctx, states)
-		return
-	}
-	if err := e.persist(ctx, states); err != nil && ctx.Err() == nil {
-		e.log.Warn("persist offset map", "cluster", e.cfg.TargetAlias, "topic", e.cfg.MapTopic, "err", err)
-	}
-}
-
-// persist writes the dirty segments and queued offset syncs of states and waits for them.
-// With transactional writers it commits each partition's transaction (commitAll).
-func (e *Engine) persist(ctx context.Context, states []*partState) error {
-	if e.cfg.Fencing == FenceTransactions {
-		return e.txn.commitAll(ctx, states)
-	}
-	e.persistMu.Lock()
-	defer e.persistMu.Unlock()
-	type taken struct {
-		ps *partState
-		d  mapDirty
-	}
-	var recs []*kgo.Record
-	var took []taken
-	for _, ps := range states {
-		d := ps.takeDirty()
-		r := e.cfg.mapRecords(ps, d)
-		if len(r) == 0 {
-			continue
-		}
-		recs = append(recs, r...)
-		took = append(took, taken{ps, d})
-	}
-	if len(recs) == 0 {
-		return nil
-	}
-	if err := e.dst.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		for _, t := range took {
-			t.ps.undirty(t.d)
-		}
-		return err
-	}
-	e.metrics.persisted(time.Now())
-	return nil
-}
-
-// mapRecords are the offset map records of d (segments, tombstones of compacted segments,
-// the history record) and its offset syncs.
-func (c *Config) mapRecords(ps *partState, d mapDirty) []*kgo.Record {
-	recs := make([]*kgo.Record, 0, len(d.segs)+len(d.tombs)+len(d.syncs)+1)
-	if d.history {
-		recs = append(recs, &kgo.Record{Topic: c.MapTopic, Partition: 0, Key: historyKey(ps.tp), Value: historyValue(d.exactFrom, d.sourceFrom)})
-	}
-	for _, src := range d.tombs {
-		recs = append(recs, &kgo.Record{Topic: c.MapTopic, Partition: 0, Key: mapKey(ps.tp, src)})
-	}
-	for _, s := range d.segs {
-		recs = append(recs, &kgo.Record{Topic: c.MapTopic, Partition: 0, Key: mapKey(ps.tp, s.Source), Value: mapValue(s)})
-	}
-	if c.OffsetSyncsOnTarget {
-		for _, s := range d.syncs {
-			recs = append(recs, &kgo.Record{Topic: c.OffsetSyncsTopic, Partition: 0, Key: s.Key(), Value: s.Value()})
-		}
-	}
-	return recs
 }
 
 // owned lists the states of the partitions this process owns.

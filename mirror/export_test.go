@@ -49,7 +49,7 @@ func (e *Engine) SetDuringRevoke(f func()) { e.testHooks.duringRevoke = f }
 
 // SetTimeouts shortens the bound of one transactional commit and of the drain at stop.
 func (e *Engine) SetTimeouts(commit, drain time.Duration) {
-	e.txn.timeout, e.drainTimeout = commit, drain
+	e.commits.timeout, e.drainTimeout = commit, drain
 }
 
 // SetFenceWarn sets how often a fence that does not end is reported.
@@ -119,7 +119,7 @@ func EncodeMapRecord(topic string, partition int32, source, target, length int64
 
 // SetBeforeCommitEnd sets a function run in every commit after its map records were written
 // and before its transaction ends.
-func (e *Engine) SetBeforeCommitEnd(f func()) { e.txn.beforeEnd = f }
+func (e *Engine) SetBeforeCommitEnd(f func()) { e.commits.beforeEnd = f }
 
 // IsHistoryRecord says whether a map topic record is a partition's history record.
 func IsHistoryRecord(key, value []byte) bool {

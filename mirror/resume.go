@@ -353,7 +353,7 @@ func (e *Engine) writeResumed(ctx context.Context, out []*partState, origins []*
 		}
 	}
 	if !txn {
-		if err := e.persist(ctx, out); err != nil {
+		if err := e.commits.persist(ctx, out); err != nil {
 			return fmt.Errorf("target cluster %s: persist reconciled offset map to %s: %w%s", e.cfg.TargetAlias, e.cfg.MapTopic, err, hint(err))
 		}
 	}
