@@ -295,7 +295,7 @@ func decodeSchemeRecord(key, value []byte) (string, int, error) {
 // (paused, partitioned) but still reaches the target could otherwise commit a transaction
 // after this process took over its partitions. A map without segments has nothing to fence.
 // It runs once per change of scheme: every later resume finds the record.
-func (e *Engine) fenceScheme(ctx context.Context, scheme int, persisted persistedMap, assigned []tp) error {
+func (rs *resumer) fenceScheme(ctx context.Context, scheme int, persisted persistedMap, assigned []tp) error {
 	var ids []string
 	if scheme > 0 || len(persisted) > 0 {
 		seen := map[tp]bool{}
@@ -306,22 +306,20 @@ func (e *Engine) fenceScheme(ctx context.Context, scheme int, persisted persiste
 			for _, t := range assigned {
 				seen[t] = true
 			}
-			e.mu.Lock()
-			for topic, n := range e.topics {
+			for topic, n := range rs.flowTopics() {
 				for p := range int32(n) {
 					seen[tp{topic, p}] = true
 				}
 			}
-			e.mu.Unlock()
 		}
-		ids = e.buckets.earlierIDs(scheme, seen)
+		ids = rs.buckets.earlierIDs(scheme, seen)
 	}
 	if len(ids) > 0 {
-		e.log.Info("the offset map was written under another fencing scheme: fencing its transactional ids first",
-			"cluster", e.cfg.TargetAlias, "map_topic", e.cfg.MapTopic, "earlier_buckets", scheme, "buckets", e.buckets.n, "ids", len(ids))
+		rs.log.Info("the offset map was written under another fencing scheme: fencing its transactional ids first",
+			"cluster", rs.cfg.TargetAlias, "map_topic", rs.cfg.MapTopic, "earlier_buckets", scheme, "buckets", rs.buckets.n, "ids", len(ids))
 	}
 	err := fenceEach(ids, func(id string) error {
-		cl, err := e.txn.initID(ctx, id, "the earlier fencing scheme")
+		cl, err := rs.txn.initID(ctx, id, "the earlier fencing scheme")
 		if err == nil {
 			cl.Close()
 		}
@@ -330,9 +328,9 @@ func (e *Engine) fenceScheme(ctx context.Context, scheme int, persisted persiste
 	if err != nil {
 		return err
 	}
-	rec := &kgo.Record{Topic: e.cfg.MapTopic, Partition: 0, Key: schemeKey(e.cfg.GroupID), Value: schemeValue(e.buckets.n)}
-	if err := e.dst.ProduceSync(ctx, rec).FirstErr(); err != nil {
-		return fmt.Errorf("target cluster %s: record the fencing scheme (%d buckets) in %s: %w%s", e.cfg.TargetAlias, e.buckets.n, e.cfg.MapTopic, err, hint(err))
+	rec := &kgo.Record{Topic: rs.cfg.MapTopic, Partition: 0, Key: schemeKey(rs.cfg.GroupID), Value: schemeValue(rs.buckets.n)}
+	if err := rs.dst.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		return fmt.Errorf("target cluster %s: record the fencing scheme (%d buckets) in %s: %w%s", rs.cfg.TargetAlias, rs.buckets.n, rs.cfg.MapTopic, err, hint(err))
 	}
 	return nil
 }

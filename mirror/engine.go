@@ -37,6 +37,8 @@ type Engine struct {
 	// txn creates, fences and closes the buckets' transactional writers, and holds the
 	// partitions being revoked (txn.go).
 	txn *writers
+	// resumer resumes newly assigned partitions from the target's truth (resume.go).
+	resumer *resumer
 	// commits decides when each bucket commits and commits it, with the map records that
 	// describe its records (commit.go).
 	commits *committer
@@ -69,13 +71,10 @@ type Engine struct {
 	ident   identities  // the topic identities the identity check compares with (identity.go)
 	limits  topicLimits // the target topics' max.message.bytes (recsize.go)
 
-	boot      startup       // start-up phase times (startup.go)
-	firstDone atomic.Bool   // the first record was acknowledged
-	prepDone  chan struct{} // closed when the target's topics are ready (prepareTarget)
-	prepErr   error
-	access    *accessCheck                // the preflight and what it found (access.go); set by connect
-	leaders   atomic.Pointer[resumeReads] // one resume's leader caches and prefetched reads (startup_read.go)
-	hb        *heartbeater                // MM2's heartbeats on the target (heartbeat.go); nil when none are emitted
+	boot    startup                     // start-up phase times (startup.go)
+	access  *accessCheck                // the preflight and what it found (access.go); set by connect
+	leaders atomic.Pointer[resumeReads] // one resume's leader caches and prefetched reads (startup_read.go)
+	hb      *heartbeater                // MM2's heartbeats on the target (heartbeat.go); nil when none are emitted
 }
 
 // New checks cfg and prepares an engine. srcOpts and dstOpts connect to the source and the
@@ -115,6 +114,10 @@ func New(cfg Config, srcOpts, dstOpts []kgo.Opt, log *slog.Logger) (*Engine, err
 		cfg: &e.cfg, log: log, metrics: e.metrics, txn: e.txn,
 		owned: e.owned, stopped: e.crashed.Load, fail: e.fail,
 		timeout: commitTimeout,
+	}
+	e.resumer = &resumer{
+		resumeHost: e, cfg: &e.cfg, log: log, buckets: e.buckets,
+		txn: e.txn, commits: e.commits, boot: &e.boot,
 	}
 	return e, nil
 }
@@ -352,6 +355,7 @@ func (e *Engine) connect(ctx context.Context) error {
 	}
 	e.dst, e.dstAdm, e.srcCl, e.srcAdm = dst, kadm.NewClient(dst), srcAdmCl, kadm.NewClient(srcAdmCl)
 	e.txn.dst, e.commits.dst = dst, dst
+	e.resumer.dst, e.resumer.dstAdm, e.resumer.srcCl, e.resumer.srcAdm = dst, e.dstAdm, srcAdmCl, e.srcAdm
 	e.access = &accessCheck{cfg: &e.cfg, srcCl: e.srcCl, srcAdm: e.srcAdm, dst: e.dst, dstAdm: e.dstAdm, dstOpts: e.dstOpts}
 	// Both clusters are asked at once; the source's failure is reported first, as before.
 	sides := []struct {
@@ -611,7 +615,7 @@ func (e *Engine) onAssigned(ctx context.Context, offsets map[string]map[int32]kg
 		}
 		e.boot.mark("ensure_targets")
 		var states []*partState
-		if states, err = e.resume(ctx, assigned); err != nil {
+		if states, err = e.resumer.resume(ctx, assigned); err != nil {
 			continue
 		}
 		e.producerSees(ctx, states)
@@ -772,6 +776,13 @@ func (e *Engine) warnStalled(now time.Time) {
 			"waiting_for", st.waitingFor, "cluster", cluster, "in_flight", st.inflight, "lag", st.lag,
 			"seconds", int64(st.since.Seconds()))
 	}
+}
+
+// flowTopics is a copy of the mirrored source topics and their partition counts.
+func (e *Engine) flowTopics() map[string]int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return maps.Clone(e.topics)
 }
 
 // owned lists the states of the partitions this process owns.
