@@ -107,6 +107,17 @@ func (bk *bucket) states() []*partState {
 	return slices.Collect(maps.Values(bk.parts))
 }
 
+// failed says whether a partition of the bucket failed (a fenced one, or one whose failure
+// stops the engine): the bucket's transaction must not commit.
+func (bk *bucket) failed() bool {
+	for _, ps := range bk.states() {
+		if ps.failure() != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // isDirty says whether a partition of the bucket has map segments or offset syncs to commit.
 func (bk *bucket) isDirty() bool {
 	for _, ps := range bk.states() {

@@ -6,19 +6,20 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 )
 
-// committer is how kmirror commits: when each owned bucket commits (the loop), what a commit
-// writes (the map records that describe the bucket's records: mapRecords) and how (flush,
-// map records, end of the transaction, within the commit bound). With fencing none it
-// persists the map alone. It is the one owner of commits: the engine's loop, its revoke and its
-// drain ask it. What it needs of the engine it is given at New: the configuration, the log,
-// the metrics, the writers (the buckets and their transactional producers, txn.go), the
-// owned partitions and two callbacks.
+// committer is how kmirror commits: when each owned bucket commits (its policy,
+// commitPolicy), what a commit writes (the map records that describe the bucket's records:
+// mapRecords) and how (flush, map records, end of the transaction, within the commit bound).
+// With fencing none it persists the map alone, every CommitLatency. It is the one owner of
+// commits: the engine's loop, its revoke and its drain ask it. What it needs of the engine it
+// is given at New: the configuration, the log, the metrics, the writers (the buckets and their
+// transactional producers, txn.go), the owned partitions and two callbacks.
 type committer struct {
 	cfg     *Config
 	log     *slog.Logger
@@ -29,44 +30,195 @@ type committer struct {
 	stopped func() bool         // true once the engine stops like a killed process (Engine.crashed)
 	fail    func(error)         // stops the engine (Engine.fail)
 
+	policy commitPolicy
+	// held, when set (tests), stops the policy's commits: only revokes and the drain commit.
+	held atomic.Bool
+
 	// timeout is the commit bound: it bounds one commit and the wait of a revoke for its
 	// records in flight (default commitTimeout; tests shorten it).
 	timeout time.Duration
-	running sync.WaitGroup // background commits (commitEach)
+	running sync.WaitGroup // background commits (round)
 	mapMu   sync.Mutex     // without transactions: one map write at a time, so a key never goes backwards
 	// beforeEnd, when set (tests), runs in a commit after the map records were written and
 	// before the transaction ends.
 	beforeEnd func()
 }
 
-// run commits every PersistInterval until ctx ends.
+// The commit policy. A commit makes a bucket's records visible to read_committed readers, and
+// costs: the bucket's records wait while it flushes and ends the transaction (held, and
+// produced into the next transaction once it ended: Kafka takes no record of the next
+// transaction before the end of the last is answered), and the end writes a marker, which
+// takes an offset, into every partition the transaction touched. So a bucket commits
+//
+//   - when its oldest uncommitted record would otherwise wait longer than the bound
+//     (Config.CommitLatency) once the commit takes what the bucket's commits take (reason
+//     "bound"): the bound is never broken by waiting;
+//   - before that, once its flow pauses (no record for pause, a fiftieth of the bound, 1 to 20
+//     ms): a light flow's records are visible soon after they arrive, and waiting would only
+//     add latency (reason "pause");
+//   - but never sooner after its last commit than commits can pay for: at least duty times
+//     what a commit takes (commits hold the bucket at most a tenth of the time), and at least
+//     the time markerRate allows for the markers of the partitions it touched. A commit that
+//     touches many partitions therefore waits longer, up to the bound.
+//
+// A flow that never pauses commits at the bound, as often as before and no more.
+
+// CommitLatencyKey is the flow key of Config.CommitLatency, in milliseconds: kmirror's own,
+// which MirrorMaker 2 ignores (mm2.KmirrorKeys).
+const CommitLatencyKey = "kmirror.commit.latency.max.ms"
+
+// DefaultCommitLatency is Config.CommitLatency's default.
+const DefaultCommitLatency = time.Second
+
+// MaxCommitLatency bounds Config.CommitLatency well below the transaction timeout
+// (txnTimeout), after which the target aborts an open transaction.
+const MaxCommitLatency = time.Minute
+
+// commitPolicy decides when a bucket commits (decide). Its figures come from the bound
+// (newCommitPolicy); tests set them.
+type commitPolicy struct {
+	bound      time.Duration // no record waits longer than this for its commit (Config.CommitLatency)
+	pause      time.Duration // a flow that sent nothing for this long has paused
+	duty       int           // a commit follows the last after at least duty times what commits take
+	markerRate float64       // markers a bucket writes a second at most, but at the bound
+}
+
+// Commit reasons, the reason label of kmirror_commits_total.
+const (
+	reasonBound    = "bound"    // the oldest record's wait reached the bound
+	reasonPause    = "pause"    // the flow paused
+	reasonHandover = "handover" // a revoke or the drain: the bucket's records go to the next owner
+)
+
+// newCommitPolicy is the policy of bound.
+func newCommitPolicy(bound time.Duration) commitPolicy {
+	return commitPolicy{bound: bound, pause: min(max(bound/50, time.Millisecond), 20*time.Millisecond), duty: 9, markerRate: 200}
+}
+
+// bucketLoad is what the policy knows of a bucket's open transaction.
+type bucketLoad struct {
+	pending int       // records in it
+	touched int       // partitions it wrote records to: each gets a marker
+	oldest  time.Time // when its first record was submitted
+	newest  time.Time // when its last record was submitted
+	// dirty says that map records wait without records of their own (a reconciled tail);
+	// they are due within the bound of since.
+	dirty bool
+	since time.Time
+	// lastEnd is when the bucket's last commit ended, cost what its commits take.
+	lastEnd time.Time
+	cost    time.Duration
+}
+
+// commitDecision is the policy's answer: commit now, for reason, or ask again at next (zero:
+// nothing to commit).
+type commitDecision struct {
+	commit bool
+	reason string
+	next   time.Time
+}
+
+// decide is the policy: whether a bucket with load l commits at now.
+func (p commitPolicy) decide(now time.Time, l bucketLoad) commitDecision {
+	if l.pending == 0 {
+		if !l.dirty {
+			return commitDecision{}
+		}
+		l.oldest, l.newest = l.since, l.since
+	}
+	deadline := l.oldest.Add(p.bound - l.cost)
+	if !now.Before(deadline) {
+		return commitDecision{commit: true, reason: reasonBound}
+	}
+	at := l.newest.Add(p.pause)
+	if earliest := l.lastEnd.Add(p.spacing(l)); earliest.After(at) {
+		at = earliest
+	}
+	if !now.Before(at) {
+		return commitDecision{commit: true, reason: reasonPause}
+	}
+	if deadline.Before(at) {
+		at = deadline
+	}
+	return commitDecision{next: at}
+}
+
+// idle is how long the loop waits when no bucket needs asking sooner: a bucket that gets
+// records is asked within a pause, and well within the bound.
+func (p commitPolicy) idle() time.Duration {
+	return max(min(p.pause, p.bound/10), time.Millisecond)
+}
+
+// spacing is how long after its last commit a bucket with load l may commit again before
+// the bound: commits may hold it a tenth of the time (duty), and its markers stay within
+// markerRate.
+func (p commitPolicy) spacing(l bucketLoad) time.Duration {
+	markers := time.Duration(float64(l.touched) / p.markerRate * float64(time.Second))
+	return max(time.Duration(p.duty)*l.cost, markers)
+}
+
+// run commits until ctx ends: with transactions each bucket when its policy says (round),
+// without them the map every CommitLatency.
 func (c *committer) run(ctx context.Context) {
-	t := time.NewTicker(c.cfg.PersistInterval)
+	if c.cfg.Fencing != FenceTransactions {
+		t := time.NewTicker(c.cfg.CommitLatency)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if c.stopped() || c.held.Load() {
+					continue
+				}
+				if err := c.persist(ctx, c.owned()); err != nil && ctx.Err() == nil {
+					c.log.Warn("persist offset map", "cluster", c.cfg.TargetAlias, "topic", c.cfg.MapTopic, "err", err)
+				}
+			}
+		}
+	}
+	t := time.NewTimer(c.policy.idle())
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			c.tick(ctx)
 		}
+		now := time.Now()
+		next := c.round(ctx, now)
+		wait := c.policy.idle()
+		if !next.IsZero() {
+			wait = min(max(next.Sub(now), time.Millisecond), wait)
+		}
+		t.Reset(wait)
 	}
 }
 
-// tick starts a commit of every owned bucket (commitEach), or persists the map without
-// transactions.
-func (c *committer) tick(ctx context.Context) {
-	if c.stopped() {
-		return
+// round asks the policy about every owned bucket with no commit under way, starts the
+// commits it decides, and returns when to ask again (zero: after idle).
+func (c *committer) round(ctx context.Context, now time.Time) (next time.Time) {
+	if c.stopped() || c.held.Load() {
+		return time.Time{}
 	}
-	states := c.owned()
-	if c.cfg.Fencing == FenceTransactions {
-		c.commitEach(ctx, states)
-		return
+	for _, bk := range c.txn.owned() {
+		if bk.failed() {
+			continue
+		}
+		l, busy := bk.w.load(now, c.policy.bound/2, bk.isDirty)
+		if busy {
+			continue
+		}
+		d := c.policy.decide(now, l)
+		if d.commit {
+			c.running.Go(func() { c.done(bk, c.commit(ctx, bk, false, d.reason)) })
+			continue
+		}
+		if !d.next.IsZero() && (next.IsZero() || d.next.Before(next)) {
+			next = d.next
+		}
 	}
-	if err := c.persist(ctx, states); err != nil && ctx.Err() == nil {
-		c.log.Warn("persist offset map", "cluster", c.cfg.TargetAlias, "topic", c.cfg.MapTopic, "err", err)
-	}
+	return next
 }
 
 // wait waits for the background commits.
@@ -109,8 +261,7 @@ func (c *committer) persist(ctx context.Context, states []*partState) error {
 }
 
 // bucketsOf lists the buckets of states once each, leaving out a bucket with a partition
-// that failed (a fenced one, or one whose failure stops the engine): its transaction must not
-// commit.
+// that failed (bucket.failed): its transaction must not commit.
 func bucketsOf(states []*partState) []*bucket {
 	seen := map[*bucket]bool{}
 	var out []*bucket
@@ -119,14 +270,7 @@ func bucketsOf(states []*partState) []*bucket {
 			continue
 		}
 		seen[ps.bk] = true
-		ok := true
-		for _, o := range ps.bk.states() {
-			if o.failure() != nil {
-				ok = false
-				break
-			}
-		}
-		if ok {
+		if !ps.bk.failed() {
 			out = append(out, ps.bk)
 		}
 	}
@@ -142,7 +286,7 @@ func (c *committer) commitAll(ctx context.Context, states []*partState) error {
 	eg.SetLimit(8)
 	for _, bk := range bucketsOf(states) {
 		eg.Go(func() error {
-			err := c.commit(ctx, bk, true)
+			err := c.commit(ctx, bk, true, reasonHandover)
 			c.done(bk, err)
 			if isFencedErr(err) {
 				return nil
@@ -153,27 +297,24 @@ func (c *committer) commitAll(ctx context.Context, states []*partState) error {
 	return eg.Wait()
 }
 
-// commitEach starts a commit of every bucket of states that has none under way, without
-// waiting: one slow bucket never holds back the others' commits.
-func (c *committer) commitEach(ctx context.Context, states []*partState) {
-	for _, bk := range bucketsOf(states) {
-		c.running.Go(func() { c.done(bk, c.commit(ctx, bk, false)) })
-	}
-}
-
 // commit ends bk's open transaction with the map segments and offset syncs that describe it.
 // It returns errFenced (wrapped) when another owner has initialised the bucket's id. With
-// wait false it returns at once when a commit of bk is already under way.
-func (c *committer) commit(ctx context.Context, bk *bucket, wait bool) error {
+// wait false it returns at once when a commit of bk is already under way. reason counts it
+// (kmirror_commits_total).
+func (c *committer) commit(ctx context.Context, bk *bucket, wait bool, reason string) error {
 	w := bk.w
 	if !w.begin(bk.isDirty, wait) {
 		return nil
 	}
+	start := time.Now()
 	// A commit that is cut off half-way leaves its outcome unknown: never cancel it, bound it.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
 	defer cancel()
 	err := c.commitHeld(ctx, bk)
-	w.release(err)
+	w.release(err, start, time.Now())
+	if err == nil {
+		c.metrics.commits.WithLabelValues(reason).Inc()
+	}
 	return err
 }
 
@@ -297,18 +438,28 @@ func (w *txnWriter) begin(dirty func() bool, wait bool) bool {
 	return true
 }
 
-// release ends a commit. After a committed transaction (err nil) it begins the next one and
-// produces the held records into it; otherwise the held records fail with err.
-func (w *txnWriter) release(err error) {
+// release ends a commit that began at start and ended at end. After a committed transaction
+// (err nil) it begins the next one and produces the held records into it; otherwise the held
+// records fail with err. It notes what the commit took for the policy.
+func (w *txnWriter) release(err error, start, end time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	held := w.held
 	w.held, w.committing = nil, false
 	w.cond.Broadcast()
+	if took := end.Sub(start); took > w.cost {
+		w.cost = took
+	} else {
+		w.cost = (7*w.cost + took) / 8 // a slow commit is remembered over a few commits
+	}
+	w.lastEnd = end
 	if err == nil {
 		err = w.cl.BeginTransaction()
 	}
+	// The held records are the next transaction's, already counted in w.next.
 	w.pending = len(held)
+	w.open, w.next = w.next, txnLoad{}
+	w.seq++
 	for _, h := range held {
 		if err != nil {
 			h.promise(h.r, err)
@@ -316,6 +467,34 @@ func (w *txnWriter) release(err error) {
 		}
 		w.cl.Produce(h.ctx, h.r, h.promise)
 	}
+}
+
+// load is the policy's view of the writer's open transaction at now (busy: a commit is under
+// way). dirty, which locks every partition of the bucket, is asked only of a transaction
+// without records, and at most every check.
+func (w *txnWriter) load(now time.Time, check time.Duration, dirty func() bool) (l bucketLoad, busy bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.committing {
+		return l, true
+	}
+	l = bucketLoad{pending: w.pending, touched: w.open.touched, oldest: w.open.oldest, newest: w.open.newest,
+		lastEnd: w.lastEnd, cost: w.cost}
+	if w.pending > 0 && w.open.oldest.IsZero() {
+		l.oldest, l.newest = now, now // records counted before the load was (never: defensive)
+	}
+	if w.pending == 0 {
+		l.since = w.lastEnd
+		if w.checked.After(l.since) {
+			l.since = w.checked
+		}
+		if now.Sub(l.since) >= check {
+			if l.dirty = dirty(); !l.dirty {
+				w.checked = now
+			}
+		}
+	}
+	return l, false
 }
 
 // mapRecords are the offset map records of d (segments, tombstones of compacted segments,

@@ -113,7 +113,7 @@ func New(cfg Config, srcOpts, dstOpts []kgo.Opt, log *slog.Logger) (*Engine, err
 	e.commits = &committer{
 		cfg: &e.cfg, log: log, metrics: e.metrics, txn: e.txn,
 		owned: e.owned, stopped: e.crashed.Load, fail: e.fail,
-		timeout: commitTimeout,
+		policy: newCommitPolicy(cfg.CommitLatency), timeout: commitTimeout,
 	}
 	e.resumer = &resumer{
 		resumeHost: e, cfg: &e.cfg, log: log, buckets: e.buckets,
@@ -518,7 +518,7 @@ func (e *Engine) copyFetched(pctx context.Context, fp kgo.FetchTopicPartition, n
 			e.produced() // startup.go
 		}
 		if ps.w != nil {
-			ps.w.produce(pctx, out, promise)
+			ps.w.produce(pctx, out, now, &ps.txnSeen, promise)
 		} else {
 			e.dst.Produce(pctx, out, promise)
 		}

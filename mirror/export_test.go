@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
@@ -132,3 +134,20 @@ func DecodeMapKey(key []byte) (topic string, partition int32, source int64, err 
 	t, src, err := decodeMapKey(key)
 	return t.topic, t.partition, src, err
 }
+
+// HoldCommits stops the commit policy's commits from now on: only revokes and the drain
+// commit (a test that needs records produced and never committed).
+func (e *Engine) HoldCommits() { e.commits.held.Store(true) }
+
+// Commits counts e's committed transactions by reason (kmirror_commits_total).
+func (e *Engine) Commits(reason string) float64 {
+	var m dto.Metric
+	if err := e.metrics.commits.WithLabelValues(reason).Write(&m); err != nil {
+		return -1
+	}
+	return m.GetCounter().GetValue()
+}
+
+// SetCommitPause sets how long a bucket's flow must pause before the policy commits it early
+// (an hour: only the bound commits).
+func (e *Engine) SetCommitPause(d time.Duration) { e.commits.policy.pause = d }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -83,6 +85,40 @@ type txnWriter struct {
 	held       []heldRecord
 	// pending counts records produced into the open transaction (held ones included).
 	pending int
+
+	// What the commit policy knows (commit.go): the load of the open transaction and of the
+	// next one (records held during a commit), and when the last commit ended and what
+	// commits take. seq numbers the transactions: a partition's txnSeen is the seq of the last
+	// one it wrote to, so touched counts each partition once.
+	open, next txnLoad
+	seq        uint64
+	lastEnd    time.Time
+	checked    time.Time // when a transaction without records was last found clean
+	cost       time.Duration
+}
+
+// txnLoad is one transaction's records as the commit policy counts them.
+type txnLoad struct {
+	touched        int
+	oldest, newest time.Time
+}
+
+// note counts a record submitted at for the partition whose txnSeen is seen (nil: a map
+// record) into the open transaction, or the next one while a commit is under way. The caller
+// holds w.mu.
+func (w *txnWriter) note(at time.Time, seen *uint64) {
+	l, seq := &w.open, w.seq
+	if w.committing {
+		l, seq = &w.next, w.seq+1
+	}
+	if l.oldest.IsZero() {
+		l.oldest = at
+	}
+	l.newest = at
+	if seen != nil && *seen != seq {
+		*seen = seq
+		l.touched++
+	}
 }
 
 type heldRecord struct {
@@ -112,7 +148,7 @@ func (x *writers) open(ctx context.Context, b int) (*txnWriter, error) {
 		cl.Close()
 		return nil, fmt.Errorf("target cluster %s: begin transaction %s: %w", x.cfg.TargetAlias, id, err)
 	}
-	w := &txnWriter{cl: cl, id: id}
+	w := &txnWriter{cl: cl, id: id, seq: 1}
 	w.cond = sync.NewCond(&w.mu)
 	return w, nil
 }
@@ -140,14 +176,16 @@ func (x *writers) initID(ctx context.Context, id, what string) (*kgo.Client, err
 	return cl, nil
 }
 
-// produce submits r into the open transaction, or holds it while a commit is under way.
-func (w *txnWriter) produce(ctx context.Context, r *kgo.Record, promise func(*kgo.Record, error)) {
+// produce submits r, fetched at at, into the open transaction, or holds it while a commit is
+// under way. seen is the txnSeen of r's partition (nil for a map record).
+func (w *txnWriter) produce(ctx context.Context, r *kgo.Record, at time.Time, seen *uint64, promise func(*kgo.Record, error)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for w.committing && len(w.held) >= maxHeld {
 		w.cond.Wait()
 	}
 	w.pending++
+	w.note(at, seen)
 	if w.committing {
 		w.held = append(w.held, heldRecord{ctx, r, promise})
 		return
@@ -159,7 +197,7 @@ func (w *txnWriter) produce(ctx context.Context, r *kgo.Record, promise func(*kg
 // way (produce), and waits for it. The bucket's other partitions may be committing meanwhile.
 func (w *txnWriter) produceWait(ctx context.Context, r *kgo.Record) error {
 	done := make(chan error, 1)
-	w.produce(ctx, r, func(_ *kgo.Record, err error) { done <- err })
+	w.produce(ctx, r, time.Now(), nil, func(_ *kgo.Record, err error) { done <- err })
 	select {
 	case err := <-done:
 		return err
@@ -231,6 +269,13 @@ func (x *writers) attach(states []*partState) {
 		bk.mu.Unlock()
 		ps.bk = bk
 	}
+}
+
+// owned lists the owned buckets.
+func (x *writers) owned() []*bucket {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return slices.Collect(maps.Values(x.buckets))
 }
 
 // writerOf returns the writer of owned bucket k, or nil when this process does not own it.
