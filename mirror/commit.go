@@ -11,6 +11,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/kmigrate/kmigrate/mm2"
 )
 
 // committer is how kmirror commits: when each owned bucket commits (its policy,
@@ -65,7 +67,7 @@ type committer struct {
 
 // CommitLatencyKey is the flow key of Config.CommitLatency, in milliseconds: kmirror's own,
 // which MirrorMaker 2 ignores (mm2.KmirrorKeys).
-const CommitLatencyKey = "kmirror.commit.latency.max.ms"
+const CommitLatencyKey = mm2.KeyCommitLatency
 
 // DefaultCommitLatency is Config.CommitLatency's default.
 const DefaultCommitLatency = time.Second

@@ -307,6 +307,19 @@ func TestFromFlowKeyRules(t *testing.T) {
 				t.Errorf("instance id %q, want kmirror-0", c.InstanceID)
 			}
 		}},
+		{name: "kmirror's commit bound", extra: "A->B.kmirror.commit.latency.max.ms=250\n", check: func(t *testing.T, c mirror.Config) {
+			if c.CommitLatency != 250*time.Millisecond {
+				t.Errorf("commit latency %v, want 250ms", c.CommitLatency)
+			}
+		}},
+		{name: "no commit bound: the default", check: func(t *testing.T, c mirror.Config) {
+			c.SetDefaults()
+			if c.CommitLatency != mirror.DefaultCommitLatency {
+				t.Errorf("commit latency %v, want %v", c.CommitLatency, mirror.DefaultCommitLatency)
+			}
+		}},
+		{name: "a zero commit bound names the key", extra: "kmirror.commit.latency.max.ms=0\n", wantErr: `kmirror.commit.latency.max.ms="0": want a whole number of milliseconds, 1 to 60000`},
+		{name: "a commit bound past the transaction timeout", extra: "kmirror.commit.latency.max.ms=120000\n", wantErr: `kmirror.commit.latency.max.ms="120000"`},
 		{name: "a bad instance id names the key", extra: "A.consumer.group.instance.id=pod 0\n", wantErr: `consumer.group.instance.id="pod 0": character ' '`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
