@@ -17,7 +17,7 @@ import (
 
 // Buckets: with Config.Fencing transactions the flow's source partitions are split into
 // Config.Buckets buckets, each written by one transactional producer, so a process holds at
-// most one producer (and one transaction per PersistInterval) per bucket it owns, however
+// most one producer (and one open transaction) per bucket it owns, however
 // many partitions it mirrors. The source group's balancer (bucketBalancer) assigns whole
 // buckets: every partition of a bucket goes to the bucket's one owner. The next owner of a
 // bucket initialises its transactional id, which fences the previous owner's writes to every

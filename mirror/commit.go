@@ -59,9 +59,11 @@ type committer struct {
 //     ms): a light flow's records are visible soon after they arrive, and waiting would only
 //     add latency (reason "pause");
 //   - but never sooner after its last commit than commits can pay for: at least duty times
-//     what a commit takes (commits hold the bucket at most a tenth of the time), and at least
-//     the time markerRate allows for the markers of the partitions it touched. A commit that
-//     touches many partitions therefore waits longer, up to the bound.
+//     what a commit takes (commits hold the bucket at most a tenth of the time), at least
+//     the time markerRate allows for the markers of the partitions it touched, and at least a
+//     tenth of the bound (each commit of an active partition ends a segment of its map, whose
+//     window must still cover minutes). A commit that touches many partitions therefore
+//     waits longer, up to the bound.
 //
 // A flow that never pauses commits at the bound, as often as before and no more.
 
@@ -152,11 +154,13 @@ func (p commitPolicy) idle() time.Duration {
 }
 
 // spacing is how long after its last commit a bucket with load l may commit again before
-// the bound: commits may hold it a tenth of the time (duty), and its markers stay within
-// markerRate.
+// the bound: commits may hold it a tenth of the time (duty), its markers stay within
+// markerRate, and it commits at most ten times a bound, so that a partition's map window
+// (Config.MapWindow segments: a commit of an active partition ends a segment) covers at
+// least MapWindow tenths of the bound.
 func (p commitPolicy) spacing(l bucketLoad) time.Duration {
 	markers := time.Duration(float64(l.touched) / p.markerRate * float64(time.Second))
-	return max(time.Duration(p.duty)*l.cost, markers)
+	return max(time.Duration(p.duty)*l.cost, markers, p.bound/10)
 }
 
 // run commits until ctx ends: with transactions each bucket when its policy says (round),

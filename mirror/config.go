@@ -122,9 +122,9 @@ type Config struct {
 	// in the map topic, whose compaction removes them) and a history record says where the
 	// exact map starts. E(G) for a G below it is not answered by the map (the group offset
 	// sync reports it; kreconcile groups finds it by content). A segment ends at every commit
-	// of an active partition, so the window covers its last MapWindow commits: about 34
-	// minutes of commits a second at the default. Memory: 24 bytes a segment, up to 9/8 of the
-	// window. Default: DefaultMapWindow.
+	// of an active partition, so the window covers its last MapWindow commits: at least
+	// MapWindow tenths of CommitLatency (commitPolicy.spacing). Memory: 24 bytes a segment, up
+	// to 9/8 of the window. Default: DefaultMapWindow.
 	MapWindow int
 
 	// Buckets is how many buckets the flow's partitions are split into with FenceTransactions:

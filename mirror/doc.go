@@ -35,7 +35,9 @@
 //     (records: docs/design.md, "kmirror's offset map topic"), within a window of segments.
 //   - Fencing (Config.Fencing, default transactions): each of Config.Buckets buckets of
 //     partitions (bucketOf) writes through one transactional producer; its records, map
-//     segments and offset syncs commit together every PersistInterval. A bucket's new owner
+//     segments and offset syncs commit together, and no record waits longer than
+//     Config.CommitLatency, from its fetch to the end of its commit (docs/design.md, "When a
+//     bucket commits"). A bucket's new owner
 //     initialises its id first, so the broker refuses all a stale owner still sends; a change
 //     of bucket count fences the old ids at the first resume (docs/design.md, "kmirror's
 //     transactional writes"). Target consumers must read with read_committed.

@@ -16,8 +16,9 @@ import (
 // tombstones for the segments the window compacts (Config.MapWindow), and the history record
 // of a compacted partition, which says where its exact map starts.
 
-// DefaultMapWindow is Config.MapWindow's default: 2,048 segments, about 34 minutes of a
-// partition committing every second; at most 55 KiB a partition in memory.
+// DefaultMapWindow is Config.MapWindow's default: 2,048 segments, a partition's last 2,048
+// commits (34 minutes at one a second, at least 3.4 minutes at the default latency bound:
+// commitPolicy.spacing); at most 55 KiB a partition in memory.
 const DefaultMapWindow = 2048
 
 func historyKey(t tp) []byte { return offsetmap.HistoryKey(t.topic, t.partition) }

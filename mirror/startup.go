@@ -17,7 +17,7 @@ import (
 // when the caller does not say when that was, from Run) to the first record the target
 // acknowledged: the produce response that gives the record its target offset. With
 // transactions a read_committed reader sees it at the partition's first commit, up to
-// PersistInterval later; a read_uncommitted reader sees it at once.
+// CommitLatency later; a read_uncommitted reader sees it at once.
 //
 // Each phase of start-up is the time from the end of the previous one, in the order they
 // end, so the phases add up to the time to the first record: connect (both clusters asked at

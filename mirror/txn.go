@@ -131,9 +131,10 @@ type heldRecord struct {
 const maxHeld = 4096
 
 // txnTimeout is the transaction timeout kmirror asks for: how long the target keeps an open
-// transaction of a process that died before the next owner fences it. Longer than any commit
-// (one every PersistInterval), and long enough to outlast a target outage of a minute or two
-// without the coordinator aborting the transaction under a live process.
+// transaction of a process that died before the next owner fences it. Longer than any
+// transaction stays open (Config.CommitLatency, at most MaxCommitLatency), and long enough to
+// outlast a target outage of a minute or two without the coordinator aborting the
+// transaction under a live process.
 const txnTimeout = 2 * time.Minute
 
 // open creates bucket b's transactional producer and initialises its id, which fences any
