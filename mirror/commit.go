@@ -208,16 +208,15 @@ func (c *committer) round(ctx context.Context, now time.Time) (next time.Time) {
 		return time.Time{}
 	}
 	for _, bk := range c.txn.owned() {
-		if bk.failed() {
-			continue
-		}
 		l, busy := bk.w.load(now, c.policy.bound/2, bk.isDirty)
 		if busy {
 			continue
 		}
 		d := c.policy.decide(now, l)
 		if d.commit {
-			c.running.Go(func() { c.done(bk, c.commit(ctx, bk, false, d.reason)) })
+			if !bk.failed() { // a failed partition's transaction must not commit
+				c.running.Go(func() { c.done(bk, c.commit(ctx, bk, false, d.reason)) })
+			}
 			continue
 		}
 		if !d.next.IsZero() && (next.IsZero() || d.next.Before(next)) {
