@@ -278,6 +278,11 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("replication factors must be -1 (broker default) or positive, got %d, %d and %d (heartbeats)",
 			c.ReplicationFactor, c.InternalReplicationFactor, c.HeartbeatsReplicationFactor))
 	}
+	if c.InstanceID != "" {
+		if err := validInstanceID(c.InstanceID); err != nil {
+			errs = append(errs, fmt.Errorf("group instance id %q (consumer.group.instance.id, kmirror run --group-instance-id): %w", c.InstanceID, err))
+		}
+	}
 	if c.CommitLatency <= 0 || c.CommitLatency > MaxCommitLatency {
 		errs = append(errs, fmt.Errorf("commit latency %s (%s, kmirror run --commit-latency-max): use more than 0 and at most %s", c.CommitLatency, CommitLatencyKey, MaxCommitLatency))
 	}

@@ -393,3 +393,18 @@ func TestFromFlowHeartbeats(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateInstanceID: an instance id given outside the file (kmirror run
+// --group-instance-id) is checked as the file's is.
+func TestValidateInstanceID(t *testing.T) {
+	t.Parallel()
+	c := mirror.Config{SourceAlias: "A", TargetAlias: "B", InstanceID: "kmirror 0"}
+	c.SetDefaults()
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), `group instance id "kmirror 0"`) {
+		t.Fatalf("Validate: %v, want the instance id refused", err)
+	}
+	c.InstanceID = "kmirror-0"
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+}
