@@ -225,6 +225,7 @@ func (e *Engine) newConsumer(topics map[string]int) (*kgo.Client, error) {
 		kgo.FetchMaxPartitionBytes(e.cfg.FetchMaxPartitionBytes),
 		kgo.FetchMaxWait(e.cfg.FetchMaxWait),
 		kgo.SessionTimeout(e.cfg.SessionTimeout),
+		kgo.RebalanceTimeout(rebalanceTimeout),
 		kgo.HeartbeatInterval(min(3*time.Second, e.cfg.SessionTimeout/3)),
 		kgo.AdjustFetchOffsetsFn(e.onAssigned),
 		kgo.OnPartitionsAssigned(e.onSessionAssigned), // health.go
@@ -244,6 +245,15 @@ func (e *Engine) newConsumer(topics map[string]int) (*kgo.Client, error) {
 	}
 	return src, nil
 }
+
+// rebalanceTimeout is how long the source group waits, in a rebalance, for its members to
+// join again and to take their assignment (rebalance.timeout.ms). Members that do not are
+// removed from the round, so it is also how long a rebalance waits for a member that died
+// without leaving (kill -9, a crash loop) before it goes on without it: franz-go's default,
+// 60 s, put minutes between a crash-looping process's start and its partitions. A live member
+// rejoins once its revoke committed its in-flight records, which takes well under this; one
+// that takes longer is removed, and the bucket's next owner fences it.
+const rebalanceTimeout = 15 * time.Second
 
 // background are the loops Run starts beside the data path: commits, stall warnings, refresh,
 // safety and,
