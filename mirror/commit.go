@@ -65,7 +65,7 @@ type committer struct {
 //     window must still cover minutes). A commit that touches many partitions therefore
 //     waits longer, up to the bound.
 //
-// A flow that never pauses commits at the bound, as often as before and no more.
+// A flow that never pauses commits at the bound: once a bound, no more often.
 
 // CommitLatencyKey is the flow key of Config.CommitLatency, in milliseconds: kmirror's own,
 // which MirrorMaker 2 ignores (mm2.KmirrorKeys).
@@ -391,7 +391,8 @@ func (c *committer) commitHeld(ctx context.Context, bk *bucket) error {
 	if err := w.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
 		undo()
 		if errors.Is(err, context.DeadlineExceeded) {
-			err = c.txn.withTxnState(err, w.id)
+			return c.txn.withTxnState(fmt.Errorf("target cluster %s: end transaction %s: the target did not end it within %s (the commit bound): %w; kmirror stops, and once restarted resumes from what the target committed",
+				c.cfg.TargetAlias, w.id, c.timeout, err), w.id)
 		}
 		return c.txn.txnErr(w, "commit", err)
 	}

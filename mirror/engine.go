@@ -250,7 +250,7 @@ func (e *Engine) newConsumer(topics map[string]int) (*kgo.Client, error) {
 // join again and to take their assignment (rebalance.timeout.ms). Members that do not are
 // removed from the round, so it is also how long a rebalance waits for a member that died
 // without leaving (kill -9, a crash loop) before it goes on without it: franz-go's default,
-// 60 s, put minutes between a crash-looping process's start and its partitions. A live member
+// 60 s, puts minutes between a crash-looping process's start and its partitions. A live member
 // rejoins once its revoke committed its in-flight records, which takes well under this; one
 // that takes longer is removed, and the bucket's next owner fences it.
 const rebalanceTimeout = 15 * time.Second

@@ -635,7 +635,23 @@ emit.checkpoints.interval.seconds=1
 		listGroups.Add(1)
 		return nil, nil, false
 	})
-	_, stop := start(t, p, cfg)
+	// All of a partition's records in one transaction, so that E(G) and the offset syncs are
+	// known: commits wait until every record was produced.
+	e, err := mirror.New(cfg, seeds(p.src), seeds(p.dst), testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.HoldCommits()
+	stop := run(t, e)
+	waitFor(t, "every record produced, none committed", func() bool {
+		for part := int32(0); part < parts; part++ {
+			if countData(t, p.dst, topic, part, false) < 10+100 {
+				return false
+			}
+		}
+		return true
+	})
+	e.ReleaseCommits()
 
 	dstAdm := kadm.NewClient(testkit.Client(t, p.dst))
 	targetAt := func(want0, want1 int64) func() bool {

@@ -139,6 +139,9 @@ func DecodeMapKey(key []byte) (topic string, partition int32, source int64, err 
 // commit (a test that needs records produced and never committed).
 func (e *Engine) HoldCommits() { e.commits.held.Store(true) }
 
+// ReleaseCommits lets the commit policy commit again.
+func (e *Engine) ReleaseCommits() { e.commits.held.Store(false) }
+
 // Commits counts e's committed transactions by reason (kmirror_commits_total).
 func (e *Engine) Commits(reason string) float64 {
 	var m dto.Metric
