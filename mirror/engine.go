@@ -507,6 +507,9 @@ func (e *Engine) copyFetched(pctx context.Context, fp kgo.FetchTopicPartition, n
 		return
 	}
 	lim := e.recordLimit(ps.target) // recsize.go
+	// The commit policy counts a pause of the bucket's flow from here: a poll's partitions are
+	// copied one after the other, so the poll's time would end a pause early.
+	at := time.Now()
 	for _, r := range fp.Records {
 		control := r.Attrs.IsControl()
 		if !control && e.tooLarge(ps, r, lim) { // recsize.go: stops the partition at r
@@ -528,7 +531,7 @@ func (e *Engine) copyFetched(pctx context.Context, fp kgo.FetchTopicPartition, n
 			e.produced() // startup.go
 		}
 		if ps.w != nil {
-			ps.w.produce(pctx, out, now, &ps.txnSeen, promise)
+			ps.w.produce(pctx, out, at, &ps.txnSeen, promise)
 		} else {
 			e.dst.Produce(pctx, out, promise)
 		}
