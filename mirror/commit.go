@@ -308,7 +308,8 @@ func (c *committer) commitAll(ctx context.Context, states []*partState) error {
 // (kmirror_commits_total).
 func (c *committer) commit(ctx context.Context, bk *bucket, wait bool, reason string) error {
 	w := bk.w
-	if !w.begin(bk.isDirty, wait) {
+	ok, oldest := w.begin(bk.isDirty, wait)
+	if !ok {
 		return nil
 	}
 	start := time.Now()
@@ -316,9 +317,13 @@ func (c *committer) commit(ctx context.Context, bk *bucket, wait bool, reason st
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.timeout)
 	defer cancel()
 	err := c.commitHeld(ctx, bk)
-	w.release(err, start, time.Now())
+	end := time.Now()
+	w.release(err, start, end)
 	if err == nil {
 		c.metrics.commits.WithLabelValues(reason).Inc()
+		if !oldest.IsZero() {
+			c.metrics.commitWait.Observe(end.Sub(oldest).Seconds())
+		}
 	}
 	return err
 }
@@ -431,17 +436,18 @@ func produceBounded(ctx context.Context, cl *kgo.Client, recs ...*kgo.Record) er
 
 // begin marks a commit under way; it returns false when there is nothing to commit, or when
 // another commit is under way and wait is false (with wait it waits for that one first).
-func (w *txnWriter) begin(dirty func() bool, wait bool) bool {
+// oldest is when the transaction's first record was submitted (zero: it has none).
+func (w *txnWriter) begin(dirty func() bool, wait bool) (ok bool, oldest time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for wait && w.committing {
 		w.cond.Wait()
 	}
 	if w.committing || (w.pending == 0 && !dirty()) {
-		return false
+		return false, time.Time{}
 	}
 	w.committing = true
-	return true
+	return true, w.open.oldest
 }
 
 // release ends a commit that began at start and ended at end. After a committed transaction

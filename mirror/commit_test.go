@@ -55,4 +55,9 @@ func TestCommitAtTheBound(t *testing.T) {
 	if n := e.Commits("pause"); n != 0 {
 		t.Fatalf("%v commits at a pause, want none (switched off)", n)
 	}
+	n, under := e.CommitWaits()
+	if n == 0 {
+		t.Fatal("no commit wait observed (kmirror_commit_wait_seconds)")
+	}
+	t.Logf("%d commits, every first record visible within %v s", n, under)
 }

@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"context"
+	"math"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -154,3 +155,21 @@ func (e *Engine) Commits(reason string) float64 {
 // SetCommitPause sets how long a bucket's flow must pause before the policy commits it early
 // (an hour: only the bound commits).
 func (e *Engine) SetCommitPause(d time.Duration) { e.commits.policy.pause = d }
+
+// CommitWaits counts e's observations of kmirror_commit_wait_seconds and returns the largest
+// bucket bound below which they all fall (+Inf when one is past every bound).
+func (e *Engine) CommitWaits() (n uint64, under float64) {
+	var m dto.Metric
+	if err := e.metrics.commitWait.Write(&m); err != nil {
+		return 0, 0
+	}
+	h := m.GetHistogram()
+	under = math.Inf(1)
+	for _, b := range h.GetBucket() {
+		if b.GetCumulativeCount() == h.GetSampleCount() {
+			under = b.GetUpperBound()
+			break
+		}
+	}
+	return h.GetSampleCount(), under
+}
