@@ -56,8 +56,9 @@ type committer struct {
 //     (Config.CommitLatency) once the commit takes what the bucket's commits take (reason
 //     "bound"): the bound is never broken by waiting;
 //   - before that, once its flow pauses (no record for pause, a fiftieth of the bound, 1 to 20
-//     ms): a light flow's records are visible soon after they arrive, and waiting would only
-//     add latency (reason "pause");
+//     ms, and every record acknowledged: a flow the target holds back is not light): a light
+//     flow's records are visible soon after they arrive, and waiting would only add latency
+//     (reason "pause");
 //   - but never sooner after its last commit than commits can pay for: at least duty times
 //     what a commit takes (commits hold the bucket at most a tenth of the time), at least
 //     the time markerRate allows for the markers of the partitions it touched, and at least a
@@ -101,10 +102,11 @@ func newCommitPolicy(bound time.Duration) commitPolicy {
 
 // bucketLoad is what the policy knows of a bucket's open transaction.
 type bucketLoad struct {
-	pending int       // records in it
-	touched int       // partitions it wrote records to: each gets a marker
-	oldest  time.Time // when its first record was submitted
-	newest  time.Time // when its last record was submitted
+	pending  int       // records in it
+	inflight int       // records of it the target has not acknowledged yet
+	touched  int       // partitions it wrote records to: each gets a marker
+	oldest   time.Time // when its first record was submitted
+	newest   time.Time // when its last record was submitted
 	// dirty says that map records wait without records of their own (a reconciled tail);
 	// they are due within the bound of since.
 	dirty bool
@@ -138,7 +140,11 @@ func (p commitPolicy) decide(now time.Time, l bucketLoad) commitDecision {
 	if earliest := l.lastEnd.Add(p.spacing(l)); earliest.After(at) {
 		at = earliest
 	}
-	if !now.Before(at) {
+	if l.inflight > 0 && !at.After(now) {
+		// No new record, but the target has not acknowledged all: a flow held back by the
+		// target (the poll loop waits for buffer space) is not a light one.
+		at = now.Add(p.pause)
+	} else if !now.Before(at) {
 		return commitDecision{commit: true, reason: reasonPause}
 	}
 	if deadline.Before(at) {
@@ -490,8 +496,8 @@ func (w *txnWriter) load(now time.Time, check time.Duration, dirty func() bool) 
 	if w.committing {
 		return l, true
 	}
-	l = bucketLoad{pending: w.pending, touched: w.open.touched, oldest: w.open.oldest, newest: w.open.newest,
-		lastEnd: w.lastEnd, cost: w.cost}
+	l = bucketLoad{pending: w.pending, inflight: int(w.cl.BufferedProduceRecords()), touched: w.open.touched,
+		oldest: w.open.oldest, newest: w.open.newest, lastEnd: w.lastEnd, cost: w.cost}
 	if w.pending > 0 && w.open.oldest.IsZero() {
 		l.oldest, l.newest = now, now // records counted before the load was (never: defensive)
 	}

@@ -31,6 +31,18 @@ func TestCommitPolicyDecides(t *testing.T) {
 			now:  at(10),
 			load: bucketLoad{pending: 3, touched: 1, oldest: t0, newest: at(5), lastEnd: long, cost: ms(5)},
 			next: at(25)},
+		{name: "no new record but records in flight: a flow the target holds back, not a pause",
+			now:  at(25),
+			load: bucketLoad{pending: 9000, inflight: 4000, touched: 2, oldest: t0, newest: t0, lastEnd: long, cost: ms(5)},
+			next: at(45)},
+		{name: "a flow the target holds back commits at the bound",
+			now:    at(995),
+			load:   bucketLoad{pending: 9000, inflight: 4000, touched: 2, oldest: t0, newest: at(900), lastEnd: long, cost: ms(5)},
+			commit: true, reason: reasonBound},
+		{name: "asked again at the bound at the latest",
+			now:  at(990),
+			load: bucketLoad{pending: 9000, inflight: 4000, touched: 2, oldest: t0, newest: at(900), lastEnd: long, cost: ms(5)},
+			next: at(995)},
 		{name: "a flow that never pauses commits at the bound, less what a commit takes",
 			now:    at(950),
 			load:   bucketLoad{pending: 90_000, touched: 2, oldest: t0, newest: at(949), lastEnd: long, cost: ms(50)},
@@ -89,7 +101,7 @@ func TestCommitPolicyKeepsTheBound(t *testing.T) {
 		p := newCommitPolicy(bound)
 		ms := func(n int) time.Duration { return time.Duration(r.IntN(n+1)) * time.Millisecond }
 		oldest := t0.Add(-ms(6000))
-		l := bucketLoad{pending: 1 + r.IntN(100_000), touched: r.IntN(2000), oldest: oldest,
+		l := bucketLoad{pending: 1 + r.IntN(100_000), inflight: r.IntN(3) * r.IntN(1000), touched: r.IntN(2000), oldest: oldest,
 			newest: oldest.Add(ms(6000)), lastEnd: oldest.Add(-ms(3000)), cost: ms(200)}
 		if l.newest.After(t0) {
 			l.newest = t0
