@@ -256,8 +256,7 @@ func (e *Engine) newConsumer(topics map[string]int) (*kgo.Client, error) {
 const rebalanceTimeout = 15 * time.Second
 
 // background are the loops Run starts beside the data path: commits, stall warnings, refresh,
-// safety and,
-// when configured, group offset sync.
+// safety and, when configured, group offset sync.
 type background struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
