@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
@@ -404,6 +405,12 @@ func (c *committer) commitHeld(ctx context.Context, bk *bucket) error {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return c.txn.withTxnState(fmt.Errorf("target cluster %s: end transaction %s: the target did not end it within %s (the commit bound): %w; kmirror stops, and once restarted resumes from what the target committed",
 				c.cfg.TargetAlias, w.id, c.timeout, err), w.id)
+		}
+		if errors.Is(err, kerr.InvalidTxnState) {
+			// Kafka 4's transactions (KIP-890): another owner's fence aborted the transaction
+			// and bumped the epoch by one, and the target takes this commit for a retry of
+			// that abort. The transaction is aborted: a fence.
+			return fmt.Errorf("transaction %s: commit: %w (%v: the target aborted the transaction, as another owner's fence does)", w.id, errFenced, err)
 		}
 		return c.txn.txnErr(w, "commit", err)
 	}
