@@ -158,7 +158,7 @@ func TestExampleConfig(t *testing.T) {
 // listens on, and its probes use that port; and that the scrape job keeps annotated pods.
 func TestScrapeAnnotations(t *testing.T) {
 	pods := 0
-	for _, f := range []string{"kmirror/deployment.yaml", "kverify/follow-deployment.yaml"} {
+	for _, f := range []string{"kmirror/statefulset.yaml", "kverify/follow-deployment.yaml"} {
 		var d struct {
 			Spec struct {
 				Template struct {
@@ -225,4 +225,77 @@ type probe struct {
 		Path string `yaml:"path"`
 		Port string `yaml:"port"`
 	} `yaml:"httpGet"`
+}
+
+// TestKmirrorStaticMembership checks that each kmirror pod is a static member of the source
+// group with an ID of its own that survives its restarts: the workload is a StatefulSet (stable
+// pod names), each pod's KMIRROR_GROUP_INSTANCE_ID is its name, and kmirror run reads that
+// variable for --group-instance-id.
+func TestKmirrorStaticMembership(t *testing.T) {
+	const f, env = "kmirror/statefulset.yaml", "KMIRROR_GROUP_INSTANCE_ID"
+	var d struct {
+		Kind string `yaml:"kind"`
+		Spec struct {
+			ServiceName string `yaml:"serviceName"`
+			Template    struct {
+				Spec struct {
+					Containers []struct {
+						Name string   `yaml:"name"`
+						Args []string `yaml:"args"`
+						Env  []struct {
+							Name      string `yaml:"name"`
+							Value     string `yaml:"value"`
+							ValueFrom struct {
+								FieldRef struct {
+									FieldPath string `yaml:"fieldPath"`
+								} `yaml:"fieldRef"`
+							} `yaml:"valueFrom"`
+						} `yaml:"env"`
+					} `yaml:"containers"`
+				} `yaml:"spec"`
+			} `yaml:"template"`
+		} `yaml:"spec"`
+	}
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &d); err != nil {
+		t.Fatalf("%s: %v", f, err)
+	}
+	if d.Kind != "StatefulSet" || d.Spec.ServiceName == "" {
+		t.Errorf("%s: kind %q, serviceName %q: want a StatefulSet (stable pod names) with its headless Service", f, d.Kind, d.Spec.ServiceName)
+	}
+	found := false
+	for _, c := range d.Spec.Template.Spec.Containers {
+		for _, e := range c.Env {
+			if e.Name == env {
+				found = true
+				if e.Value != "" || e.ValueFrom.FieldRef.FieldPath != "metadata.name" {
+					t.Errorf("%s: container %s: %s is %q (fieldRef %q), want the pod's name (fieldRef metadata.name)", f, c.Name, env, e.Value, e.ValueFrom.FieldRef.FieldPath)
+				}
+			}
+		}
+		for _, a := range c.Args {
+			if strings.HasPrefix(a, "--group-instance-id") {
+				t.Errorf("%s: container %s passes %s: one ID for every pod fences all but one", f, c.Name, a)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("%s: no container sets %s", f, env)
+	}
+	out, err := exec.Command(filepath.Join(bin, "kmirror"), "run", "--help").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kmirror run --help: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "--group-instance-id") {
+			if !strings.Contains(line, "$"+env) {
+				t.Errorf("kmirror run --help: --group-instance-id does not read $%s: %s", env, line)
+			}
+			return
+		}
+	}
+	t.Errorf("kmirror run --help lists no --group-instance-id")
 }

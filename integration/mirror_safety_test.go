@@ -108,7 +108,7 @@ func safetyStart(t *testing.T, src, dst cluster.Cluster, srcAlias, dstAlias stri
 	cfg := mirror.Config{
 		SourceAlias: srcAlias, TargetAlias: dstAlias, Topics: topics,
 		RefreshTopics: true, RefreshTopicsInterval: time.Second, SyncTopicConfigs: true,
-		PersistInterval: 200 * time.Millisecond, ReplicationFactor: 1, InternalReplicationFactor: 1,
+		CommitLatency: 200 * time.Millisecond, ReplicationFactor: 1, InternalReplicationFactor: 1,
 		SessionTimeout: 6 * time.Second,
 	}
 	s := &safetyEngine{done: make(chan error, 1)}

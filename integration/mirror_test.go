@@ -392,7 +392,7 @@ func mirTopics(t *testing.T, src, dst cluster.Cluster) {
 		ReplicationFactor:         1,
 		InternalReplicationFactor: 1,
 		SessionTimeout:            6 * time.Second,
-		PersistInterval:           200 * time.Millisecond,
+		CommitLatency:             200 * time.Millisecond,
 	}, []kgo.Opt{kgo.SeedBrokers(src.Bootstrap()...)}, []kgo.Opt{kgo.SeedBrokers(dst.Bootstrap()...)}, nil)
 	if err != nil {
 		t.Fatal(err)

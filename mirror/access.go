@@ -472,7 +472,7 @@ func (a *accessCheck) checkTransactions(ctx context.Context, topics map[string]i
 	if a.cfg.Fencing != FenceTransactions || len(topics) == 0 {
 		return nil
 	}
-	id := a.cfg.bucketTxnID(0, a.cfg.Buckets)
+	id := newBucketScheme(a.cfg).txnID(0)
 	described, err := a.dstAdm.DescribeTransactions(ctx, id)
 	if err == nil {
 		if d, ok := described[id]; ok {

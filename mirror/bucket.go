@@ -17,7 +17,7 @@ import (
 
 // Buckets: with Config.Fencing transactions the flow's source partitions are split into
 // Config.Buckets buckets, each written by one transactional producer, so a process holds at
-// most one producer (and one transaction per PersistInterval) per bucket it owns, however
+// most one producer (and one open transaction) per bucket it owns, however
 // many partitions it mirrors. The source group's balancer (bucketBalancer) assigns whole
 // buckets: every partition of a bucket goes to the bucket's one owner. The next owner of a
 // bucket initialises its transactional id, which fences the previous owner's writes to every
@@ -30,26 +30,64 @@ const DefaultBuckets = 16
 // MaxBuckets bounds Config.Buckets: each bucket is a producer in its owner.
 const MaxBuckets = 1024
 
+// bucketScheme is the flow's split into buckets, the one owner of the bucket count
+// (Config.Buckets) and of which bucket a partition falls into: every process of a flow, and
+// every run, computes the same. The engine, its writers, the resume and the balancer ask it;
+// none of them reads the count from the configuration.
+type bucketScheme struct {
+	n     int    // the bucket count
+	group string // the flow's group id, which names the transactional ids
+}
+
+func newBucketScheme(c *Config) bucketScheme { return bucketScheme{n: c.Buckets, group: c.GroupID} }
+
+// of is the bucket of partition t.
+func (s bucketScheme) of(t tp) int { return bucketOf(t, s.n) }
+
+// txnID is the transactional id of bucket b.
+func (s bucketScheme) txnID(b int) string { return bucketTxnID(s.group, b, s.n) }
+
+// protocol is the source group's protocol of the scheme (bucketProtocol).
+func (s bucketScheme) protocol() string { return bucketProtocol(s.n) }
+
+// balancer is the source group's balancer of the scheme.
+func (s bucketScheme) balancer() bucketBalancer { return bucketBalancer{n: s.n} }
+
+// what names bucket b for errors and warnings.
+func (s bucketScheme) what(b int) string { return fmt.Sprintf("bucket %d of %d", b, s.n) }
+
+// earlierIDs are the transactional ids of the scheme the offset map was last written under,
+// when it is not this one: every bucket's of another count (earlier > 0), or, for kmirror's
+// earlier one id per partition (earlier 0), the id of every partition of parts.
+func (s bucketScheme) earlierIDs(earlier int, parts map[tp]bool) []string {
+	var ids []string
+	if earlier > 0 {
+		for b := range earlier {
+			ids = append(ids, bucketTxnID(s.group, b, earlier))
+		}
+		return ids
+	}
+	for t := range parts {
+		ids = append(ids, fmt.Sprintf("%s-%s-%d", s.group, t.topic, t.partition))
+	}
+	slices.Sort(ids)
+	return ids
+}
+
 // bucketOf is the bucket of partition t among n: consecutive partitions of a topic fall into
 // consecutive buckets, from a place the topic's name decides, so a topic's partitions spread
-// over the buckets. It depends only on the name, the partition and n, so every process of a
-// flow, and every run, computes the same.
+// over the buckets. It depends only on the name, the partition and n.
 func bucketOf(t tp, n int) int {
 	h := fnv.New32a()
 	h.Write([]byte(t.topic))
 	return int((uint64(h.Sum32()) + uint64(t.partition)) % uint64(n))
 }
 
-// bucketTxnID is the transactional id of bucket b of n. It names the bucket count, so a flow
-// run with another count uses other ids (and fences the old ones first: fenceScheme).
-func (c *Config) bucketTxnID(b, n int) string {
-	return fmt.Sprintf("%s-bucket-%d-of-%d", c.GroupID, b, n)
-}
-
-// legacyTxnID is the transactional id of partition t in kmirror's earlier scheme, one id per
-// partition: a flow mirrored with it has them fenced once (fenceScheme).
-func (c *Config) legacyTxnID(t tp) string {
-	return fmt.Sprintf("%s-%s-%d", c.GroupID, t.topic, t.partition)
+// bucketTxnID is the transactional id of bucket b of n in group's flow. It names the bucket
+// count, so a flow run with another count uses other ids (and fences the old ones first:
+// fenceScheme).
+func bucketTxnID(group string, b, n int) string {
+	return fmt.Sprintf("%s-bucket-%d-of-%d", group, b, n)
 }
 
 // bucket is one bucket this process owns: its writer and the owned partitions that write
@@ -67,6 +105,17 @@ func (bk *bucket) states() []*partState {
 	bk.mu.Lock()
 	defer bk.mu.Unlock()
 	return slices.Collect(maps.Values(bk.parts))
+}
+
+// failed says whether a partition of the bucket failed (a fenced one, or one whose failure
+// stops the engine): the bucket's transaction must not commit.
+func (bk *bucket) failed() bool {
+	for _, ps := range bk.states() {
+		if ps.failure() != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // isDirty says whether a partition of the bucket has map segments or offset syncs to commit.
@@ -257,38 +306,31 @@ func decodeSchemeRecord(key, value []byte) (string, int, error) {
 // (paused, partitioned) but still reaches the target could otherwise commit a transaction
 // after this process took over its partitions. A map without segments has nothing to fence.
 // It runs once per change of scheme: every later resume finds the record.
-func (e *Engine) fenceScheme(ctx context.Context, scheme int, persisted persistedMap, assigned []tp) error {
+func (rs *resumer) fenceScheme(ctx context.Context, scheme int, persisted persistedMap, assigned []tp) error {
 	var ids []string
-	if scheme > 0 {
-		for b := range scheme {
-			ids = append(ids, e.cfg.bucketTxnID(b, scheme))
-		}
-	} else if len(persisted) > 0 {
+	if scheme > 0 || len(persisted) > 0 {
 		seen := map[tp]bool{}
-		for t := range persisted {
-			seen[t] = true
-		}
-		for _, t := range assigned {
-			seen[t] = true
-		}
-		e.mu.Lock()
-		for topic, n := range e.topics {
-			for p := range int32(n) {
-				seen[tp{topic, p}] = true
+		if scheme == 0 {
+			for t := range persisted {
+				seen[t] = true
+			}
+			for _, t := range assigned {
+				seen[t] = true
+			}
+			for topic, n := range rs.flowTopics() {
+				for p := range int32(n) {
+					seen[tp{topic, p}] = true
+				}
 			}
 		}
-		e.mu.Unlock()
-		for t := range seen {
-			ids = append(ids, e.cfg.legacyTxnID(t))
-		}
-		slices.Sort(ids)
+		ids = rs.buckets.earlierIDs(scheme, seen)
 	}
 	if len(ids) > 0 {
-		e.log.Info("the offset map was written under another fencing scheme: fencing its transactional ids first",
-			"cluster", e.cfg.TargetAlias, "map_topic", e.cfg.MapTopic, "earlier_buckets", scheme, "buckets", e.cfg.Buckets, "ids", len(ids))
+		rs.log.Info("the offset map was written under another fencing scheme: fencing its transactional ids first",
+			"cluster", rs.cfg.TargetAlias, "map_topic", rs.cfg.MapTopic, "earlier_buckets", scheme, "buckets", rs.buckets.n, "ids", len(ids))
 	}
 	err := fenceEach(ids, func(id string) error {
-		cl, err := e.txn.initID(ctx, id, "the earlier fencing scheme")
+		cl, err := rs.txn.initID(ctx, id, "the earlier fencing scheme")
 		if err == nil {
 			cl.Close()
 		}
@@ -297,9 +339,9 @@ func (e *Engine) fenceScheme(ctx context.Context, scheme int, persisted persiste
 	if err != nil {
 		return err
 	}
-	rec := &kgo.Record{Topic: e.cfg.MapTopic, Partition: 0, Key: schemeKey(e.cfg.GroupID), Value: schemeValue(e.cfg.Buckets)}
-	if err := e.dst.ProduceSync(ctx, rec).FirstErr(); err != nil {
-		return fmt.Errorf("target cluster %s: record the fencing scheme (%d buckets) in %s: %w%s", e.cfg.TargetAlias, e.cfg.Buckets, e.cfg.MapTopic, err, hint(err))
+	rec := &kgo.Record{Topic: rs.cfg.MapTopic, Partition: 0, Key: schemeKey(rs.cfg.GroupID), Value: schemeValue(rs.buckets.n)}
+	if err := rs.dst.ProduceSync(ctx, rec).FirstErr(); err != nil {
+		return fmt.Errorf("target cluster %s: record the fencing scheme (%d buckets) in %s: %w%s", rs.cfg.TargetAlias, rs.buckets.n, rs.cfg.MapTopic, err, hint(err))
 	}
 	return nil
 }

@@ -99,10 +99,15 @@ type Config struct {
 	ReplicationFactor         int16
 	InternalReplicationFactor int16
 
-	// PersistInterval is how often the offset map and offset syncs are written to the target.
-	// A crash loses nothing written: records produced after the last persist are found again by
-	// the tail check at resume. Default: 1s.
-	PersistInterval time.Duration
+	// CommitLatency is the bound of the commit policy (commit.go): with FenceTransactions no
+	// mirrored record waits longer than this, from its fetch to the end of the commit that
+	// makes it visible to read_committed readers, and within it a bucket commits sooner when
+	// that pays (a light flow when it pauses). With FenceNone, whose records are visible at
+	// once, the offset map and offset syncs are written this often. A crash loses nothing
+	// either way: the next owner resumes from what the target holds. The flow key
+	// kmirror.commit.latency.max.ms, or kmirror run --commit-latency-max. Default:
+	// DefaultCommitLatency; at most MaxCommitLatency.
+	CommitLatency time.Duration
 
 	// Fencing says how the writes of a partition are fenced against an earlier owner that has
 	// not noticed it lost the partition (its source-group session expired while its fetches
@@ -117,9 +122,9 @@ type Config struct {
 	// in the map topic, whose compaction removes them) and a history record says where the
 	// exact map starts. E(G) for a G below it is not answered by the map (the group offset
 	// sync reports it; kreconcile groups finds it by content). A segment ends at every commit
-	// of an active partition, so the window covers its last MapWindow commits: about 34
-	// minutes of commits a second at the default. Memory: 24 bytes a segment, up to 9/8 of the
-	// window. Default: DefaultMapWindow.
+	// of an active partition, so the window covers its last MapWindow commits: at least
+	// MapWindow tenths of CommitLatency (commitPolicy.spacing). Memory: 24 bytes a segment, up
+	// to 9/8 of the window. Default: DefaultMapWindow.
 	MapWindow int
 
 	// Buckets is how many buckets the flow's partitions are split into with FenceTransactions:
@@ -202,7 +207,7 @@ func (c *Config) SetDefaults() {
 	if c.HeartbeatsReplicationFactor == 0 {
 		c.HeartbeatsReplicationFactor = mm2.DefaultHeartbeatsReplicationFactor
 	}
-	setDur(&c.PersistInterval, time.Second)
+	setDur(&c.CommitLatency, DefaultCommitLatency)
 	if c.Fencing == "" {
 		c.Fencing = FenceTransactions
 	}
@@ -272,6 +277,14 @@ func (c *Config) Validate() error {
 	if c.ReplicationFactor < -1 || c.InternalReplicationFactor < -1 || c.HeartbeatsReplicationFactor < -1 {
 		errs = append(errs, fmt.Errorf("replication factors must be -1 (broker default) or positive, got %d, %d and %d (heartbeats)",
 			c.ReplicationFactor, c.InternalReplicationFactor, c.HeartbeatsReplicationFactor))
+	}
+	if c.InstanceID != "" {
+		if err := validInstanceID(c.InstanceID); err != nil {
+			errs = append(errs, fmt.Errorf("group instance id %q (consumer.group.instance.id, kmirror run --group-instance-id): %w", c.InstanceID, err))
+		}
+	}
+	if c.CommitLatency <= 0 || c.CommitLatency > MaxCommitLatency {
+		errs = append(errs, fmt.Errorf("commit latency %s (%s, kmirror run --commit-latency-max): use more than 0 and at most %s", c.CommitLatency, CommitLatencyKey, MaxCommitLatency))
 	}
 	if c.MapWindow < 1 {
 		errs = append(errs, fmt.Errorf("map window %d: use 1 or more segments", c.MapWindow))
@@ -367,7 +380,7 @@ var honoured = map[string]bool{
 	"offset-syncs.topic.location": true, "replication.factor": true,
 	"offset-syncs.topic.replication.factor": true, "checkpoints.topic.replication.factor": true,
 	"enabled": true, "bootstrap.servers": true, "security.protocol": true,
-	"exactly.once.source.support": true,
+	"exactly.once.source.support": true, CommitLatencyKey: true,
 }
 
 // producerKeys and consumerKeys are the producer./consumer. overrides mapped onto franz-go.
@@ -385,7 +398,7 @@ var consumerKeys = map[string]bool{
 var knownIgnored = map[string]string{
 	"tasks.max":                                           "kmirror shares partitions between processes through a consumer group; run more processes instead",
 	"offset.lag.max":                                      "kmirror knows every offset exactly and writes an offset sync at every discontinuity instead",
-	"offset.flush.interval.ms":                            "kmirror persists its offset map every second (PersistInterval)",
+	"offset.flush.interval.ms":                            "MM2's worker commits source offsets this often; kmirror commits records and offset map together, within " + CommitLatencyKey + " (kmirror lint explains the difference)",
 	"sync.topic.acls.enabled":                             "kmirror does not copy ACLs",
 	"sync.topic.acls.interval.seconds":                    "kmirror does not copy ACLs",
 	"replication.policy.class":                            "",
@@ -422,7 +435,7 @@ func FromFlow(f *mm2.Flow, source, target *mm2.Cluster) (Config, []Ignored, erro
 	if c.Policy == nil {
 		c.Policy = mm2.DefaultPolicy{Separator: f.Separator}
 	}
-	errs := []error{c.readSchedules(f), c.readReplicationFactors(f), c.readFencing(f, target), checkPolicy(f)}
+	errs := []error{c.readSchedules(f), c.readReplicationFactors(f), c.readFencing(f, target), c.readCommitLatency(f), checkPolicy(f)}
 	ignored, err := c.readOffsetSyncs(f)
 	errs = append(errs, err)
 	prodIgnored, err := c.readClientOverrides(f, source, target)
@@ -504,6 +517,21 @@ func (c *Config) readFencing(f *mm2.Flow, target *mm2.Cluster) error {
 	default:
 		return mm2.NewSettingError(f.Name(), f.Target+".exactly.once.source.support", v, "use enabled or disabled")
 	}
+	return nil
+}
+
+// readCommitLatency reads kmirror's own kmirror.commit.latency.max.ms (CommitLatencyKey): a
+// positive number of milliseconds, at most MaxCommitLatency.
+func (c *Config) readCommitLatency(f *mm2.Flow) error {
+	v, ok := f.Settings[CommitLatencyKey]
+	if !ok {
+		return nil
+	}
+	n, d, err := mm2.ParseDuration(v, time.Millisecond)
+	if err != nil || n <= 0 || d > MaxCommitLatency {
+		return mm2.NewSettingError(f.Name(), CommitLatencyKey, v, fmt.Sprintf("want a whole number of milliseconds, 1 to %d: the longest a mirrored record may wait for the commit that makes it visible", MaxCommitLatency.Milliseconds()))
+	}
+	c.CommitLatency = d
 	return nil
 }
 

@@ -307,6 +307,19 @@ func TestFromFlowKeyRules(t *testing.T) {
 				t.Errorf("instance id %q, want kmirror-0", c.InstanceID)
 			}
 		}},
+		{name: "kmirror's commit bound", extra: "A->B.kmirror.commit.latency.max.ms=250\n", check: func(t *testing.T, c mirror.Config) {
+			if c.CommitLatency != 250*time.Millisecond {
+				t.Errorf("commit latency %v, want 250ms", c.CommitLatency)
+			}
+		}},
+		{name: "no commit bound: the default", check: func(t *testing.T, c mirror.Config) {
+			c.SetDefaults()
+			if c.CommitLatency != mirror.DefaultCommitLatency {
+				t.Errorf("commit latency %v, want %v", c.CommitLatency, mirror.DefaultCommitLatency)
+			}
+		}},
+		{name: "a zero commit bound names the key", extra: "kmirror.commit.latency.max.ms=0\n", wantErr: `kmirror.commit.latency.max.ms="0": want a whole number of milliseconds, 1 to 60000`},
+		{name: "a commit bound past the transaction timeout", extra: "kmirror.commit.latency.max.ms=120000\n", wantErr: `kmirror.commit.latency.max.ms="120000"`},
 		{name: "a bad instance id names the key", extra: "A.consumer.group.instance.id=pod 0\n", wantErr: `consumer.group.instance.id="pod 0": character ' '`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -378,5 +391,20 @@ func TestFromFlowHeartbeats(t *testing.T) {
 				t.Errorf("topic %q, want heartbeats", c.HeartbeatsTopic)
 			}
 		})
+	}
+}
+
+// TestValidateInstanceID: an instance id given outside the file (kmirror run
+// --group-instance-id) is checked as the file's is.
+func TestValidateInstanceID(t *testing.T) {
+	t.Parallel()
+	c := mirror.Config{SourceAlias: "A", TargetAlias: "B", InstanceID: "kmirror 0"}
+	c.SetDefaults()
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), `group instance id "kmirror 0"`) {
+		t.Fatalf("Validate: %v, want the instance id refused", err)
+	}
+	c.InstanceID = "kmirror-0"
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
 	}
 }

@@ -13,12 +13,16 @@
 // # Inside the engine
 //
 // Engine (engine.go) owns the clients, the owned partitions (parts, under its lock) and the
-// loops. Parts with state and a lock of their own: accessCheck (access.go, the preflight and
-// the target topics it found missing), identities (identity.go, the recorded topic IDs),
-// stopSet (halt.go, stopped partitions), topicLimits (recsize.go, max.message.bytes) and
-// writers (txn.go, txnstate.go, bucket.go: the owned buckets and their transactional writers,
-// their fence, commits within the commit bound, revokes and close; the engine's lock is
-// always taken before its own). bucketBalancer (bucket.go) is the source group's balancer.
+// loops. Parts with state and a lock of their own, each given what it needs of the engine at
+// New: committer (commit.go: when each bucket commits, what a commit writes, the commit bound;
+// the one file to read to change how kmirror commits), resumer (resume.go: the resume of
+// assigned partitions, asking the engine through resumeHost), bucketScheme (bucket.go: the
+// bucket count and each partition's bucket), writers (txn.go, txnstate.go: the owned buckets'
+// transactional writers, their fence, revokes and close; the engine's lock is always taken
+// before its own), accessCheck (access.go, the preflight and the target topics it found
+// missing), identities (identity.go, the recorded topic IDs), stopSet (halt.go, stopped
+// partitions) and topicLimits (recsize.go, max.message.bytes). bucketBalancer (bucket.go) is
+// the source group's balancer.
 //
 // # Guarantees
 //
@@ -31,7 +35,9 @@
 //     (records: docs/design.md, "kmirror's offset map topic"), within a window of segments.
 //   - Fencing (Config.Fencing, default transactions): each of Config.Buckets buckets of
 //     partitions (bucketOf) writes through one transactional producer; its records, map
-//     segments and offset syncs commit together every PersistInterval. A bucket's new owner
+//     segments and offset syncs commit together, and no record waits longer than
+//     Config.CommitLatency, from its fetch to the end of its commit (docs/design.md, "When a
+//     bucket commits"). A bucket's new owner
 //     initialises its id first, so the broker refuses all a stale owner still sends; a change
 //     of bucket count fences the old ids at the first resume (docs/design.md, "kmirror's
 //     transactional writes"). Target consumers must read with read_committed.

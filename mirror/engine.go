@@ -34,12 +34,19 @@ type Engine struct {
 	parts  map[tp]*partState
 	topics map[string]int // mirrored source topics and their partition counts
 
-	// txn creates, commits, fences and closes the partitions' transactional writers, and
-	// holds the partitions being revoked (txn.go).
+	// txn creates, fences and closes the buckets' transactional writers, and holds the
+	// partitions being revoked (txn.go).
 	txn *writers
+	// resumer resumes newly assigned partitions from the target's truth (resume.go).
+	resumer *resumer
+	// commits decides when each bucket commits and commits it, with the map records that
+	// describe its records (commit.go).
+	commits *committer
+	// buckets is the flow's split into buckets (bucket.go): the bucket count and each
+	// partition's bucket.
+	buckets bucketScheme
 
-	persistMu sync.Mutex // one persist at a time, so map records of a key never go backwards
-	dstOnce   sync.Once
+	dstOnce sync.Once
 
 	fatalOnce sync.Once
 	fatal     chan error    // the first fatal error, put back by whoever reads it
@@ -51,7 +58,7 @@ type Engine struct {
 	// source ahead, before a warning says what it waits for. Default: 30s.
 	stallAfter time.Duration
 	// drainTimeout bounds the whole drain at stop (drain). Default: the constant of the same
-	// name; tests shorten it. The commit bound is writers.timeout (txn.go).
+	// name; tests shorten it. The commit bound is committer.timeout (commit.go).
 	drainTimeout time.Duration
 	// crashed makes the engine stop like a killed process: no wait for in-flight records and
 	// no persist on revoke or at the end (tests set it through export_test.go).
@@ -64,13 +71,10 @@ type Engine struct {
 	ident   identities  // the topic identities the identity check compares with (identity.go)
 	limits  topicLimits // the target topics' max.message.bytes (recsize.go)
 
-	boot      startup       // start-up phase times (startup.go)
-	firstDone atomic.Bool   // the first record was acknowledged
-	prepDone  chan struct{} // closed when the target's topics are ready (prepareTarget)
-	prepErr   error
-	access    *accessCheck                // the preflight and what it found (access.go); set by connect
-	leaders   atomic.Pointer[resumeReads] // one resume's leader caches and prefetched reads (startup_read.go)
-	hb        *heartbeater                // MM2's heartbeats on the target (heartbeat.go); nil when none are emitted
+	boot    startup                     // start-up phase times (startup.go)
+	access  *accessCheck                // the preflight and what it found (access.go); set by connect
+	leaders atomic.Pointer[resumeReads] // one resume's leader caches and prefetched reads (startup_read.go)
+	hb      *heartbeater                // MM2's heartbeats on the target (heartbeat.go); nil when none are emitted
 }
 
 // New checks cfg and prepares an engine. srcOpts and dstOpts connect to the source and the
@@ -98,12 +102,22 @@ func New(cfg Config, srcOpts, dstOpts []kgo.Opt, log *slog.Logger) (*Engine, err
 		drainTimeout: drainTimeout,
 	}
 	e.metrics = newMetrics(e)
+	e.buckets = newBucketScheme(&e.cfg)
 	e.txn = &writers{
-		cfg: &e.cfg, log: log, metrics: e.metrics,
+		cfg: &e.cfg, scheme: e.buckets, log: log, metrics: e.metrics,
 		opts: e.producerOpts, owner: e.part, fail: e.fail, failed: e.failed,
-		timeout: commitTimeout, fenceWarn: fenceWarnEvery,
-		revoking: map[*partState]struct{}{},
-		buckets:  map[int]*bucket{},
+		fenceWarn: fenceWarnEvery,
+		revoking:  map[*partState]struct{}{},
+		buckets:   map[int]*bucket{},
+	}
+	e.commits = &committer{
+		cfg: &e.cfg, log: log, metrics: e.metrics, txn: e.txn,
+		owned: e.owned, stopped: e.crashed.Load, fail: e.fail,
+		policy: newCommitPolicy(cfg.CommitLatency), timeout: commitTimeout,
+	}
+	e.resumer = &resumer{
+		resumeHost: e, cfg: &e.cfg, log: log, buckets: e.buckets,
+		txn: e.txn, commits: e.commits, boot: &e.boot,
 	}
 	return e, nil
 }
@@ -211,6 +225,7 @@ func (e *Engine) newConsumer(topics map[string]int) (*kgo.Client, error) {
 		kgo.FetchMaxPartitionBytes(e.cfg.FetchMaxPartitionBytes),
 		kgo.FetchMaxWait(e.cfg.FetchMaxWait),
 		kgo.SessionTimeout(e.cfg.SessionTimeout),
+		kgo.RebalanceTimeout(rebalanceTimeout),
 		kgo.HeartbeatInterval(min(3*time.Second, e.cfg.SessionTimeout/3)),
 		kgo.AdjustFetchOffsetsFn(e.onAssigned),
 		kgo.OnPartitionsAssigned(e.onSessionAssigned), // health.go
@@ -231,8 +246,17 @@ func (e *Engine) newConsumer(topics map[string]int) (*kgo.Client, error) {
 	return src, nil
 }
 
-// background are the loops Run starts beside the data path: persist, refresh, safety and,
-// when configured, group offset sync.
+// rebalanceTimeout is how long the source group waits, in a rebalance, for its members to
+// join again and to take their assignment (rebalance.timeout.ms). Members that do not are
+// removed from the round, so it is also how long a rebalance waits for a member that died
+// without leaving (kill -9, a crash loop) before it goes on without it: franz-go's default,
+// 60 s, puts minutes between a crash-looping process's start and its partitions. A live member
+// rejoins once its revoke committed its in-flight records, which takes well under this; one
+// that takes longer is removed, and the bucket's next owner fences it.
+const rebalanceTimeout = 15 * time.Second
+
+// background are the loops Run starts beside the data path: commits, stall warnings, refresh,
+// safety and, when configured, group offset sync.
 type background struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -244,7 +268,8 @@ type background struct {
 func (e *Engine) startLoops(ctx context.Context, gs *groupSyncer) *background {
 	loops, cancel := context.WithCancel(ctx)
 	bg := &background{cancel: cancel}
-	bg.wg.Go(func() { e.persistLoop(loops) })
+	bg.wg.Go(func() { e.commits.run(loops) }) // commit.go
+	bg.wg.Go(func() { e.stallLoop(loops) })
 	bg.wg.Go(func() { e.refreshLoop(loops) })
 	bg.wg.Go(func() { e.safetyLoop(loops) }) // halt.go
 	if e.hb != nil {
@@ -296,9 +321,9 @@ func (e *Engine) drain(ctx context.Context, bg *background) {
 	e.src.Close()
 	close(drained)
 	bg.stop()
-	e.txn.commits.Wait()
+	e.commits.wait()
 	if !e.crashed.Load() {
-		if err := e.persist(drain, e.owned()); err != nil {
+		if err := e.commits.persist(drain, e.owned()); err != nil {
 			e.log.Warn("persist offset map at stop", "cluster", e.cfg.TargetAlias, "topic", e.cfg.MapTopic, "err", err)
 		}
 	}
@@ -338,7 +363,8 @@ func (e *Engine) connect(ctx context.Context) error {
 		return fmt.Errorf("source cluster %s: create client: %w", e.cfg.SourceAlias, err)
 	}
 	e.dst, e.dstAdm, e.srcCl, e.srcAdm = dst, kadm.NewClient(dst), srcAdmCl, kadm.NewClient(srcAdmCl)
-	e.txn.dst = dst
+	e.txn.dst, e.commits.dst = dst, dst
+	e.resumer.dst, e.resumer.dstAdm, e.resumer.srcCl, e.resumer.srcAdm = dst, e.dstAdm, srcAdmCl, e.srcAdm
 	e.access = &accessCheck{cfg: &e.cfg, srcCl: e.srcCl, srcAdm: e.srcAdm, dst: e.dst, dstAdm: e.dstAdm, dstOpts: e.dstOpts}
 	// Both clusters are asked at once; the source's failure is reported first, as before.
 	sides := []struct {
@@ -480,6 +506,9 @@ func (e *Engine) copyFetched(pctx context.Context, fp kgo.FetchTopicPartition, n
 		return
 	}
 	lim := e.recordLimit(ps.target) // recsize.go
+	// The commit policy counts a pause of the bucket's flow from here: a poll's partitions are
+	// copied one after the other, so the poll's time would end a pause early.
+	at := time.Now()
 	for _, r := range fp.Records {
 		control := r.Attrs.IsControl()
 		if !control && e.tooLarge(ps, r, lim) { // recsize.go: stops the partition at r
@@ -501,7 +530,7 @@ func (e *Engine) copyFetched(pctx context.Context, fp kgo.FetchTopicPartition, n
 			e.produced() // startup.go
 		}
 		if ps.w != nil {
-			ps.w.produce(pctx, out, promise)
+			ps.w.produce(pctx, out, at, &ps.txnSeen, promise)
 		} else {
 			e.dst.Produce(pctx, out, promise)
 		}
@@ -598,7 +627,7 @@ func (e *Engine) onAssigned(ctx context.Context, offsets map[string]map[int32]kg
 		}
 		e.boot.mark("ensure_targets")
 		var states []*partState
-		if states, err = e.resume(ctx, assigned); err != nil {
+		if states, err = e.resumer.resume(ctx, assigned); err != nil {
 			continue
 		}
 		e.producerSees(ctx, states)
@@ -661,7 +690,7 @@ func (e *Engine) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[strin
 	e.forgetStops(revoked) // halt.go
 	// The records in flight are waited for within the commit bound: a partition being revoked
 	// is no longer owned, so no commit of it bounds a target that never acknowledges them.
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), e.txn.timeout)
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), e.commits.timeout)
 	defer rcancel()
 	for _, ps := range states {
 		err := ps.revoke(rctx)
@@ -678,7 +707,7 @@ func (e *Engine) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[strin
 	}
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
 	defer cancel()
-	if err := e.persist(pctx, states); err != nil {
+	if err := e.commits.persist(pctx, states); err != nil {
 		// Not fatal for correctness: the next owner finds the unpersisted tail on the target
 		// (or, with transactions, mirrors the aborted ones again).
 		e.log.Warn("persist offset map on revoke", "cluster", e.cfg.TargetAlias, "topic", e.cfg.MapTopic, "err", err)
@@ -694,7 +723,7 @@ func (e *Engine) onRevoked(ctx context.Context, _ *kgo.Client, revoked map[strin
 // protocolErr is the error of a join the source group refused because its members split
 // the flow another way.
 func (e *Engine) protocolErr(err error) error {
-	how := fmt.Sprintf("fencing transactions with %d buckets (group protocol %s)", e.cfg.Buckets, bucketProtocol(e.cfg.Buckets))
+	how := fmt.Sprintf("fencing transactions with %d buckets (group protocol %s)", e.buckets.n, e.buckets.protocol())
 	if e.cfg.Fencing == FenceNone {
 		how = "fencing none (group protocol cooperative-sticky)"
 	}
@@ -706,7 +735,7 @@ func (e *Engine) protocolErr(err error) error {
 // (bucketBalancer), cooperative-sticky partitions without.
 func (e *Engine) balancer() kgo.GroupBalancer {
 	if e.cfg.Fencing == FenceTransactions {
-		return bucketBalancer{n: e.cfg.Buckets}
+		return e.buckets.balancer()
 	}
 	return kgo.CooperativeStickyBalancer()
 }
@@ -715,24 +744,23 @@ func (e *Engine) balancer() kgo.GroupBalancer {
 // commit bound, with the target's state of its transaction when it has one.
 func (e *Engine) revokeStalledErr(ps *partState, st *revokeStalled) error {
 	err := fmt.Errorf("target cluster %s: revoke of topic %s partition %d: the target did not acknowledge the %d records in flight within %s (the commit bound): %w; kmirror stops, and once restarted resumes from what the target committed",
-		e.cfg.TargetAlias, ps.target, ps.partition, st.inflight, e.txn.timeout, st.cause)
+		e.cfg.TargetAlias, ps.target, ps.partition, st.inflight, e.commits.timeout, st.cause)
 	if ps.w != nil {
 		err = e.txn.withTxnState(err, ps.w.id)
 	}
 	return err
 }
 
-// persistLoop writes the changed parts of the map and the offset syncs every PersistInterval.
-func (e *Engine) persistLoop(ctx context.Context) {
-	t := time.NewTicker(e.cfg.PersistInterval)
+// stallLoop warns of owned partitions that do not move (warnStalled).
+func (e *Engine) stallLoop(ctx context.Context) {
+	t := time.NewTicker(max(min(e.stallAfter/2, time.Second), 10*time.Millisecond))
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
-			e.persistAll(ctx)
-			e.warnStalled(time.Now())
+		case now := <-t.C:
+			e.warnStalled(now)
 		}
 	}
 }
@@ -762,75 +790,11 @@ func (e *Engine) warnStalled(now time.Time) {
 	}
 }
 
-func (e *Engine) persistAll(ctx context.Context) {
-	if e.crashed.Load() {
-		return
-	}
-	states := e.owned()
-	if e.cfg.Fencing == FenceTransactions {
-		e.txn.commitEach(ctx, states)
-		return
-	}
-	if err := e.persist(ctx, states); err != nil && ctx.Err() == nil {
-		e.log.Warn("persist offset map", "cluster", e.cfg.TargetAlias, "topic", e.cfg.MapTopic, "err", err)
-	}
-}
-
-// persist writes the dirty segments and queued offset syncs of states and waits for them.
-// With transactional writers it commits each partition's transaction (commitAll).
-func (e *Engine) persist(ctx context.Context, states []*partState) error {
-	if e.cfg.Fencing == FenceTransactions {
-		return e.txn.commitAll(ctx, states)
-	}
-	e.persistMu.Lock()
-	defer e.persistMu.Unlock()
-	type taken struct {
-		ps *partState
-		d  mapDirty
-	}
-	var recs []*kgo.Record
-	var took []taken
-	for _, ps := range states {
-		d := ps.takeDirty()
-		r := e.cfg.mapRecords(ps, d)
-		if len(r) == 0 {
-			continue
-		}
-		recs = append(recs, r...)
-		took = append(took, taken{ps, d})
-	}
-	if len(recs) == 0 {
-		return nil
-	}
-	if err := e.dst.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		for _, t := range took {
-			t.ps.undirty(t.d)
-		}
-		return err
-	}
-	e.metrics.persisted(time.Now())
-	return nil
-}
-
-// mapRecords are the offset map records of d (segments, tombstones of compacted segments,
-// the history record) and its offset syncs.
-func (c *Config) mapRecords(ps *partState, d mapDirty) []*kgo.Record {
-	recs := make([]*kgo.Record, 0, len(d.segs)+len(d.tombs)+len(d.syncs)+1)
-	if d.history {
-		recs = append(recs, &kgo.Record{Topic: c.MapTopic, Partition: 0, Key: historyKey(ps.tp), Value: historyValue(d.exactFrom, d.sourceFrom)})
-	}
-	for _, src := range d.tombs {
-		recs = append(recs, &kgo.Record{Topic: c.MapTopic, Partition: 0, Key: mapKey(ps.tp, src)})
-	}
-	for _, s := range d.segs {
-		recs = append(recs, &kgo.Record{Topic: c.MapTopic, Partition: 0, Key: mapKey(ps.tp, s.Source), Value: mapValue(s)})
-	}
-	if c.OffsetSyncsOnTarget {
-		for _, s := range d.syncs {
-			recs = append(recs, &kgo.Record{Topic: c.OffsetSyncsTopic, Partition: 0, Key: s.Key(), Value: s.Value()})
-		}
-	}
-	return recs
+// flowTopics is a copy of the mirrored source topics and their partition counts.
+func (e *Engine) flowTopics() map[string]int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return maps.Clone(e.topics)
 }
 
 // owned lists the states of the partitions this process owns.

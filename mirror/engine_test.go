@@ -223,7 +223,7 @@ func testConfig(topic string) mirror.Config {
 		Topics:           []string{topic},
 		RefreshTopics:    true,
 		SyncTopicConfigs: true,
-		PersistInterval:  100 * time.Millisecond,
+		CommitLatency:    100 * time.Millisecond,
 		// kfake has one broker
 		ReplicationFactor:         1,
 		InternalReplicationFactor: 1,
@@ -459,8 +459,12 @@ func TestMirrorResumeAfterCrash(t *testing.T) {
 
 			cfg := testConfig(topic)
 			cfg.Fencing = fencing
-			cfg.PersistInterval = time.Hour // nothing but the origin is persisted before the crash
-			e1, stop1 := start(t, p, cfg)
+			e1, err := mirror.New(cfg, seeds(p.src), seeds(p.dst), testLogger(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e1.HoldCommits() // nothing but the origin is persisted before the crash
+			stop1 := run(t, e1)
 			waitProduced(t, p, topic, parts) // produced, never committed
 			e1.Crash()
 			if err := stop1(); err != nil {
@@ -623,7 +627,7 @@ emit.checkpoints.interval.seconds=1
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.PersistInterval = 100 * time.Millisecond
+	cfg.CommitLatency = 100 * time.Millisecond
 	// Group sync lists the source groups once per refresh.groups.interval.seconds (600 s by
 	// default), not at every pass: count the ListGroups requests the source answers.
 	var listGroups atomic.Int32
@@ -631,7 +635,23 @@ emit.checkpoints.interval.seconds=1
 		listGroups.Add(1)
 		return nil, nil, false
 	})
-	_, stop := start(t, p, cfg)
+	// All of a partition's records in one transaction, so that E(G) and the offset syncs are
+	// known: commits wait until every record was produced.
+	e, err := mirror.New(cfg, seeds(p.src), seeds(p.dst), testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.HoldCommits()
+	stop := run(t, e)
+	waitFor(t, "every record produced, none committed", func() bool {
+		for part := int32(0); part < parts; part++ {
+			if countData(t, p.dst, topic, part, false) < 10+100 {
+				return false
+			}
+		}
+		return true
+	})
+	e.ReleaseCommits()
 
 	dstAdm := kadm.NewClient(testkit.Client(t, p.dst))
 	targetAt := func(want0, want1 int64) func() bool {
@@ -813,8 +833,8 @@ func TestMirrorExitsAfterStalledCommit(t *testing.T) {
 }
 
 // TestMirrorBoundsRevokeOnStalledTarget loses the source-group session while records are in
-// flight to a target that never answers again, with no commit under way (PersistInterval of an
-// hour): Run must stop within the commit bound with an error naming the revoked partition. A
+// flight to a target that never answers again, with no commit under way (commits held): Run
+// must stop within the commit bound with an error naming the revoked partition. A
 // revoked partition is no longer owned, so no commit of it bounds the wait: the revoke bounds
 // it itself, as it does when a target thaws holding a transaction in PrepareCommit and the
 // source then drops off the network and the session ends.
@@ -823,9 +843,7 @@ func TestMirrorBoundsRevokeOnStalledTarget(t *testing.T) {
 	p := newPair(t)
 	const topic = "orders-revoke-stalled"
 	testkit.CreateTopic(t, testkit.Client(t, p.src), topic, 1, nil)
-	cfg := testConfig(topic)
-	cfg.PersistInterval = time.Hour
-	e, done := runBounded(t, p, cfg)
+	e, done := runBounded(t, p, testConfig(topic), (*mirror.Engine).HoldCommits)
 	waitFor(t, "the engine owns the partition", func() bool { return len(e.Owned()[topic]) == 1 })
 	// The target takes the produce request of the mirrored topic and never answers it.
 	arrived := swallowProduce(t, p, topic)
@@ -846,15 +864,18 @@ func TestMirrorBoundsRevokeOnStalledTarget(t *testing.T) {
 		"revoke of topic "+topic+" partition 0", "records in flight within 2s (the commit bound)")
 }
 
-// runBounded runs an engine of cfg with commit and drain bounds of 2 s until the test ends;
-// the channel gets Run's answer.
-func runBounded(t *testing.T, p pair, cfg mirror.Config) (*mirror.Engine, <-chan error) {
+// runBounded runs an engine of cfg with commit and drain bounds of 2 s until the test ends,
+// after calling each of setup on it; the channel gets Run's answer.
+func runBounded(t *testing.T, p pair, cfg mirror.Config, setup ...func(*mirror.Engine)) (*mirror.Engine, <-chan error) {
 	t.Helper()
 	e, err := mirror.New(cfg, seeds(p.src), seeds(p.dst), testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.SetTimeouts(2*time.Second, 2*time.Second)
+	for _, f := range setup {
+		f(e)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	done := make(chan error, 1)

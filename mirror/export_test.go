@@ -2,7 +2,10 @@ package mirror
 
 import (
 	"context"
+	"math"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
@@ -49,7 +52,7 @@ func (e *Engine) SetDuringRevoke(f func()) { e.testHooks.duringRevoke = f }
 
 // SetTimeouts shortens the bound of one transactional commit and of the drain at stop.
 func (e *Engine) SetTimeouts(commit, drain time.Duration) {
-	e.txn.timeout, e.drainTimeout = commit, drain
+	e.commits.timeout, e.drainTimeout = commit, drain
 }
 
 // SetFenceWarn sets how often a fence that does not end is reported.
@@ -98,7 +101,8 @@ func IsSchemeRecord(key, value []byte) bool {
 // filled in).
 func BucketTxnID(cfg Config, topic string, partition int32) string {
 	cfg.SetDefaults()
-	return cfg.bucketTxnID(bucketOf(tp{topic, partition}, cfg.Buckets), cfg.Buckets)
+	s := newBucketScheme(&cfg)
+	return s.txnID(s.of(tp{topic, partition}))
 }
 
 // BucketOf exposes bucketOf.
@@ -118,7 +122,7 @@ func EncodeMapRecord(topic string, partition int32, source, target, length int64
 
 // SetBeforeCommitEnd sets a function run in every commit after its map records were written
 // and before its transaction ends.
-func (e *Engine) SetBeforeCommitEnd(f func()) { e.txn.beforeEnd = f }
+func (e *Engine) SetBeforeCommitEnd(f func()) { e.commits.beforeEnd = f }
 
 // IsHistoryRecord says whether a map topic record is a partition's history record.
 func IsHistoryRecord(key, value []byte) bool {
@@ -130,4 +134,42 @@ func IsHistoryRecord(key, value []byte) bool {
 func DecodeMapKey(key []byte) (topic string, partition int32, source int64, err error) {
 	t, src, err := decodeMapKey(key)
 	return t.topic, t.partition, src, err
+}
+
+// HoldCommits stops the commit policy's commits from now on: only revokes and the drain
+// commit (a test that needs records produced and never committed).
+func (e *Engine) HoldCommits() { e.commits.held.Store(true) }
+
+// ReleaseCommits lets the commit policy commit again.
+func (e *Engine) ReleaseCommits() { e.commits.held.Store(false) }
+
+// Commits counts e's committed transactions by reason (kmirror_commits_total).
+func (e *Engine) Commits(reason string) float64 {
+	var m dto.Metric
+	if err := e.metrics.commits.WithLabelValues(reason).Write(&m); err != nil {
+		return -1
+	}
+	return m.GetCounter().GetValue()
+}
+
+// SetCommitPause sets how long a bucket's flow must pause before the policy commits it early
+// (an hour: only the bound commits).
+func (e *Engine) SetCommitPause(d time.Duration) { e.commits.policy.pause = d }
+
+// CommitWaits counts e's observations of kmirror_commit_wait_seconds and returns the largest
+// bucket bound below which they all fall (+Inf when one is past every bound).
+func (e *Engine) CommitWaits() (n uint64, under float64) {
+	var m dto.Metric
+	if err := e.metrics.commitWait.Write(&m); err != nil {
+		return 0, 0
+	}
+	h := m.GetHistogram()
+	under = math.Inf(1)
+	for _, b := range h.GetBucket() {
+		if b.GetCumulativeCount() == h.GetSampleCount() {
+			under = b.GetUpperBound()
+			break
+		}
+	}
+	return h.GetSampleCount(), under
 }

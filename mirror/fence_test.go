@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmigrate/kmigrate/internal/testkit"
@@ -213,4 +214,48 @@ func TestMirrorWarnsFencingNone(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMirrorCommitAfterFenceIsFenced: another owner initialises the transactional id of a
+// bucket whose commit has written its map records and not yet ended the transaction (a
+// process paused there, as a frozen one is). With Kafka 4's transactions (KIP-890, EndTxn v5)
+// the fence aborted the transaction and bumped the epoch by one, so the target answers the
+// end of the commit INVALID_TXN_STATE, not PRODUCER_FENCED. That is a fence: the partitions
+// stop quietly, and the engine stops only because the group still gives them to it, saying
+// so.
+func TestMirrorCommitAfterFenceIsFenced(t *testing.T) {
+	t.Parallel()
+	p := pair{testkit.StartCluster(t, kfake.GroupMinSessionTimeout(100*time.Millisecond)), testkit.StartCluster(t)}
+	const topic = "orders-fenced-commit"
+	testkit.CreateTopic(t, testkit.Client(t, p.src), topic, 1, nil)
+	cfg := testConfig(topic)
+	cfg.SessionTimeout = 1500 * time.Millisecond
+	paused, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	pauseCommit := func(e *mirror.Engine) {
+		e.SetBeforeCommitEnd(func() {
+			once.Do(func() { close(paused); <-resume })
+		})
+	}
+	e, done := runBounded(t, p, cfg, (*mirror.Engine).HoldCommits, pauseCommit)
+	waitFor(t, "the engine owns the partition", func() bool { return len(e.Owned()[topic]) == 1 })
+	produce(t, p.src, topic, 1, 0, 10)
+	waitFor(t, "the records produced, not committed", func() bool { return countData(t, p.dst, topic, 0, false) == 10 })
+	e.ReleaseCommits()
+	select {
+	case <-paused:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no commit reached the end of its transaction within 30s")
+	}
+
+	// The other owner: the bucket's id initialised elsewhere while the commit is paused.
+	id := mirror.BucketTxnID(cfg, topic, 0)
+	other := testkit.Client(t, p.dst, kgo.TransactionalID(id))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, _, err := other.ProducerID(ctx); err != nil {
+		t.Fatal(err)
+	}
+	close(resume)
+	runFails(t, done, "after its bucket was fenced", "was fenced (transactional id "+id+" initialised elsewhere) but the source group still assigns it")
 }

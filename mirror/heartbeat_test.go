@@ -217,7 +217,7 @@ heartbeats.topic.replication.factor=1
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg.ReplicationFactor, cfg.InternalReplicationFactor, cfg.PersistInterval = 1, 1, 100*time.Millisecond
+			cfg.ReplicationFactor, cfg.InternalReplicationFactor, cfg.CommitLatency = 1, 1, 100*time.Millisecond
 			if cfg.EmitHeartbeatsInterval > 0 {
 				cfg.EmitHeartbeatsInterval = hbInterval // were they on, 10 would come in the second below
 			}

@@ -342,7 +342,7 @@ func (e *Engine) reresume(ctx context.Context, st *stop) (bool, error) {
 	if inflight > 0 {
 		return true, nil // records produced before the stop are still in flight: the tail is not final yet
 	}
-	states, err := e.resume(ctx, []tp{st.ps.tp})
+	states, err := e.resumer.resume(ctx, []tp{st.ps.tp})
 	if err != nil {
 		return true, err
 	}

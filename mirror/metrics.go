@@ -31,9 +31,11 @@ type metrics struct {
 	latency     prometheus.Histogram
 	fetchErrors prometheus.Counter
 	prodErrors  prometheus.Counter
-	persistedAt atomic.Int64 // unix nanoseconds of the last successful map persist
-	checkpoint  atomic.Int64 // unix nanoseconds of the last checkpoint / group sync round
-	restarts    atomic.Int64 // engines the Supervisor restarted before this one
+	commits     *prometheus.CounterVec // commits of transactions by reason (commit.go)
+	commitWait  prometheus.Histogram   // a committed transaction's first record's wait for its commit
+	persistedAt atomic.Int64           // unix nanoseconds of the last successful map persist
+	checkpoint  atomic.Int64           // unix nanoseconds of the last checkpoint / group sync round
+	restarts    atomic.Int64           // engines the Supervisor restarted before this one
 	// heartbeats and heartbeatErrors count MM2 heartbeats written and attempts that failed.
 	heartbeats, heartbeatErrors prometheus.Counter
 	// kafka are the franz-go client metrics (kprom), one set per client role.
@@ -62,6 +64,12 @@ func newMetrics(e *Engine) *metrics {
 		Help: "Source fetch errors (retried, or stopping the engine or a partition; the log says which)."})
 	m.prodErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "kmirror_produce_errors_total",
 		Help: "Records the target refused (a fenced partition's, or the error that stopped the engine)."})
+	m.commits = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kmirror_commits_total",
+		Help: "Transactions committed, by what decided the commit: bound (the oldest record's wait reached kmirror.commit.latency.max.ms), pause (the bucket's flow paused), handover (a revoke or the stop)."},
+		[]string{"reason"})
+	m.commitWait = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "kmirror_commit_wait_seconds",
+		Help:    "Seconds from the copy of a committed transaction's first record to the end of its commit: the longest any of its records waited to be visible to read_committed readers, which kmirror.commit.latency.max.ms bounds (with fencing transactions).",
+		Buckets: LatencyBuckets})
 	m.heartbeats = prometheus.NewCounter(prometheus.CounterOpts{Name: "kmirror_heartbeats_total",
 		Help: "MM2 heartbeats the target acknowledged (emit.heartbeats.enabled)."})
 	m.heartbeatErrors = prometheus.NewCounter(prometheus.CounterOpts{Name: "kmirror_heartbeat_errors_total",
@@ -69,7 +77,7 @@ func newMetrics(e *Engine) *metrics {
 	restarts := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kmirror_engine_restarts_total",
 		Help: "Engines the process started again after one stopped on a transient error (the log says which); the other counters start again with each engine."},
 		func() float64 { return float64(m.restarts.Load()) })
-	m.reg.MustRegister(m.records, m.bytes, m.latency, m.fetchErrors, m.prodErrors, m.heartbeats, m.heartbeatErrors, restarts, engineCollector{e},
+	m.reg.MustRegister(m.records, m.bytes, m.latency, m.fetchErrors, m.prodErrors, m.commits, m.commitWait, m.heartbeats, m.heartbeatErrors, restarts, engineCollector{e},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, role := range []string{roleSource, roleSourceAdmin, roleTarget} {
 		m.kafka[role] = &kafkaMetrics{m: kprom.NewMetrics("kmirror", kprom.Subsystem("kafka"), kprom.Registry(m.reg),

@@ -30,6 +30,9 @@ type partState struct {
 	// the bucket, set once the partition is owned (writers.attach).
 	w  *txnWriter
 	bk *bucket
+	// txnSeen is the last transaction of w the partition wrote a record to (guarded by w.mu:
+	// txnWriter.note).
+	txnSeen uint64
 
 	mu   sync.Mutex
 	cond *sync.Cond

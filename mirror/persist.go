@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -16,8 +17,9 @@ import (
 // tombstones for the segments the window compacts (Config.MapWindow), and the history record
 // of a compacted partition, which says where its exact map starts.
 
-// DefaultMapWindow is Config.MapWindow's default: 2,048 segments, about 34 minutes of a
-// partition committing every second; at most 55 KiB a partition in memory.
+// DefaultMapWindow is Config.MapWindow's default: 2,048 segments, a partition's last 2,048
+// commits (34 minutes at one a second, at least 3.4 minutes at the default latency bound:
+// commitPolicy.spacing); at most 55 KiB a partition in memory.
 const DefaultMapWindow = 2048
 
 func historyKey(t tp) []byte { return offsetmap.HistoryKey(t.topic, t.partition) }
@@ -63,11 +65,11 @@ type persistedMap map[tp]persistedPart
 // mapEnd is where a resume reads the offset map topic to: its high watermark, listed after the
 // partitions being resumed were fenced, so that every segment their earlier owners committed
 // is below it. Not the last stable offset: the map topic is shared by the transactions of every
-// partition of the flow, and the one open transaction of another partition (committing now,
-// or its owner stalled) holds the last stable offset below segments committed after it began.
-// Reading to the high watermark with read_committed waits for such transactions to end
-// (commit, or abort by the broker at the transaction timeout) instead of missing what lies
-// above them.
+// bucket of the flow, and the one open transaction of another bucket (committing now, or its
+// owner dead and its buckets not yet this process's to fence) holds the last stable offset
+// below segments committed after it began. readMap reads to the high watermark and decides
+// itself which transactions committed (committedOnly), so it never waits for such a
+// transaction: one that is still open concerns only partitions this resume does not own.
 func mapEnd(ctx context.Context, adm *kadm.Client, topic string) (int64, error) {
 	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err != nil {
@@ -83,21 +85,31 @@ func mapEnd(ctx context.Context, adm *kadm.Client, topic string) (int64, error) 
 // readMap reads the whole offset map topic (partition 0) up to its current end, in one pass:
 // the segments, the identity records (identity.go) by source topic, and the bucket count of
 // group's fencing scheme record (bucket.go; 0 when there is none). The newest record of each
-// key wins, as compaction would decide. committed reads with read_committed: records of
-// aborted transactions (a fenced owner's) are not trusted.
+// key wins, as compaction would decide. committed trusts only what a read_committed reader
+// sees: records of aborted transactions (a fenced owner's) and of transactions still open
+// (committedOnly) are not trusted.
 func readMap(ctx context.Context, cl *kgo.Client, topic string, end int64, committed bool, group string) (persistedMap, map[string]topicIDs, int, error) {
 	var segs offsetmap.TopicReader
 	ids := map[string]topicIDs{}
 	scheme := 0
+	apply := func(r *kgo.Record) {
+		if segs.Add(r.Key, r.Value) {
+			return
+		}
+		if name, id, err := decodeIdentityRecord(r.Key, r.Value); err == nil {
+			ids[name] = id
+		} else if g, n, err := decodeSchemeRecord(r.Key, r.Value); err == nil && g == group {
+			scheme = n
+		}
+	}
+	txns := committedOnly{apply: apply, open: map[int64][]*kgo.Record{}}
 	if end > 0 {
-		err := readRange(ctx, cl, topic, 0, 0, end, committed, func(r *kgo.Record) (bool, error) {
-			if r.Attrs.IsControl() || segs.Add(r.Key, r.Value) {
-				return true, nil
-			}
-			if name, id, err := decodeIdentityRecord(r.Key, r.Value); err == nil {
-				ids[name] = id
-			} else if g, n, err := decodeSchemeRecord(r.Key, r.Value); err == nil && g == group {
-				scheme = n
+		err := readRange(ctx, cl, topic, 0, 0, end, false, func(r *kgo.Record) (bool, error) {
+			switch {
+			case committed:
+				txns.add(r)
+			case !r.Attrs.IsControl():
+				apply(r)
 			}
 			return true, nil
 		})
@@ -110,6 +122,41 @@ func readMap(ctx context.Context, cl *kgo.Client, topic string, end int64, commi
 		out[tp{k.Topic, k.Partition}] = persistedPart{segs: p.Segments, exactFrom: p.ExactFrom, sourceFrom: p.SourceFrom}
 	}
 	return out, ids, scheme, nil
+}
+
+// committedOnly passes the records of a read_uncommitted read to apply as a read_committed
+// reader would see them, without waiting, as that reader does, for transactions still open:
+// a record written without a transaction at once; a transaction's records at its commit
+// marker, in their order; an aborted transaction's never, nor those of a transaction without
+// a marker yet. A key of the map is written by one bucket's producer at a time (the next owner
+// fences the last, ending its transaction, before it writes), so applying a transaction at
+// its marker keeps every key's records in their order.
+type committedOnly struct {
+	apply func(*kgo.Record)
+	open  map[int64][]*kgo.Record // the records of each producer's open transaction
+}
+
+func (c *committedOnly) add(r *kgo.Record) {
+	switch {
+	case r.Attrs.IsControl():
+		recs := c.open[r.ProducerID]
+		delete(c.open, r.ProducerID)
+		if isCommitMarker(r.Key) {
+			for _, x := range recs {
+				c.apply(x)
+			}
+		}
+	case r.Attrs.IsTransactional():
+		c.open[r.ProducerID] = append(c.open[r.ProducerID], r)
+	default:
+		c.apply(r)
+	}
+}
+
+// isCommitMarker says whether the key of a control record is a transaction's commit marker
+// (version INT16, type INT16: 0 abort, 1 commit).
+func isCommitMarker(key []byte) bool {
+	return len(key) >= 4 && binary.BigEndian.Uint16(key[2:]) == 1
 }
 
 // readRange calls fn for every record of topic/partition with offset in [from, end), in

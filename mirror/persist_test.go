@@ -43,11 +43,12 @@ func TestReadRangeEnds(t *testing.T) {
 }
 
 // TestReadMapAboveOpenTransaction: the map topic is shared by the transactions of every
-// partition. When another partition's transaction is open (its owner committing, or stalled)
+// bucket. When another bucket's transaction is open (its owner committing, stalled or dead)
 // and a segment was committed after it began, a resume must still see that segment: reading
 // only to the last stable offset listed then misses it, and the partition is mirrored again
-// from an older point (duplicates). The end is listed while the other transaction is open;
-// the read must wait for it and return the segment.
+// from an older point (duplicates). It must not wait for the open transaction either (a dead
+// owner's ends only at the target's transaction timeout), nor trust what that transaction
+// holds: it may still abort.
 func TestReadMapAboveOpenTransaction(t *testing.T) {
 	t.Parallel()
 	const topic = "map-open-txn"
@@ -81,19 +82,27 @@ func TestReadMapAboveOpenTransaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	read := make(chan persistedMap, 1)
-	go func() {
-		m, _, _, err := readMap(ctx, admCl, topic, end, true, "")
-		if err != nil {
-			t.Error(err)
-		}
-		read <- m
-	}()
-	if err := open.EndTransaction(ctx, kgo.TryCommit); err != nil {
+	m, _, _, err := readMap(ctx, admCl, topic, end, true, "") // the other transaction still open
+	if err != nil {
 		t.Fatal(err)
 	}
-	m := <-read
 	if got := m[mine].segs; len(got) != 1 || got[0].Len != 7 {
 		t.Fatalf("segments of %v read from the map up to %d: %v, want the committed segment of 7 records (all read: %v)", mine, end, got, m)
+	}
+	if got, ok := m[other]; ok {
+		t.Fatalf("segments of %v, in a transaction still open: %v, want none trusted", other, got.segs)
+	}
+	if err := open.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	end, err = mapEnd(ctx, adm, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _, _, err = readMap(ctx, admCl, topic, end, true, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := m[other]; ok || len(m[mine].segs) != 1 {
+		t.Fatalf("after the abort: segments of %v %v, of %v %v; want none, and the committed one", other, got.segs, mine, m[mine].segs)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -12,6 +13,42 @@ import (
 
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
+
+// resumer is the resume of newly assigned partitions: it fences their buckets' previous
+// owners, reads the offset map and the target's committed tail and returns the partitions'
+// states, ready to mirror from the next source offset. It owns nothing between resumes; what
+// it reads with and what it asks of the engine it is given at New and connect: the clients,
+// the bucket scheme, the writers (fence), the committer (the reconciled map without
+// transactions), the start-up phase times and resumeHost.
+type resumer struct {
+	resumeHost
+	cfg     *Config
+	log     *slog.Logger
+	buckets bucketScheme
+	txn     *writers
+	commits *committer
+	boot    *startup
+
+	// The clients of connect: the target's (dst, dstAdm) and the source's reads that are no
+	// group's (srcCl, srcAdm).
+	dst, srcCl     *kgo.Client
+	dstAdm, srcAdm *kadm.Client
+}
+
+// resumeHost is what a resume asks of the engine: the identity checks (identity.go), the
+// shared reads of one resume (startup_read.go, startup.go), the flow's source topics and the
+// errors naming a cluster.
+type resumeHost interface {
+	prepareChecks(ctx context.Context, assigned []tp) (*resumeChecks, error)
+	checkPartition(ctx context.Context, rc *resumeChecks, t tp, target string, pm offsetmap.PartitionMap, srcEnd, srcStart, dstEnd int64) (*partState, error)
+	finishChecks(ctx context.Context, rc *resumeChecks) error
+	prefetchResume(ctx context.Context, checks *resumeChecks, assigned []tp, persisted persistedMap, bounds resumeBounds)
+	readResume(ctx context.Context, cl *kgo.Client, topic string, partition int32, from, end int64, committed bool, fn func(*kgo.Record) (bool, error)) error
+	resetLeaders() *resumeReads
+	endReads(rr *resumeReads)
+	flowTopics() map[string]int
+	clusterErr(side, alias, what string, err error) error
+}
 
 // resume rebuilds the state of newly assigned partitions from the target's truth:
 //
@@ -30,16 +67,16 @@ import (
 // previous owner and aborts that owner's open transaction; only then is the target read, with read_committed (the map to its high watermark, see mapEnd; the
 // partitions to their last stable offset), so what the previous owner did not commit is
 // neither trusted nor kept: it is mirrored again.
-func (e *Engine) resume(ctx context.Context, assigned []tp) (_ []*partState, err error) {
-	txn := e.cfg.Fencing == FenceTransactions
-	defer e.endReads(e.resetLeaders()) // startup.go: leaders looked up once for this resume's reads
+func (rs *resumer) resume(ctx context.Context, assigned []tp) (_ []*partState, err error) {
+	txn := rs.cfg.Fencing == FenceTransactions
+	defer rs.endReads(rs.resetLeaders()) // startup.go: leaders looked up once for this resume's reads
 	var writers map[int]*txnWriter
 	var opened []*txnWriter
 	if txn {
-		if writers, opened, err = e.fenceAll(ctx, assigned); err != nil {
+		if writers, opened, err = rs.fenceAll(ctx, assigned); err != nil {
 			return nil, err
 		}
-		e.boot.mark("fence")
+		rs.boot.mark("fence")
 		defer func() {
 			if err != nil {
 				for _, w := range opened {
@@ -48,32 +85,32 @@ func (e *Engine) resume(ctx context.Context, assigned []tp) (_ []*partState, err
 			}
 		}()
 	}
-	persisted, scheme, checks, bounds, err := e.loadResume(ctx, assigned, txn)
+	persisted, scheme, checks, bounds, err := rs.loadResume(ctx, assigned, txn)
 	if err != nil {
 		return nil, err
 	}
-	if txn && scheme != e.cfg.Buckets {
+	if txn && scheme != rs.buckets.n {
 		// The map was written under another fencing scheme: fence its ids, then read the
 		// target again, now that none of them can commit anything more.
-		if err := e.fenceScheme(ctx, scheme, persisted, assigned); err != nil {
+		if err := rs.fenceScheme(ctx, scheme, persisted, assigned); err != nil {
 			return nil, err
 		}
-		if persisted, _, checks, bounds, err = e.loadResume(ctx, assigned, txn); err != nil {
+		if persisted, _, checks, bounds, err = rs.loadResume(ctx, assigned, txn); err != nil {
 			return nil, err
 		}
 	}
-	e.boot.mark("map_load")
-	out, origins, err := e.resumeEach(ctx, checks, assigned, persisted, bounds, writers)
+	rs.boot.mark("map_load")
+	out, origins, err := rs.resumeEach(ctx, checks, assigned, persisted, bounds, writers)
 	if err != nil {
 		return nil, err
 	}
 	closeUnused(opened, out)
-	e.boot.mark("tail_check")
-	if err := e.finishChecks(ctx, checks); err != nil { // identity.go
+	rs.boot.mark("tail_check")
+	if err := rs.finishChecks(ctx, checks); err != nil { // identity.go
 		return nil, err
 	}
-	err = e.writeResumed(ctx, out, origins, txn)
-	e.boot.mark("finish")
+	err = rs.writeResumed(ctx, out, origins, txn)
+	rs.boot.mark("finish")
 	return out, err
 }
 
@@ -95,7 +132,7 @@ func closeUnused(opened []*txnWriter, states []*partState) {
 // loadResume reads, all at once, what the resume of assigned needs from both clusters: the
 // persisted offset map (to the map topic's end listed now, after the fence), the topic
 // identities and record size limits, and the log bounds of every partition.
-func (e *Engine) loadResume(ctx context.Context, assigned []tp, txn bool) (persistedMap, int, *resumeChecks, resumeBounds, error) {
+func (rs *resumer) loadResume(ctx context.Context, assigned []tp, txn bool) (persistedMap, int, *resumeChecks, resumeBounds, error) {
 	var (
 		scheme    int
 		persisted persistedMap
@@ -105,26 +142,26 @@ func (e *Engine) loadResume(ctx context.Context, assigned []tp, txn bool) (persi
 		eg        errgroup.Group
 	)
 	eg.Go(func() error {
-		return e.boot.timed("map_read", func() error {
-			end, err := mapEnd(ctx, e.dstAdm, e.cfg.MapTopic)
+		return rs.boot.timed("map_read", func() error {
+			end, err := mapEnd(ctx, rs.dstAdm, rs.cfg.MapTopic)
 			if err != nil {
-				return fmt.Errorf("target cluster %s: %w", e.cfg.TargetAlias, err)
+				return fmt.Errorf("target cluster %s: %w", rs.cfg.TargetAlias, err)
 			}
-			if persisted, recorded, scheme, err = readMap(ctx, e.dst, e.cfg.MapTopic, end, txn, e.cfg.GroupID); err != nil {
-				return fmt.Errorf("target cluster %s: %w", e.cfg.TargetAlias, err)
+			if persisted, recorded, scheme, err = readMap(ctx, rs.dst, rs.cfg.MapTopic, end, txn, rs.cfg.GroupID); err != nil {
+				return fmt.Errorf("target cluster %s: %w", rs.cfg.TargetAlias, err)
 			}
 			return nil
 		})
 	})
 	eg.Go(func() error {
-		return e.boot.timed("identities", func() (err error) {
-			checks, err = e.prepareChecks(ctx, assigned) // identity.go
+		return rs.boot.timed("identities", func() (err error) {
+			checks, err = rs.prepareChecks(ctx, assigned) // identity.go
 			return err
 		})
 	})
 	eg.Go(func() error {
-		return e.boot.timed("bounds", func() (err error) {
-			bounds, err = e.listBounds(ctx, assigned, txn)
+		return rs.boot.timed("bounds", func() (err error) {
+			bounds, err = rs.listBounds(ctx, assigned, txn)
 			return err
 		})
 	})
@@ -143,27 +180,27 @@ const resumeParallel = 32
 // map (identity checks, tail reconciled) or, when the map knows nothing of it, fresh (its
 // origin written). It returns the states in the order of assigned, the origin records to
 // write, and the error of the first partition, in that order, that failed.
-func (e *Engine) resumeEach(ctx context.Context, checks *resumeChecks, assigned []tp, persisted persistedMap, bounds resumeBounds, writers map[int]*txnWriter) ([]*partState, []*kgo.Record, error) {
+func (rs *resumer) resumeEach(ctx context.Context, checks *resumeChecks, assigned []tp, persisted persistedMap, bounds resumeBounds, writers map[int]*txnWriter) ([]*partState, []*kgo.Record, error) {
 	type result struct {
 		ps     *partState
 		origin *kgo.Record
 		err    error
 	}
-	e.prefetchResume(ctx, checks, assigned, persisted, bounds) // startup_read.go
+	rs.prefetchResume(ctx, checks, assigned, persisted, bounds) // startup_read.go
 	res := make([]result, len(assigned))
 	var eg errgroup.Group
 	eg.SetLimit(resumeParallel)
 	for i, t := range assigned {
 		eg.Go(func() error {
 			r := &res[i]
-			b, err := bounds.of(e, t)
+			b, err := bounds.of(rs.cfg, t)
 			switch {
 			case err != nil:
 				r.err = err
 			case len(persisted[t].segs) > 0:
-				r.ps, r.err = e.resumePartition(ctx, checks, t, persisted[t], b, writers[bucketOf(t, e.cfg.Buckets)])
+				r.ps, r.err = rs.resumePartition(ctx, checks, t, persisted[t], b, writers[rs.buckets.of(t)])
 			default:
-				r.ps, r.origin, r.err = e.freshPartition(ctx, t, b, writers[bucketOf(t, e.cfg.Buckets)])
+				r.ps, r.origin, r.err = rs.freshPartition(ctx, t, b, writers[rs.buckets.of(t)])
 			}
 			return nil
 		})
@@ -196,34 +233,34 @@ type partBounds struct {
 // last stable offset with transactions (records of transactions still open are not known
 // yet), the high watermark without. Only the partition's own transactional writer, fenced
 // before, writes there.
-func (e *Engine) listBounds(ctx context.Context, assigned []tp, txn bool) (resumeBounds, error) {
+func (rs *resumer) listBounds(ctx context.Context, assigned []tp, txn bool) (resumeBounds, error) {
 	var b resumeBounds
 	srcTopics, dstTopics := map[string]bool{}, map[string]bool{}
 	for _, t := range assigned {
 		srcTopics[t.topic] = true
-		dstTopics[e.cfg.targetTopic(t.topic)] = true
+		dstTopics[rs.cfg.targetTopic(t.topic)] = true
 	}
-	listEnds := e.dstAdm.ListEndOffsets
+	listEnds := rs.dstAdm.ListEndOffsets
 	if txn {
-		listEnds = e.dstAdm.ListCommittedOffsets
+		listEnds = rs.dstAdm.ListCommittedOffsets
 	}
 	// Three requests, each answered on its own: asked at once.
 	var eg errgroup.Group
 	eg.Go(func() (err error) {
-		if b.srcStarts, err = e.srcAdm.ListStartOffsets(ctx, keys(srcTopics)...); err != nil {
-			return e.clusterErr("source", e.cfg.SourceAlias, "list start offsets", err)
+		if b.srcStarts, err = rs.srcAdm.ListStartOffsets(ctx, keys(srcTopics)...); err != nil {
+			return rs.clusterErr("source", rs.cfg.SourceAlias, "list start offsets", err)
 		}
 		return nil
 	})
 	eg.Go(func() (err error) {
-		if b.srcEnds, err = e.srcAdm.ListEndOffsets(ctx, keys(srcTopics)...); err != nil {
-			return e.clusterErr("source", e.cfg.SourceAlias, "list end offsets", err)
+		if b.srcEnds, err = rs.srcAdm.ListEndOffsets(ctx, keys(srcTopics)...); err != nil {
+			return rs.clusterErr("source", rs.cfg.SourceAlias, "list end offsets", err)
 		}
 		return nil
 	})
 	eg.Go(func() (err error) {
 		if b.dstEnds, err = listEnds(ctx, keys(dstTopics)...); err != nil {
-			return e.clusterErr("target", e.cfg.TargetAlias, "list end offsets", err)
+			return rs.clusterErr("target", rs.cfg.TargetAlias, "list end offsets", err)
 		}
 		return nil
 	})
@@ -232,17 +269,17 @@ func (e *Engine) listBounds(ctx context.Context, assigned []tp, txn bool) (resum
 }
 
 // of returns partition t's bounds.
-func (b resumeBounds) of(e *Engine, t tp) (partBounds, error) {
-	p := partBounds{target: e.cfg.targetTopic(t.topic)}
+func (b resumeBounds) of(c *Config, t tp) (partBounds, error) {
+	p := partBounds{target: c.targetTopic(t.topic)}
 	var err error
 	if p.srcStart, err = offsetOf(b.srcStarts, t.topic, t.partition); err != nil {
-		return p, fmt.Errorf("source cluster %s: %w", e.cfg.SourceAlias, err)
+		return p, fmt.Errorf("source cluster %s: %w", c.SourceAlias, err)
 	}
 	if p.srcEnd, err = offsetOf(b.srcEnds, t.topic, t.partition); err != nil {
-		return p, fmt.Errorf("source cluster %s: %w", e.cfg.SourceAlias, err)
+		return p, fmt.Errorf("source cluster %s: %w", c.SourceAlias, err)
 	}
 	if p.dstEnd, err = offsetOf(b.dstEnds, p.target, t.partition); err != nil {
-		return p, fmt.Errorf("target cluster %s: %w (the target topic needs as many partitions as the source)", e.cfg.TargetAlias, err)
+		return p, fmt.Errorf("target cluster %s: %w (the target topic needs as many partitions as the source)", c.TargetAlias, err)
 	}
 	return p, nil
 }
@@ -250,15 +287,15 @@ func (b resumeBounds) of(e *Engine, t tp) (partBounds, error) {
 // freshPartition starts a partition the map knows nothing of, at the source log start (or
 // its end with StartAtEnd), and returns its origin record: written in the partition's first
 // transaction with a writer, else returned for writeResumed to produce.
-func (e *Engine) freshPartition(ctx context.Context, t tp, b partBounds, w *txnWriter) (*partState, *kgo.Record, error) {
+func (rs *resumer) freshPartition(ctx context.Context, t tp, b partBounds, w *txnWriter) (*partState, *kgo.Record, error) {
 	start := b.srcStart
-	if e.cfg.StartAtEnd {
+	if rs.cfg.StartAtEnd {
 		start = b.srcEnd
 	}
 	pm := offsetmap.PartitionMap{Partition: t.partition, SourceFrom: start, SourceTo: start, TargetTo: b.dstEnd}
-	origin := &kgo.Record{Topic: e.cfg.MapTopic, Partition: 0, Key: mapKey(t, start), Value: mapValue(offsetmap.Segment{Source: start, Target: b.dstEnd})}
+	origin := &kgo.Record{Topic: rs.cfg.MapTopic, Partition: 0, Key: mapKey(t, start), Value: mapValue(offsetmap.Segment{Source: start, Target: b.dstEnd})}
 	ps := newPartState(t, b.target, pm, start)
-	ps.window = e.cfg.MapWindow
+	ps.window = rs.cfg.MapWindow
 	ps.hwm = b.srcEnd
 	if w == nil {
 		return ps, origin, nil
@@ -266,7 +303,7 @@ func (e *Engine) freshPartition(ctx context.Context, t tp, b partBounds, w *txnW
 	// In the bucket's open transaction: it commits with, or before, the first records.
 	ps.w = w
 	if err := w.produceWait(ctx, origin); err != nil {
-		return nil, nil, fmt.Errorf("target cluster %s: write origin record of %s to %s: %w%s", e.cfg.TargetAlias, t, e.cfg.MapTopic, err, hint(err))
+		return nil, nil, fmt.Errorf("target cluster %s: write origin record of %s to %s: %w%s", rs.cfg.TargetAlias, t, rs.cfg.MapTopic, err, hint(err))
 	}
 	return ps, nil, nil
 }
@@ -296,27 +333,27 @@ func persistedPartition(t tp, p persistedPart) (pm offsetmap.PartitionMap, src, 
 
 // resumePartition resumes a partition from its persisted map: it checks the partition is still
 // the one the map describes, then reconciles the target's tail past the map.
-func (e *Engine) resumePartition(ctx context.Context, checks *resumeChecks, t tp, p persistedPart, b partBounds, w *txnWriter) (*partState, error) {
+func (rs *resumer) resumePartition(ctx context.Context, checks *resumeChecks, t tp, p persistedPart, b partBounds, w *txnWriter) (*partState, error) {
 	pm, persistedSrc, persistedDst := persistedPartition(t, p)
 	// Is this still the partition the map describes? (identity.go)
-	if stopped, err := e.checkPartition(ctx, checks, t, b.target, pm, b.srcEnd, b.srcStart, b.dstEnd); err != nil || stopped != nil {
+	if stopped, err := rs.checkPartition(ctx, checks, t, b.target, pm, b.srcEnd, b.srcStart, b.dstEnd); err != nil || stopped != nil {
 		return stopped, err
 	}
 	if b.dstEnd < persistedDst {
 		return nil, fmt.Errorf("target topic %s partition %d ends at offset %d, but the offset map in %s says kmirror wrote up to %d: the target was truncated or recreated; delete and recreate %s (kmirror then mirrors from the start) or restore the target",
-			b.target, t.partition, b.dstEnd, e.cfg.MapTopic, persistedDst, e.cfg.MapTopic)
+			b.target, t.partition, b.dstEnd, rs.cfg.MapTopic, persistedDst, rs.cfg.MapTopic)
 	}
 	ps := newPartState(t, b.target, pm, persistedSrc)
-	ps.window = e.cfg.MapWindow
+	ps.window = rs.cfg.MapWindow
 	ps.hwm = b.srcEnd
 	ps.w = w
 	if b.dstEnd > persistedDst {
-		if err := e.reconcileTail(ctx, ps, persistedSrc, persistedDst, b); err != nil {
+		if err := rs.reconcileTail(ctx, ps, persistedSrc, persistedDst, b); err != nil {
 			return nil, err
 		}
 	}
 	if ps.next < b.srcStart {
-		e.log.Warn("source records deleted before they were mirrored (retention)", "cluster", e.cfg.SourceAlias,
+		rs.log.Warn("source records deleted before they were mirrored (retention)", "cluster", rs.cfg.SourceAlias,
 			"topic", t.topic, "partition", t.partition, "offset", ps.next, "log_start", b.srcStart)
 		ps.next = b.srcStart
 	}
@@ -325,17 +362,17 @@ func (e *Engine) resumePartition(ctx context.Context, checks *resumeChecks, t tp
 
 // reconcileTail aligns the target records past the persisted map (alignTail) and says what it
 // found.
-func (e *Engine) reconcileTail(ctx context.Context, ps *partState, persistedSrc, persistedDst int64, b partBounds) error {
-	n, aborted, err := e.alignTail(ctx, ps, persistedSrc, persistedDst, b.dstEnd, b.srcEnd)
+func (rs *resumer) reconcileTail(ctx context.Context, ps *partState, persistedSrc, persistedDst int64, b partBounds) error {
+	n, aborted, err := rs.alignTail(ctx, ps, persistedSrc, persistedDst, b.dstEnd, b.srcEnd)
 	if err != nil {
 		return err
 	}
 	if n > 0 {
-		e.log.Info("target tail reconciled", "topic", ps.topic, "partition", ps.partition,
+		rs.log.Info("target tail reconciled", "topic", ps.topic, "partition", ps.partition,
 			"records", n, "offset", ps.next, "target_offset", b.dstEnd)
 	}
 	if aborted > 0 {
-		e.log.Info("an earlier owner's uncommitted records were aborted: mirroring them again", "topic", ps.topic,
+		rs.log.Info("an earlier owner's uncommitted records were aborted: mirroring them again", "topic", ps.topic,
 			"partition", ps.partition, "target_offsets", aborted, "offset", ps.next, "target_offset", b.dstEnd)
 	}
 	// The tail was read with read_committed: it is committed data, described by segments
@@ -346,15 +383,15 @@ func (e *Engine) reconcileTail(ctx context.Context, ps *partState, persistedSrc,
 
 // writeResumed writes the origin records of fresh partitions without a transactional writer,
 // and, without transactions, the reconciled map (with transactions the next commit writes it).
-func (e *Engine) writeResumed(ctx context.Context, out []*partState, origins []*kgo.Record, txn bool) error {
+func (rs *resumer) writeResumed(ctx context.Context, out []*partState, origins []*kgo.Record, txn bool) error {
 	if len(origins) > 0 {
-		if err := e.dst.ProduceSync(ctx, origins...).FirstErr(); err != nil {
-			return fmt.Errorf("target cluster %s: write origin records to %s: %w%s", e.cfg.TargetAlias, e.cfg.MapTopic, err, hint(err))
+		if err := rs.dst.ProduceSync(ctx, origins...).FirstErr(); err != nil {
+			return fmt.Errorf("target cluster %s: write origin records to %s: %w%s", rs.cfg.TargetAlias, rs.cfg.MapTopic, err, hint(err))
 		}
 	}
 	if !txn {
-		if err := e.persist(ctx, out); err != nil {
-			return fmt.Errorf("target cluster %s: persist reconciled offset map to %s: %w%s", e.cfg.TargetAlias, e.cfg.MapTopic, err, hint(err))
+		if err := rs.commits.persist(ctx, out); err != nil {
+			return fmt.Errorf("target cluster %s: persist reconciled offset map to %s: %w%s", rs.cfg.TargetAlias, rs.cfg.MapTopic, err, hint(err))
 		}
 	}
 	return nil
@@ -368,22 +405,22 @@ const fenceParallel = 64
 // (a partition added to a bucket it writes), and the others created and initialised,
 // fenceParallel at a time. opened are the new ones, which the caller closes when the resume
 // fails.
-func (e *Engine) fenceAll(ctx context.Context, assigned []tp) (writers map[int]*txnWriter, opened []*txnWriter, err error) {
+func (rs *resumer) fenceAll(ctx context.Context, assigned []tp) (writers map[int]*txnWriter, opened []*txnWriter, err error) {
 	writers = map[int]*txnWriter{}
 	var need []int
 	for _, t := range assigned {
-		k := bucketOf(t, e.cfg.Buckets)
+		k := rs.buckets.of(t)
 		if _, ok := writers[k]; ok {
 			continue
 		}
-		writers[k] = e.txn.writerOf(k)
+		writers[k] = rs.txn.writerOf(k)
 		if writers[k] == nil {
 			need = append(need, k)
 		}
 	}
 	var mu sync.Mutex
 	err = fenceEach(need, func(k int) error {
-		w, err := e.txn.open(ctx, k)
+		w, err := rs.txn.open(ctx, k)
 		if err != nil {
 			return err
 		}
@@ -428,7 +465,7 @@ func fenceEach[T any](items []T, fence func(T) error) error {
 // alignTail maps target records [dstFrom, dstEnd) of ps's target partition onto the source
 // records from srcFrom on, in order, and returns how many it mapped and how many target
 // offsets of the range a read_committed read did not see (aborted records).
-func (e *Engine) alignTail(ctx context.Context, ps *partState, srcFrom, dstFrom, dstEnd, srcEnd int64) (int, int64, error) {
+func (rs *resumer) alignTail(ctx context.Context, ps *partState, srcFrom, dstFrom, dstEnd, srcEnd int64) (int, int64, error) {
 	type rec struct {
 		offset int64
 		print  uint64
@@ -436,9 +473,9 @@ func (e *Engine) alignTail(ctx context.Context, ps *partState, srcFrom, dstFrom,
 	var tail []rec
 	// With transactions, read_committed: the records of a fenced owner's aborted transaction
 	// are not copies to keep, they are mirrored again.
-	committed := e.cfg.Fencing == FenceTransactions
+	committed := rs.cfg.Fencing == FenceTransactions
 	var seen int64
-	err := e.readResume(ctx, e.dst, ps.target, ps.partition, dstFrom, dstEnd, committed, func(r *kgo.Record) (bool, error) {
+	err := rs.readResume(ctx, rs.dst, ps.target, ps.partition, dstFrom, dstEnd, committed, func(r *kgo.Record) (bool, error) {
 		seen++
 		if !r.Attrs.IsControl() {
 			tail = append(tail, rec{r.Offset, offsetmap.Fingerprint(r, offsetmap.DefaultFields)})
@@ -446,14 +483,14 @@ func (e *Engine) alignTail(ctx context.Context, ps *partState, srcFrom, dstFrom,
 		return true, nil
 	})
 	if err != nil {
-		return 0, 0, fmt.Errorf("target cluster %s: read tail of topic %s partition %d from offset %d: %w", e.cfg.TargetAlias, ps.target, ps.partition, dstFrom, err)
+		return 0, 0, fmt.Errorf("target cluster %s: read tail of topic %s partition %d from offset %d: %w", rs.cfg.TargetAlias, ps.target, ps.partition, dstFrom, err)
 	}
 	aborted := max(dstEnd-dstFrom-seen, 0)
 	if len(tail) == 0 {
 		return 0, aborted, nil
 	}
 	i := 0
-	err = e.readResume(ctx, e.srcCl, ps.topic, ps.partition, srcFrom, srcEnd, true, func(r *kgo.Record) (bool, error) {
+	err = rs.readResume(ctx, rs.srcCl, ps.topic, ps.partition, srcFrom, srcEnd, true, func(r *kgo.Record) (bool, error) {
 		if r.Attrs.IsControl() {
 			return true, nil
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -16,7 +17,7 @@ import (
 // when the caller does not say when that was, from Run) to the first record the target
 // acknowledged: the produce response that gives the record its target offset. With
 // transactions a read_committed reader sees it at the partition's first commit, up to
-// PersistInterval later; a read_uncommitted reader sees it at once.
+// CommitLatency later; a read_uncommitted reader sees it at once.
 //
 // Each phase of start-up is the time from the end of the previous one, in the order they
 // end, so the phases add up to the time to the first record: connect (both clusters asked at
@@ -49,6 +50,11 @@ type startup struct {
 	total   time.Duration // begun to the first acknowledged record
 	// parts are the durations of steps run at once within a phase (for the log only).
 	parts []phaseTime
+	// logged is set once the first acknowledged record logged the start-up figures.
+	logged atomic.Bool
+	// prepDone is closed when the target's topics are ready (prepareTarget), with prepErr.
+	prepDone chan struct{}
+	prepErr  error
 }
 
 type phaseTime struct {
@@ -149,11 +155,11 @@ func (s *startup) fetchedOnce() {
 
 // produced is called at every acknowledged record; the first one logs the start-up figures.
 func (e *Engine) produced() {
-	if e.firstDone.Load() {
+	if e.boot.logged.Load() {
 		return
 	}
 	total, phases, ok := e.boot.first("first_produce")
-	e.firstDone.Store(true)
+	e.boot.logged.Store(true)
 	if !ok {
 		return
 	}
@@ -214,9 +220,9 @@ func (e *Engine) readResume(ctx context.Context, cl *kgo.Client, topic string, p
 // error stops the engine (fail), as it stopped Run before the group join when the steps ran
 // one after the other.
 func (e *Engine) prepareTarget(ctx context.Context, topics map[string]int) {
-	e.prepDone = make(chan struct{})
+	e.boot.prepDone = make(chan struct{})
 	go func() {
-		defer close(e.prepDone)
+		defer close(e.boot.prepDone)
 		var eg errgroup.Group
 		eg.Go(func() error {
 			return e.boot.timed("map_topic", func() error { return e.ensureInternal(ctx, e.cfg.MapTopic) })
@@ -229,13 +235,13 @@ func (e *Engine) prepareTarget(ctx context.Context, topics map[string]int) {
 		eg.Go(func() error {
 			return e.boot.timed("mirrored_topics", func() error { return e.ensureTargets(ctx, topics) })
 		})
-		e.prepErr = eg.Wait()
-		if e.prepErr == nil {
-			e.prepErr = e.access.checkCreated(ctx, topics)
+		e.boot.prepErr = eg.Wait()
+		if e.boot.prepErr == nil {
+			e.boot.prepErr = e.access.checkCreated(ctx, topics)
 		}
 		e.boot.mark("target_topics")
-		if e.prepErr != nil && ctx.Err() == nil {
-			e.fail(e.prepErr)
+		if e.boot.prepErr != nil && ctx.Err() == nil {
+			e.fail(e.boot.prepErr)
 		}
 	}()
 }
@@ -243,8 +249,8 @@ func (e *Engine) prepareTarget(ctx context.Context, topics map[string]int) {
 // waitPrepared waits for prepareTarget and returns its error.
 func (e *Engine) waitPrepared(ctx context.Context) error {
 	select {
-	case <-e.prepDone:
-		return e.prepErr
+	case <-e.boot.prepDone:
+		return e.boot.prepErr
 	case <-ctx.Done():
 		return ctx.Err()
 	}

@@ -253,7 +253,7 @@ func (e *Engine) prefetchResume(ctx context.Context, checks *resumeChecks, assig
 	var srcPrints, dstPrints, tails []span
 	var zero [16]byte
 	for _, t := range assigned {
-		b, err := bounds.of(e, t)
+		b, err := bounds.of(&e.cfg, t)
 		if len(persisted[t].segs) == 0 || err != nil {
 			continue
 		}

@@ -95,7 +95,7 @@ func BenchmarkStartUp(b *testing.B) {
 	src := testkit.StartCluster(b)
 	seedOne(b, src, topic, parts, true)
 	cfg := testConfig(topic)
-	cfg.PersistInterval = time.Second
+	cfg.CommitLatency = time.Second
 	b.Run("fresh", func(b *testing.B) {
 		var runs []startRun
 		for i := 0; b.Loop(); i++ {

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"golang.org/x/sync/errgroup"
 )
 
 // Fencing modes (Config.Fencing).
@@ -30,14 +31,15 @@ const fenceNoneWarning = "fencing none: writes are not fenced. A process that lo
 	"Remove exactly.once.source.support=disabled for the default, transactions, which fences both"
 
 // writers is the engine's transactional side (Config.Fencing transactions): it creates each
-// owned bucket's txnWriter, whose initialisation fences the bucket's previous owner, commits
-// the buckets' transactions, handles a fenced partition and closes the writers at stop. It
-// owns the buckets, the commit bound, the background commits and the partitions being
-// revoked, which closeAll must still reach. What it needs of the engine it is given at New: the configuration, the
-// log, the metrics, the producer options and three callbacks. The engine's lock (parts) is
-// always taken before writers.mu.
+// owned bucket's txnWriter, whose initialisation fences the bucket's previous owner, handles a
+// fenced partition and closes the writers at stop. It owns the buckets and the partitions
+// being revoked, which closeAll must still reach; when and how a bucket commits is the
+// committer's (commit.go). What it needs of the engine it is given at New: the configuration,
+// the bucket scheme, the log, the metrics, the producer options and three callbacks. The
+// engine's lock (parts) is always taken before writers.mu.
 type writers struct {
 	cfg     *Config
+	scheme  bucketScheme // the flow's buckets (bucket.go)
 	log     *slog.Logger
 	metrics *metrics
 	dst     *kgo.Client         // the engine's target client, set by connect: describes transactions (txnstate.go)
@@ -46,14 +48,9 @@ type writers struct {
 	fail    func(error)         // stops the engine (Engine.fail)
 	failed  <-chan struct{}     // closed at the engine's first fatal error
 
-	// timeout bounds one commit and the wait of a revoke for its records in flight (default
-	// commitTimeout); fenceWarn is how often a fence that does not end is reported (default
-	// fenceWarnEvery, txnstate.go). Tests shorten them.
-	timeout, fenceWarn time.Duration
-	commits            sync.WaitGroup // background commits (commitEach)
-	// beforeEnd, when set (tests), runs in a commit after the map records were written and
-	// before the transaction ends.
-	beforeEnd func()
+	// fenceWarn is how often a fence that does not end is reported (default fenceWarnEvery,
+	// txnstate.go). Tests shorten it.
+	fenceWarn time.Duration
 
 	mu sync.Mutex
 	// revoking holds the partitions a revoke callback took out of the engine's parts and still
@@ -72,9 +69,9 @@ type writers struct {
 // the previous owner's open transaction and refuses every write it still sends, to any
 // partition of the bucket, even records already in flight: that is the fence. The records of
 // the bucket's partitions, their offset map segments and their offset syncs go into one
-// transaction, committed every PersistInterval, so committed data is always described by
-// committed map records, and what is not committed is invisible to read_committed readers
-// and is mirrored again by the next owner.
+// transaction, committed when the committer decides (commit.go), so committed data is always
+// described by committed map records, and what is not committed is invisible to
+// read_committed readers and is mirrored again by the next owner.
 type txnWriter struct {
 	cl        *kgo.Client
 	id        string
@@ -88,6 +85,40 @@ type txnWriter struct {
 	held       []heldRecord
 	// pending counts records produced into the open transaction (held ones included).
 	pending int
+
+	// What the commit policy knows (commit.go): the load of the open transaction and of the
+	// next one (records held during a commit), and when the last commit ended and what
+	// commits take. seq numbers the transactions: a partition's txnSeen is the seq of the last
+	// one it wrote to, so touched counts each partition once.
+	open, next txnLoad
+	seq        uint64
+	lastEnd    time.Time
+	checked    time.Time // when a transaction without records was last found clean
+	cost       time.Duration
+}
+
+// txnLoad is one transaction's records as the commit policy counts them.
+type txnLoad struct {
+	touched        int
+	oldest, newest time.Time
+}
+
+// note counts a record submitted at for the partition whose txnSeen is seen (nil: a map
+// record) into the open transaction, or the next one while a commit is under way. The caller
+// holds w.mu.
+func (w *txnWriter) note(at time.Time, seen *uint64) {
+	l, seq := &w.open, w.seq
+	if w.committing {
+		l, seq = &w.next, w.seq+1
+	}
+	if l.oldest.IsZero() {
+		l.oldest = at
+	}
+	l.newest = at
+	if seen != nil && *seen != seq {
+		*seen = seq
+		l.touched++
+	}
 }
 
 type heldRecord struct {
@@ -100,16 +131,17 @@ type heldRecord struct {
 const maxHeld = 4096
 
 // txnTimeout is the transaction timeout kmirror asks for: how long the target keeps an open
-// transaction of a process that died before the next owner fences it. Longer than any commit
-// (one every PersistInterval), and long enough to outlast a target outage of a minute or two
-// without the coordinator aborting the transaction under a live process.
+// transaction of a process that died before the next owner fences it. Longer than any
+// transaction stays open (Config.CommitLatency, at most MaxCommitLatency), and long enough to
+// outlast a target outage of a minute or two without the coordinator aborting the
+// transaction under a live process.
 const txnTimeout = 2 * time.Minute
 
 // open creates bucket b's transactional producer and initialises its id, which fences any
 // earlier owner, before the caller reads the target's committed state.
 func (x *writers) open(ctx context.Context, b int) (*txnWriter, error) {
-	id := x.cfg.bucketTxnID(b, x.cfg.Buckets)
-	cl, err := x.initID(ctx, id, fmt.Sprintf("bucket %d of %d", b, x.cfg.Buckets))
+	id := x.scheme.txnID(b)
+	cl, err := x.initID(ctx, id, x.scheme.what(b))
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +149,7 @@ func (x *writers) open(ctx context.Context, b int) (*txnWriter, error) {
 		cl.Close()
 		return nil, fmt.Errorf("target cluster %s: begin transaction %s: %w", x.cfg.TargetAlias, id, err)
 	}
-	w := &txnWriter{cl: cl, id: id}
+	w := &txnWriter{cl: cl, id: id, seq: 1}
 	w.cond = sync.NewCond(&w.mu)
 	return w, nil
 }
@@ -145,14 +177,16 @@ func (x *writers) initID(ctx context.Context, id, what string) (*kgo.Client, err
 	return cl, nil
 }
 
-// produce submits r into the open transaction, or holds it while a commit is under way.
-func (w *txnWriter) produce(ctx context.Context, r *kgo.Record, promise func(*kgo.Record, error)) {
+// produce submits r, fetched at at, into the open transaction, or holds it while a commit is
+// under way. seen is the txnSeen of r's partition (nil for a map record).
+func (w *txnWriter) produce(ctx context.Context, r *kgo.Record, at time.Time, seen *uint64, promise func(*kgo.Record, error)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for w.committing && len(w.held) >= maxHeld {
 		w.cond.Wait()
 	}
 	w.pending++
+	w.note(at, seen)
 	if w.committing {
 		w.held = append(w.held, heldRecord{ctx, r, promise})
 		return
@@ -160,47 +194,11 @@ func (w *txnWriter) produce(ctx context.Context, r *kgo.Record, promise func(*kg
 	w.cl.Produce(ctx, r, promise)
 }
 
-// begin marks a commit under way; it returns false when there is nothing to commit, or when
-// another commit is under way and wait is false (with wait it waits for that one first).
-func (w *txnWriter) begin(dirty func() bool, wait bool) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for wait && w.committing {
-		w.cond.Wait()
-	}
-	if w.committing || (w.pending == 0 && !dirty()) {
-		return false
-	}
-	w.committing = true
-	return true
-}
-
-// release ends a commit. After a committed transaction (err nil) it begins the next one and
-// produces the held records into it; otherwise the held records fail with err.
-func (w *txnWriter) release(err error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	held := w.held
-	w.held, w.committing = nil, false
-	w.cond.Broadcast()
-	if err == nil {
-		err = w.cl.BeginTransaction()
-	}
-	w.pending = len(held)
-	for _, h := range held {
-		if err != nil {
-			h.promise(h.r, err)
-			continue
-		}
-		w.cl.Produce(h.ctx, h.r, h.promise)
-	}
-}
-
 // produceWait writes r into the open transaction, or the next one when a commit is under
 // way (produce), and waits for it. The bucket's other partitions may be committing meanwhile.
 func (w *txnWriter) produceWait(ctx context.Context, r *kgo.Record) error {
 	done := make(chan error, 1)
-	w.produce(ctx, r, func(_ *kgo.Record, err error) { done <- err })
+	w.produce(ctx, r, time.Now(), nil, func(_ *kgo.Record, err error) { done <- err })
 	select {
 	case err := <-done:
 		return err
@@ -210,127 +208,6 @@ func (w *txnWriter) produceWait(ctx context.Context, r *kgo.Record) error {
 }
 
 func (w *txnWriter) close() { w.closeOnce.Do(w.cl.Close) }
-
-// commit ends bk's open transaction with the map segments and offset syncs that describe it.
-// It returns errFenced (wrapped) when another owner has initialised the bucket's id. With
-// wait false it returns at once when a commit of bk is already under way.
-func (x *writers) commit(ctx context.Context, bk *bucket, wait bool) error {
-	w := bk.w
-	if !w.begin(bk.isDirty, wait) {
-		return nil
-	}
-	// A commit that is cut off half-way leaves its outcome unknown: never cancel it, bound it.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), x.timeout)
-	defer cancel()
-	err := x.commitHeld(ctx, bk)
-	w.release(err)
-	return err
-}
-
-// commitTimeout bounds one commit (flush, map records, end of transaction). A target that
-// takes no record for that long stops the engine; a restart resumes from what it committed.
-const commitTimeout = 90 * time.Second
-
-// done handles the outcome of a commit of bk: a fence stops each of its partitions.
-func (x *writers) done(bk *bucket, err error) {
-	switch {
-	case err == nil:
-	case isFencedErr(err):
-		for _, ps := range bk.states() {
-			x.fenced(ps, err)
-		}
-	default:
-		x.fail(err)
-	}
-}
-
-// commitHeld is commit's body; no record is produced into the transaction meanwhile.
-func (x *writers) commitHeld(ctx context.Context, bk *bucket) error {
-	w := bk.w
-	if err := w.cl.Flush(ctx); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return x.withTxnState(fmt.Errorf("target cluster %s: flush transaction %s: the target did not acknowledge all its pending records within %s (the commit bound): %w; kmirror stops, and once restarted resumes from what the target committed",
-				x.cfg.TargetAlias, w.id, x.timeout, err), w.id)
-		}
-		return fmt.Errorf("target cluster %s: flush transaction %s: %w", x.cfg.TargetAlias, w.id, err)
-	}
-	states := bk.states()
-	for _, ps := range states {
-		if err := ps.failure(); err != nil {
-			// A record of this transaction failed: it must not commit. The next owner (or this
-			// process after a restart) mirrors again from the last commit.
-			return err
-		}
-	}
-	type taken struct {
-		ps   *partState
-		d    mapDirty
-		done commitPoint
-	}
-	took := make([]taken, 0, len(states))
-	var recs []*kgo.Record
-	for _, ps := range states {
-		d, done := ps.takeDirtyCommit()
-		recs = append(recs, x.cfg.mapRecords(ps, d)...)
-		took = append(took, taken{ps, d, done})
-	}
-	undo := func() {
-		for _, t := range took {
-			t.ps.undirty(t.d)
-		}
-	}
-	if len(recs) > 0 {
-		if err := produceBounded(ctx, w.cl, recs...); err != nil {
-			undo()
-			if errors.Is(err, context.DeadlineExceeded) {
-				return x.withTxnState(fmt.Errorf("target cluster %s: write offset map of transaction %s: the target did not acknowledge its map records within %s (the commit bound): %w; kmirror stops, and once restarted resumes from what the target committed",
-					x.cfg.TargetAlias, w.id, x.timeout, err), w.id)
-			}
-			return x.txnErr(w, "write offset map", err)
-		}
-	}
-	if x.beforeEnd != nil {
-		x.beforeEnd()
-	}
-	if err := w.cl.EndTransaction(ctx, kgo.TryCommit); err != nil {
-		undo()
-		if errors.Is(err, context.DeadlineExceeded) {
-			err = x.withTxnState(err, w.id)
-		}
-		return x.txnErr(w, "commit", err)
-	}
-	for _, t := range took {
-		t.ps.committed(t.done)
-	}
-	w.mu.Lock()
-	w.pending = 0
-	w.mu.Unlock()
-	x.metrics.persisted(time.Now())
-	return nil
-}
-
-// produceBounded produces recs and waits for them until ctx is done. ProduceSync waits for
-// records already sent however long the target takes to answer (their context fails them only
-// before they are sent), so a target that froze after a commit's flush held the commit past
-// its bound.
-func produceBounded(ctx context.Context, cl *kgo.Client, recs ...*kgo.Record) error {
-	done := make(chan error, len(recs))
-	for _, r := range recs {
-		cl.Produce(ctx, r, func(_ *kgo.Record, err error) { done <- err })
-	}
-	var first error
-	for range recs {
-		select {
-		case err := <-done:
-			if first == nil {
-				first = err
-			}
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return first
-}
 
 // errFenced marks a partition whose bucket's transactional id another owner initialised.
 var errFenced = errors.New("fenced: another kmirror process took over the partition's bucket")
@@ -373,59 +250,6 @@ func (x *writers) fenced(ps *partState, err error) {
 	}()
 }
 
-// bucketsOf lists the buckets of states once each, leaving out a bucket with a partition
-// that failed (a fenced one, or one whose failure stops the engine): its transaction must not
-// commit.
-func bucketsOf(states []*partState) []*bucket {
-	seen := map[*bucket]bool{}
-	var out []*bucket
-	for _, ps := range states {
-		if ps.bk == nil || seen[ps.bk] {
-			continue
-		}
-		seen[ps.bk] = true
-		ok := true
-		for _, o := range ps.bk.states() {
-			if o.failure() != nil {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			out = append(out, ps.bk)
-		}
-	}
-	return out
-}
-
-// commitAll commits the open transactions of the buckets of states, a few at a time, and
-// waits for them (revoke and drain). A fenced bucket's partitions are handed to fenced; any
-// other failure stops the engine (a failed commit leaves records of unknown fate behind the
-// in-memory map; a restart resumes from what the target committed) and the first is returned.
-func (x *writers) commitAll(ctx context.Context, states []*partState) error {
-	var eg errgroup.Group
-	eg.SetLimit(8)
-	for _, bk := range bucketsOf(states) {
-		eg.Go(func() error {
-			err := x.commit(ctx, bk, true)
-			x.done(bk, err)
-			if isFencedErr(err) {
-				return nil
-			}
-			return err
-		})
-	}
-	return eg.Wait()
-}
-
-// commitEach starts a commit of every bucket of states that has none under way, without
-// waiting: one slow bucket never holds back the others' commits.
-func (x *writers) commitEach(ctx context.Context, states []*partState) {
-	for _, bk := range bucketsOf(states) {
-		x.commits.Go(func() { x.done(bk, x.commit(ctx, bk, false)) })
-	}
-}
-
 // attach adds resumed states to their buckets, creating the bucket of a writer fenceAll just
 // opened. The caller holds the engine's lock.
 func (x *writers) attach(states []*partState) {
@@ -435,7 +259,7 @@ func (x *writers) attach(states []*partState) {
 		if ps.w == nil {
 			continue
 		}
-		k := bucketOf(ps.tp, x.cfg.Buckets)
+		k := x.scheme.of(ps.tp)
 		bk := x.buckets[k]
 		if bk == nil {
 			bk = &bucket{id: k, w: ps.w, parts: map[tp]*partState{}}
@@ -446,6 +270,13 @@ func (x *writers) attach(states []*partState) {
 		bk.mu.Unlock()
 		ps.bk = bk
 	}
+}
+
+// owned lists the owned buckets.
+func (x *writers) owned() []*bucket {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return slices.Collect(maps.Values(x.buckets))
 }
 
 // writerOf returns the writer of owned bucket k, or nil when this process does not own it.

@@ -208,7 +208,7 @@ func (p *parser) classify() {
 			p.classifyFlowKey(pr, k[:i], k[i+2:])
 			continue
 		}
-		if IsKnownKey(k) {
+		if IsKnownKey(k) || KmirrorKeys[k] != "" {
 			p.global[k] = pr
 			continue
 		}
@@ -264,7 +264,7 @@ func (p *parser) classifyFlowKey(pr Property, src, rest string) {
 		p.warn(pr, "", "flow %s->%s: source and target are the same cluster; MM2 ignores this key", src, tgt)
 		return
 	}
-	if !isKnownFlowKey(suffix) {
+	if !isKnownFlowKey(suffix) && KmirrorKeys[suffix] == "" {
 		sugg := suggest(suffix, globalCandidates())
 		if sugg != "" {
 			sugg = src + "->" + tgt + "." + sugg

@@ -93,6 +93,16 @@ var (
 	}
 )
 
+// KeyCommitLatency is kmirror's commit latency bound, in milliseconds (mirror.Config.CommitLatency).
+const KeyCommitLatency = "kmirror.commit.latency.max.ms"
+
+// KmirrorKeys are the keys kmirror reads and MirrorMaker 2 does not, unprefixed or after "A->B.",
+// with what they do. MM2 drops them without a word, so a file shared by both stays valid for
+// MM2; Lint says which they are.
+var KmirrorKeys = map[string]string{
+	KeyCommitLatency: "the longest a mirrored record waits for the commit that makes it visible to read_committed readers (default 1000); within it kmirror commits sooner when that pays",
+}
+
 // mm2Keys are read by MirrorMakerConfig itself.
 var mm2Keys = set(
 	"clusters", "config.providers", "dedicated.mode.enable.internal.rest",

@@ -93,6 +93,7 @@ func Lint(r io.Reader) ([]Finding, error) {
 	lintReplicationFactors(props, cfg, add)
 	lintFlows(cfg, all, add)
 	lintV4(all, cfg, add)
+	lintKmirror(all, add)
 	return sortFindings(out), nil
 }
 
@@ -410,5 +411,25 @@ func lintSwallowedBackslashes(pr Property, add addFunc) {
 				"%s: the properties format drops the backslash, so MM2's regex gets %q; write %s", esc, string(c), `\\`+string(c))
 		}
 		return
+	}
+}
+
+// lintKmirror says which keys only kmirror reads, and what offset.flush.interval.ms, which
+// looks like kmirror's commit bound, does and does not do.
+func lintKmirror(props *Properties, add addFunc) {
+	for _, pr := range props.All() {
+		suffix := pr.Key
+		if i := strings.Index(suffix, "->"); i >= 0 {
+			if j := strings.Index(suffix[i:], "."); j >= 0 {
+				suffix = suffix[i+j+1:]
+			}
+		}
+		if what, ok := KmirrorKeys[suffix]; ok {
+			add(pr.Line, pr.Key, SeverityInfo, "", "read by kmirror only (%s); MirrorMaker 2 ignores it", what)
+		}
+		if suffix == "offset.flush.interval.ms" || strings.HasSuffix(suffix, ".offset.flush.interval.ms") {
+			add(pr.Line, pr.Key, SeverityInfo, "", "without exactly.once.source.support, MirrorMaker 2's worker commits its source offsets this often (default 60000), and a restart mirrors again what it copied since; with it, transactions follow transaction.boundary instead. "+
+				"kmirror ignores it: its records and its offset map commit in one transaction, so a restart mirrors nothing twice, and %s bounds how long a record waits for that commit (default 1000; kmirror commits sooner when the flow pauses)", KeyCommitLatency)
+		}
 	}
 }

@@ -87,6 +87,9 @@ func TestLint(t *testing.T) {
 		{name: "unknown policy (an error, not a stop)", extra: "replication.policy.class=Foo", wantKey: "replication.policy.class", wantLine: 12, wantSev: SeverityError, wantMsg: "not supported"},
 		{name: "bad escape", extra: `topics=\u12`, wantKey: "topics", wantLine: 12, wantSev: SeverityError, wantMsg: "refuses to start"},
 		{name: "duplicate key", extra: "src.bootstrap.servers=other:9092", wantKey: "src.bootstrap.servers", wantLine: 2, wantSev: SeverityWarning, wantMsg: "duplicate"},
+		{name: "kmirror's commit bound", extra: "kmirror.commit.latency.max.ms=200", wantKey: "kmirror.commit.latency.max.ms", wantLine: 12, wantSev: SeverityInfo, wantMsg: "read by kmirror only"},
+		{name: "kmirror's commit bound in a flow", extra: "src->dst.kmirror.commit.latency.max.ms=200", wantKey: "src->dst.kmirror.commit.latency.max.ms", wantLine: 12, wantSev: SeverityInfo, wantMsg: "MirrorMaker 2 ignores it"},
+		{name: "offset flush interval against kmirror's bound", extra: "dst.offset.flush.interval.ms=1000", wantKey: "dst.offset.flush.interval.ms", wantLine: 12, wantSev: SeverityInfo, wantMsg: "kmirror ignores it: its records and its offset map commit in one transaction"},
 		{name: "worker key without prefix", extra: "offset.flush.interval.ms=1000", wantKey: "offset.flush.interval.ms", wantLine: 12, wantSev: SeverityError, wantMsg: "cluster prefix", wantSugg: "dst.offset.flush.interval.ms"},
 	}
 	for _, tt := range tests {
@@ -111,6 +114,28 @@ func TestLint(t *testing.T) {
 			t.Fatalf("findings: got %+v; want one with key %q line %d severity %s message containing %q suggestion %q",
 				got, tt.wantKey, tt.wantLine, tt.wantSev, tt.wantMsg, tt.wantSugg)
 		})
+	}
+}
+
+// TestLintKmirrorKeys: kmirror's own keys are no unknown keys: their only finding says that
+// only kmirror reads them, and the flow's settings carry them.
+func TestLintKmirrorKeys(t *testing.T) {
+	t.Parallel()
+	for _, key := range []string{KeyCommitLatency, "src->dst." + KeyCommitLatency} {
+		got, err := Lint(strings.NewReader(clean + key + "=200\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || got[0].Severity != SeverityInfo {
+			t.Fatalf("%s: findings %+v, want one, of severity info", key, got)
+		}
+		cfg, err := Parse(strings.NewReader(clean + key + "=200\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cfg.Warnings) != 0 || cfg.Flows[0].Settings[KeyCommitLatency] != "200" {
+			t.Fatalf("%s: warnings %+v, flow setting %q; want none and 200", key, cfg.Warnings, cfg.Flows[0].Settings[KeyCommitLatency])
+		}
 	}
 }
 

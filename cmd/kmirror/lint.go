@@ -20,6 +20,12 @@ value, trailing blanks that turn "true" false, invalid regexes, replication fact
 2.3.0 cluster cannot take. MM2 itself drops unknown keys without a word. Each finding has a
 severity: error (MM2 refuses the file or does not do what it says), warning, info.
 
+Keys only kmirror reads (kmirror.commit.latency.max.ms, the longest a record waits for the
+commit that makes it visible) are info findings: MM2 ignores them, so one file serves both.
+offset.flush.interval.ms gets one too, saying how it differs: it is how often MM2's worker
+commits source offsets (a restart mirrors again what came since), while kmirror commits
+records and offset map together and ignores it.
+
 Examples:
   kmirror lint mm2.properties
   kmirror lint --format json mm2.properties | jq .

@@ -37,6 +37,8 @@ func runCommand() *cli.Command {
 		&cli.StringFlag{Name: "metrics-addr", Usage: "serve HTTP on `ADDR` (e.g. :9102): Prometheus metrics at /metrics, liveness at /healthz (200 while the process runs), readiness at /readyz (200 once every partition the group assigned is resumed, 503 with the reason before and during a rebalance), Go profiles at /debug/pprof/; empty: off"},
 		&cli.StringFlag{Name: "memory-limit", Value: "192MiB", Usage: "soft memory limit of the Go runtime (`SIZE` in KiB, MiB or GiB; off: none); GOMEMLIMIT, when set, wins. The garbage collector works harder near it, keeping peak RSS near the limit at full speed"},
 		&cli.IntFlag{Name: "fence-buckets", Value: mirror.DefaultBuckets, Usage: "split the flow's partitions into `N` buckets (1 to 1024), each written by one transactional producer and owned whole by one process: a process holds at most one producer per bucket it owns, and at most N processes share the flow. Every process of a flow needs the same N (the source group refuses another); a change fences the old buckets' transactional ids at the next start. Ignored with exactly.once.source.support=disabled"},
+		&cli.DurationFlag{Name: "commit-latency-max", Value: mirror.DefaultCommitLatency, Usage: "the longest a mirrored record waits, from its fetch, for the commit that makes it visible to read_committed readers (`DURATION`, 1ms to 1m; wins over the flow key " + mirror.CommitLatencyKey + "). Within it kmirror commits each bucket when that pays: as soon as its flow pauses, no more often than commits take a tenth of its time and 200 markers a second, and at the bound when the flow never pauses. Lower it for latency, raise it for fewer transaction markers and commits. Not MM2's offset.flush.interval.ms, which kmirror ignores (kmirror lint says why). With exactly.once.source.support=disabled records are visible at once, and this is how often the offset map is written"},
+		&cli.StringFlag{Name: "group-instance-id", EnvVars: []string{"KMIRROR_GROUP_INSTANCE_ID"}, Usage: "make the process a static member of the source group with `ID` (KIP-345; wins over <source>.consumer.group.instance.id): restarted with the same ID, as a container restarted in its pod or a StatefulSet's pod is, it takes its old member's place and buckets at once, instead of waiting for the dead member's session (session.timeout.ms, 45 s) and a rebalance. Each process needs its own: on Kubernetes the pod name of a StatefulSet (deploy/kmirror). A static member does not leave the group when it stops, so a process removed for good (a scale-down) keeps its buckets until its session times out (docs/operations.md)"},
 		&cli.StringFlag{Name: "log-format", Value: "text", Usage: "log format: text or json (logs go to standard error)"},
 		&cli.StringFlag{Name: "log-level", Value: "info", Usage: "log level: debug, info, warn or error"},
 	)
@@ -50,7 +52,9 @@ refresh.topics.*, refresh.groups.*, sync.topic.configs.*, config.properties.excl
 sync.group.offsets.*, emit.checkpoints.*, emit.heartbeats.*, offset-syncs.topic.location,
 replication.factor, offset-syncs/checkpoints/heartbeats.topic.replication.factor,
 producer.compression.type, linger.ms, batch.size, consumer.fetch.max.bytes,
-max.partition.fetch.bytes, fetch.max.wait.ms, session.timeout.ms, auto.offset.reset) and prints, at start, every key of the flow it does not honour, with why.
+max.partition.fetch.bytes, fetch.max.wait.ms, session.timeout.ms, auto.offset.reset), and
+kmirror's own ` + mirror.CommitLatencyKey + ` (--commit-latency-max), and prints, at start,
+every key of the flow it does not honour, with why.
 
 What it writes, all on the target (kmirror never writes to the source):
   - the mirrored topics, created when missing with the source's partition count and its own
@@ -110,6 +114,12 @@ func run(c *cli.Context) error {
 		return clikit.Failf("flow %s: %w", conn.Flow.Name(), err)
 	}
 	cfg.Buckets = c.Int("fence-buckets")
+	if id := c.String("group-instance-id"); id != "" {
+		cfg.InstanceID = id
+	}
+	if c.IsSet("commit-latency-max") {
+		cfg.CommitLatency = c.Duration("commit-latency-max")
+	}
 	if len(ignored) > 0 {
 		fmt.Fprintf(c.App.ErrWriter, "kmirror does not honour these keys of flow %s:\n", conn.Flow.Name())
 		for _, ig := range ignored {
