@@ -79,8 +79,10 @@ func bedDefaultParallel() {
 // TestReconcileApplyKilled (kreconcile is killed once it logged 20 commits: on a busy machine
 // it could commit every group first) and TestProdFaultsHarness (its lanes are parallel
 // subtests, which in a parallel test would wait for a free slot while its producer runs on),
-// as does the bucket-count case of TestMirror and TestMirrorKafka4 (mirSuite); they run
-// first, before the parallel ones. Under the testcontainers provider every test stays
+// as do the bucket-count case of TestMirror and TestMirrorKafka4 (mirSuite) and
+// TestReconcileSeed (its second plan found the group behind again once, in a make test with
+// the load average at 50, MirrorMaker 2 running on beside it); they run first, before the
+// parallel ones. Under the testcontainers provider every test stays
 // serial: Docker's containers side by side were not measured on this machine.
 func bedParallel(t *testing.T) {
 	t.Helper()

@@ -185,7 +185,6 @@ func rcSameValues(t *testing.T, what string, got, want [][]byte) {
 // lag and a consumer of the group on the target reads exactly the unconsumed records.
 // Under $KMIGRATE_PAIR (pair_test.go) the target is the pair's, MirrorMaker 2 stays 3.7.1.
 func TestReconcileSeed(t *testing.T) {
-	bedParallel(t)
 	bedSkipSource(t, cluster.V230, "the seed fixture's source is Kafka 2.3.0 (runSeedScenarioOn takes the target's version only)")
 	_, dstV := bedPair(t)
 	f := runSeedScenarioOn(t, dstV, cluster.V371)
