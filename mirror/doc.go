@@ -12,17 +12,11 @@
 //
 // # Inside the engine
 //
-// Engine (engine.go) owns the clients, the owned partitions (parts, under its lock) and the
-// loops. Parts with state and a lock of their own, each given what it needs of the engine at
-// New: committer (commit.go: when each bucket commits, what a commit writes, the commit bound;
-// the one file to read to change how kmirror commits), resumer (resume.go: the resume of
-// assigned partitions, asking the engine through resumeHost), bucketScheme (bucket.go: the
-// bucket count and each partition's bucket), writers (txn.go, txnstate.go: the owned buckets'
-// transactional writers, their fence, revokes and close; the engine's lock is always taken
-// before its own), accessCheck (access.go, the preflight and the target topics it found
-// missing), identities (identity.go, the recorded topic IDs), stopSet (halt.go, stopped
-// partitions) and topicLimits (recsize.go, max.message.bytes). bucketBalancer (bucket.go) is
-// the source group's balancer.
+// Engine (engine.go) owns the clients, the owned partitions and the loops; parts with state of
+// their own get what they need of it at New: committer (commit.go, how and when kmirror
+// commits), resumer (resume.go, through resumeHost), bucketScheme and bucketBalancer
+// (bucket.go), writers (txn.go, txnstate.go; the engine's lock is taken before theirs),
+// accessCheck (access.go), identities (identity.go), stopSet (halt.go), topicLimits (recsize.go).
 //
 // # Guarantees
 //
@@ -37,10 +31,10 @@
 //     partitions (bucketOf) writes through one transactional producer; its records, map
 //     segments and offset syncs commit together, and no record waits longer than
 //     Config.CommitLatency, from its fetch to the end of its commit (docs/design.md, "When a
-//     bucket commits"). A bucket's new owner
-//     initialises its id first, so the broker refuses all a stale owner still sends; a change
-//     of bucket count fences the old ids at the first resume (docs/design.md, "kmirror's
-//     transactional writes"). Target consumers must read with read_committed.
+//     bucket commits"). A bucket's new owner initialises its id first, so the broker refuses
+//     all a stale owner still sends; a change of bucket count fences the old ids at the first
+//     resume (docs/design.md, "kmirror's transactional writes"). Target consumers must read
+//     with read_committed.
 //   - After kill -9, a restart or a move to another process, the new owner loads the map,
 //     aligns the target's committed tail with the source record by record (fingerprints) and
 //     resumes at the next source offset: never a gap, never a duplicate.
@@ -94,8 +88,8 @@
 //     partition holds only while group membership tells the truth, and a next owner that reads
 //     the tail while records are above the target's high watermark can write them again.
 //   - With transactions a commit of an active partition ends a segment. The map keeps each
-//     partition's last Config.MapWindow segments (default 2,048: about 34 minutes of commits
-//     a second), in memory and in the map topic (tombstones and a history record, persist.go);
+//     partition's last Config.MapWindow segments (default 2,048: at least 3.4 minutes at the
+//     default bound, as a partition commits at most ten times a bound), in memory and in the map topic (tombstones and a history record, persist.go);
 //     E(G) for a G older than that is Compacted: the group offset sync does not sync it and
 //     kreconcile groups finds it by content. Each owned bucket buffers up to
 //     MaxBufferedRecords, plus up to 4,096 held during a commit.
