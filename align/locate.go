@@ -182,12 +182,7 @@ type summary struct {
 	tail bool // a copy follows row jl
 }
 
-// same reports whether two summaries decide the same, whatever their cost.
-func (s summary) same(o summary) bool {
-	return s.m == o.m && s.jl == o.jl && s.firstPass == o.firstPass && s.tail == o.tail
-}
-
-// sumKey is what a summary decides, as a map key.
+// sumKey is what a summary decides: two summaries with one key merge (merge).
 type sumKey struct {
 	m, jl, firstPass int32
 	tail             bool
@@ -284,7 +279,8 @@ func (l *locator) run() Located {
 		out.Overflow, out.Work = true, l.work
 		return out
 	}
-	if a, b, ok := l.straddle(); ok && a == 0 && !l.pinnedRun(a, b) {
+	a, b, straddles := l.straddle()
+	if straddles && a == 0 && !l.pinnedRun(a, b) {
 		// The source window starts inside the run around G: no explanation can bound it
 		// (cleanRun), so there is nothing to explain yet.
 		out.Run = &[2]int64{in.Source[a].Offset, in.Source[b].Offset}
@@ -307,7 +303,7 @@ func (l *locator) run() Located {
 			}
 		}
 	}
-	if a, b, ok := l.straddle(); ok && !l.pinnedRun(a, b) && !l.cleanRun(best, a, b) {
+	if straddles && !l.pinnedRun(a, b) && !l.cleanRun(best, a, b) {
 		// G's place in the run is unknown whatever the explanations say: no need to
 		// follow them.
 		out.Run = &[2]int64{in.Source[a].Offset, in.Source[b].Offset}
@@ -590,18 +586,13 @@ func (s summary) norm(l *locator) summary {
 }
 
 func addSummary(dst []summary, s summary) ([]summary, bool) {
-	return addSummaryUpTo(dst, s, maxSummaries)
-}
-
-// addSummaryUpTo adds s to dst, merging it with an equal one, keeping at most max.
-func addSummaryUpTo(dst []summary, s summary, limit int) ([]summary, bool) {
 	for k := range dst {
-		if dst[k].same(s) {
+		if dst[k].key() == s.key() {
 			dst[k] = merge(dst[k], s)
 			return dst, true
 		}
 	}
-	if len(dst) >= limit {
+	if len(dst) >= maxSummaries {
 		return dst, false
 	}
 	return append(dst, s), true
@@ -829,10 +820,7 @@ func (l *locator) inspect(best int, out *Located) {
 	bestXB := float32(TailBits)
 	for _, s := range l.rows[len(l.rows)-1] {
 		if s.f+s.b > best+Margin {
-			continue
-		}
-		if s.over {
-			out.Overflow = true
+			continue // (no state is over here: propagate stops at the first)
 		}
 		for _, x := range s.sums {
 			if int(x.c) > best+Margin {
