@@ -61,7 +61,8 @@ func pending(format string, args ...any) answer {
 // records of aborted transactions.
 type logReader func(ctx context.Context, from, to int64, max int) ([]rec, error)
 
-// mapRef is an exact map and where it came from (SourceKmirrorMap).
+// mapRef is an exact map, the mirror's own (kmirror's, the only one: a map file from kverify
+// only checks answers), and where it came from (SourceKmirrorMap).
 type mapRef struct {
 	pm   *offsetmap.PartitionMap
 	from string
@@ -77,9 +78,6 @@ func (io locateIO) pinsIn(from, to int64, targets []rec) []pin {
 		for _, c := range m.pm.CopiesIn(from, to) {
 			out = append(out, pin{align.Pin{Source: c.Source, Target: c.Target}, m.from})
 			held[c.Target] = true
-		}
-		if m.from != SourceKmirrorMap {
-			continue // a file's claim that a record copies nothing is content's to decide
 		}
 		lo := m.pm.TargetFrom()
 		for _, t := range targets {
@@ -330,10 +328,8 @@ func fromMaps(ctx context.Context, j job, io locateIO) (located, bool, error) {
 			}
 			return located{answer: pending("%s says the mirror has copied %s/%d up to source offset %d, not yet the records below the committed %d", m.from, j.srcTopic, j.part, m.pm.SourceTo-1, j.g)}, true, nil
 		case !tr.HasPrev:
-			if m.from != SourceKmirrorMap || j.srcStart < m.pm.SourceFrom && j.g > j.srcStart {
-				// Only the mirror's own map says that no record below G was copied (content
-				// cannot check a copy that is not there); a file's claim is content's to decide.
-				continue
+			if j.srcStart < m.pm.SourceFrom && j.g > j.srcStart {
+				continue // the map began above records still on the source: content decides
 			}
 			if len(m.pm.CopiesIn(tr.Target, tr.Target+1)) == 0 {
 				return located{answer: pending("%s says no source record below %d is mirrored and none at or after it yet", m.from, j.g)}, true, nil
