@@ -64,6 +64,18 @@ func containers(t *testing.T, path string) []container {
 	}
 }
 
+// readYAML decodes the one YAML document of path into v.
+func readYAML(t *testing.T, path string, v any) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+}
+
 func strings_(v any) []string {
 	l, _ := v.([]any)
 	out := make([]string, 0, len(l))
@@ -179,13 +191,7 @@ func TestScrapeAnnotations(t *testing.T) {
 				} `yaml:"template"`
 			} `yaml:"spec"`
 		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := yaml.Unmarshal(b, &d); err != nil {
-			t.Fatalf("%s: %v", f, err)
-		}
+		readYAML(t, f, &d)
 		ann := d.Spec.Template.Metadata.Annotations
 		if ann["prometheus.io/scrape"] != "true" || ann["prometheus.io/path"] != "/metrics" {
 			t.Errorf("%s: annotations %v: want prometheus.io/scrape true and path /metrics", f, ann)
@@ -256,13 +262,7 @@ func TestKmirrorStaticMembership(t *testing.T) {
 			} `yaml:"template"`
 		} `yaml:"spec"`
 	}
-	b, err := os.ReadFile(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := yaml.Unmarshal(b, &d); err != nil {
-		t.Fatalf("%s: %v", f, err)
-	}
+	readYAML(t, f, &d)
 	if d.Kind != "StatefulSet" || d.Spec.ServiceName == "" {
 		t.Errorf("%s: kind %q, serviceName %q: want a StatefulSet (stable pod names) with its headless Service", f, d.Kind, d.Spec.ServiceName)
 	}
