@@ -141,6 +141,21 @@ func countClauses(c align.Counts) []string {
 	return out
 }
 
+// keyClauses break a table's differences down by class: counts of keys.
+func keyClauses(c align.Counts) []string {
+	var out []string
+	if c.Missing > 0 {
+		out = append(out, plural(c.Missing, "key", "keys")+" missing (a latest value on the source, no record on the target: lost)")
+	}
+	if c.Mismatched > 0 {
+		out = append(out, plural(c.Mismatched, "key", "keys")+" with another latest record on the target")
+	}
+	if c.Extra > 0 {
+		out = append(out, plural(c.Extra, "key", "keys")+" on the target only")
+	}
+	return out
+}
+
 // newVerifyTopic is the view of the result r of one topic: its partitions, counts and verdict.
 func newVerifyTopic(r *verify.Result) verifyTopic {
 	t := verifyTopic{
@@ -171,9 +186,70 @@ func newVerifyTopic(r *verify.Result) verifyTopic {
 	if r.Summary != (align.Counts{}) {
 		t.Counts = r.Summary
 	}
+	if r.Judged == verify.JudgeTable {
+		tables := map[int32]*verify.TablePartition{}
+		for i := range r.Tables {
+			tables[r.Tables[i].Partition] = &r.Tables[i]
+		}
+		for i := range t.Parts {
+			p := &t.Parts[i]
+			p.Details = append(p.Details, tableDetails(tables[p.P.Partition])...)
+			if p.Differences > 0 && p.P.Err == "" {
+				p.Status = plural(p.Differences, "key differs", "keys differ")
+			}
+		}
+	}
 	t.Verdict = topicVerdict(&t, r)
 	t.Verdict.Details = append(t.Verdict.Details, txnClauses(r)...)
 	return t
+}
+
+// tableClauses say what a table judgement compared: keys, and the records each side keeps
+// beyond the table, which are neither missing nor extra.
+func tableClauses(r *verify.Result) []string {
+	var src, dst, srcSup, dstSup, cleaned int64
+	for _, tp := range r.Tables {
+		src, dst, srcSup, dstSup, cleaned = src+tp.SourceRecords, dst+tp.TargetRecords, srcSup+tp.SourceSuperseded, dstSup+tp.TargetSuperseded, cleaned+tp.TombstonesCleaned
+	}
+	out := []string{fmt.Sprintf("judged as a table, the latest record of every key (%s); counts are of keys", r.JudgedWhy),
+		fmt.Sprintf("%s on the source, %s on the target; superseded by a later record of their key, so compacted on one side and not counted as missing or extra: %s on the source, %s on the target",
+			plural(src, "record", "records"), plural(dst, "record", "records"), num(srcSup), num(dstSup))}
+	if cleaned > 0 {
+		out = append(out, plural(cleaned, "key deleted by a tombstone on one side and absent on the other (the same table)", "keys deleted by a tombstone on one side and absent on the other (the same table)"))
+	}
+	return out
+}
+
+// tableDetails lists a table partition's keys that are not the same (tp nil: none).
+func tableDetails(tp *verify.TablePartition) []detail {
+	if tp == nil || len(tp.Differences) == 0 {
+		return nil
+	}
+	labels := map[string]string{
+		"differs": "keys whose latest record differs: source offset → target offset of each side's latest",
+		"missing": "keys with a latest value on the source and no record on the target (loss): source offsets",
+		"extra":   "keys with a latest value on the target only: target offsets",
+	}
+	byClass := map[string]*detail{}
+	var ds []detail
+	for _, d := range tp.Differences {
+		if byClass[d.Class] == nil {
+			ds = append(ds, detail{Class: "key " + d.Class, Label: labels[d.Class], Level: levelBad})
+			byClass[d.Class] = &ds[len(ds)-1]
+		}
+		item := fmt.Sprintf("source %d → target %d", d.SourceOffset, d.TargetOffset)
+		switch d.Class {
+		case "missing":
+			item = fmt.Sprintf("source %d", d.SourceOffset)
+		case "extra":
+			item = fmt.Sprintf("target %d", d.TargetOffset)
+		}
+		byClass[d.Class].Items = append(byClass[d.Class].Items, item)
+	}
+	if tp.Truncated {
+		ds[len(ds)-1].Items = append(ds[len(ds)-1].Items, "…")
+	}
+	return ds
 }
 
 // abortedClause says what n aborted records on the target, copies of them copies of
@@ -252,12 +328,27 @@ func topicVerdict(t *verifyTopic, r *verify.Result) verdict {
 		// called identical.
 		v.Level, v.Headline = levelWarn, fmt.Sprintf("identical in the %d of %d partitions compared", len(t.Parts)-t.NotCompared, len(t.Parts))
 	}
-	if n > 0 {
+	table := r.Judged == verify.JudgeTable
+	switch {
+	case n > 0 && table:
+		v.Headline = plural(n, "key differs", "keys differ")
+		v.Details = append(v.Details, keyClauses(t.Counts)...)
+		v.Details = append(v.Details, fmt.Sprintf("in %d of %d partitions", t.Differing, len(t.Parts)))
+	case n > 0:
 		v.Details = append(v.Details, countClauses(t.Counts)...)
 		v.Details = append(v.Details, fmt.Sprintf("in %d of %d partitions", t.Differing, len(t.Parts)))
-	} else if t.Failed == 0 && len(r.Problems) == 0 {
+	case t.Failed == 0 && len(r.Problems) == 0 && table:
+		if v.Level == levelOK {
+			v.Headline = "identical table"
+		}
+		v.Details = append(v.Details, fmt.Sprintf("%s with the same latest record in %s",
+			plural(t.Counts.Matched, "key", "keys"), plural(int64(len(t.Parts)-t.NotCompared), "partition", "partitions")))
+	case t.Failed == 0 && len(r.Problems) == 0:
 		v.Details = append(v.Details, fmt.Sprintf("%s matched in %s",
 			plural(t.Counts.Matched, "record", "records"), plural(int64(len(t.Parts)-t.NotCompared), "partition", "partitions")))
+	}
+	if table {
+		v.Details = append(v.Details, tableClauses(r)...)
 	}
 	if t.NotCompared > 0 {
 		v.Details = append(v.Details, fmt.Sprintf("%s not compared, no source record in the range asked: %s",

@@ -145,6 +145,11 @@ type Config struct {
 	// Progress, when set, is called from the partition goroutines (it must be safe for
 	// concurrent use) every few thousand records and when a partition is done.
 	Progress func(Progress)
+	// Judge is how a topic is judged: JudgeAuto (default) a table when its cleanup.policy
+	// includes compact on either side, JudgeLog record by record, JudgeTable by the latest
+	// record of every key (TablePartition). A table is judged over whole partitions: From
+	// and To must be earliest and latest.
+	Judge Judgement
 	// Logger receives debug and warning events. Default: discard.
 	Logger *slog.Logger
 }
@@ -188,6 +193,9 @@ func (c *Config) SetDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.Judge == "" {
+		c.Judge = JudgeAuto
+	}
 }
 
 // Validate checks c after SetDefaults.
@@ -206,6 +214,12 @@ func (c *Config) Validate() error {
 	}
 	if c.From.Kind == AtTime && c.To.Kind == AtTime && c.To.Time.Before(c.From.Time) {
 		return fmt.Errorf("from %s is after to %s", c.From, c.To)
+	}
+	if _, err := ParseJudgement(string(c.Judge)); err != nil {
+		return fmt.Errorf("judge %w", err)
+	}
+	if c.Judge == JudgeTable && (c.From.Kind != Earliest || c.To.Kind != Latest) {
+		return tableRangeErr(c.SourceTopic, "asked (--judge table)", c.From, c.To)
 	}
 	if c.ReadUncommitted && c.TargetReadUncommitted {
 		return errors.New("read uncommitted and target read uncommitted together: give one (read uncommitted reads both sides so)")
@@ -250,6 +264,9 @@ func Diff(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, *offs
 		}
 		return res, om, nil
 	}
+	if err := d.judge(ctx, res); err != nil {
+		return nil, nil, err
+	}
 	offs, err := d.offsets(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -279,6 +296,30 @@ type differ struct {
 	resume      map[int32]*PartitionState
 	taps        map[int32]*tap
 	pendingTail bool
+
+	// table is set when the topic is judged as a table (judge).
+	table bool
+}
+
+// judge decides how the topic is judged (Config.Judge, judgements), records it in res and
+// refuses a table over less than whole partitions.
+func (d *differ) judge(ctx context.Context, res *Result) error {
+	j := judgements(ctx, d.sadm, d.tadm, d.cfg.Judge, [][2]string{{d.cfg.SourceTopic, d.cfg.TargetTopic}})[d.cfg.SourceTopic]
+	return d.setJudged(res, j)
+}
+
+// setJudged records j in d and res; a table over less than whole partitions is an error.
+func (d *differ) setJudged(res *Result, j judged) error {
+	d.table = j.table
+	res.Judged, res.JudgedWhy = JudgeLog, j.why
+	if !j.table {
+		return nil
+	}
+	res.Judged = JudgeTable
+	if d.cfg.From.Kind != Earliest || d.cfg.To.Kind != Latest {
+		return tableRangeErr(d.cfg.SourceTopic, j.why, d.cfg.From, d.cfg.To)
+	}
+	return nil
 }
 
 // newDiffer is a differ with empty leader caches.
@@ -513,6 +554,7 @@ type compared struct {
 	maps    map[int32]*offsetmap.PartitionMap
 	why     map[int32]string
 	txns    map[int32]*TxnPartition // the target partitions with aborted records or an open transaction
+	tables  map[int32]*TablePartition
 }
 
 // compare aligns the common partitions, at most Parallel at once (runPool, as DiffTopics
@@ -553,6 +595,11 @@ func (d *differ) job(o listedOffsets, p int32, from, to int64, syncs *mm2.SyncIn
 	if d.pendingTail {
 		j.spec.StrictTargetTo = false
 	}
+	if d.table {
+		// A table is the whole partition on both sides.
+		j.table, j.hint = true, false
+		j.spec.StrictTargetFrom, j.spec.StrictTargetTo = true, true
+	}
 	if t := d.taps[p]; t != nil {
 		t.src.size, t.dst.size = marksKept+cfg.Window+64, marksKept+cfg.Window+64
 		j.tap = t
@@ -579,6 +626,11 @@ func (d *differ) collect(res *Result, om *offsetmap.TopicMap, common []int32, do
 		res.Partitions = append(res.Partitions, pr)
 	}
 	res.addTxns(done)
+	for _, p := range common {
+		if tp := done.tables[p]; tp != nil {
+			res.Tables = append(res.Tables, *tp)
+		}
+	}
 	res.tally()
 	if res.verdict() != StatusNothing {
 		return nil
@@ -757,6 +809,9 @@ type partJob struct {
 	// txns is set by run: what the target's read_committed read passed over in the compared
 	// range (nil: nothing, or the target was read read_uncommitted).
 	txns *TxnPartition
+	// table judges the partition as a table (judgeTable); run then sets tablePart.
+	table     bool
+	tablePart *TablePartition
 }
 
 // hintMargin is how many target records before the estimated start of the copy are read.
@@ -804,7 +859,17 @@ func (j *partJob) run(ctx context.Context, src, dst *kgo.Client) (align.Partitio
 	if j.tap != nil {
 		sst, tst = j.tap.src.wrap(ss), j.tap.dst.wrap(ts)
 	}
-	pr, pm, err := align.Partition(ctx, sst, tst, opt)
+	var pm *offsetmap.PartitionMap
+	var pr align.PartitionResult
+	var err error
+	if j.table {
+		var tp TablePartition
+		pr, tp, err = judgeTable(ctx, sp.Partition, sst, tst, cmp.Or(sp.MaxListed, 1000))
+		pr.SourceStart, pr.SourceEnd, pr.TargetStart, pr.TargetEnd = sp.SourceFrom, sp.SourceTo, sp.TargetFrom, sp.TargetTo
+		j.tablePart = &tp
+	} else {
+		pr, pm, err = align.Partition(ctx, sst, tst, opt)
+	}
 	if err != nil {
 		return pr, nil, err
 	}
@@ -813,7 +878,7 @@ func (j *partJob) run(ctx context.Context, src, dst *kgo.Client) (align.Partitio
 		j.txns = txnPartition(tally, sp.Partition, pr.TargetStart, pr.TargetEnd, cmp.Or(sp.MaxListed, 1000))
 	}
 	if j.progress != nil {
-		j.progress(Progress{Partition: sp.Partition, SourceOffset: sp.SourceTo, SourceFrom: sp.SourceFrom, SourceTo: sp.SourceTo, TargetOffset: pm.TargetTo, Records: pr.Matched*2 + pr.Missing + pr.Duplicated + pr.Mismatched*2 + pr.Extra, Done: true})
+		j.progress(Progress{Partition: sp.Partition, SourceOffset: sp.SourceTo, SourceFrom: sp.SourceFrom, SourceTo: sp.SourceTo, TargetOffset: pr.TargetEnd, Records: pr.Matched*2 + pr.Missing + pr.Duplicated + pr.Mismatched*2 + pr.Extra, Done: true})
 	}
 	return pr, pm, nil
 }

@@ -55,6 +55,14 @@
 // skipped (PartitionResult.TargetSkipped). To latest reads the target to its end; a bounded
 // To ends after the copy of the last source record that repeats nothing.
 //
+// # Tables: compacted topics
+//
+// Config.Judge (judgements): a topic whose cleanup.policy includes compact on either side is
+// judged as a table (judgeTable): both partitions read whole, the latest record of every key
+// compared (TablePartition says what is the same, differs, missing or extra, and counts the
+// superseded records each side keeps apart). The partition's counts are then of keys, it has
+// no offset map; a range, a null key or a State is refused, never judged record by record.
+//
 // # Explicit ranges, drill and evidence
 //
 // DiffRanges aligns given offset ranges of both sides, strictly on both ends, one

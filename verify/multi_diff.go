@@ -136,6 +136,16 @@ func DiffTopics(ctx context.Context, src, dst *kgo.Client, mc MultiConfig) (*Mul
 		mr.Finish()
 		return mr, nil
 	}
+	pairs := make([][2]string, len(runs))
+	for i, r := range runs {
+		pairs[i] = [2]string{r.d.cfg.SourceTopic, r.d.cfg.TargetTopic}
+	}
+	js := judgements(ctx, sadm, tadm, mc.Base.Judge, pairs)
+	for _, r := range runs {
+		if err := r.d.setJudged(r.res, js[r.d.cfg.SourceTopic]); err != nil {
+			return nil, err
+		}
+	}
 	offs, err := listAll(ctx, sadm, tadm, mc.Base, runs)
 	if err != nil {
 		return nil, err
@@ -238,7 +248,8 @@ func runPool(ctx context.Context, cfg Config, runs []*topicRun, o listedOffsets,
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(cfg.Parallel)
 	for _, r := range runs {
-		r.done = compared{results: map[int32]align.PartitionResult{}, maps: map[int32]*offsetmap.PartitionMap{}, why: map[int32]string{}, txns: map[int32]*TxnPartition{}}
+		r.done = compared{results: map[int32]align.PartitionResult{}, maps: map[int32]*offsetmap.PartitionMap{}, why: map[int32]string{},
+			txns: map[int32]*TxnPartition{}, tables: map[int32]*TablePartition{}}
 		for _, p := range r.want {
 			from, to, why := r.d.sourceRange(o, p)
 			r.done.why[p] = why
@@ -267,6 +278,9 @@ func runPool(ctx context.Context, cfg Config, runs []*topicRun, o listedOffsets,
 				}
 				if job.txns != nil && err == nil {
 					r.done.txns[p] = job.txns
+				}
+				if job.tablePart != nil && err == nil {
+					r.done.tables[p] = job.tablePart
 				}
 				return nil
 			})

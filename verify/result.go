@@ -36,6 +36,13 @@ type Result struct {
 	// TargetReadUncommitted is set when the target was compared as read_uncommitted reads it
 	// (Config.TargetReadUncommitted): the aborted records were compared like the others.
 	TargetReadUncommitted bool `json:"target_read_uncommitted,omitempty"`
+	// Judged is how the topic was judged: "log" (record by record) or "table" (the latest
+	// record of every key, Config.Judge), and JudgedWhy why. With a table the partitions'
+	// counts are of keys (Matched the same, Missing, Mismatched the differing, Extra), Tables
+	// holds each partition's records and keys, and no offset map is written.
+	Judged    Judgement        `json:"judged,omitempty"`
+	JudgedWhy string           `json:"judged_why,omitempty"`
+	Tables    []TablePartition `json:"tables,omitempty"`
 	// Transactions lists, in partition order, the target partitions with aborted records in
 	// the compared range or a transaction open at the end (TxnPartition).
 	Transactions []TxnPartition `json:"target_transactions,omitempty"`

@@ -275,6 +275,13 @@ func DiffState(ctx context.Context, src, dst *kgo.Client, cfg Config, prev *Stat
 		res.Identical = false
 		return run, nil
 	}
+	if err := d.judge(ctx, res); err != nil {
+		return nil, err
+	}
+	if d.table {
+		return nil, fmt.Errorf("topic %q is judged as a table (%s), and a state resumes record by record: judge its table with kverify diff without --state, or pass --judge log to follow its records one by one",
+			cfg.SourceTopic, res.JudgedWhy)
+	}
 	offs, err := d.offsets(ctx)
 	if err != nil {
 		return nil, err
