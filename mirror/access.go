@@ -103,6 +103,9 @@ func (a *accessCheck) check(ctx context.Context, topics map[string]int, gs *grou
 		return err
 	}
 	a.created = missing
+	if err := a.checkCreateConfigs(ctx, topics, missing); err != nil {
+		return err
+	}
 	if err := a.checkTransactions(ctx, topics); err != nil {
 		return err
 	}
@@ -116,6 +119,24 @@ func (a *accessCheck) check(ctx context.Context, topics map[string]int, gs *grou
 		}
 	}
 	return nil
+}
+
+// checkCreateConfigs checks, when the periodic config sync is off (with it on check asks
+// already), that the source lets kmirror read the configuration overrides of the source
+// topics whose targets are missing: a target topic is created with its source's overrides
+// whatever sync.topic.configs.enabled says (createTarget).
+func (a *accessCheck) checkCreateConfigs(ctx context.Context, topics map[string]int, missingTargets []string) error {
+	if a.cfg.SyncTopicConfigs || len(missingTargets) == 0 {
+		return nil
+	}
+	var src []need
+	for t := range topics {
+		if slices.Contains(missingTargets, a.cfg.targetTopic(t)) {
+			src = append(src, need{topic: t, ops: []kadm.ACLOperation{kadm.OpDescribeConfigs}})
+		}
+	}
+	_, err := a.checkTopics(ctx, "source", a.cfg.SourceAlias, a.srcCl, src)
+	return err
 }
 
 // targetNeeds are the target topics of the flow and the operations on each.
@@ -356,7 +377,7 @@ func topicUse(side string, op kadm.ACLOperation) string {
 	case side == "source" && op == kadm.OpRead:
 		return "fetch its records"
 	case side == "source":
-		return "read its configuration overrides (sync.topic.configs.enabled)"
+		return "read its configuration overrides, which a target topic is created with and sync.topic.configs.enabled keeps in step"
 	case op == kadm.OpWrite:
 		return "produce into it"
 	case op == kadm.OpRead:

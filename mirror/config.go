@@ -52,9 +52,10 @@ type Config struct {
 	RefreshGroups         bool
 	RefreshGroupsInterval time.Duration
 
-	// SyncTopicConfigs copies the source topics' own configuration overrides to the target
-	// when kmirror creates a target topic and every SyncTopicConfigsInterval after.
-	// Default: 600s; FromFlow turns it on (sync.topic.configs.*). ConfigExclude lists regexes of properties
+	// A target topic kmirror creates gets the source topic's own configuration overrides
+	// (cleanup.policy among them), whatever SyncTopicConfigs says, as MM2 creates topics.
+	// SyncTopicConfigs copies them again every SyncTopicConfigsInterval (default 600s;
+	// FromFlow turns it on: sync.topic.configs.*). ConfigExclude lists regexes of properties
 	// never copied. Default: MM2 3.7.1's DefaultConfigPropertyFilter list.
 	SyncTopicConfigs         bool
 	SyncTopicConfigsInterval time.Duration

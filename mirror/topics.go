@@ -102,16 +102,17 @@ func (e *Engine) grownAlready(ctx context.Context, t string, want int) bool {
 	return ok && len(s) >= want
 }
 
-// createTarget creates target topic t for source topic s.
+// createTarget creates target topic t for source topic s with s's configuration overrides
+// (sourceConfigs: dynamic topic configs, neither sensitive nor excluded by ConfigExclude).
 func (e *Engine) createTarget(ctx context.Context, s, t string, partitions int) error {
-	configs := map[string]*string{}
-	if e.cfg.SyncTopicConfigs {
-		var err error
-		if configs, err = e.sourceConfigs(ctx, s); err != nil {
-			return err
-		}
+	// The source's overrides, whatever sync.topic.configs.enabled says (as MirrorMaker 2
+	// creates topics): a compacted source must not become a target that deletes by retention
+	// the keys the source keeps.
+	configs, err := e.sourceConfigs(ctx, s)
+	if err != nil {
+		return err
 	}
-	_, err := e.dstAdm.CreateTopic(ctx, int32(partitions), e.cfg.ReplicationFactor, configs, t)
+	_, err = e.dstAdm.CreateTopic(ctx, int32(partitions), e.cfg.ReplicationFactor, configs, t)
 	if errors.Is(err, kerr.TopicAlreadyExists) {
 		return nil
 	}
