@@ -129,7 +129,17 @@ func planChanges(res *Result, desc map[string]mm2.DescribedGroup, live kadm.Fetc
 			g.Err = fmt.Sprintf("target cluster: fetch offsets of group %q: %v", g.Group, lo.Err)
 			continue
 		}
+		if g.App != nil && !g.App.Ready {
+			g.Refused = fmt.Sprintf("Kafka Streams application %s switches as a whole and is not ready: %s", g.Group, strings.Join(g.App.Problems, "; "))
+			continue
+		}
 		mine := groupChanges(gi, g, live[g.Group].Fetched, allowRewind)
+		if g.App != nil {
+			if left := leftAlone(g); left != "" {
+				g.Refused = fmt.Sprintf("Kafka Streams application %s switches as a whole, and %s; nothing of it was committed", g.Group, left)
+				continue
+			}
+		}
 		if len(mine) == 0 {
 			continue
 		}
@@ -142,6 +152,16 @@ func planChanges(res *Result, desc map[string]mm2.DescribedGroup, live kadm.Fetc
 		changes = append(changes, mine...)
 	}
 	return changes
+}
+
+// leftAlone names the first partition of g that Apply leaves alone ("" when none).
+func leftAlone(g *Group) string {
+	for _, p := range g.Partitions {
+		if strings.HasPrefix(p.Action, "left alone") {
+			return fmt.Sprintf("%s/%d is %s", p.Topic, p.Partition, p.Action)
+		}
+	}
+	return ""
 }
 
 // groupChanges are the commits one group (index gi of the result) needs, given its live

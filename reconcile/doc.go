@@ -49,6 +49,16 @@
 //     group with members on the target; its one backup file is rewritten whole after each
 //     group (replaceBackup), so a rollback of it restores every group applied so far.
 //
+// Kafka Streams applications (streams.go). A group whose internal topics are named after it
+// on the source (<application.id>-...-repartition, -changelog, a foreign-key join's
+// -SUBSCRIPTION-...-topic) is an App: planned as one unit, its changelog partitions judged as
+// group partitions committed at the source's log end (App.State), ready only when its
+// internal topics have the same names and every topic of it the same partition count on the
+// target, every changelog is copied to its end, no instance runs on the source and E(G) is
+// known everywhere. Apply commits every partition of a ready application or none (Refused
+// says why). App.LocalState says what a kept state directory does on the target. A KIP-1071
+// streams group stays NotMigrated.
+//
 // Reading committed offsets (fetch.go): Plan, Apply and Rollback read the groups' commits
 // through fetchOffsets, at most 256 groups in flight in calls of 32 (a broker before Kafka
 // 3.0 takes one group per OffsetFetch and answers a connection's requests in turn), retrying

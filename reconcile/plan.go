@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -81,9 +82,20 @@ func Plan(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, error
 	res.Groups = make([]Group, len(names))
 	for gi, name := range names {
 		res.Groups[gi] = p.group(name, st)
+		if app := st.apps[name]; app != nil && res.Groups[gi].NotMigrated == "" {
+			p.changelogPartitions(app, st)
+			res.Groups[gi].App = app
+		}
 	}
 	if err := p.judgeAll(ctx, res, st); err != nil {
 		return nil, err
+	}
+	for gi := range res.Groups {
+		if g := &res.Groups[gi]; g.App != nil {
+			if err := p.judgeApp(ctx, g, g.App, st); err != nil {
+				return nil, err
+			}
+		}
 	}
 	for gi := range res.Groups {
 		g := &res.Groups[gi]
@@ -138,6 +150,8 @@ type planState struct {
 	// srcStables and dstStables are the last stable offsets: where a read_committed consumer's
 	// log ends (below the first transaction still open).
 	srcStables, dstStables kadm.ListedOffsets
+	// apps are the Kafka Streams applications among the groups, by group (findApps).
+	apps map[string]*App
 }
 
 // state describes the groups and fetches their offsets on both clusters, and lists the logs of
@@ -170,7 +184,17 @@ func (p *planner) state(ctx context.Context, names []string) (*planState, error)
 			}
 		}
 	}
+	if st.apps, err = p.findApps(ctx, st, migrated); err != nil {
+		return nil, err
+	}
 	topics := sortedKeys(st.topicSet)
+	for _, app := range st.apps {
+		for _, t := range app.Changelogs {
+			if !slices.Contains(topics, t) {
+				topics = append(topics, t)
+			}
+		}
+	}
 	if st.srcStarts, st.srcEnds, st.srcStables, err = p.src.bounds(ctx, topics); err != nil {
 		return nil, err
 	}
@@ -361,8 +385,16 @@ func (p *planner) judgeAll(ctx context.Context, res *Result, st *planState) erro
 	eg.SetLimit(p.cfg.Concurrency)
 	for gi := range res.Groups {
 		g := &res.Groups[gi]
+		parts := make([]*Partition, 0, len(g.Partitions))
 		for pi := range g.Partitions {
-			part := &g.Partitions[pi]
+			parts = append(parts, &g.Partitions[pi])
+		}
+		if g.App != nil {
+			for pi := range g.App.State {
+				parts = append(parts, &g.App.State[pi])
+			}
+		}
+		for _, part := range parts {
 			if part.Status != "" {
 				continue
 			}

@@ -54,6 +54,9 @@ type Group struct {
 	SourceType string      `json:"source_type,omitempty"`
 	TargetType string      `json:"target_type,omitempty"`
 	Partitions []Partition `json:"partitions"`
+	// App is set when the group is a Kafka Streams application (streams.go): it is then
+	// planned and applied as one unit.
+	App *App `json:"application,omitempty"`
 	// NotMigrated says why the group is listed but not reconciled: a share group (KIP-932) or
 	// a streams group (KIP-1071) on the source. Such a group has no partitions here and is
 	// never written.

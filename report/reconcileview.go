@@ -27,6 +27,8 @@ type reconcileReport struct {
 	// consumers reading read_uncommitted read again after the switch, over AbortedGroups groups.
 	AbortedAhead  int64
 	AbortedGroups int
+	// AppsNotReady counts the Kafka Streams applications that cannot switch as a whole yet.
+	AppsNotReady int
 }
 
 type reconcileGroup struct {
@@ -108,6 +110,16 @@ func newReconcileReport(title string, r *reconcile.Result) *reconcileReport {
 		if g.Applied {
 			rg.Notes = append(rg.Notes, "applied: the exact offsets were committed on the target")
 		}
+		if a := g.App; a != nil {
+			rg.Notes = append(rg.Notes, appNotes(a)...)
+			if !a.Ready {
+				rep.AppsNotReady++
+				rg.Level = worse(rg.Level, levelErr)
+				rg.Status = "application not ready: " + rg.Status
+			} else {
+				rg.Status = "application ready: " + rg.Status
+			}
+		}
 		if g.Refused != "" {
 			rg.Notes = append(rg.Notes, "apply refused: "+oneLine(g.Refused))
 		}
@@ -115,6 +127,33 @@ func newReconcileReport(title string, r *reconcile.Result) *reconcileReport {
 	}
 	rep.Verdict = rep.verdict()
 	return rep
+}
+
+// appNotes describe a Kafka Streams application: its parts, its checks, its state.
+func appNotes(a *reconcile.App) []string {
+	out := []string{fmt.Sprintf("Kafka Streams application %s (recognised by %s), switched as one unit: inputs %s; repartition %s; changelogs %s",
+		a.ID, a.RecognisedBy, listOrNone(a.Inputs), listOrNone(a.Repartition), listOrNone(a.Changelogs))}
+	for _, p := range a.Problems {
+		out = append(out, "not ready: "+oneLine(p))
+	}
+	for _, s := range a.State {
+		e := "unknown (" + string(s.Status) + ")"
+		if s.ExactTarget != nil {
+			e = strconv.FormatInt(*s.ExactTarget, 10)
+		}
+		out = append(out, fmt.Sprintf("state %s/%d: source end %d → target %s", s.Topic, s.Partition, s.SourceCommitted, e))
+	}
+	for _, l := range a.LocalState {
+		out = append(out, "local state: "+l)
+	}
+	return out
+}
+
+func listOrNone(ss []string) string {
+	if len(ss) == 0 {
+		return "none"
+	}
+	return strings.Join(ss, ", ")
 }
 
 func state(s string) string {
@@ -169,7 +208,7 @@ func (rep *reconcileReport) verdict() verdict {
 			v.Level, v.Word = levelBad, "DATA LOSS RISK"
 		case rep.Behind > 0 || rep.NoTarget > 0:
 			v.Level, v.Word = levelWarn, "NOT EXACT"
-		case rep.Unmappable > 0 || rep.FailedGroups > 0:
+		case rep.Unmappable > 0 || rep.FailedGroups > 0 || rep.AppsNotReady > 0:
 			v.Level, v.Word = levelErr, "INCOMPLETE"
 		case rep.NotMigrated > 0 && rep.Pending == 0:
 			v.Level, v.Word = levelWarn, "NOT MIGRATED"
@@ -187,6 +226,9 @@ func (rep *reconcileReport) verdict() verdict {
 		}
 		if rep.FailedGroups > 0 {
 			v.Headline += ", " + plural(int64(rep.FailedGroups), "group failed", "groups failed")
+		}
+		if rep.AppsNotReady > 0 {
+			v.Headline += ", " + plural(int64(rep.AppsNotReady), "application not ready", "applications not ready")
 		}
 		if rep.NotMigrated > 0 {
 			v.Headline += ", " + plural(int64(rep.NotMigrated), "group not migrated (share or streams)", "groups not migrated (share or streams)")

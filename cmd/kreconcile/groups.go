@@ -73,6 +73,17 @@ commit, or a consumer joined the group between the check and the commit, which t
 says), it exits 2 naming them. Running it again changes nothing. "kreconcile rollback
 --backup FILE" undoes it. Without --apply nothing is written anywhere.
 
+Kafka Streams applications switch as one unit. A group whose internal topics are named after
+it on the source (<application.id>-...-repartition, -changelog: Kafka Streams names them so,
+and the application.id is the group) is planned as an application: its input, repartition and
+changelog topics are listed, each changelog partition is translated at its source end ("state
+T/P: source end N → target M"), and it is ready only when its internal topics exist on the
+target under the same names, every topic of it has the same partition count on both sides,
+every changelog is copied to its end, no instance runs on the source and E(G) is known for
+every partition. --apply commits all of its partitions or none; the report says what a state
+directory kept from the source would do on the target (wipe it). docs/applications.md walks
+through a move.
+
 --offset-map never gives E(G): kverify's map is itself an alignment by content, and where
 records repeat (a few values, null keys) it pairs records wrongly as often as any guess. The
 answer comes from what kreconcile reads; the proof says "the offset map agrees" where the map

@@ -1,0 +1,216 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+)
+
+// App is a Kafka Streams application: its group is named by its application.id, commits on
+// its input and repartition topics, and keeps its state stores in changelog topics named
+// <application.id>-<store>-changelog. Kafka Streams finds its internal topics by name only, so
+// on the target they must exist under the same names and with the same partition counts, and
+// the application must switch as a whole: Plan judges it as one unit, Apply commits every
+// partition of it or none.
+type App struct {
+	ID string `json:"application_id"`
+	// RecognisedBy says how the group was recognised as an application.
+	RecognisedBy string `json:"recognised_by"`
+	// Inputs are the topics it commits on that are not its own; Repartition its repartition
+	// topics; Changelogs its changelog topics (and other internal topics it owns, such as a
+	// foreign-key join's subscription topics), from the source's topic names.
+	Inputs      []string `json:"input_topics"`
+	Repartition []string `json:"repartition_topics"`
+	Changelogs  []string `json:"changelog_topics"`
+	// State holds one entry per changelog partition, judged as a group partition committed
+	// at the source's log end: E is the target offset that names, on the target, what the
+	// source's changelog holds to its end (the offset a state store restored from the target
+	// has read to), Status pending while the mirror has not copied the changelog to its end.
+	State []Partition `json:"state"`
+	// Problems are the checks that failed: each one stops the application's switch.
+	Problems []string `json:"problems,omitempty"`
+	// Ready is true when every check passed and E(G) is known for every partition of the
+	// group and every changelog partition: Apply commits the whole application.
+	Ready bool `json:"ready"`
+	// LocalState says what a state directory kept from the source does on the target and
+	// what to do with it.
+	LocalState []string `json:"local_state"`
+}
+
+// internalSuffixes are the name endings of the topics Kafka Streams creates for an application
+// (<application.id>-<name><suffix>): repartition topics, changelogs, and a foreign-key join's
+// subscription registration and response topics.
+var internalSuffixes = []string{"-repartition", "-changelog", "-topic"}
+
+// internalOf tells whether topic is an internal topic of application id, and its kind.
+func internalOf(id, topic string) (kind string, ok bool) {
+	rest, ok := strings.CutPrefix(topic, id+"-")
+	if !ok || rest == "" {
+		return "", false
+	}
+	switch {
+	case strings.HasSuffix(rest, "-repartition"):
+		return "repartition", true
+	case strings.HasSuffix(rest, "-changelog"):
+		return "changelog", true
+	case strings.HasSuffix(rest, "-topic") && strings.Contains(rest, "-SUBSCRIPTION-"):
+		return "changelog", true // a foreign-key join's subscription topic: owned state
+	}
+	return "", false
+}
+
+// findApps recognises the Kafka Streams applications among the groups: a group whose source
+// topics include internal topics named after it (Kafka Streams names them
+// <application.id>-...-repartition or -changelog, and the application.id is the group). It
+// lists the source's topics once.
+func (p *planner) findApps(ctx context.Context, st *planState, groups []string) (map[string]*App, error) {
+	topics, err := p.src.adm.ListTopics(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("source cluster: list topics to find Kafka Streams applications: %w", err)
+	}
+	names := topics.Names()
+	slices.Sort(names)
+	apps := map[string]*App{}
+	for _, g := range groups {
+		app := &App{ID: g, Inputs: []string{}, Repartition: []string{}, Changelogs: []string{}, State: []Partition{}}
+		for _, t := range names {
+			switch kind, ok := internalOf(g, t); {
+			case !ok:
+			case kind == "repartition":
+				app.Repartition = append(app.Repartition, t)
+			default:
+				app.Changelogs = append(app.Changelogs, t)
+			}
+		}
+		if len(app.Repartition)+len(app.Changelogs) == 0 {
+			continue
+		}
+		app.RecognisedBy = fmt.Sprintf("internal topics named after the group on the source (%s-...-repartition, -changelog)", g)
+		for t := range st.srcOffs[g].Fetched {
+			if _, ok := internalOf(g, t); !ok {
+				app.Inputs = append(app.Inputs, t)
+			}
+		}
+		slices.Sort(app.Inputs)
+		apps[g] = app
+	}
+	return apps, nil
+}
+
+// changelogPartitions are the changelog partitions of app as group partitions committed at
+// the source's log end, to be judged like the group's own (judgeAll).
+func (p *planner) changelogPartitions(app *App, st *planState) {
+	for _, t := range app.Changelogs {
+		for _, o := range st.srcEnds[t] {
+			if o.Err != nil {
+				app.Problems = append(app.Problems, fmt.Sprintf("changelog %s/%d: source log end not listed: %v", t, o.Partition, o.Err))
+				continue
+			}
+			app.State = append(app.State, p.partition(app.ID, kadm.OffsetResponse{Offset: kadm.Offset{Topic: t, Partition: o.Partition, At: o.Offset}},
+				kadm.FetchOffsetsResponse{}, st))
+		}
+	}
+	slices.SortFunc(app.State, func(a, b Partition) int {
+		return strings.Compare(a.Topic, b.Topic)*2 + cmpInt32(a.Partition, b.Partition)
+	})
+}
+
+func cmpInt32(a, b int32) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// judgeApp checks app, whose group g and changelog partitions are judged: the internal topics
+// on the target under their own names, every topic of the application with the same
+// partitions on both sides, the changelogs copied to their ends, no instance running on the
+// source, E(G) known everywhere. It sets Problems, Ready and LocalState.
+func (p *planner) judgeApp(ctx context.Context, g *Group, app *App, st *planState) error {
+	all := slices.Concat(app.Inputs, app.Repartition, app.Changelogs)
+	for _, t := range all {
+		_, internal := internalOf(app.ID, t)
+		tt := p.cfg.Flow.TargetTopic(t)
+		if internal && tt != t {
+			app.Problems = append(app.Problems, fmt.Sprintf("internal topic %s is named %s on the target by the flow's replication policy, and Kafka Streams finds its internal topics by their own names only: mirror the application's topics with replication.policy.class=org.apache.kafka.connect.mirror.IdentityReplicationPolicy", t, tt))
+			continue
+		}
+		sd, sok, err := p.src.topic(ctx, t)
+		if err != nil {
+			return err
+		}
+		td, tok, err := p.dst.topic(ctx, tt)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !sok:
+			app.Problems = append(app.Problems, fmt.Sprintf("topic %s of the application does not exist on the source", t))
+		case !tok:
+			app.Problems = append(app.Problems, fmt.Sprintf("topic %s of the application does not exist on the target as %s: mirror it (an internal topic too: the application must find its repartition records and state there)", t, tt))
+		case len(sd.Partitions) != len(td.Partitions):
+			app.Problems = append(app.Problems, fmt.Sprintf("topic %s has %d partitions on the source and %d on the target as %s: Kafka Streams needs the same counts (co-partitioned inputs, one task per partition); give the target topic %d partitions before the switch",
+				t, len(sd.Partitions), len(td.Partitions), tt, len(sd.Partitions)))
+		}
+	}
+	if topicsRe := anchored(p.cfg.Topics); topicsRe != nil {
+		for _, t := range all {
+			if !topicsRe.MatchString(t) {
+				app.Problems = append(app.Problems, fmt.Sprintf("--topics leaves out %s: an application is planned whole", t))
+			}
+		}
+	}
+	if s := g.SourceState; s != "Empty" && s != "Dead" && s != "" {
+		app.Problems = append(app.Problems, fmt.Sprintf("the application runs on the source (group %s is %s): stop every instance first, so that its commits and changelogs stop moving", g.Group, s))
+	}
+	for _, part := range g.Partitions {
+		if part.ExactTarget == nil {
+			app.Problems = append(app.Problems, fmt.Sprintf("%s/%d: E(G) not known (%s)", part.Topic, part.Partition, part.Status))
+		}
+	}
+	for _, part := range app.State {
+		if part.ExactTarget == nil {
+			app.Problems = append(app.Problems, fmt.Sprintf("changelog %s/%d is not copied to its end %d on the target (%s): wait for the mirror, then plan again", part.Topic, part.Partition, part.SourceCommitted, part.Status))
+		}
+	}
+	app.Ready = len(app.Problems) == 0
+	app.LocalState = localState(app)
+	return nil
+}
+
+// localState says what a state directory kept from the source does on the target. Its
+// .checkpoint files hold, per changelog partition, an offset on the source's changelog, which
+// names another record on the target (a copy's offsets are not the source's). Where the
+// target's offsets run ahead of the source's (markers, replays), the store restores part of
+// its changelog again and ends with the same values; where they run behind (a target whose
+// copy started later or was cleaned), the checkpoint lies past what the target holds for it.
+// Wiping is the way out that is right in both cases.
+func localState(app *App) []string {
+	if len(app.Changelogs) == 0 {
+		return []string{"no changelog topic: the application keeps no state in stores, nothing to do with state directories"}
+	}
+	out := []string{fmt.Sprintf("a state directory kept from the source (state.dir/%s) names source changelog offsets in its .checkpoint files, which name other records on the target: wipe it on every instance before the first start on the target (or give a new state.dir), so that each store restores from the target's changelog", app.ID)}
+	var ahead, behind int
+	for _, part := range app.State {
+		switch {
+		case part.ExactTarget == nil:
+		case *part.ExactTarget > part.SourceCommitted:
+			ahead++
+		case *part.ExactTarget < part.SourceCommitted:
+			behind++
+		}
+	}
+	if ahead > 0 {
+		out = append(out, fmt.Sprintf("%d of %d changelog partitions end at a higher offset on the target: a kept checkpoint there restores part of the changelog again", ahead, len(app.State)))
+	}
+	if behind > 0 {
+		out = append(out, fmt.Sprintf("%d of %d changelog partitions end at a lower offset on the target: a kept checkpoint there names an offset past the state the target holds for it; do not keep those directories", behind, len(app.State)))
+	}
+	return out
+}

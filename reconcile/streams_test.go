@@ -1,0 +1,145 @@
+package reconcile
+
+import (
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/kmigrate/kmigrate/internal/testkit"
+)
+
+// streamsApp is a Kafka Streams word count as the clusters see it once it stopped: its
+// group (the application.id) committed on an input topic and its repartition topic, and its
+// store's changelog, each of two partitions, mirrored with a replay so that target offsets
+// are not the source's.
+type streamsApp struct {
+	*env
+	id, input, repartition, changelog string
+}
+
+// newStreamsApp builds the application on both clusters; shape changes the target before the
+// mirror copies: it returns how many records of the changelog's partition 1 to copy and how
+// many partitions the target changelog gets.
+func newStreamsApp(t *testing.T, copyChangelog1 int64, changelogParts int32) *streamsApp {
+	t.Helper()
+	e := newEnv(t)
+	id := uniqueTopic("wordcount")
+	a := &streamsApp{env: e, id: id, input: uniqueTopic("lines"), repartition: id + "-count-repartition", changelog: id + "-count-changelog"}
+	for _, top := range []string{a.input, a.repartition, a.changelog} {
+		testkit.CreateTopic(t, e.src, top, 2, nil)
+		parts := int32(2)
+		if top == a.changelog {
+			parts = changelogParts
+		}
+		testkit.CreateTopic(t, e.dst, top, parts, nil)
+		for p := int32(0); p < 2; p++ {
+			testkit.Produce(t, e.src, top, p, values(top, 0, 30)...)
+			to := int64(30)
+			if top == a.changelog && p == 1 {
+				to = copyChangelog1
+			}
+			if p < parts {
+				mirrorTopic(t, e, top, top, p, step{0, 20}, step{12, to}) // a replay of 8: the copy of k >= 20 is at k+8
+			}
+		}
+	}
+	for _, top := range []string{a.input, a.repartition} {
+		testkit.Commit(t, e.srcAdm, id, top, 0, 25, "")
+		testkit.Commit(t, e.srcAdm, id, top, 1, 30, "")
+	}
+	testkit.Commit(t, e.dstAdm, id, a.input, 0, 21, "") // MM2's group offset sync: behind
+	return a
+}
+
+func (a *streamsApp) plan(t *testing.T) *Result {
+	t.Helper()
+	res, err := Plan(testCtx(t), a.src, a.dst, Config{Groups: regexp.MustCompile(regexp.QuoteMeta(a.id))})
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	return res
+}
+
+// TestStreamsAppPlannedAsOneUnit: a group whose internal topics are named after it is planned
+// as a Kafka Streams application: its input, repartition and changelog topics listed, every
+// changelog partition translated at its end, and Apply commits all four partitions at once.
+func TestStreamsAppPlannedAsOneUnit(t *testing.T) {
+	a := newStreamsApp(t, 30, 2)
+	res := a.plan(t)
+	g := findGroup(t, res, a.id)
+	app := g.App
+	if app == nil {
+		t.Fatalf("group %s not recognised as an application: %+v", a.id, g)
+	}
+	if strings.Join(app.Inputs, ",") != a.input || strings.Join(app.Repartition, ",") != a.repartition || strings.Join(app.Changelogs, ",") != a.changelog {
+		t.Errorf("topics: inputs %v repartition %v changelogs %v", app.Inputs, app.Repartition, app.Changelogs)
+	}
+	if !app.Ready || len(app.Problems) > 0 {
+		t.Fatalf("application not ready: %v", app.Problems)
+	}
+	if len(app.State) != 2 {
+		t.Fatalf("state: %d changelog partitions, want 2", len(app.State))
+	}
+	for _, s := range app.State {
+		if s.SourceCommitted != 30 || s.ExactTarget == nil || *s.ExactTarget != 38 {
+			t.Errorf("changelog %s/%d: source end %d, E %s; want 30 and 38 (the replay of 8)", s.Topic, s.Partition, s.SourceCommitted, fmtPtr(s.ExactTarget))
+		}
+	}
+	if !strings.Contains(strings.Join(app.LocalState, " "), "wipe it") || !strings.Contains(strings.Join(app.LocalState, " "), "2 of 2 changelog partitions end at a higher offset") {
+		t.Errorf("local state: %q", app.LocalState)
+	}
+	if err := Apply(testCtx(t), a.dst, res, ApplyConfig{Backup: filepath.Join(t.TempDir(), "b.json")}); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	for _, top := range []string{a.input, a.repartition} {
+		for p, want := range map[int32]int64{0: 33, 1: 38} {
+			if got, _, ok := testkit.Committed(t, a.dstAdm, a.id, top, p); !ok || got != want {
+				t.Errorf("%s/%d committed on the target: %d (%v), want %d", top, p, got, ok, want)
+			}
+		}
+	}
+}
+
+// TestStreamsAppAllOrNone: an application with one partition it cannot switch is refused
+// whole: a changelog not copied to its end, or a target changelog with fewer partitions.
+// Apply then commits none of its partitions, though E(G) is known for all of them.
+func TestStreamsAppAllOrNone(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		copied     int64
+		parts      int32
+		wantReason string
+	}{
+		{"changelog not copied to its end", 27, 2, "is not copied to its end 30"},
+		{"changelog with fewer partitions on the target", 30, 1, "has 2 partitions on the source and 1 on the target"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := newStreamsApp(t, tc.copied, tc.parts)
+			res := a.plan(t)
+			g := findGroup(t, res, a.id)
+			if g.App == nil || g.App.Ready || !strings.Contains(strings.Join(g.App.Problems, "; "), tc.wantReason) {
+				t.Fatalf("application: %+v, want not ready with %q", g.App, tc.wantReason)
+			}
+			for _, p := range g.Partitions {
+				if p.ExactTarget == nil {
+					t.Fatalf("%s/%d: E(G) unknown; the test wants every group partition known", p.Topic, p.Partition)
+				}
+			}
+			if err := Apply(testCtx(t), a.dst, res, ApplyConfig{Backup: filepath.Join(t.TempDir(), "b.json")}); err != nil {
+				t.Fatalf("Apply: %v", err)
+			}
+			if g := findGroup(t, res, a.id); !strings.Contains(g.Refused, "switches as a whole") {
+				t.Errorf("refused %q, want the whole application refused", g.Refused)
+			}
+			for _, top := range []string{a.input, a.repartition} {
+				for p := int32(0); p < 2; p++ {
+					got, _, ok := testkit.Committed(t, a.dstAdm, a.id, top, p)
+					if ok && !(top == a.input && p == 0 && got == 21) {
+						t.Errorf("%s/%d committed %d on the target: an application not ready gets nothing", top, p, got)
+					}
+				}
+			}
+		})
+	}
+}
