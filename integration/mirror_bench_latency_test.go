@@ -169,6 +169,11 @@ func latQuantile(sorted []time.Duration, q float64) time.Duration {
 // latScrape reads the cumulative buckets of kmirror_replication_latency_seconds from a
 // /metrics URL: upper bound (+Inf included) -> count.
 func latScrape(url string) (map[float64]float64, error) {
+	return scrapeHist(url, "kmirror_replication_latency_seconds")
+}
+
+// scrapeHist reads the cumulative buckets of histogram name from a /metrics URL.
+func scrapeHist(url, name string) (map[float64]float64, error) {
 	resp, err := http.Get(url)
 	if err != nil {
 		return nil, err
@@ -176,7 +181,7 @@ func latScrape(url string) (map[float64]float64, error) {
 	defer resp.Body.Close()
 	buckets := map[float64]float64{}
 	sc := bufio.NewScanner(resp.Body)
-	const prefix = `kmirror_replication_latency_seconds_bucket{le="`
+	prefix := name + `_bucket{le="`
 	for sc.Scan() {
 		rest, ok := strings.CutPrefix(sc.Text(), prefix)
 		if !ok {
@@ -194,7 +199,7 @@ func latScrape(url string) (map[float64]float64, error) {
 		buckets[ub] = n
 	}
 	if len(buckets) == 0 {
-		return nil, fmt.Errorf("%s: no kmirror_replication_latency_seconds buckets", url)
+		return nil, fmt.Errorf("%s: no %s buckets", url, name)
 	}
 	return buckets, sc.Err()
 }

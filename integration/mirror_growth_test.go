@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -32,6 +33,8 @@ import (
 //
 //	KMIGRATE_GROWTH_PARTITIONS      comma-separated partition counts (default 6,100,1000)
 //	KMIGRATE_GROWTH_MIRROR_RECORDS  records per run, 200-byte values (default 300000)
+//	KMIGRATE_GROWTH_BOUNDS          commit bounds in ms (kmirror.commit.latency.max.ms), each a
+//	                                fenced kmirror contender of its own (default none)
 //	KMIGRATE_BENCH_OUT              also write the Markdown table to this file
 func TestMirrorGrowth(t *testing.T) {
 	if os.Getenv("KMIGRATE_BENCH") != "1" {
@@ -39,6 +42,7 @@ func TestMirrorGrowth(t *testing.T) {
 	}
 	sizes := growthInts(t, "KMIGRATE_GROWTH_PARTITIONS", []int{6, 100, 1000})
 	n := growthInts(t, "KMIGRATE_GROWTH_MIRROR_RECORDS", []int{300000})[0]
+	bounds := growthInts(t, "KMIGRATE_GROWTH_BOUNDS", nil)
 	// Full JIT and a 2 GiB heap: the test defaults (C1 only, 384 MiB) run out of heap with
 	// thousands of partitions on a broker.
 	flags := []string{"-XX:TieredStopAtLevel=4", "-Xmx2g"}
@@ -48,7 +52,7 @@ func TestMirrorGrowth(t *testing.T) {
 	bin := filepath.Join(bedBuild(t, "kmirror"), "kmirror")
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n%d records of 200 B per run, Kafka %s -> %s, one broker each:\n\n", n, src.Version(), dst.Version())
-	b.WriteString("| partitions | records per partition | mirror | wall time | records/s (first to last record) | peak RSS | throughput / bare loop |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("| partitions | records per partition | mirror | wall time | records/s (first to last record) | peak RSS | throughput / bare loop | / kmirror, no fence | commit wait p99 (kmirror_commit_wait_seconds) |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, parts := range sizes {
 		topic := bedUnique(fmt.Sprintf("gm%d", parts))
 		bedCreateTopic(t, src, topic, int32(parts), nil)
@@ -59,12 +63,27 @@ func TestMirrorGrowth(t *testing.T) {
 			return gmKmirror(t, bin, src, dst, "kn", topic, "B.exactly.once.source.support=disabled\n")
 		})
 		t.Logf("GROWTH mirror %d partitions: bare loop %s; kmirror %s; kmirror without the fence %s", parts, bare, km, kn)
-		for _, r := range []struct {
+		type row struct {
 			name string
 			res  gmResult
-		}{{"bare franz-go loop", bare}, {"kmirror (fenced, the default)", km}, {"kmirror, no fence", kn}} {
-			fmt.Fprintf(&b, "| %d | %d | %s | %.1f s | %.0f | %.0f MiB | %.2f |\n", parts, n/parts, r.name, r.res.wall.Seconds(),
-				float64(n)/r.res.steady.Seconds(), float64(r.res.rssKiB)/1024, bare.steady.Seconds()/r.res.steady.Seconds())
+		}
+		rows := []row{{"bare franz-go loop", bare}, {"kmirror (fenced, the default)", km}, {"kmirror, no fence", kn}}
+		for _, bound := range bounds {
+			alias := fmt.Sprintf("kb%d", bound)
+			r := gmRun(ctx, t, dst, alias+"."+topic, parts, n, func() gmProc {
+				return gmKmirror(t, bin, src, dst, alias, topic, fmt.Sprintf("kmirror.commit.latency.max.ms=%d\n", bound))
+			})
+			t.Logf("GROWTH mirror %d partitions: kmirror with a %d ms bound %s", parts, bound, r)
+			rows = append(rows, row{fmt.Sprintf("kmirror (fenced), kmirror.commit.latency.max.ms=%d", bound), r})
+		}
+		for _, r := range rows {
+			wait := "-"
+			if r.res.commits > 0 {
+				wait = fmt.Sprintf("%.0f ms (%d commits)", r.res.commitWaitP99*1000, r.res.commits)
+			}
+			fmt.Fprintf(&b, "| %d | %d | %s | %.1f s | %.0f | %.0f MiB | %.2f | %.2f | %s |\n", parts, n/parts, r.name, r.res.wall.Seconds(),
+				float64(n)/r.res.steady.Seconds(), float64(r.res.rssKiB)/1024, bare.steady.Seconds()/r.res.steady.Seconds(),
+				kn.steady.Seconds()/r.res.steady.Seconds(), wait)
 		}
 	}
 	t.Log(b.String())
@@ -108,6 +127,8 @@ type gmProc struct {
 	pid   int
 	alive func() bool
 	stop  func()
+	// metrics is kmirror's /metrics URL ("" for the bare loop).
+	metrics string
 }
 
 // gmResult is one contender's run: wall time from start to the last record, first to last
@@ -115,6 +136,10 @@ type gmProc struct {
 type gmResult struct {
 	wall, steady time.Duration
 	rssKiB       int64
+	// commitWaitP99 is the p99 of kmirror_commit_wait_seconds over the run (the longest wait
+	// of a commit's records to be visible), commits how many commits it observed.
+	commitWaitP99 float64
+	commits       int64
 }
 
 func (r gmResult) String() string {
@@ -148,11 +173,20 @@ func gmRun(ctx context.Context, t *testing.T, dst cluster.Cluster, target string
 	}
 	end := time.Now()
 	rss := watch.Stop()
+	var waitP99 float64
+	var commits int64
+	if p.metrics != "" {
+		if h, err := scrapeHist(p.metrics, "kmirror_commit_wait_seconds"); err == nil {
+			waitP99, commits = latHistQuantile(map[float64]float64{}, h, 0.99), int64(h[math.Inf(1)])
+		} else {
+			t.Logf("%s: %v", target, err)
+		}
+	}
 	p.stop()
 	cancel()
 	bpDelete(ctx, t, bedAdmin(t, dst), target) // the target broker holds one copy at a time
 	f, _ := first.Load().(time.Time)
-	return gmResult{wall: end.Sub(began), steady: end.Sub(f), rssKiB: rss}
+	return gmResult{wall: end.Sub(began), steady: end.Sub(f), rssKiB: rss, commitWaitP99: waitP99, commits: commits}
 }
 
 // gmCounter counts the committed records of target (read_committed, from the start) in the
@@ -235,5 +269,5 @@ offset-syncs.topic.location=target
 		t.Fatal(err)
 	}
 	p := mirStart(t, bin, props, alias+"->B", "kmirror-growth-"+alias+"-"+topic)
-	return gmProc{pid: p.cmd.Process.Pid, alive: func() bool { return len(p.exited) == 0 && p.cmd.ProcessState == nil }, stop: func() { p.term(t) }}
+	return gmProc{pid: p.cmd.Process.Pid, alive: func() bool { return len(p.exited) == 0 && p.cmd.ProcessState == nil }, stop: func() { p.term(t) }, metrics: p.metrics}
 }
