@@ -318,7 +318,11 @@ func fromMaps(ctx context.Context, j job, io locateIO) (located, bool, error) {
 			}
 			continue
 		}
-		tr := m.pm.ExactTarget(j.g)
+		g, err := sourceGapEnd(ctx, j, io, m.pm)
+		if err != nil {
+			return located{}, false, err
+		}
+		tr := m.pm.ExactTarget(g)
 		switch {
 		case tr.Compacted || tr.Known && tr.Target > j.dstEnd:
 			continue
@@ -354,6 +358,21 @@ func fromMaps(ctx context.Context, j job, io locateIO) (located, bool, error) {
 		return ans, true, nil
 	}
 	return located{}, false, nil
+}
+
+// sourceGapEnd is the position G has in pm: G itself, or the map's end when G lies past it
+// with nothing but transaction markers and aborted records between (a transactional
+// source's last commit marker, which no mirror copies), read to check, at most a window's
+// worth. A consumer at either position reads the same records.
+func sourceGapEnd(ctx context.Context, j job, io locateIO, pm *offsetmap.PartitionMap) (int64, error) {
+	if j.g <= pm.SourceTo || j.g-pm.SourceTo > 4096 {
+		return j.g, nil
+	}
+	recs, err := io.src(ctx, pm.SourceTo, j.g, 1)
+	if err != nil || len(recs) > 0 {
+		return j.g, err
+	}
+	return pm.SourceTo, nil
 }
 
 // sawTarget reports whether a map saw every record of the target up to its last stable offset:
@@ -669,7 +688,7 @@ func (w *window) ambiguous(loc align.Located) answer {
 		alts = append(alts, o.String())
 	}
 	if loc.Run != nil && !loc.Overflow {
-		return unmappable("ambiguous: source %s/%d offsets %d..%d around the committed %d are identical records, and their copy on the target has a replay, a loss or an extra record that could lie anywhere among them; "+
+		return unmappable("ambiguous: source %s/%d offsets %d..%d around the committed %d are identical records, and content cannot prove their copy clean: a replay, a loss or an extra record could lie anywhere among them (with the last copies still to come) and move E(G); "+
 			"kmirror's offset map of the flow or an MM2 offset sync of source offset %d settles it", j.srcTopic, j.part, loc.Run[0], loc.Run[1], j.g, w.lastBelowG())
 	}
 	budget := ""

@@ -120,6 +120,33 @@ func TestPlanKmirrorMap(t *testing.T) {
 	}
 }
 
+// TestPlanKmirrorMapSourceEndsInMarker: a transactional source (an exactly-once application's
+// changelog or repartition topic) ends in a commit marker, which no mirror copies, so
+// kmirror's map ends below it. A group committed at the source's end, past the marker, has
+// nothing left to copy: E(G) comes from the map, never "pending" for a marker.
+func TestPlanKmirrorMapSourceEndsInMarker(t *testing.T) {
+	e := newEnv(t)
+	topic := uniqueTopic("kmap-txn")
+	group := "g-" + topic
+	testkit.CreateTopic(t, e.src, topic, 1, nil)
+	testkit.CreateTopic(t, e.dst, topic, 1, nil)
+	app := testkit.Client(t, e.srcK, kgo.TransactionalID("app-"+topic))
+	testkit.ProduceTxn(t, app, topic, 0, statusEvents(100)...) // records 0..99, its marker at 100
+	newTxnWriter(t, e, topic, "kmirror-"+topic).commit(statusEvents(100)...)
+	mapTopic := offsetmap.MapTopicName("source")
+	testkit.CreateTopic(t, e.dst, mapTopic, 1, nil)
+	testkit.Produce(t, e.dst, mapTopic, 0, &kgo.Record{Key: offsetmap.SegmentKey(topic, 0, 0), Value: offsetmap.SegmentValue(offsetmap.Segment{Source: 0, Target: 0, Len: 100})})
+	testkit.Commit(t, e.srcAdm, group, topic, 0, 101, "") // past the marker: the source's end
+	res, err := Plan(testCtx(t), e.src, e.dst, Config{Groups: regexp.MustCompile(regexp.QuoteMeta(group))})
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	p := findPartition(t, res, group, topic, 0)
+	if fmtPtr(p.ExactTarget) != "101" || p.ProofSource != SourceKmirrorMap {
+		t.Errorf("G=101 past the source's marker: got %s E=%s from %q (%s%s), want E=101 from kmirror's map", p.Status, fmtPtr(p.ExactTarget), p.ProofSource, p.Proof, p.Reason)
+	}
+}
+
 // An offset map file from kverify diff is an alignment by content: on a copy of two values
 // with replays (what MirrorMaker 2 leaves after restarts) it pairs records wrongly. Plan
 // checks it against the answer and never takes it for one: every position is the true E(G)
