@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # fetch-kafka.sh: resolve the Kafka runtimes the real-broker tests use into a cache outside git.
 #
-#   scripts/fetch-kafka.sh [2.3.0|3.7.1|4.3.1 ...]    (default: all three)
+#   scripts/fetch-kafka.sh [2.3.0|3.7.1|4.3.1|streams-3.7.1 ...]    (default: all four)
 #
 # Each runtime lands in $KMIGRATE_CACHE/kafka-<version>/lib (default cache ~/.cache/kmigrate) as
 # plain jars resolved by Maven from Maven Central; nothing is committed. A runtime whose
@@ -15,11 +15,14 @@
 #          1.7 is what 4.3.1 uses). 4.3.1 is the newest 4.x whose connect-mirror resolves
 #          here: kafka_2.13 4.3.2 and 4.4.0 do, but connect-mirror 4.3.2 and 4.4.0 do not,
 #          and the bed runs the broker and MirrorMaker 2 of one release.
+#   streams-3.7.1: kafka-streams 3.7.1 (with RocksDB) and reload4j logging, the runtime of the
+#          test tree's Kafka Streams application (integration/testdata/streams): 3.7.1 is the
+#          newest Streams that still runs exactly_once (v1) against a 2.3.0 broker.
 set -euo pipefail
 
 cache=${KMIGRATE_CACHE:-$HOME/.cache/kmigrate}
 versions=("$@")
-[ ${#versions[@]} -gt 0 ] || versions=(2.3.0 3.7.1 4.3.1)
+[ ${#versions[@]} -gt 0 ] || versions=(2.3.0 3.7.1 4.3.1 streams-3.7.1)
 
 command -v mvn >/dev/null || { echo "fetch-kafka: mvn not found; install Maven (apt-get install maven)" >&2; exit 2; }
 command -v java >/dev/null || { echo "fetch-kafka: java not found; install Java 17 (apt-get install openjdk-17-jdk-headless)" >&2; exit 2; }
@@ -72,6 +75,20 @@ pom_431() {
 POM
 }
 
+pom_streams371() {
+  cat <<'POM'
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>kmigrate.runtime</groupId><artifactId>kafka-streams-3.7.1</artifactId><version>1</version>
+  <dependencies>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-streams</artifactId><version>3.7.1</version></dependency>
+    <dependency><groupId>ch.qos.reload4j</groupId><artifactId>reload4j</artifactId><version>1.2.25</version></dependency>
+    <dependency><groupId>org.slf4j</groupId><artifactId>slf4j-reload4j</artifactId><version>1.7.36</version></dependency>
+  </dependencies>
+</project>
+POM
+}
+
 for v in "${versions[@]}"; do
   dir="$cache/kafka-$v"
   if [ -f "$dir/lib/.complete" ]; then
@@ -82,7 +99,8 @@ for v in "${versions[@]}"; do
     2.3.0) pom=$(pom_230) ;;
     3.7.1) pom=$(pom_371) ;;
     4.3.1) pom=$(pom_431) ;;
-    *) echo "fetch-kafka: unknown version $v (want 2.3.0, 3.7.1 or 4.3.1)" >&2; exit 2 ;;
+    streams-3.7.1) pom=$(pom_streams371) ;;
+    *) echo "fetch-kafka: unknown version $v (want 2.3.0, 3.7.1, 4.3.1 or streams-3.7.1)" >&2; exit 2 ;;
   esac
   mkdir -p "$dir"
   printf '%s\n' "$pom" >"$dir/pom.xml"
