@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/kmigrate/kmigrate/align"
@@ -341,23 +342,98 @@ func fromMaps(ctx context.Context, j job, io locateIO) (located, bool, error) {
 			return located{answer: answer{known: true, e: tr.Target, from: m.from,
 				proof: fmt.Sprintf("%sno source record below %d is mirrored; the first copy of a record at or after it is target offset %d", proofPrefix[m.from], j.g, tr.Target)}}, true, nil
 		}
-		s, err := io.src(ctx, tr.Prev, tr.Prev+1, 1)
+		pair, fp, cleaned, ok, err := checkedPair(ctx, io, m.pm, tr)
 		if err != nil {
 			return located{}, false, err
 		}
-		t, err := io.dst(ctx, tr.PrevTarget, tr.PrevTarget+1, 1)
-		if err != nil {
-			return located{}, false, err
-		}
-		if len(s) == 0 || len(t) == 0 || s[0].off != tr.Prev || t[0].off != tr.PrevTarget || s[0].fp != t[0].fp {
+		if !ok {
 			continue
 		}
-		ans := located{answer: answer{known: true, e: tr.Target, from: m.from,
-			proof: fmt.Sprintf("%sfingerprint %016x of source offset %d = target offset %d (its last copy; the map saw the target to offset %d)", proofPrefix[m.from], s[0].fp, tr.Prev, tr.PrevTarget, m.pm.TargetTo-1)}}
-		ans.anchor.ok, ans.anchor.src, ans.anchor.dst = true, tr.Prev, tr.PrevTarget
+		proof := fmt.Sprintf("%sfingerprint %016x of source offset %d = target offset %d (its last copy; the map saw the target to offset %d)", proofPrefix[m.from], fp, pair.Prev, pair.PrevTarget, m.pm.TargetTo-1)
+		if cleaned {
+			proof = fmt.Sprintf("%sthe copy of source offset %d, target offset %d, is gone from a log (compaction); the map is checked at the nearest copy both logs still hold: fingerprint %016x of source offset %d = target offset %d (the map saw the target to offset %d), and compaction keeps offsets",
+				proofPrefix[m.from], tr.Prev, tr.PrevTarget, fp, pair.Prev, pair.PrevTarget, m.pm.TargetTo-1)
+		}
+		ans := located{answer: answer{known: true, e: tr.Target, from: m.from, proof: proof}}
+		if !cleaned {
+			ans.anchor.ok, ans.anchor.src, ans.anchor.dst = true, tr.Prev, tr.PrevTarget
+		}
 		return ans, true, nil
 	}
 	return located{}, false, nil
+}
+
+// maxCleanedWalk bounds how many copies below s* checkedPair looks at for one both logs hold.
+const maxCleanedWalk = 64
+
+// checkedPair checks map pm's answer tr by content: the source record s* and its copy must
+// have the same fingerprint. When either is gone from its log (a compacted topic's cleaner
+// removed it: the offset then holds no record), the check moves down the map's copies to the
+// nearest one both logs still hold, at most maxCleanedWalk copies; cleaned says it did. ok is
+// false when the records differ or no copy both logs hold was found: content decides then.
+func checkedPair(ctx context.Context, io locateIO, pm *offsetmap.PartitionMap, tr offsetmap.Translation) (pair offsetmap.Translation, fp uint64, cleaned, ok bool, err error) {
+	pair = tr
+	for range maxCleanedWalk {
+		s, err := io.src(ctx, pair.Prev, pair.Prev+1, 1)
+		if err != nil {
+			return pair, 0, false, false, err
+		}
+		t, err := io.dst(ctx, pair.PrevTarget, pair.PrevTarget+1, 1)
+		if err != nil {
+			return pair, 0, false, false, err
+		}
+		sHas, tHas := len(s) > 0 && s[0].off == pair.Prev, len(t) > 0 && t[0].off == pair.PrevTarget
+		if sHas && tHas {
+			return pair, s[0].fp, cleaned, s[0].fp == t[0].fp, nil
+		}
+		cleaned = true
+		if pair = pm.ExactTarget(pair.Prev); !pair.Known || !pair.HasPrev {
+			break
+		}
+	}
+	return checkedAbove(ctx, io, pm, tr)
+}
+
+// checkedAbove checks pm at the first copies above s*'s that both logs still hold, at most
+// maxCleanedWalk target records: a compacted topic keeps the latest record of each key, so
+// below G a cleaned log may hold nothing for thousands of offsets while above it the copies
+// of later records remain. The map is one mapping: agreeing there, it is this flow's.
+func checkedAbove(ctx context.Context, io locateIO, pm *offsetmap.PartitionMap, tr offsetmap.Translation) (pair offsetmap.Translation, fp uint64, cleaned, ok bool, err error) {
+	from := tr.PrevTarget + 1
+	for range maxCleanedWalk {
+		t, err := io.dst(ctx, from, pm.TargetTo, 1)
+		if err != nil || len(t) == 0 {
+			return tr, 0, true, false, err
+		}
+		from = t[0].off + 1
+		src, ok := sourceOf(pm, t[0].off)
+		if !ok {
+			continue // a target record the map does not place
+		}
+		s, err := io.src(ctx, src, src+1, 1)
+		if err != nil {
+			return tr, 0, true, false, err
+		}
+		if len(s) > 0 && s[0].off == src {
+			return offsetmap.Translation{Known: true, HasPrev: true, Prev: src, PrevTarget: t[0].off}, s[0].fp, true, s[0].fp == t[0].fp, nil
+		}
+	}
+	return tr, 0, true, false, nil
+}
+
+// sourceOf is the source offset whose copy pm places at target offset t.
+func sourceOf(pm *offsetmap.PartitionMap, t int64) (int64, bool) {
+	segs := pm.Segments
+	i := sort.Search(len(segs), func(i int) bool { return segs[i].Target+segs[i].Len > t })
+	if i < len(segs) && segs[i].Target <= t {
+		return segs[i].Source + t - segs[i].Target, true
+	}
+	for _, c := range pm.Duplicates {
+		if c.Target == t {
+			return c.Source, true
+		}
+	}
+	return 0, false
 }
 
 // sourceGapEnd is the position G has in pm: G itself, or the map's end when G lies past it

@@ -129,7 +129,7 @@ func TestPlanAbortedAhead(t *testing.T) {
 			return 10
 		},
 		wantE: 22, wantStatus: StatusExact, wantAborted: 10, wantRanges: "11..20",
-		wantProof: "E(G) is 22 (the next record), not 10 (after the copy): offsets 10..21 hold only transaction markers and 10 records of aborted transactions",
+		wantProof: "E(G) is 22 (the next record), not 10 (after the copy): offsets 10..21 hold no record a read_committed consumer reads (10 records of aborted transactions, transaction markers or offsets a log cleaner emptied)",
 	}, {
 		name: "across E(G), group behind",
 		target: func(w txnWriter) int64 {

@@ -332,10 +332,11 @@ func (p *planner) settle(ctx context.Context, j job, ans *answer) error {
 		return nil
 	}
 	aborted := int64(len(within(v.aborted, e0, next)))
-	what := "transaction markers"
+	what := "transaction markers or offsets a log cleaner emptied"
 	if aborted > 0 {
-		what = "transaction markers and " + plural(int(aborted), "record", "records") + " of aborted transactions"
+		what = plural(int(aborted), "record", "records") + " of aborted transactions, transaction markers or offsets a log cleaner emptied"
 	}
+
 	reader := "the next record"
 	if next == j.dstStable && len(v.committed) == 0 {
 		reader = "the target end"
@@ -344,7 +345,7 @@ func (p *planner) settle(ctx context.Context, j job, ans *answer) error {
 	if aborted > 0 {
 		spares = fmt.Sprintf("%d spares a read_uncommitted one the aborted records", next)
 	}
-	ans.proof += fmt.Sprintf("; E(G) is %d (%s), not %d (after the copy): offsets %d..%d hold only %s, the same position for a read_committed consumer; %s",
+	ans.proof += fmt.Sprintf("; E(G) is %d (%s), not %d (after the copy): offsets %d..%d hold no record a read_committed consumer reads (%s), the same position for it; %s",
 		next, reader, e0, e0, next-1, what, spares)
 	ans.e = next
 	return nil
