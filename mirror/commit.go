@@ -57,9 +57,10 @@ type committer struct {
 //     (Config.CommitLatency) once the commit takes what the bucket's commits take (reason
 //     "bound"): the bound is never broken by waiting;
 //   - before that, once its flow pauses (no record for pause, a fiftieth of the bound, 1 to 20
-//     ms, and every record acknowledged: a flow the target holds back is not light): a light
-//     flow's records are visible soon after they arrive, and waiting would only add latency
-//     (reason "pause");
+//     ms, every record acknowledged, and no fetch within the pause that left records on the
+//     source: a flow the target holds back, or one that arrives in bursts, is not light): a
+//     light flow's records are visible soon after they arrive, and waiting would only add
+//     latency (reason "pause");
 //   - but never sooner after its last commit than commits can pay for: at least duty times
 //     what a commit takes (commits hold the bucket at most a tenth of the time), at least
 //     the time markerRate allows for the markers of the partitions it touched, and at least a
@@ -115,6 +116,9 @@ type bucketLoad struct {
 	// lastEnd is when the bucket's last commit ended, cost what its commits take.
 	lastEnd time.Time
 	cost    time.Duration
+	// behind is when a fetch of one of the bucket's partitions last ended below the source's
+	// last stable offset: more records were waiting there.
+	behind time.Time
 }
 
 // commitDecision is the policy's answer: commit now, for reason, or ask again at next (zero:
@@ -141,9 +145,12 @@ func (p commitPolicy) decide(now time.Time, l bucketLoad) commitDecision {
 	if earliest := l.lastEnd.Add(p.spacing(l)); earliest.After(at) {
 		at = earliest
 	}
-	if l.inflight > 0 && !at.After(now) {
-		// No new record, but the target has not acknowledged all: a flow held back by the
-		// target (the poll loop waits for buffer space) is not a light one.
+	behind := !l.behind.IsZero() && now.Sub(l.behind) < p.pause
+	if (l.inflight > 0 || behind) && !at.After(now) {
+		// No new record, but the target has not acknowledged all (a flow held back by the
+		// target: the poll loop waits for buffer space), or the bucket's last fetch left
+		// records on the source (a flow that arrives in bursts, one per fetch): not a light
+		// one, and committing early would only stop it more often.
 		at = now.Add(p.pause)
 	} else if !now.Before(at) {
 		return commitDecision{commit: true, reason: reasonPause}
@@ -504,7 +511,7 @@ func (w *txnWriter) load(now time.Time, check time.Duration, dirty func() bool) 
 		return l, true
 	}
 	l = bucketLoad{pending: w.pending, inflight: int(w.cl.BufferedProduceRecords()), touched: w.open.touched,
-		oldest: w.open.oldest, newest: w.open.newest, lastEnd: w.lastEnd, cost: w.cost}
+		oldest: w.open.oldest, newest: w.open.newest, lastEnd: w.lastEnd, cost: w.cost, behind: w.behind}
 	if w.pending > 0 && w.open.oldest.IsZero() {
 		l.oldest, l.newest = now, now // records counted before the load was (never: defensive)
 	}

@@ -35,6 +35,18 @@ func TestCommitPolicyDecides(t *testing.T) {
 			now:  at(25),
 			load: bucketLoad{pending: 9000, inflight: 4000, touched: 2, oldest: t0, newest: t0, lastEnd: long, cost: ms(5)},
 			next: at(45)},
+		{name: "no new record, but the last fetch left records on the source: a burst, not a pause",
+			now:  at(25),
+			load: bucketLoad{pending: 9000, touched: 2, oldest: t0, newest: t0, lastEnd: long, cost: ms(5), behind: at(10)},
+			next: at(45)},
+		{name: "the source caught up a pause ago: the flow paused",
+			now:    at(40),
+			load:   bucketLoad{pending: 9000, touched: 2, oldest: t0, newest: t0, lastEnd: long, cost: ms(5), behind: at(15)},
+			commit: true, reason: reasonPause},
+		{name: "a bursty flow commits at the bound",
+			now:    at(995),
+			load:   bucketLoad{pending: 90_000, touched: 2, oldest: t0, newest: at(980), lastEnd: long, cost: ms(5), behind: at(985)},
+			commit: true, reason: reasonBound},
 		{name: "a flow the target holds back commits at the bound",
 			now:    at(995),
 			load:   bucketLoad{pending: 9000, inflight: 4000, touched: 2, oldest: t0, newest: at(900), lastEnd: long, cost: ms(5)},
@@ -102,7 +114,7 @@ func TestCommitPolicyKeepsTheBound(t *testing.T) {
 		ms := func(n int) time.Duration { return time.Duration(r.IntN(n+1)) * time.Millisecond }
 		oldest := t0.Add(-ms(6000))
 		l := bucketLoad{pending: 1 + r.IntN(100_000), inflight: r.IntN(3) * r.IntN(1000), touched: r.IntN(2000), oldest: oldest,
-			newest: oldest.Add(ms(6000)), lastEnd: oldest.Add(-ms(3000)), cost: ms(200)}
+			newest: oldest.Add(ms(6000)), lastEnd: oldest.Add(-ms(3000)), cost: ms(200), behind: t0.Add(-ms(100))}
 		if l.newest.After(t0) {
 			l.newest = t0
 		}

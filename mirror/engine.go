@@ -535,6 +535,19 @@ func (e *Engine) copyFetched(pctx context.Context, fp kgo.FetchTopicPartition, n
 			e.dst.Produce(pctx, out, promise)
 		}
 	}
+	// Records left on the source after this fetch: the bucket's flow is not pausing.
+	if n := len(fp.Records); ps.w != nil && n > 0 && fp.Records[n-1].Offset+1 < stableEnd(fp) {
+		ps.w.fetchedBehind(at)
+	}
+}
+
+// stableEnd is where a read_committed reader's log ends in fp: the last stable offset when the
+// broker gave one, else the high watermark.
+func stableEnd(fp kgo.FetchTopicPartition) int64 {
+	if fp.LastStableOffset >= 0 {
+		return fp.LastStableOffset
+	}
+	return fp.HighWatermark
 }
 
 // produceFailed handles a record the target did not take: a fenced partition stops quietly

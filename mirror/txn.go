@@ -95,6 +95,7 @@ type txnWriter struct {
 	lastEnd    time.Time
 	checked    time.Time // when a transaction without records was last found clean
 	cost       time.Duration
+	behind     time.Time // when a fetch of its partitions last left records on the source
 }
 
 // txnLoad is one transaction's records as the commit policy counts them.
@@ -205,6 +206,14 @@ func (w *txnWriter) produceWait(ctx context.Context, r *kgo.Record) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// fetchedBehind notes that a fetch of one of the bucket's partitions, copied at at, ended
+// below the source's last stable offset (the commit policy's behind).
+func (w *txnWriter) fetchedBehind(at time.Time) {
+	w.mu.Lock()
+	w.behind = at
+	w.mu.Unlock()
 }
 
 func (w *txnWriter) close() { w.closeOnce.Do(w.cl.Close) }
