@@ -23,8 +23,9 @@
 // TestVerifyNothingToCompare, TestVerifyAll, TestVerifyState, TestDigest, TestPreflight),
 // the reconcile ones (TestReconcileSeed, TestReconcileCases, TestReconcileRollbackSafety,
 // TestACLs, TestACLsSecure3, TestSecureBed), TestMirror, TestMirrorSafety, TestCutover,
-// TestRoundTrip and the isolation tests (TestIsolationAfterKill, TestIsolationAfterKillMM2EOS,
-// whose MirrorMaker 2 is the target's release) follow it; elsewhere MirrorMaker 2 stays 3.7.1.
+// TestRoundTrip, the isolation tests (TestIsolationAfterKill, TestIsolationAfterKillMM2EOS,
+// whose MirrorMaker 2 is the target's release) and the application tests (TestStreamsAppMoved,
+// its MirrorMaker 2 the target's too; TestCompactedTopicMoved) follow it; elsewhere MirrorMaker 2 stays 3.7.1.
 // A test that needs what only one source has skips on the other pairs saying why:
 // TestReconcileSeed needs the seed fixture's 2.3.0 source, and TestMirrorSafety's case of a
 // source without topic IDs a 2.3.0 one.

@@ -39,7 +39,7 @@ cd "$(dirname "$0")/.."
 all_pairs="2.3.0-3.7.1 2.3.0-4.3.1 3.7.1-4.3.1 4.3.1-4.3.1"
 default_pair=2.3.0-3.7.1
 # The tests that follow KMIGRATE_PAIR (integration/doc.go lists them).
-NIGHTLY_PAIR_RUN=${NIGHTLY_PAIR_RUN:-'^(TestVerify|TestVerifyNothingToCompare|TestVerifyAll|TestVerifyState|TestDigest|TestPreflight|TestReconcileSeed|TestReconcileCases|TestReconcileRollbackSafety|TestACLs|TestACLsSecure3|TestSecureBed|TestMirror|TestMirrorSafety|TestCutover|TestRoundTrip|TestIsolationAfterKill|TestIsolationAfterKillMM2EOS)$'}
+NIGHTLY_PAIR_RUN=${NIGHTLY_PAIR_RUN:-'^(TestVerify|TestVerifyNothingToCompare|TestVerifyAll|TestVerifyState|TestDigest|TestPreflight|TestReconcileSeed|TestReconcileCases|TestReconcileRollbackSafety|TestACLs|TestACLsSecure3|TestSecureBed|TestMirror|TestMirrorSafety|TestCutover|TestRoundTrip|TestIsolationAfterKill|TestIsolationAfterKillMM2EOS|TestStreamsAppMoved|TestCompactedTopicMoved)$'}
 
 export KMIGRATE_REQUIRE_REAL=1
 export KMIGRATE_PROVIDER=${KMIGRATE_PROVIDER:-jvm}
