@@ -40,12 +40,9 @@ type App struct {
 	LocalState []string `json:"local_state"`
 }
 
-// internalSuffixes are the name endings of the topics Kafka Streams creates for an application
-// (<application.id>-<name><suffix>): repartition topics, changelogs, and a foreign-key join's
-// subscription registration and response topics.
-var internalSuffixes = []string{"-repartition", "-changelog", "-topic"}
-
-// internalOf tells whether topic is an internal topic of application id, and its kind.
+// internalOf tells whether topic is an internal topic of application id (Kafka Streams names
+// them <application.id>-<name><suffix>: repartition topics, changelogs, and a foreign-key
+// join's subscription registration and response topics), and its kind.
 func internalOf(id, topic string) (kind string, ok bool) {
 	rest, ok := strings.CutPrefix(topic, id+"-")
 	if !ok || rest == "" {
