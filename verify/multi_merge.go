@@ -2,6 +2,7 @@ package verify
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -82,7 +83,15 @@ func MergeShards(reports []ShardReport) (*MultiResult, error) {
 				if t.SourceTopic == st.Source {
 					res.Partitions = append(res.Partitions, t.Partitions...)
 					res.Transactions = append(res.Transactions, t.Transactions...)
+					res.Tables = append(res.Tables, t.Tables...)
 					res.TargetReadUncommitted = res.TargetReadUncommitted || t.TargetReadUncommitted
+					switch {
+					case res.Judged == "":
+						res.Judged, res.JudgedWhy = t.Judged, t.JudgedWhy
+					case t.Judged != "" && t.Judged != res.Judged:
+						// Shards of one run judge a topic alike unless its policy changed between them.
+						res.Problems = append(res.Problems, fmt.Sprintf("the shards judged topic %s differently (%s in %s, %s in another): run them again", st.Source, t.Judged, r.Name, res.Judged))
+					}
 					for _, p := range t.Problems {
 						if !slices.Contains(res.Problems, p) {
 							res.Problems = append(res.Problems, p)
@@ -91,6 +100,7 @@ func MergeShards(reports []ShardReport) (*MultiResult, error) {
 				}
 			}
 		}
+		slices.SortFunc(res.Tables, func(a, b TablePartition) int { return cmp.Compare(a.Partition, b.Partition) })
 		finishTopic(&res)
 		out.Topics = append(out.Topics, TopicResult{Result: res})
 	}

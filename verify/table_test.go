@@ -12,6 +12,7 @@ import (
 
 	"github.com/kmigrate/kmigrate/align"
 	"github.com/kmigrate/kmigrate/internal/testkit"
+	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/offsetmap"
 )
 
@@ -290,5 +291,54 @@ func TestDiffTableRefusals(t *testing.T) {
 	res, _ = diff(t, src, dst, Config{SourceTopic: plain, Judge: JudgeTable})
 	if res.Identical || !strings.Contains(res.Partitions[0].Err, "without a key") {
 		t.Errorf("null keys judged as a table: identical %v, error %q; want the partition refused", res.Identical, res.Partitions[0].Err)
+	}
+}
+
+// TestDiffTopicsCompactedShards: kverify diff --all judges a compacted topic as a table beside
+// a plain one judged as a log, and the merge of its shards keeps both judgements and every
+// partition's table.
+func TestDiffTopicsCompactedShards(t *testing.T) {
+	src, dst := newCluster(t), newCluster(t)
+	compact := map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}
+	table, plain := testkit.TopicName("table"), testkit.TopicName("plain")
+	testkit.CreateTopic(t, src, table, 4, compact)
+	testkit.CreateTopic(t, dst, table, 4, compact)
+	testkit.CreateTopic(t, src, plain, 1, nil)
+	testkit.CreateTopic(t, dst, plain, 1, nil)
+	for p := int32(0); p < 4; p++ {
+		var all []*kgo.Record
+		for i := range 50 {
+			all = append(all, &kgo.Record{Key: fmt.Appendf(nil, "k%d", i%5), Value: fmt.Appendf(nil, "v%d", i)})
+		}
+		testkit.Produce(t, src, table, p, all...)
+		testkit.Produce(t, dst, table, p, all[45:]...) // the target's cleaner kept the latest of each key
+	}
+	testkit.Produce(t, src, plain, 0, testkit.Records(0, 9)...)
+	testkit.Produce(t, dst, plain, 0, testkit.Records(0, 9)...)
+	ctx := testkit.Context(t, 30e9)
+	flow := mm2.NewFlow("s", "t", mm2.IdentityPolicy{})
+	var shards []ShardReport
+	for i := range 2 {
+		r, err := DiffTopics(ctx, src, dst, MultiConfig{Flow: flow, Names: []string{table, plain}, Shard: Shard{Index: i, Count: 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		shards = append(shards, ShardReport{Name: fmt.Sprint(i), Result: r})
+	}
+	merged, err := MergeShards(shards)
+	if err != nil || !merged.Identical {
+		t.Fatalf("merge: %v, identical %v", err, merged != nil && merged.Identical)
+	}
+	for _, tr := range merged.Topics {
+		switch tr.SourceTopic {
+		case table:
+			if tr.Judged != JudgeTable || len(tr.Tables) != 4 || tr.Tables[3].Partition != 3 || tr.Tables[3].SourceSuperseded != 45 {
+				t.Errorf("%s: judged %q, tables %+v; want a table per partition, 45 superseded records each", table, tr.Judged, tr.Tables)
+			}
+		case plain:
+			if tr.Judged != JudgeLog || len(tr.Tables) != 0 {
+				t.Errorf("%s: judged %q with %d tables, want a log", plain, tr.Judged, len(tr.Tables))
+			}
+		}
 	}
 }
