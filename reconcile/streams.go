@@ -75,7 +75,7 @@ func (p *planner) findApps(ctx context.Context, st *planState, groups []string) 
 		app := &App{ID: g, Inputs: []string{}, Repartition: []string{}, Changelogs: []string{}, State: []Partition{}}
 		for _, t := range names {
 			switch kind, ok := internalOf(g, t); {
-			case !ok:
+			case !ok || p.ownerOf(t) != g:
 			case kind == "repartition":
 				app.Repartition = append(app.Repartition, t)
 			default:
@@ -87,7 +87,7 @@ func (p *planner) findApps(ctx context.Context, st *planState, groups []string) 
 		}
 		app.RecognisedBy = fmt.Sprintf("internal topics named after the group on the source (%s-...-repartition, -changelog)", g)
 		for t := range st.srcOffs[g].Fetched {
-			if _, ok := internalOf(g, t); !ok {
+			if _, ok := internalOf(g, t); !ok || p.ownerOf(t) != g {
 				app.Inputs = append(app.Inputs, t)
 			}
 		}
@@ -95,6 +95,19 @@ func (p *planner) findApps(ctx context.Context, st *planState, groups []string) 
 		apps[g] = app
 	}
 	return apps, nil
+}
+
+// ownerOf is the application an internal topic belongs to: of the source's groups whose name
+// it is named after, the longest (a topic orders-v2-counts-changelog is orders-v2's, not
+// orders'); "" when none.
+func (p *planner) ownerOf(topic string) string {
+	owner := ""
+	for g := range p.srcListed {
+		if _, ok := internalOf(g, topic); ok && len(g) > len(owner) {
+			owner = g
+		}
+	}
+	return owner
 }
 
 // changelogPartitions are the changelog partitions of app as group partitions committed at

@@ -143,3 +143,27 @@ func TestStreamsAppAllOrNone(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamsAppTopicsByLongestName: two applications whose ids share a prefix (wordcount and
+// wordcount-v2) each own their own internal topics: the topics of wordcount-v2 are not
+// wordcount's, though they start with "wordcount-".
+func TestStreamsAppTopicsByLongestName(t *testing.T) {
+	a := newStreamsApp(t, 30, 2)
+	v2 := a.id + "-v2"
+	for _, top := range []string{v2 + "-count-repartition", v2 + "-count-changelog"} {
+		testkit.CreateTopic(t, a.src, top, 2, nil)
+	}
+	testkit.Commit(t, a.srcAdm, v2, a.input, 0, 3, "")
+	testkit.Commit(t, a.srcAdm, v2, v2+"-count-repartition", 0, 0, "")
+	res, err := Plan(testCtx(t), a.src, a.dst, Config{Groups: regexp.MustCompile(regexp.QuoteMeta(a.id) + ".*")})
+	if err != nil {
+		t.Fatalf("Plan: %v", err)
+	}
+	g := findGroup(t, res, a.id)
+	if g.App == nil || strings.Join(g.App.Repartition, ",") != a.repartition || strings.Join(g.App.Changelogs, ",") != a.changelog {
+		t.Errorf("%s: %+v, want only its own internal topics", a.id, g.App)
+	}
+	if g2 := findGroup(t, res, v2); g2.App == nil || strings.Join(g2.App.Changelogs, ",") != v2+"-count-changelog" || strings.Join(g2.App.Inputs, ",") != a.input {
+		t.Errorf("%s: %+v, want its own topics and the shared input", v2, g2.App)
+	}
+}
