@@ -44,7 +44,10 @@ const (
 	swParts = 3
 )
 
-var swWords = []string{"error", "warn", "info", "debug", "ok", "retry", "start", "stop", "open", "close", "read", "write"}
+// swWords are the words of the lines: few enough that every record repeats, enough that each
+// repartition partition holds several of them.
+var swWords = []string{"error", "warn", "info", "debug", "ok", "retry", "start", "stop", "open", "close", "read", "write",
+	"get", "put", "send", "ack", "sync", "lock", "wait", "done", "fail", "load", "save", "scan"}
 
 // swLinesOf are n lines of 1 to 5 words, from seed.
 func swLinesOf(seed uint64, n int) ([]*kgo.Record, int) {
