@@ -28,9 +28,9 @@ import (
 // while a second batch of lines is still being processed, and its topics (input, output,
 // repartition, changelog) are mirrored by kmirror to 3.7.1. kreconcile groups --apply must
 // plan the application as one unit and commit every partition of it, or, where content cannot
-// prove E(G) of one partition (MirrorMaker 2's lane: a repartition partition can hold one word
-// only, a run of identical records), refuse the whole application and commit none of it; the
-// application then runs
+// prove E(G) of one partition (MirrorMaker 2's lane, when a repartition partition holds a
+// single word: a run of identical records), refuse the whole application and commit none of
+// it; the application then runs
 // on the target to the end of its input, with a fresh state directory or the one kept from
 // the source. Judged:
 //   - its final count of every word (the last update on the output topic, read_committed on
