@@ -8,6 +8,9 @@
 //     `kverify diff --offset-map`, read by kreconcile; format in package offsetmap).
 //   - Diff feeds each partition to align.Partition, the aligner (package align says how records
 //     are classified and which invariants hold), from two raw-fetch streams (package logread).
+//   - A topic whose cleanup.policy includes compact on either side is judged as a table
+//     (Config.Judge; judgeTable, TablePartition): both partitions read whole, the latest record
+//     of every key compared, counts of keys, no offset map; a range, null key or State refused.
 //   - DiffTopics, DiffState, DiffRanges, Preflight, Drill and Evidence: below.
 //
 // # Nothing to compare
@@ -43,10 +46,9 @@
 //
 // Config.TargetReadUncommitted reads the source read_committed and the target as a
 // read_uncommitted reader does below its last stable offset: aborted records are then aligned
-// like others (a copy of a matched record is duplicated, one of nothing extra), so the verdict
-// fails for consumers reading uncommitted. Config.ReadUncommitted reads both sides
-// read_uncommitted (the source's own aborted records compared too). The two are exclusive;
-// Evidence refuses TargetReadUncommitted.
+// like others (a copy of a matched record is duplicated, one of nothing extra): the verdict of
+// consumers reading uncommitted. Config.ReadUncommitted reads both sides read_uncommitted (the
+// source's aborted records too); the two are exclusive; Evidence refuses the first.
 //
 // Where the target is read from: from earliest on a source log starting at 0, the whole
 // target partition (leading target records are extra). Otherwise from a lower bound (the
@@ -54,14 +56,6 @@
 // than the first source record, less 100 records); target records before the first copy are
 // skipped (PartitionResult.TargetSkipped). To latest reads the target to its end; a bounded
 // To ends after the copy of the last source record that repeats nothing.
-//
-// # Tables: compacted topics
-//
-// Config.Judge (judgements): a topic whose cleanup.policy includes compact on either side is
-// judged as a table (judgeTable): both partitions read whole, the latest record of every key
-// compared (TablePartition says what is the same, differs, missing or extra, and counts the
-// superseded records each side keeps apart). The partition's counts are then of keys, it has
-// no offset map; a range, a null key or a State is refused, never judged record by record.
 //
 // # Explicit ranges, drill and evidence
 //
@@ -101,8 +95,6 @@
 // (xxhash64(t) + p) mod COUNT; MergeShards joins the MultiResults of every shard and refuses
 // incomplete, duplicated, overlapping or mismatched ones. Diff and DiffTopics share every rule
 // of a topic (topicProblems, listOffsets, runPool, Result.verdict). docs/verify-topics.md
-// describes the selection, the verdict, the shards and the JSON form.
-//
-// Tests: `go test ./verify` on kfake; real brokers in integration/verify_test.go, preflight_test.go
-// and verify_state_test.go. Benchmarks: scripts/bench-verify.sh (docs/benchmarks.md).
+// describes the selection, the verdict, the shards and the JSON form. Tests and benchmarks:
+// docs/testing.md, docs/benchmarks.md.
 package verify
