@@ -438,14 +438,13 @@ func sourceOf(pm *offsetmap.PartitionMap, t int64) (int64, bool) {
 
 // sourceGapEnd is the position G has in pm: G itself, or the map's end when G lies past it
 // with nothing but transaction markers and aborted records between (a transactional
-// source's last commit marker, which no mirror copies), read to check, at most a window's
-// worth. A consumer at either position reads the same records.
+// source's last commit marker, which no mirror copies). A consumer at either position reads
+// the same records.
 func sourceGapEnd(ctx context.Context, j job, io locateIO, pm *offsetmap.PartitionMap) (int64, error) {
-	if j.g <= pm.SourceTo || j.g-pm.SourceTo > 4096 {
+	if j.g <= pm.SourceTo {
 		return j.g, nil
 	}
-	recs, err := io.src(ctx, pm.SourceTo, j.g, 1)
-	if err != nil || len(recs) > 0 {
+	if none, err := noRecordIn(ctx, io.src, pm.SourceTo, j.g); err != nil || !none {
 		return j.g, err
 	}
 	return pm.SourceTo, nil
@@ -453,15 +452,25 @@ func sourceGapEnd(ctx context.Context, j job, io locateIO, pm *offsetmap.Partiti
 
 // sawTarget reports whether a map saw every record of the target up to its last stable offset:
 // past the map's end only transaction markers and aborted records (a transactional mirror's
-// last commit marker) may lie, read to check, at most a window's worth.
+// last commit marker) may lie.
 func sawTarget(ctx context.Context, j job, io locateIO, pm *offsetmap.PartitionMap) (bool, error) {
-	if pm.TargetTo >= j.dstStable {
+	return noRecordIn(ctx, io.dst, pm.TargetTo, j.dstStable)
+}
+
+// maxMarkerSpan is the longest span past a map's end that noRecordIn reads: a window's worth.
+const maxMarkerSpan = 4096
+
+// noRecordIn reports whether read finds no record in [from, to): only transaction markers and
+// aborted records lie there. A span longer than maxMarkerSpan is not read and counts as
+// holding records.
+func noRecordIn(ctx context.Context, read logReader, from, to int64) (bool, error) {
+	if to <= from {
 		return true, nil
 	}
-	if j.dstStable-pm.TargetTo > 4096 {
+	if to-from > maxMarkerSpan {
 		return false, nil
 	}
-	recs, err := io.dst(ctx, pm.TargetTo, j.dstStable, 1)
+	recs, err := read(ctx, from, to, 1)
 	return len(recs) == 0, err
 }
 
