@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -62,7 +63,7 @@ func internalOf(id, topic string) (kind string, ok bool) {
 // findApps recognises the Kafka Streams applications among the groups: a group whose source
 // topics include internal topics named after it (Kafka Streams names them
 // <application.id>-...-repartition or -changelog, and the application.id is the group). It
-// lists the source's topics once.
+// lists the source's topics once and gives each internal topic to one application (ownerOf).
 func (p *planner) findApps(ctx context.Context, st *planState, groups []string) (map[string]*App, error) {
 	topics, err := p.src.adm.ListTopics(ctx)
 	if err != nil {
@@ -70,29 +71,40 @@ func (p *planner) findApps(ctx context.Context, st *planState, groups []string) 
 	}
 	names := topics.Names()
 	slices.Sort(names)
-	apps := map[string]*App{}
+	selected := map[string]bool{}
 	for _, g := range groups {
-		app := &App{ID: g, Inputs: []string{}, Repartition: []string{}, Changelogs: []string{}, State: []Partition{}}
-		for _, t := range names {
-			switch kind, ok := internalOf(g, t); {
-			case !ok || p.ownerOf(t) != g:
-			case kind == "repartition":
-				app.Repartition = append(app.Repartition, t)
-			default:
-				app.Changelogs = append(app.Changelogs, t)
-			}
-		}
-		if len(app.Repartition)+len(app.Changelogs) == 0 {
+		selected[g] = true
+	}
+	apps := map[string]*App{}
+	owner := map[string]string{} // internal topic -> the application it belongs to
+	for _, t := range names {
+		g := p.ownerOf(t)
+		if g == "" {
 			continue
 		}
-		app.RecognisedBy = fmt.Sprintf("internal topics named after the group on the source (%s-...-repartition, -changelog)", g)
+		owner[t] = g
+		if !selected[g] {
+			continue
+		}
+		app := apps[g]
+		if app == nil {
+			app = &App{ID: g, Inputs: []string{}, Repartition: []string{}, Changelogs: []string{}, State: []Partition{},
+				RecognisedBy: fmt.Sprintf("internal topics named after the group on the source (%s-...-repartition, -changelog)", g)}
+			apps[g] = app
+		}
+		if kind, _ := internalOf(g, t); kind == "repartition" {
+			app.Repartition = append(app.Repartition, t)
+		} else {
+			app.Changelogs = append(app.Changelogs, t)
+		}
+	}
+	for g, app := range apps {
 		for t := range st.srcOffs[g].Fetched {
-			if _, ok := internalOf(g, t); !ok || p.ownerOf(t) != g {
+			if owner[t] != g {
 				app.Inputs = append(app.Inputs, t)
 			}
 		}
 		slices.Sort(app.Inputs)
-		apps[g] = app
 	}
 	return apps, nil
 }
@@ -124,18 +136,8 @@ func (p *planner) changelogPartitions(app *App, st *planState) {
 		}
 	}
 	slices.SortFunc(app.State, func(a, b Partition) int {
-		return strings.Compare(a.Topic, b.Topic)*2 + cmpInt32(a.Partition, b.Partition)
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
-}
-
-func cmpInt32(a, b int32) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // judgeApp checks app, whose group g and changelog partitions are judged: the internal topics
