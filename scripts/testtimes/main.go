@@ -14,7 +14,8 @@
 // prints only their summary.
 //
 // The summary: the -n slowest top-level tests (seconds, test, package; a test cut short
-// counts until its package ended), then every package that ran tests with the seconds its
+// counts until its package ended; the seconds a test logged as "waited Ns for a parallel
+// slot" are left out), then every package that ran tests with the seconds its
 // test binary ran, the result counts, and the wall time from the first test binary's start
 // to the last result. With more than one file each row names its run (the file's name).
 //
@@ -28,7 +29,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -141,18 +144,30 @@ type timedRun struct {
 	label       string
 	suites      *junit.Suites
 	pkgSecs     map[string]float64
+	waited      map[[2]string]float64 // by package and top-level test: the seconds it said it waited for a parallel slot
 	first, last time.Time
 }
+
+// slotWait is the line a test logs when it waited for a parallel slot of its package's own
+// (integration's bedGate admits its parallel tests itself, after go test resumed them): the
+// summary leaves those seconds out of the test's, as go test leaves out its own waits.
+var slotWait = regexp.MustCompile(`waited ([0-9]+(?:\.[0-9]+)?)s for a parallel slot`)
 
 // read reads the run r, calling each (nil: nothing) with every event as it comes.
 func read(r io.Reader, label string, each func(junit.Event)) (timedRun, error) {
 	gr := junit.NewGoTestRun()
-	tr := timedRun{label: label, pkgSecs: map[string]float64{}}
+	tr := timedRun{label: label, pkgSecs: map[string]float64{}, waited: map[[2]string]float64{}}
 	err := junit.ReadGoTest(r, func(ev junit.Event) {
 		gr.Add(ev)
 		// Not the suite's Time: junit makes that at least the sum of its cases, subtests included.
 		if ev.Test == "" && (ev.Action == "pass" || ev.Action == "fail" || ev.Action == "skip") {
 			tr.pkgSecs[ev.Package] = ev.Elapsed
+		}
+		if ev.Action == "output" && ev.Test != "" && !strings.Contains(ev.Test, "/") {
+			if m := slotWait.FindStringSubmatch(ev.Output); m != nil {
+				secs, _ := strconv.ParseFloat(m[1], 64)
+				tr.waited[[2]string{ev.Package, ev.Test}] += secs
+			}
 		}
 		if !ev.Time.IsZero() {
 			if tr.first.IsZero() || ev.Time.Before(tr.first) {
@@ -309,7 +324,8 @@ func summarise(w io.Writer, runs []timedRun, n int) {
 					continue
 				}
 				top++
-				tests = append(tests, testTime{secs: float64(c.Time), run: r.label, pkg: s.Name, test: c.Name})
+				secs := max(float64(c.Time)-r.waited[[2]string{s.Name, c.Name}], 0)
+				tests = append(tests, testTime{secs: secs, run: r.label, pkg: s.Name, test: c.Name})
 				switch {
 				case c.Failure != nil: // what it logged is above
 					failed = append(failed, fmt.Sprintf("%s (%s)", c.Name, s.Name))

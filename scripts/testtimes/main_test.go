@@ -172,3 +172,27 @@ func TestNoTests(t *testing.T) {
 		t.Errorf("got\n%q\nwant\n%q", got, want)
 	}
 }
+
+// TestSlotWait: the seconds a top-level test says it waited for a parallel slot of its
+// package's own are left out of its time; a subtest's line changes nothing.
+func TestSlotWait(t *testing.T) {
+	in := strings.Join([]string{
+		`{"Time":"2026-12-07T10:00:00Z","Action":"run","Package":"p","Test":"TestGated"}`,
+		`{"Time":"2026-12-07T10:00:00Z","Action":"output","Package":"p","Test":"TestGated","Output":"    main_test.go:9: waited 40.5s for a parallel slot (bedGate)\n"}`,
+		`{"Time":"2026-12-07T10:01:00Z","Action":"pass","Package":"p","Test":"TestGated","Elapsed":60}`,
+		`{"Time":"2026-12-07T10:00:00Z","Action":"run","Package":"p","Test":"TestParent"}`,
+		`{"Time":"2026-12-07T10:00:00Z","Action":"output","Package":"p","Test":"TestParent/lane","Output":"    main_test.go:9: waited 5s for a parallel slot (bedGate)\n"}`,
+		`{"Time":"2026-12-07T10:00:30Z","Action":"pass","Package":"p","Test":"TestParent/lane","Elapsed":30}`,
+		`{"Time":"2026-12-07T10:00:30Z","Action":"pass","Package":"p","Test":"TestParent","Elapsed":30}`,
+		`{"Time":"2026-12-07T10:01:00Z","Action":"pass","Package":"p","Elapsed":60}`,
+	}, "\n") + "\n"
+	var stdout, stderr bytes.Buffer
+	if code := run(nil, strings.NewReader(in), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	for _, want := range []string{"   30.00  TestParent", "   19.50  TestGated"} {
+		if !strings.Contains(stdout.String(), want) {
+			t.Errorf("no line %q in\n%s", want, stdout.String())
+		}
+	}
+}
