@@ -56,6 +56,7 @@ func mirImage(image string) mirLauncher {
 // between containerized Kafka 2.3.0 and 3.7.1: both target groups must be left exact.
 func TestContainerImage(t *testing.T) {
 	containerSuite(t)
+	bedParallel(t)
 	src := cluster.StartT(t, cluster.Spec{Version: cluster.V230, Name: "image-src"})
 	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "image-dst"})
 	if t.Failed() || t.Skipped() {
@@ -89,6 +90,7 @@ func TestContainerImage(t *testing.T) {
 // TestMirrorBoundsRevokeOnStalledTarget), so kmirror stops with the error above.
 func TestContainerFaults(t *testing.T) {
 	containerSuite(t)
+	bedParallelLong(t)
 	src := cluster.StartT(t, cluster.Spec{Version: cluster.V230, Name: "faults-src"})
 	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "faults-dst"})
 	if t.Failed() || t.Skipped() {

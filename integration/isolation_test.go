@@ -42,7 +42,7 @@ type isoMirror struct {
 // E(G) reads, read_uncommitted, exactly its source lag plus the aborted records kreconcile
 // reports ahead of E(G).
 func TestIsolationAfterKill(t *testing.T) {
-	bedParallel(t)
+	bedParallelLong(t)
 	isoRun(t, "S7", "T7", func(t *testing.T, src, dst cluster.Cluster, topic string) (string, *isoMirror) {
 		bin := filepath.Join(bedBuild(t, "kmirror"), "kmirror")
 		props := mirProps(t, src, dst, "S7", "T7", topic)
@@ -66,7 +66,7 @@ func TestIsolationAfterKill(t *testing.T) {
 // exactly-once mode (exactly.once.source.support=enabled) as the mirror, killed -9 as kmirror
 // is: the tools report the aborted records whoever wrote them.
 func TestIsolationAfterKillMM2EOS(t *testing.T) {
-	bedParallel(t)
+	bedParallelLong(t)
 	isoRun(t, "S8", "T8", func(t *testing.T, src, dst cluster.Cluster, topic string) (string, *isoMirror) {
 		text := bedProperties(src, dst, "S8", "T8", topic, append(bedMM2Worker,
 			"T8->S8.enabled=false", "emit.checkpoints.enabled=false", "emit.heartbeats.enabled=false",

@@ -12,7 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
-	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,20 +55,26 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// bedParallelism is this package's -parallel when go test is given none (and the machine has
-// fewer CPUs): how many of the tests that call bedParallel run at once. Those tests mostly
-// wait (group session timeouts, transactions held open, MirrorMaker 2's rebalances): on the
-// 2-core machine TestIsolationAfterKill and TestVerifyBrokerRestart, run one after the other,
-// used 89.5 s of CPU, JVMs and tools included, in 199 s of wall time, under half a core each.
+// bedParallelism is how many of the tests that call bedParallel run at once when go test is
+// given no -parallel (at least GOMAXPROCS). Those tests mostly wait (group session timeouts,
+// transactions held open, MirrorMaker 2's rebalances): on the 2-core machine
+// TestIsolationAfterKill and TestVerifyBrokerRestart, run one after the other, used 89.5 s of
+// CPU, JVMs and tools included, in 199 s of wall time, under half a core each.
 const bedParallelism = 4
 
-// bedDefaultParallel sets -test.parallel to bedParallelism unless the command line set it.
+// bedDefaultParallel hands the ordering of the parallel tests to bedGate unless the command
+// line set -test.parallel: go test's own limit is raised out of the way (it admits waiting
+// tests in no useful order) and bedGate admits max(bedParallelism, GOMAXPROCS) at a time,
+// the long ones first. With -parallel on the command line go test alone limits them.
 func bedDefaultParallel() {
 	set := false
 	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
-	if f := flag.Lookup("test.parallel"); f != nil && !set && runtime.GOMAXPROCS(0) < bedParallelism {
-		_ = f.Value.Set(strconv.Itoa(bedParallelism))
+	f := flag.Lookup("test.parallel")
+	if f == nil || set {
+		return
 	}
+	_ = f.Value.Set("1000")
+	bedGate.limit = max(bedParallelism, runtime.GOMAXPROCS(0))
 }
 
 // bedParallel runs t in parallel with the package's other parallel tests (after the serial
@@ -82,14 +88,88 @@ func bedDefaultParallel() {
 // as do the bucket-count case of TestMirror and TestMirrorKafka4 (mirSuite) and
 // TestReconcileSeed (its second plan found the group behind again once, in a make test with
 // the load average at 50, MirrorMaker 2 running on beside it); they run first, before the
-// parallel ones. Under the testcontainers provider every test stays
-// serial: Docker's containers side by side were not measured on this machine.
-func bedParallel(t *testing.T) {
+// parallel ones. The same holds under the testcontainers provider, where each cluster has
+// containers and a Docker network of its own.
+func bedParallel(t *testing.T) { bedParallelOrdered(t, false) }
+
+// bedParallelLong is bedParallel for the tests that take minutes (docs/testing.md lists the
+// slowest): bedGate starts them before the others, so that the run does not end with one of
+// them alone on the machine.
+func bedParallelLong(t *testing.T) { bedParallelOrdered(t, true) }
+
+// bedParallelParent makes t parallel without a slot of bedGate: for a test whose subtests call
+// bedParallel and hold the slots.
+func bedParallelParent(t *testing.T) {
 	t.Helper()
-	if os.Getenv(cluster.EnvProvider) == cluster.ProviderTestcontainers {
-		return
-	}
 	t.Parallel()
+}
+
+func bedParallelOrdered(t *testing.T, long bool) {
+	t.Helper()
+	tk := bedGate.register(long)
+	t.Parallel()
+	start := time.Now()
+	bedGate.acquire(tk)
+	if d := time.Since(start); d >= 100*time.Millisecond {
+		// scripts/testtimes leaves these seconds out of the test's.
+		t.Logf("waited %.1fs for a parallel slot (bedGate)", d.Seconds())
+	}
+	t.Cleanup(bedGate.release)
+}
+
+// bedGate admits the parallel tests limit at a time (none when limit is 0), in the order of a
+// queue that every test joins before it calls t.Parallel: the long ones first, then in the
+// order they registered. Each test holds its slot until its cleanups (its clusters' shutdown
+// among them) are done. A test that runs parallel subtests must not take a slot itself: it
+// would hold it while its subtests wait for one.
+var bedGate = func() *bedGateQueue {
+	g := &bedGateQueue{}
+	g.cond.L = &g.mu
+	return g
+}()
+
+type bedGateQueue struct {
+	mu      sync.Mutex
+	cond    sync.Cond
+	limit   int
+	running int
+	queue   []*bedTicket
+}
+
+type bedTicket struct{ long bool }
+
+func (g *bedGateQueue) register(long bool) *bedTicket {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	tk := &bedTicket{long: long}
+	i := len(g.queue)
+	if long {
+		i = 0
+		for i < len(g.queue) && g.queue[i].long {
+			i++
+		}
+	}
+	g.queue = slices.Insert(g.queue, i, tk)
+	return tk
+}
+
+// acquire waits until tk heads the queue and a slot is free.
+func (g *bedGateQueue) acquire(tk *bedTicket) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for g.limit > 0 && (g.running >= g.limit || g.queue[0] != tk) {
+		g.cond.Wait()
+	}
+	g.queue = slices.DeleteFunc(g.queue, func(q *bedTicket) bool { return q == tk })
+	g.running++
+	g.cond.Broadcast()
+}
+
+func (g *bedGateQueue) release() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.running--
+	g.cond.Broadcast()
 }
 
 // The shared clusters, by name: started on first use, closed by TestMain.

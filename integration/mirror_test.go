@@ -70,7 +70,7 @@ func TestMirrorKafka4(t *testing.T) {
 
 // mirSuite runs TestMirror's cases from a source of version srcV to a target of version dstV.
 // bucket-count runs first, among the package's serial tests, and the rest in parallel with
-// the other parallel tests (bedParallel): p1 stays frozen until the target's transaction
+// the other parallel tests (bedParallelLong): p1 stays frozen until the target's transaction
 // timeout (2 minutes) aborts its open transaction, and on a loaded machine a freeze that
 // caught it committing lets its 90 s commit bound expire, so that it stops on that, before
 // the group's refusal of its bucket count, which the case checks, reaches it.
@@ -82,7 +82,7 @@ func mirSuite(t *testing.T, srcV, dstV string) {
 	}
 	bin := filepath.Join(bedBuild(t, "kmirror"), "kmirror")
 	t.Run("bucket-count", func(t *testing.T) { mirBucketCount(t, src, dst, bin) })
-	bedParallel(t)
+	bedParallelLong(t)
 	t.Run("topics", func(t *testing.T) { mirTopics(t, src, dst) })
 	t.Run("kill9", func(t *testing.T) { mirKill9(t, src, dst, bin) })
 	t.Run("shared", func(t *testing.T) { mirShared(t, src, dst, bin) })

@@ -239,7 +239,7 @@ func swCounts(ctx context.Context, t *testing.T, c cluster.Cluster, output strin
 // 3.7.1 unless set; scripts/nightly.sh runs the other pairs) with kmirror, and with the
 // MirrorMaker 2 of the target's release, and kreconcile.
 func TestStreamsAppMoved(t *testing.T) {
-	bedParallel(t)
+	bedParallelLong(t)
 	app := swCompile(t)
 	bins := bedBuild(t, "kmirror", "kreconcile")
 	sv, dv := bedPair(t)

@@ -211,7 +211,7 @@ func rcGroupCommits(ctx context.Context, t *testing.T, c cluster.Cluster, prefix
 // the broker died. A kill as kverify starts must not make it exit 2 on the target: ListOffsets
 // to the dead leader is asked again (verify.listRetrying).
 func TestVerifyBrokerRestart(t *testing.T) {
-	bedParallel(t)
+	bedParallelLong(t)
 	src := cluster.StartT(t, cluster.Spec{Version: cluster.V230, Name: "source"})
 	dst := cluster.StartT(t, cluster.Spec{Version: cluster.V371, Name: "target", Brokers: 3})
 	if t.Failed() || t.Skipped() {
