@@ -156,15 +156,22 @@ type rrLane struct {
 // MirrorMaker 2 4.3.1 (to 4.3.1), and judges each answer by what the group reads on the
 // target. Each lane prints a line per group partition: lane, pair, group, partition, G, E(G),
 // records left on the source, records read on the target, verdict, proof_source.
+// The lanes run in parallel with each other and the package's other parallel tests, each on
+// clusters of its own.
 func TestReconcileRepeated(t *testing.T) {
+	bedParallelParent(t)
 	bins := bedBuild(t, "kmirror", "kreconcile")
 	vals := rrValues()
 	ts := time.Now().Truncate(time.Second)
 	t.Run("kmirror", func(t *testing.T) {
+		bedParallelLong(t)
 		rrJudge(t, rrKmirror(t, filepath.Join(bins, "kmirror"), vals, ts), filepath.Join(bins, "kreconcile"), vals)
 	})
 	for _, v := range []string{cluster.V371, cluster.V431} {
-		t.Run("mm2-"+v, func(t *testing.T) { rrJudge(t, rrMM2(t, v, vals, ts), filepath.Join(bins, "kreconcile"), vals) })
+		t.Run("mm2-"+v, func(t *testing.T) {
+			bedParallelLong(t)
+			rrJudge(t, rrMM2(t, v, vals, ts), filepath.Join(bins, "kreconcile"), vals)
+		})
 	}
 }
 
