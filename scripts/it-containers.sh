@@ -33,9 +33,9 @@ mkdir -p reports
 
 export KMIGRATE_PROVIDER=testcontainers
 start=$SECONDS
-{
-  go test -json -count=1 -timeout 30m ./integration/ \
-    -run '^(TestSeedScenario|TestVerify|TestVerifyNothingToCompare|TestReconcileSeed|TestReconcileCases|TestReconcileRollbackSafety|TestContainerImage|TestContainerFaults)$' &&
-  go test -json -count=1 -timeout 10m ./integration/cluster/ -run '^(TestTestcontainers|TestMM2)$'
-} | "$bin/testtimes" ${KMIGRATE_IT_VERBOSE:+-v} -summary=false -json reports/it-containers.json
+# Both packages in one go test, side by side; in ./integration the parallel tests run four at
+# a time, as on JVMs (integration/main_test.go, bedGate).
+go test -json -count=1 -timeout 20m ./integration/ ./integration/cluster/ \
+  -run '^(TestSeedScenario|TestVerify|TestVerifyNothingToCompare|TestReconcileSeed|TestReconcileCases|TestReconcileRollbackSafety|TestContainerImage|TestContainerFaults|TestTestcontainers|TestMM2)$' |
+  "$bin/testtimes" ${KMIGRATE_IT_VERBOSE:+-v} -summary=false -json reports/it-containers.json
 echo "it-containers: suite took $(( SECONDS - start ))s"
