@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
@@ -54,9 +56,49 @@ func (c *tcCluster) docker(ctx context.Context, i int, what string, f func(*test
 
 func (c *tcCluster) PauseBroker(ctx context.Context, i int) error {
 	return c.docker(ctx, i, "pause", func(cli *testcontainers.DockerClient, id string) error {
-		_, err := cli.ContainerPause(ctx, id, client.ContainerPauseOptions{})
-		return err
+		return retryFreeze(ctx, freezeAttempts, freezeWait, func() error {
+			_, err := cli.ContainerPause(ctx, id, client.ContainerPauseOptions{})
+			return err
+		})
 	})
+}
+
+// How often, and how far apart at first, PauseBroker asks Docker again after the cgroup
+// freezer gave up. The waits double: 0.25+0.5+1+2 s in all before the last attempt.
+const (
+	freezeAttempts = 5
+	freezeWait     = 250 * time.Millisecond
+)
+
+// retryFreeze runs pause until it succeeds, fails for another reason, or has failed attempts
+// times because the kernel's cgroup freezer did not freeze every process in time. runc gives
+// the freezer a short while (on cgroup v1 about a thousand short polls, on v2 a timeout), and a
+// broker whose threads sit in uninterruptible disk waits on a busy machine can outlast it: runc
+// then thaws the container, leaves it running and reports "unable to freeze" (v1) or "timeout
+// of ... reached" (v2). runc's maintainers leave the retry to the caller; a later attempt
+// usually finds the threads runnable. Any other error, or the context's end, stops at once.
+func retryFreeze(ctx context.Context, attempts int, wait time.Duration, pause func() error) error {
+	var err error
+	for n := 1; ; n++ {
+		if err = pause(); err == nil || !freezeFailed(err) {
+			return err
+		}
+		if n == attempts {
+			return fmt.Errorf("the cgroup freezer failed %d times, %s apart at first: %w", n, wait, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (after %d attempts the freezer failed: %v)", ctx.Err(), n, err)
+		case <-time.After(wait << (n - 1)):
+		}
+	}
+}
+
+// freezeFailed reports whether a pause error is runc's freezer giving up, the one pause
+// failure that a later attempt can cure.
+func freezeFailed(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "unable to freeze") || (strings.Contains(s, "pause failed") && strings.Contains(s, "timeout of"))
 }
 
 func (c *tcCluster) UnpauseBroker(ctx context.Context, i int) error {
