@@ -10,7 +10,8 @@
 // output of a test cut short (a panic, -timeout) before its package's FAIL; what passing and
 // skipped tests print is dropped, as go test drops it without -v (-v prints every line). At
 // the end it prints FAIL when a package failed, then the summary (-summary=false: none).
-// -json FILE keeps a copy of the events. The second form reads saved runs, one a file, and
+// -json FILE keeps a copy of the events; -prefix TEXT begins each of those lines (not the
+// summary) with TEXT. The second form reads saved runs, one a file, and
 // prints only their summary.
 //
 // The summary: the -n slowest top-level tests (seconds, test, package; a test cut short
@@ -46,6 +47,7 @@ func main() {
 // options are the command-line flags and arguments of testtimes.
 type options struct {
 	raw              string
+	prefix           string
 	n                int
 	summary, verbose bool
 	files            []string
@@ -60,8 +62,9 @@ func parseFlags(args []string, stderr io.Writer) (options, bool) {
 	fs.IntVar(&o.n, "n", 20, "how many of the slowest tests to list")
 	fs.BoolVar(&o.summary, "summary", true, "end with the summary")
 	fs.BoolVar(&o.verbose, "v", false, "print every line of test output, as go test -v does")
+	fs.StringVar(&o.prefix, "prefix", "", "begin every line printed as the run happens with `TEXT` (to tell two runs apart on one terminal)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: go test -json PKGS | testtimes [-json FILE] [-v] [-summary=false] [-n N]\n"+
+		fmt.Fprintf(stderr, "usage: go test -json PKGS | testtimes [-json FILE] [-v] [-prefix TEXT] [-summary=false] [-n N]\n"+
 			"       testtimes [-n N] FILE...\n\n"+
 			"Prints a go test -json run as go test prints it, then the slowest tests and each package's time;\n"+
 			"with FILEs (saved go test -json runs), only that summary.\n"+
@@ -72,7 +75,7 @@ func parseFlags(args []string, stderr io.Writer) (options, bool) {
 		return o, false
 	}
 	o.files = fs.Args()
-	if o.n < 0 || (len(o.files) > 0 && (o.raw != "" || o.verbose)) {
+	if o.n < 0 || (len(o.files) > 0 && (o.raw != "" || o.verbose || o.prefix != "")) {
 		fs.Usage()
 		return o, false
 	}
@@ -118,10 +121,36 @@ func readStdin(o options, stdin io.Reader, stdout io.Writer) (timedRun, error) {
 		defer f.Close()
 		stdin = io.TeeReader(stdin, f)
 	}
-	e := &echo{w: stdout, all: o.verbose}
+	w := stdout
+	if o.prefix != "" {
+		w = &prefixWriter{w: stdout, prefix: o.prefix, start: true}
+	}
+	e := &echo{w: w, all: o.verbose}
 	r, err := read(stdin, "", e.event)
 	e.end()
 	return r, err
+}
+
+// prefixWriter writes prefix at the start of every line it writes to w.
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+	start  bool // the next byte begins a line
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	var out []byte
+	for _, c := range b {
+		if p.start {
+			out = append(out, p.prefix...)
+		}
+		out = append(out, c)
+		p.start = c == '\n'
+	}
+	if _, err := p.w.Write(out); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }
 
 // readFile reads the saved run in the file name, labelled with the file's name when labelled.

@@ -79,6 +79,25 @@ func TestNoSummary(t *testing.T) {
 	}
 }
 
+// TestPrefix: with -prefix every line printed as the run happens begins with it (two runs on
+// one terminal, as make test's container suite beside the other tests), the summary does not.
+func TestPrefix(t *testing.T) {
+	in, err := os.ReadFile(runFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"-prefix", "it-containers: "}, bytes.NewReader(in), &stdout, &stderr); code != 0 {
+		t.Fatalf("got exit %d: %s", code, stderr.String())
+	}
+	lines, summary, _ := strings.Cut(wantRun, "\n== ")
+	want := "it-containers: " + strings.ReplaceAll(lines, "\n", "\nit-containers: ")
+	want = strings.TrimSuffix(want, "it-containers: ") + "\n== " + summary
+	if got := stdout.String(); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
 func TestVerbose(t *testing.T) {
 	in, err := os.ReadFile(runFile)
 	if err != nil {
