@@ -37,5 +37,5 @@ start=$SECONDS
 # a time, as on JVMs (integration/main_test.go, bedGate).
 go test -json -count=1 -timeout 20m ./integration/ ./integration/cluster/ \
   -run '^(TestSeedScenario|TestVerify|TestVerifyNothingToCompare|TestReconcileSeed|TestReconcileCases|TestReconcileRollbackSafety|TestContainerImage|TestContainerFaults|TestTestcontainers|TestMM2)$' |
-  "$bin/testtimes" ${KMIGRATE_IT_VERBOSE:+-v} -summary=false -json reports/it-containers.json
+  "$bin/testtimes" ${KMIGRATE_IT_VERBOSE:+-v} -prefix "it-containers: " -summary=false -json reports/it-containers.json
 echo "it-containers: suite took $(( SECONDS - start ))s"
