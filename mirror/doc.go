@@ -69,7 +69,11 @@
 // than the target takes (max.message.bytes, or the producer's batch.size). A stopped
 // partition neither fetches nor produces; the others go on; a re-check that finds the
 // condition cleared resumes it. A topic named literally in the flow that the source does not
-// show is refused; a partition fenced by another owner and still assigned stops the engine. A
+// show is refused; a partition fenced by another owner and still assigned stops the engine
+// (not transient: an operator must see two owners). A bucket whose target coordinator lost its
+// producer id (INVALID_PRODUCER_ID_MAPPING, as after the coordinator's broker died) and whose
+// partitions the source group still assigns here stops the engine on a transient error: the
+// next engine initialises the id again. A
 // process whose group protocol the source group refuses (another bucket count or fencing
 // mode than its members) stops with an error that names its own.
 //

@@ -2,6 +2,7 @@ package mirror_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -258,4 +260,64 @@ func TestMirrorCommitAfterFenceIsFenced(t *testing.T) {
 	}
 	close(resume)
 	runFails(t, done, "after its bucket was fenced", "was fenced (transactional id "+id+" initialised elsewhere) but the source group still assigns it")
+}
+
+// TestMirrorLostProducerIDRestarts: the target's transaction coordinator answers the end of a
+// bucket's transaction INVALID_PRODUCER_ID_MAPPING, as a 3.7.1 coordinator did after the broker
+// that led its transaction state was killed -9 (it no longer knew the id's producer id), while
+// the source group keeps the partition with this process. No other process owns the bucket,
+// so kmirror must not stop and wait for an operator: the engine stops on a transient error,
+// the Supervisor starts a new one, which initialises the id again and resumes from what the
+// target committed, and every record arrives once, in order. Without the distinction the
+// engine stopped with "was fenced ... but the source group still assigns it", which the
+// Supervisor does not restart, and kmirror exited.
+func TestMirrorLostProducerIDRestarts(t *testing.T) {
+	t.Parallel()
+	p := pair{testkit.StartCluster(t, kfake.GroupMinSessionTimeout(100*time.Millisecond)), testkit.StartCluster(t)}
+	const topic = "orders-lost-pid"
+	testkit.CreateTopic(t, testkit.Client(t, p.src), topic, 1, nil)
+	produce(t, p.src, topic, 1, 0, 100)
+	cfg := testConfig(topic)
+	cfg.SessionTimeout = 1500 * time.Millisecond
+	s := &mirror.Supervisor{
+		New:     func() (*mirror.Engine, error) { return mirror.New(cfg, seeds(p.src), seeds(p.dst), testLogger(t)) },
+		Log:     slog.New(slog.DiscardHandler),
+		Backoff: func(int) time.Duration { return 10 * time.Millisecond },
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	waitFor(t, "the first 100 records committed on the target", func() bool { return countData(t, p.dst, topic, 0, true) == 100 })
+
+	lost := p.dst.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.EndTxn}, TxnID: mirror.BucketTxnID(cfg, topic, 0), Err: kerr.InvalidProducerIDMapping})
+	produce(t, p.src, topic, 1, 100, 100)
+	testkit.WaitFor(t, "a new engine after the lost producer id", 60*time.Second, func() string {
+		select {
+		case err := <-done:
+			t.Fatalf("kmirror stopped after the lost producer id: %v", err)
+		default:
+		}
+		if lost.Hits() != 1 {
+			return "the coordinator has not answered INVALID_PRODUCER_ID_MAPPING yet"
+		}
+		if n := s.Restarts(); n != 1 {
+			return fmt.Sprintf("%d restarts", n)
+		}
+		return ""
+	})
+	waitFor(t, "200 records committed on the target", func() bool { return countData(t, p.dst, topic, 0, true) >= 200 })
+	got := readAll(t, p.dst, topic, 0)
+	if len(got) != 200 {
+		t.Fatalf("the target holds %d committed records, want 200", len(got))
+	}
+	for i, r := range got {
+		if want := fmt.Sprintf("value-0-%d", i); string(r.Value) != want {
+			t.Fatalf("record %d of the target is %q, want %q (a duplicate or a gap)", i, r.Value, want)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("kmirror after its drain: %v", err)
+	}
 }

@@ -20,12 +20,19 @@ import (
 // connection. A transaction's records then failed and its outcome is an abort, so only what
 // the target committed counts, which is exactly what a new engine resumes from.
 //
+// It is true as well for a bucket whose transaction coordinator lost its producer id while
+// the source group still assigns it to this process (errLostProducerID): a new engine
+// initialises the id again.
+//
 // It is false for everything a restart alone does not mend or that an operator must see: a
 // fenced partition, the commit bound (its error names a transaction the target may hold in
 // PrepareCommit, which needs the target broker restarted first), a topic that disappeared
 // (UNKNOWN_TOPIC_OR_PARTITION after franz-go's retries), authorization, configuration, and
 // every safety stop of the engine.
 func IsTransient(err error) bool {
+	if errors.Is(err, errLostProducerID) {
+		return true
+	}
 	if err == nil || isFencedErr(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}

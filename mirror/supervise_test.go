@@ -33,6 +33,8 @@ func TestIsTransient(t *testing.T) {
 		{"nil", nil, false},
 		{"fenced", fmt.Errorf("partition t/0: commit: %w (%v)", errFenced, kerr.ProducerFenced), false},
 		{"producer fenced", wrap(kerr.ProducerFenced), false},
+		{"producer id mapping lost, partition still assigned", fmt.Errorf("target cluster B: partition t/0: transactional id g-bucket-0-of-16: %w", errLostProducerID), true},
+		{"producer id mapping lost in a commit", fmt.Errorf("transaction g-bucket-0-of-16: commit: %w (%w)", errFenced, kerr.InvalidProducerIDMapping), false},
 		{"commit bound", wrap(fmt.Errorf("within 90s (the commit bound): %w", context.DeadlineExceeded)), false},
 		{"canceled", wrap(context.Canceled), false},
 		{"topic gone", wrap(kerr.UnknownTopicOrPartition), false},

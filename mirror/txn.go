@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -96,6 +97,10 @@ type txnWriter struct {
 	checked    time.Time // when a transaction without records was last found clean
 	cost       time.Duration
 	behind     time.Time // when a fetch of its partitions last left records on the source
+
+	// lostID is set once the target answered INVALID_PRODUCER_ID_MAPPING for the writer's
+	// transactional id: its coordinator no longer knows the producer id (fenced).
+	lostID atomic.Bool
 }
 
 // txnLoad is one transaction's records as the commit policy counts them.
@@ -221,6 +226,16 @@ func (w *txnWriter) close() { w.closeOnce.Do(w.cl.Close) }
 // errFenced marks a partition whose bucket's transactional id another owner initialised.
 var errFenced = errors.New("fenced: another kmirror process took over the partition's bucket")
 
+// errLostProducerID marks the engine's stop when the target's transaction coordinator answered
+// INVALID_PRODUCER_ID_MAPPING for a bucket (it no longer knows the producer id of the bucket's
+// transactional id: a coordinator that moved to another broker without it, or an id that
+// expired) and the source group still gives the bucket's partitions to this process after a
+// session timeout. No other process took them over, so a new engine, which initialises the id
+// again and resumes from what the target committed, gets past it (IsTransient). Another owner
+// fences with PRODUCER_FENCED, INVALID_PRODUCER_EPOCH or, on Kafka 4, INVALID_TXN_STATE, never
+// with this answer.
+var errLostProducerID = errors.New("the target's transaction coordinator no longer knows the bucket's producer id")
+
 func isFencedErr(err error) bool {
 	return errors.Is(err, errFenced) || errors.Is(err, kerr.ProducerFenced) ||
 		errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.TransactionalIDNotFound) ||
@@ -229,7 +244,7 @@ func isFencedErr(err error) bool {
 
 func (x *writers) txnErr(w *txnWriter, what string, err error) error {
 	if isFencedErr(err) {
-		return fmt.Errorf("transaction %s: %s: %w (%v)", w.id, what, errFenced, err)
+		return fmt.Errorf("transaction %s: %s: %w (%w)", w.id, what, errFenced, err)
 	}
 	return fmt.Errorf("target cluster %s: %s of transaction %s: %w%s", x.cfg.TargetAlias, what, w.id, err, hint(err))
 }
@@ -239,23 +254,39 @@ func (x *writers) txnErr(w *txnWriter, what string, err error) error {
 // it at its next heartbeat (the revoke or lost callback then drops it). If the group still
 // gives the partition to this process after a session timeout, two writers share the id (two
 // flows with one group id, or a transaction the target aborted on its timeout) and the engine
-// stops: a restart resumes exactly from what the target committed.
+// stops: a restart resumes exactly from what the target committed. When the target answered
+// INVALID_PRODUCER_ID_MAPPING instead, its coordinator lost the id's producer id and no other
+// process is involved: the engine stops with errLostProducerID, which the Supervisor restarts.
 func (x *writers) fenced(ps *partState, err error) {
+	if errors.Is(err, kerr.InvalidProducerIDMapping) && ps.w != nil {
+		ps.w.lostID.Store(true)
+	}
 	if !ps.markFenced() {
 		return
 	}
-	x.log.Warn("partition fenced: another kmirror process owns its bucket now; its uncommitted records are aborted and mirrored again by the owner",
-		"topic", ps.topic, "partition", ps.partition, "cluster", x.cfg.TargetAlias, "transactional_id", ps.w.id, "err", err)
+	if ps.w != nil && ps.w.lostID.Load() {
+		x.log.Warn("partition stopped: the target's transaction coordinator no longer knows its bucket's producer id; its uncommitted records are aborted, and if the source group still assigns it after a session timeout a new engine takes it up again",
+			"topic", ps.topic, "partition", ps.partition, "cluster", x.cfg.TargetAlias, "transactional_id", ps.w.id, "err", err)
+	} else {
+		x.log.Warn("partition fenced: another kmirror process owns its bucket now; its uncommitted records are aborted and mirrored again by the owner",
+			"topic", ps.topic, "partition", ps.partition, "cluster", x.cfg.TargetAlias, "transactional_id", ps.w.id, "err", err)
+	}
 	go func() {
 		select {
 		case <-time.After(x.cfg.SessionTimeout + 5*time.Second):
 		case <-x.failed:
 			return
 		}
-		if x.owner(ps.tp) == ps {
-			x.fail(fmt.Errorf("target cluster %s: partition %s was fenced (transactional id %s initialised elsewhere) but the source group still assigns it to this process: another flow uses the same group id %s, or the target aborted a transaction on its timeout; give each flow its own group, then restart kmirror (it resumes from what the target committed)",
-				x.cfg.TargetAlias, ps.tp, ps.w.id, x.cfg.GroupID))
+		if x.owner(ps.tp) != ps {
+			return
 		}
+		if ps.w != nil && ps.w.lostID.Load() {
+			x.fail(fmt.Errorf("target cluster %s: partition %s: transactional id %s: %w (INVALID_PRODUCER_ID_MAPPING), and the source group still assigns the partition to this process, so no other process took it over; a new engine initialises the id again and resumes from what the target committed",
+				x.cfg.TargetAlias, ps.tp, ps.w.id, errLostProducerID))
+			return
+		}
+		x.fail(fmt.Errorf("target cluster %s: partition %s was fenced (transactional id %s initialised elsewhere) but the source group still assigns it to this process: another flow uses the same group id %s, or the target aborted a transaction on its timeout; give each flow its own group, then restart kmirror (it resumes from what the target committed)",
+			x.cfg.TargetAlias, ps.tp, ps.w.id, x.cfg.GroupID))
 	}()
 }
 

@@ -81,7 +81,8 @@ Examples:
   kmirror run --source-brokers old:9092 --target-brokers new:9092     (identity policy, all topics)
 
 A transient error (a target coordinator not available for longer than the client retries,
-a broken connection) does not end the process: kmirror logs it, starts mirroring again after
+a broken connection, a transaction coordinator that lost a bucket's producer id after its
+broker died) does not end the process: kmirror logs it, starts mirroring again after
 a pause and resumes every partition from what the target committed (at most 5 times in a
 row; kmirror_engine_restarts_total counts them).
 
