@@ -25,22 +25,16 @@ build: ## build kverify, kreconcile and kmirror into bin/ (--version: git descri
 # The oracle tests of reconcile (100,000 group positions, CPU-bound on every core) run beside
 # the others at the lowest CPU priority (nice 19): they take the CPU the real-broker tests leave
 # idle (their serial tests mostly wait), and give way at once to the tests' timed faults.
-# The container suite (mostly waiting: its faults are held for seconds) starts once the
-# real-broker package's serial tests are over (the package creates reports/serial-done, see
-# integration/main_test.go) or go test ended, and runs beside the parallel ones; its lines
-# begin with "it-containers: ".
 ORACLE := ^TestOracle(Content|GroupSync|VerifyCounts|VerifyMap)$$
 
 test: SHELL := bash
 test: ## every test this machine can run (real-broker tests skip, saying why, without Java 17/Maven; the container suite without a Docker engine), then the slowest tests
-	@mkdir -p reports $(BIN) && rm -f reports/oracle.json reports/test.json reports/it-containers.json reports/serial-done
+	@mkdir -p reports $(BIN) && rm -f reports/oracle.json reports/test.json reports/it-containers.json
 	$(GO) build -o $(BIN)/testtimes ./scripts/testtimes
 	@set -o pipefail; set -x; \
 	{ nice -n 19 $(GO) test -count=1 -timeout 40m -json -run '$(ORACLE)' ./reconcile | $(BIN)/testtimes -summary=false -json reports/oracle.json; } & oracle=$$!; \
-	{ KMIGRATE_SERIAL_DONE=$(CURDIR)/reports/serial-done $(GO) test -count=1 -timeout 40m -json -skip '$(ORACLE)' $(PKGS) | $(BIN)/testtimes -summary=false -json reports/test.json; } & tests=$$!; \
-	{ until [ -e reports/serial-done ] || ! kill -0 $$tests 2>/dev/null; do sleep 1; done; scripts/it-containers.sh; } & containers=$$!; \
-	wait $$tests; status=$$?; \
-	wait $$containers; s=$$?; [ $$status != 0 ] || status=$$s; \
+	$(GO) test -count=1 -timeout 40m -json -skip '$(ORACLE)' $(PKGS) | $(BIN)/testtimes -summary=false -json reports/test.json; status=$$?; \
+	scripts/it-containers.sh; s=$$?; [ $$status != 0 ] || status=$$s; \
 	wait $$oracle; s=$$?; [ $$status != 0 ] || status=$$s; \
 	{ set +x; } 2>/dev/null; \
 	$(BIN)/testtimes reports/oracle.json $$(ls reports/test.json reports/it-containers.json 2>/dev/null) || [ $$status != 0 ] || status=2; \

@@ -50,7 +50,6 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}()
 	code := m.Run()
-	bedSerialDone() // a run without parallel tests
 	bedCloseShared()
 	cluster.CloseAll()
 	os.Exit(code)
@@ -105,14 +104,12 @@ func bedParallelLong(t *testing.T) { bedParallelOrdered(t, true) }
 func bedParallelParent(t *testing.T) {
 	t.Helper()
 	t.Parallel()
-	bedSerialDone()
 }
 
 func bedParallelOrdered(t *testing.T, long bool) {
 	t.Helper()
 	tk := bedGate.register(long)
 	t.Parallel()
-	bedSerialDone()
 	start := time.Now()
 	bedGate.acquire(tk)
 	if d := time.Since(start); d >= 100*time.Millisecond {
@@ -121,23 +118,6 @@ func bedParallelOrdered(t *testing.T, long bool) {
 	}
 	t.Cleanup(bedGate.release)
 }
-
-// bedSerialDone creates the file $KMIGRATE_SERIAL_DONE names, once, when the package's serial
-// tests are over: a parallel test resumes only then, and the first to resume calls it (TestMain
-// does too, after a run without parallel tests). make test starts the container suite when the
-// file appears, so that the suite's load falls on the parallel tests, which bear it, and not
-// on the serial ones, whose faults are timed.
-func bedSerialDone() {
-	bedSerialOnce.Do(func() {
-		if p := os.Getenv("KMIGRATE_SERIAL_DONE"); p != "" {
-			if err := os.WriteFile(p, []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o644); err != nil {
-				fmt.Fprintf(os.Stderr, "integration: KMIGRATE_SERIAL_DONE: %v\n", err)
-			}
-		}
-	})
-}
-
-var bedSerialOnce sync.Once
 
 // bedGate admits the parallel tests limit at a time (none when limit is 0), in the order of a
 // queue that every test joins before it calls t.Parallel: the long ones first, then in the

@@ -79,8 +79,9 @@ func TestNoSummary(t *testing.T) {
 	}
 }
 
-// TestPrefix: with -prefix every line printed as the run happens begins with it (two runs on
-// one terminal, as make test's container suite beside the other tests), the summary does not.
+// TestPrefix: with -prefix every line printed as the run happens begins with it (to tell two
+// runs apart on one terminal: make test prints an ok line for ./integration in the run of the
+// tests and in the container suite's), the summary does not.
 func TestPrefix(t *testing.T) {
 	in, err := os.ReadFile(runFile)
 	if err != nil {
