@@ -32,8 +32,9 @@ import (
 
 // TestMain reaps the JVMs that a killed earlier run left behind, says which provider and
 // versions run, sets the package's default -parallel (bedParallelism), closes the shared
-// clusters (bedSharedPair) after the tests, and closes every cluster when the run is
-// interrupted (SIGINT, SIGTERM).
+// clusters (bedSharedPair) after the tests and lets the class-data sharing archives being
+// dumped finish (cluster.WaitArchives), and closes every cluster when the run is interrupted
+// (SIGINT, SIGTERM).
 func TestMain(m *testing.M) {
 	flag.Parse()
 	bedDefaultParallel()
@@ -52,6 +53,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	bedCloseShared()
 	cluster.CloseAll()
+	cluster.WaitArchives(time.Minute)
 	os.Exit(code)
 }
 

@@ -33,6 +33,14 @@
 //     removes those whose starter has ended. KillBroker sends SIGKILL; [Faulter] adds pause
 //     and network disconnection.
 //
+// Class-data sharing (jvm provider): every JVM maps an archive of the classes its main class
+// loaded on an earlier start ($KMIGRATE_CACHE/cds, one per version, main class, JDK and jars):
+// a 3.7.1 broker starts in about 1.1 s and 1.7 s of CPU instead of 2.0 s and 2.9 s. The first
+// start on a machine trains it (-XX:DumpLoadedClassList, then java -Xshare:dump in the
+// background once that JVM is ready; one process at a time, under a lock file). The JVM checks
+// an archive against its build and class path and runs without one where they differ; an
+// archive changes how fast classes load, nothing else. KMIGRATE_CDS=off starts without.
+//
 // Broker settings of the jvm provider (Spec.Config overrides any): 127.0.0.1 at free ports,
 // node ids index+1, num.partitions=1, auto.create.topics.enable=true (Kafka's default),
 // replication factors min(brokers, 3), offsets and transaction topics with 10 partitions,

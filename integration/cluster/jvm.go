@@ -126,6 +126,7 @@ func startJVM(ctx context.Context, s Spec) (_ Cluster, err error) {
 	if err := c.waitReady(ctx); err != nil {
 		return nil, err
 	}
+	shareReady(c.java, c.lib, "kafka.Kafka")
 	return c, nil
 }
 
@@ -198,6 +199,7 @@ func javaCommand(bin, lib, dir, heap string, extra []string, main string, args .
 		"-Dlog4j2.configurationFile=" + filepath.Join(dir, "log4j2.properties"),
 		"-Dkafka.logs.dir=" + filepath.Join(dir, "logs"),
 	}
+	argv = append(argv, shareFlags(bin, lib, main)...)
 	argv = append(argv, extra...)
 	argv = append(argv, "-cp", filepath.Join(lib, "*"), main)
 	return append(argv, args...)
@@ -226,6 +228,8 @@ func writeLogConfig(dir string) error {
 	return nil
 }
 
+const zkMain = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+
 func (c *jvmCluster) startZooKeeper(ctx context.Context) error {
 	port, err := freePort()
 	if err != nil {
@@ -252,15 +256,19 @@ func (c *jvmCluster) startZooKeeper(ctx context.Context) error {
 	c.zk = &proc{
 		name:    c.spec.Name + "/zookeeper",
 		logPath: filepath.Join(zdir, "zookeeper.log"),
-		argv:    c.javaArgs(heapZK, "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg),
+		argv:    c.javaArgs(heapZK, zkMain, cfg),
 	}
 	if err := c.zk.start(); err != nil {
 		return fmt.Errorf("cluster %s: %w", c.spec.Name, err)
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	return poll(ctx, fmt.Sprintf("cluster %s: ZooKeeper %s answering ruok", c.spec.Name, addr), []*proc{c.zk}, func(ctx context.Context) error {
+	if err := poll(ctx, fmt.Sprintf("cluster %s: ZooKeeper %s answering ruok", c.spec.Name, addr), []*proc{c.zk}, func(ctx context.Context) error {
 		return zkRuok(ctx, addr)
-	})
+	}); err != nil {
+		return err
+	}
+	shareReady(c.java, c.lib, zkMain)
+	return nil
 }
 
 // zkRuok asks ZooKeeper's four-letter "ruok" over TCP and wants "imok".
@@ -389,7 +397,9 @@ func (c *jvmCluster) formatStorage(ctx context.Context) error {
 					out = []byte(redact(string(out), c.sec.sec.Admin.Password))
 				}
 				errs[i] = fmt.Errorf("cluster %s: format KRaft storage of broker %d (kafka.tools.StorageTool): %w\n%s", c.spec.Name, i, err, out)
+				return
 			}
+			shareReady(c.java, c.lib, "kafka.tools.StorageTool")
 		})
 	}
 	wg.Wait()

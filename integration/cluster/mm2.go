@@ -66,6 +66,7 @@ type MM2 struct {
 	props     string
 	logPath   string
 	proc      *proc   // the JVM, for the jvm provider
+	ready     func()  // the JVM's shareReady, for the jvm provider
 	ctr       *mm2Ctr // the container, for the testcontainers provider
 	once      sync.Once
 	closeErr  error
@@ -142,8 +143,13 @@ func StartMM2(ctx context.Context, spec MM2Spec) (_ *MM2, err error) {
 	}); err != nil {
 		return nil, err
 	}
+	if m.ready != nil {
+		m.ready()
+	}
 	return m, nil
 }
+
+const mm2Main = "org.apache.kafka.connect.mirror.MirrorMaker"
 
 // startMM2Process runs MirrorMaker as a JVM on the jars of the spec's version.
 func (m *MM2) startMM2Process(ctx context.Context) error {
@@ -161,9 +167,10 @@ func (m *MM2) startMM2Process(ctx context.Context) error {
 	m.proc = &proc{
 		name:    m.spec.Name,
 		logPath: m.logPath,
-		argv: javaCommand(bin, lib, m.dir, heapMM2, m.spec.JVMFlags, "org.apache.kafka.connect.mirror.MirrorMaker",
+		argv: javaCommand(bin, lib, m.dir, heapMM2, m.spec.JVMFlags, mm2Main,
 			m.props, "--clusters", m.spec.Target),
 	}
+	m.ready = func() { shareReady(bin, lib, mm2Main) }
 	if err := m.proc.start(); err != nil {
 		return fmt.Errorf("mm2 %s: %w", m.spec.Name, err)
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -39,7 +41,13 @@ func (p *proc) start() error {
 		return fmt.Errorf("start %s: open log: %w", p.name, err)
 	}
 	fmt.Fprintf(logf, "=== kmigrate: starting %s at %s\n", p.name, time.Now().UTC().Format(time.RFC3339))
-	cmd := exec.Command(p.argv[0], p.argv[1:]...)
+	argv := p.argv
+	if p.cmd != nil {
+		// A restart does not train a class-data sharing archive again (shareFlags): the first
+		// start's class list is the one dumped.
+		argv = slices.DeleteFunc(slices.Clone(argv), func(a string) bool { return strings.HasPrefix(a, "-XX:DumpLoadedClassList=") })
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

@@ -105,6 +105,7 @@ func (c *jvmCluster) zkAddUser(ctx context.Context, u User) error {
 	if err != nil {
 		return fmt.Errorf("cluster %s: add SCRAM user %s (kafka.admin.ConfigCommand --zookeeper): %w\n%s", c.spec.Name, u.Name, err, redact(string(out), u.Password))
 	}
+	shareReady(c.java, c.lib, "kafka.admin.ConfigCommand")
 	return nil
 }
 
