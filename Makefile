@@ -22,10 +22,12 @@ build: ## build kverify, kreconcile and kmirror into bin/ (--version: git descri
 # in reports/test.json (the container suite's in reports/it-containers.json); whatever happened,
 # the run ends with the slowest tests and each package's time. The exit status is go test's,
 # else the container suite's, else the oracle tests'.
-# The oracle tests of reconcile (100,000 group positions, CPU-bound on every core) run beside
-# the others at the lowest CPU priority (nice 19): they take the CPU the real-broker tests leave
-# idle (their serial tests mostly wait), and give way at once to the tests' timed faults. Once
-# the other tests are over, whatever of the oracle is left runs at normal priority (renice, every
+# The container suite (its faults are held for seconds, so its cores are mostly idle) starts
+# with the other tests, beside the real-broker package's serial tests, which mostly wait; its
+# lines begin with "it-containers: ". The oracle tests of reconcile (100,000 group positions,
+# CPU-bound on every core) run beside them all at the lowest CPU priority (nice 19): they take
+# the CPU the others leave idle and give way at once to the tests' timed faults. Once the
+# other tests are over, whatever of the oracle is left runs at normal priority (renice, every
 # thread: where that is allowed, as root in CI): at nice 19 a machine busy with other work at
 # normal priority would leave it almost no CPU, and its go test timeout would end it.
 ORACLE := ^TestOracle(Content|GroupSync|VerifyCounts|VerifyMap)$$
@@ -36,8 +38,9 @@ test: ## every test this machine can run (real-broker tests skip, saying why, wi
 	$(GO) build -o $(BIN)/testtimes ./scripts/testtimes
 	@set -o pipefail; set -x; \
 	{ nice -n 19 $(GO) test -count=1 -timeout 40m -json -run '$(ORACLE)' ./reconcile | $(BIN)/testtimes -summary=false -json reports/oracle.json; } & oracle=$$!; \
+	scripts/it-containers.sh & containers=$$!; \
 	$(GO) test -count=1 -timeout 40m -json -skip '$(ORACLE)' $(PKGS) | $(BIN)/testtimes -summary=false -json reports/test.json; status=$$?; \
-	scripts/it-containers.sh; s=$$?; [ $$status != 0 ] || status=$$s; \
+	wait $$containers; s=$$?; [ $$status != 0 ] || status=$$s; \
 	{ set +x; } 2>/dev/null; for p in $$(pgrep -f 'TestOracle\(Content'); do renice -n 0 -p $$(ls /proc/$$p/task 2>/dev/null) >/dev/null 2>&1; done; \
 	wait $$oracle; s=$$?; [ $$status != 0 ] || status=$$s; \
 	$(BIN)/testtimes reports/oracle.json $$(ls reports/test.json reports/it-containers.json 2>/dev/null) || [ $$status != 0 ] || status=2; \
