@@ -70,12 +70,10 @@
 // partition neither fetches nor produces; the others go on; a re-check that finds the
 // condition cleared resumes it. A topic named literally in the flow that the source does not
 // show is refused; a partition fenced by another owner and still assigned stops the engine
-// (not transient: an operator must see two owners). A bucket whose target coordinator lost its
-// producer id (INVALID_PRODUCER_ID_MAPPING, as after the coordinator's broker died) and whose
-// partitions the source group still assigns here stops the engine on a transient error: the
-// next engine initialises the id again. A
-// process whose group protocol the source group refuses (another bucket count or fencing
-// mode than its members) stops with an error that names its own.
+// (not transient: an operator must see two owners). A lost producer id
+// (INVALID_PRODUCER_ID_MAPPING) on partitions still assigned here is transient: the next
+// engine initialises the id again. A group protocol the source group refuses (another bucket
+// count or fencing mode than its members) stops the process with an error naming its own.
 //
 // # Limits
 //
@@ -93,12 +91,10 @@
 //     the tail while records are above the target's high watermark can write them again.
 //   - With transactions a commit of an active partition ends a segment. The map keeps each
 //     partition's last Config.MapWindow segments (default 2,048: at least 3.4 minutes at the
-//     default bound, as a partition commits at most ten times a bound), in memory and in the map topic (tombstones and a history record, persist.go);
-//     E(G) for a G older than that is Compacted: the group offset sync does not sync it and
-//     kreconcile groups finds it by content. Each owned bucket buffers up to
-//     MaxBufferedRecords, plus up to 4,096 held during a commit.
+//     default bound), in memory and in the map topic; E(G) older than that is Compacted,
+//     which the group offset sync does not sync and kreconcile finds by content. Each owned
+//     bucket buffers up to MaxBufferedRecords, plus up to 4,096 held during a commit.
 //   - kmirror never writes the source's "heartbeats", so "<source>.heartbeats" on the target
-//     (MirrorClient.upstreamClusters) exists only when another flow writes it
-//     (docs/operations.md). A source group created after start is synced from the next
-//     refresh.groups interval, as in MM2.
+//     exists only when another flow writes it (docs/operations.md). A source group created
+//     after start is synced from the next refresh.groups interval, as in MM2.
 package mirror
