@@ -23,7 +23,7 @@ const EnvCDS = "KMIGRATE_CDS"
 
 var classShare = struct {
 	mu    sync.Mutex
-	keys  map[string]*shareTraining // archive path -> this process's training of it
+	keys  map[string]*shareTraining // shareKey -> this process's training of its archive
 	dumps sync.WaitGroup
 }{keys: map[string]*shareTraining{}}
 
@@ -54,7 +54,7 @@ func shareFlags(java, lib, main string) []string {
 	}
 	classShare.mu.Lock()
 	defer classShare.mu.Unlock()
-	if _, ok := classShare.keys[archive]; ok {
+	if _, ok := classShare.keys[shareKey(java, lib, main)]; ok {
 		return nil // one JVM of this process trains it
 	}
 	if err := os.MkdirAll(filepath.Dir(archive), 0o755); err != nil {
@@ -80,7 +80,7 @@ func shareFlags(java, lib, main string) []string {
 	}
 	tr := &shareTraining{java: java, lib: lib, archive: archive, lock: lock,
 		classList: fmt.Sprintf("%s.classlist-%d", archive, os.Getpid())}
-	classShare.keys[archive] = tr
+	classShare.keys[shareKey(java, lib, main)] = tr
 	return []string{"-XX:DumpLoadedClassList=" + tr.classList}
 }
 
@@ -88,13 +88,9 @@ func shareFlags(java, lib, main string) []string {
 // succeeded): if this process trains that archive, the classes loaded so far are dumped into
 // it in the background.
 func shareReady(java, lib, main string) {
-	archive, err := sharePath(java, lib, main)
-	if err != nil {
-		return
-	}
 	classShare.mu.Lock()
 	defer classShare.mu.Unlock()
-	tr, ok := classShare.keys[archive]
+	tr, ok := classShare.keys[shareKey(java, lib, main)]
 	if !ok || tr.dumped {
 		return
 	}
@@ -149,6 +145,12 @@ func WaitArchives(timeout time.Duration) {
 	case <-done:
 	case <-time.After(timeout):
 	}
+}
+
+// shareKey names a training in this process (the jars stay the same for its life), by the
+// directory its archive goes to, the java binary, the jars and the main class.
+func shareKey(java, lib, main string) string {
+	return strings.Join([]string{shareDir(), java, lib, main}, "\x00")
 }
 
 // sharePath is the archive of main on lib's jars for the java binary: named after the jars'
