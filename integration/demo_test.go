@@ -28,7 +28,7 @@ func TestDemoReal(t *testing.T) {
 	for _, s := range f.OffsetSyncs {
 		fmt.Printf(" %d->%d", s.Upstream, s.Downstream)
 	}
-	fmt.Printf("\nMM2's checkpoint: G=%d -> %d; target group synced to %d\n", f.Checkpoint.Upstream, f.Checkpoint.Downstream, f.TargetCommitted)
+	fmt.Printf("\nMM2's checkpoint: G=%d -> %d (read at %d); target group synced to %d\n", f.SourceCommitted, f.Checkpoint.Downstream, f.Checkpoint.Upstream, f.TargetCommitted)
 	fmt.Printf("source lag %d, target lag %d: a consumer switched now re-reads %d records\n", f.SourceLag, f.TargetLag, f.Reread)
 	if err := f.MM2.Close(); err != nil { // the cut-over: the mirror is stopped before consumers switch
 		t.Fatalf("stop MirrorMaker 2: %v", err)

@@ -50,8 +50,9 @@
 // poll, and stops (leaves the group); then 30 more records are produced. MM2 writes offset
 // syncs 0->0 (first record) and 101->101 (offset.lag.max), and no other before its first
 // flush, 60 s after its task started, so it translates G=120 to 102. runSeedScenario returns
-// when MM2 has mirrored all 150 records, checkpointed G and written the target group:
-// SourceLag 30, TargetLag 48, Reread 18 (the values counted by content), MM2 still running.
+// when MM2 has mirrored all 150 records, checkpointed G (or a commit on the way whose
+// translation G shares: MM2 emits a checkpoint only when its downstream offset grows) and
+// written the target group: SourceLag 30, TargetLag 48, Reread 18 (by content), MM2 running.
 //
 // Fields: Source, Target (cluster.Cluster), MM2 (*cluster.MM2), Topic, Group, Consumed and
 // Unconsumed (the unique values the group did and did not consume, in order), SourceLag,

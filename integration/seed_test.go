@@ -227,9 +227,9 @@ func seedCommitted(ctx context.Context, t testing.TB, c cluster.Cluster) int64 {
 	return o.At
 }
 
-// seedWait polls (every second, until ctx ends) for: every source record on the target, a
-// checkpoint of the group at G in source.checkpoints.internal, and the group's offset on the
-// target equal to that checkpoint's downstream offset.
+// seedWait polls (every second, until ctx ends) for: every source record on the target, the
+// checkpoint MM2 keeps for G in source.checkpoints.internal (seedCheckpointFinal), and the
+// group's offset on the target equal to that checkpoint's downstream offset.
 func seedWait(ctx context.Context, t *testing.T, f *SeedFixture, srcEnd int64) error {
 	t.Helper()
 	start := time.Now()
@@ -243,8 +243,8 @@ func seedWait(ctx context.Context, t *testing.T, f *SeedFixture, srcEnd int64) e
 			if !ok {
 				return "no checkpoint for the group yet"
 			}
-			if cp.Upstream != f.SourceCommitted {
-				return fmt.Sprintf("checkpoint at upstream %d, want %d", cp.Upstream, f.SourceCommitted)
+			if why := seedCheckpointFinal(cp, f.SourceCommitted, seedOffsetSyncs(ctx, t, f.Target)); why != "" {
+				return why
 			}
 			f.Checkpoint = cp
 			got := seedCommitted(ctx, t, f.Target)
@@ -264,6 +264,41 @@ func seedWait(ctx context.Context, t *testing.T, f *SeedFixture, srcEnd int64) e
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// seedCheckpointFinal says why cp, the group's last checkpoint, is not yet the one MM2 keeps
+// for G, or "" when it is. MM2 (3.x and later) emits a new checkpoint only when the
+// translated downstream offset grows, so the last checkpoint can name an upstream offset the
+// group committed on its way to G: when MM2 read the group at, say, 106 after the 101->101
+// sync, it translated 106 to 102, and G=120 translates to 102 as well, so no checkpoint at 120
+// ever comes. The checkpoint is final when it names G, or an earlier offset with the
+// downstream offset that G translates to by the syncs on the target (the last sync at or
+// below G: its downstream offset when it names G, one past it otherwise).
+func seedCheckpointFinal(cp mm2.Checkpoint, g int64, syncs []mm2.OffsetSync) string {
+	if cp.Upstream == g {
+		return ""
+	}
+	if cp.Upstream > g {
+		return fmt.Sprintf("checkpoint at upstream %d, past G=%d", cp.Upstream, g)
+	}
+	var last *mm2.OffsetSync
+	for i := range syncs {
+		if syncs[i].Upstream <= g && (last == nil || syncs[i].Upstream >= last.Upstream) {
+			last = &syncs[i]
+		}
+	}
+	if last == nil {
+		return fmt.Sprintf("checkpoint at upstream %d, want %d; no offset sync at or below it on the target", cp.Upstream, g)
+	}
+	want := last.Downstream
+	if last.Upstream < g {
+		want++
+	}
+	if cp.Downstream != want {
+		return fmt.Sprintf("checkpoint at upstream %d -> %d, want %d or downstream %d (G translated by the sync %d->%d)",
+			cp.Upstream, cp.Downstream, g, want, last.Upstream, last.Downstream)
+	}
+	return ""
 }
 
 // seedCheckpoint reads MM2's checkpoint of (group, topic, 0) from the target.
@@ -370,5 +405,34 @@ func TestSeedProperties(t *testing.T) {
 	}
 	if got["offset.max.lag"] != "1" {
 		t.Errorf("offset.max.lag: got %q, want the user's misspelt key kept at 1", got["offset.max.lag"])
+	}
+}
+
+// TestSeedCheckpointFinal checks the seed fixture's wait against the checkpoints MM2 keeps:
+// under load MM2 can read the group at 106, after the 101->101 sync, and never write a
+// checkpoint at G=120 because both translate to 102; the wait must take that checkpoint as
+// final, and must not take one whose translation G's would still pass.
+func TestSeedCheckpointFinal(t *testing.T) {
+	syncs := []mm2.OffsetSync{{Upstream: 0, Downstream: 0}, {Upstream: 101, Downstream: 101}}
+	cp := func(up, down int64) mm2.Checkpoint { return mm2.Checkpoint{Upstream: up, Downstream: down} }
+	for _, c := range []struct {
+		name  string
+		cp    mm2.Checkpoint
+		syncs []mm2.OffsetSync
+		final bool
+	}{
+		{"at G", cp(120, 102), syncs, true},
+		{"read on the way, same translation", cp(106, 102), syncs, true},
+		{"read before the 101 sync reached MM2", cp(106, 1), syncs, false},
+		{"read before the 101 sync", cp(60, 1), syncs, false},
+		{"sync at G itself", cp(110, 111), []mm2.OffsetSync{{Upstream: 0, Downstream: 0}, {Upstream: 120, Downstream: 125}}, false},
+		{"sync at G, checkpoint at it", cp(120, 125), []mm2.OffsetSync{{Upstream: 0, Downstream: 0}, {Upstream: 120, Downstream: 125}}, true},
+		{"no sync at or below", cp(106, 1), []mm2.OffsetSync{{Upstream: 130, Downstream: 130}}, false},
+		{"past G", cp(121, 102), syncs, false},
+	} {
+		why := seedCheckpointFinal(c.cp, 120, c.syncs)
+		if got := why == ""; got != c.final {
+			t.Errorf("%s: checkpoint %d->%d final = %v (%q), want %v", c.name, c.cp.Upstream, c.cp.Downstream, got, why, c.final)
+		}
 	}
 }
