@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/integration/cluster"
+	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/mm2"
 )
 
@@ -243,7 +244,7 @@ func seedWait(ctx context.Context, t *testing.T, f *SeedFixture, srcEnd int64) e
 			if !ok {
 				return "no checkpoint for the group yet"
 			}
-			if why := seedCheckpointFinal(cp, f.SourceCommitted, seedOffsetSyncs(ctx, t, f.Target)); why != "" {
+			if why := seedCheckpointFinal(cp, f.SourceCommitted, func() []mm2.OffsetSync { return seedOffsetSyncs(ctx, t, f.Target) }); why != "" {
 				return why
 			}
 			f.Checkpoint = cp
@@ -272,31 +273,26 @@ func seedWait(ctx context.Context, t *testing.T, f *SeedFixture, srcEnd int64) e
 // group committed on its way to G: when MM2 read the group at, say, 106 after the 101->101
 // sync, it translated 106 to 102, and G=120 translates to 102 as well, so no checkpoint at 120
 // ever comes. The checkpoint is final when it names G, or an earlier offset with the
-// downstream offset that G translates to by the syncs on the target (the last sync at or
-// below G: its downstream offset when it names G, one past it otherwise).
-func seedCheckpointFinal(cp mm2.Checkpoint, g int64, syncs []mm2.OffsetSync) string {
+// downstream offset that G translates to by the offset syncs on the target (read by syncs,
+// only then), as MM2 translates (testkit.MM2TranslateHighest).
+func seedCheckpointFinal(cp mm2.Checkpoint, g int64, syncs func() []mm2.OffsetSync) string {
 	if cp.Upstream == g {
 		return ""
 	}
 	if cp.Upstream > g {
 		return fmt.Sprintf("checkpoint at upstream %d, past G=%d", cp.Upstream, g)
 	}
-	var last *mm2.OffsetSync
-	for i := range syncs {
-		if syncs[i].Upstream <= g && (last == nil || syncs[i].Upstream >= last.Upstream) {
-			last = &syncs[i]
-		}
+	var ks []testkit.Sync
+	for _, s := range syncs() {
+		ks = append(ks, testkit.Sync{Upstream: s.Upstream, Downstream: s.Downstream})
 	}
-	if last == nil {
+	want, ok := testkit.MM2TranslateHighest(ks, g)
+	if !ok {
 		return fmt.Sprintf("checkpoint at upstream %d, want %d; no offset sync at or below it on the target", cp.Upstream, g)
 	}
-	want := last.Downstream
-	if last.Upstream < g {
-		want++
-	}
 	if cp.Downstream != want {
-		return fmt.Sprintf("checkpoint at upstream %d -> %d, want %d or downstream %d (G translated by the sync %d->%d)",
-			cp.Upstream, cp.Downstream, g, want, last.Upstream, last.Downstream)
+		return fmt.Sprintf("checkpoint at upstream %d -> %d, want %d or downstream %d (G translated by the %d offset syncs on the target)",
+			cp.Upstream, cp.Downstream, g, want, len(ks))
 	}
 	return ""
 }
@@ -430,7 +426,11 @@ func TestSeedCheckpointFinal(t *testing.T) {
 		{"no sync at or below", cp(106, 1), []mm2.OffsetSync{{Upstream: 130, Downstream: 130}}, false},
 		{"past G", cp(121, 102), syncs, false},
 	} {
-		why := seedCheckpointFinal(c.cp, 120, c.syncs)
+		read := false
+		why := seedCheckpointFinal(c.cp, 120, func() []mm2.OffsetSync { read = true; return c.syncs })
+		if c.cp.Upstream == 120 && read {
+			t.Errorf("%s: read the offset syncs for a checkpoint at G", c.name)
+		}
 		if got := why == ""; got != c.final {
 			t.Errorf("%s: checkpoint %d->%d final = %v (%q), want %v", c.name, c.cp.Upstream, c.cp.Downstream, got, why, c.final)
 		}
