@@ -52,9 +52,10 @@ func shareFlags(java, lib, main string) []string {
 	if _, err := os.Stat(archive + ".failed"); err == nil {
 		return nil // a dump failed on this machine: its output is in the file
 	}
+	key := shareKey(java, lib, main)
 	classShare.mu.Lock()
 	defer classShare.mu.Unlock()
-	if _, ok := classShare.keys[shareKey(java, lib, main)]; ok {
+	if _, ok := classShare.keys[key]; ok {
 		return nil // one JVM of this process trains it
 	}
 	if err := os.MkdirAll(filepath.Dir(archive), 0o755); err != nil {
@@ -80,7 +81,7 @@ func shareFlags(java, lib, main string) []string {
 	}
 	tr := &shareTraining{java: java, lib: lib, archive: archive, lock: lock,
 		classList: fmt.Sprintf("%s.classlist-%d", archive, os.Getpid())}
-	classShare.keys[shareKey(java, lib, main)] = tr
+	classShare.keys[key] = tr
 	return []string{"-XX:DumpLoadedClassList=" + tr.classList}
 }
 
