@@ -737,6 +737,22 @@ func mirHeldBroker(p *mirProc) int {
 	return -1
 }
 
+// mirLastError is the last line of p's log at level ERROR (kmirror logs the error it stops on
+// so), at most 2,000 bytes of it, or "none logged".
+func mirLastError(p *mirProc) string {
+	b, _ := os.ReadFile(p.log)
+	lines := strings.Split(string(b), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if strings.Contains(lines[i], "level=ERROR") {
+			if len(lines[i]) > 2000 {
+				return lines[i][:2000] + "..."
+			}
+			return lines[i]
+		}
+	}
+	return "none logged"
+}
+
 // logCount counts the log lines of the process that contain s.
 func (p *mirProc) logCount(s string) int {
 	b, _ := os.ReadFile(p.log)

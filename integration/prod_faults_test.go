@@ -69,12 +69,14 @@ func TestProdFaults(t *testing.T) {
 	}
 	cfg := pfConfigFromEnv(t)
 	srcV, dstV := bedPair(t)
+	why := &pfWhy{}
+	why.logLast(t)
 	src := cluster.StartT(t, cluster.Spec{Version: srcV, Brokers: 3, Proxied: true, Name: "pf-src"})
 	dst := cluster.StartT(t, cluster.Spec{Version: dstV, Brokers: 3, Proxied: true, Name: "pf-dst"})
 	if t.Failed() || t.Skipped() {
 		return
 	}
-	bed := &pfBed{src: src, dst: dst, srcDirect: pfDirectOf(t, src), dstDirect: pfDirectOf(t, dst), cfg: cfg}
+	bed := &pfBed{src: src, dst: dst, srcDirect: pfDirectOf(t, src), dstDirect: pfDirectOf(t, dst), cfg: cfg, why: why}
 	rows := bed.run(t, cfg.tools)
 	t.Logf("faults during mirroring, %d records at least per tool, blackholes of %s:\n%s", cfg.records, cfg.hold, pfTable(rows))
 }
@@ -153,6 +155,39 @@ type pfBed struct {
 	src, dst             cluster.Cluster
 	srcDirect, dstDirect cluster.Cluster
 	cfg                  pfConfig
+	// why keeps the reasons the run failed for (fatalf), logged again as the test's very last
+	// lines: the clusters' log tails come after them otherwise.
+	why *pfWhy
+}
+
+// pfWhy is what fatalf recorded.
+type pfWhy struct {
+	mu  sync.Mutex
+	why []string
+}
+
+// fatalf records why the run fails and fails t.
+func (b *pfBed) fatalf(t *testing.T, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if b.why != nil {
+		b.why.mu.Lock()
+		b.why.why = append(b.why.why, msg)
+		b.why.mu.Unlock()
+	}
+	t.Fatal(msg)
+}
+
+// logLast registers, before the clusters start (cleanups run last in, first out), the log of
+// why the run failed, after the clusters' log tails.
+func (w *pfWhy) logLast(t *testing.T) {
+	t.Cleanup(func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if len(w.why) > 0 {
+			t.Logf("the run failed (the first failures again, after the logs above):\n%s", strings.Join(w.why, "\n"))
+		}
+	})
 }
 
 // pfRow is one line of the table.
@@ -340,6 +375,9 @@ type pfTool struct {
 	restart func(t *testing.T)
 	stop    func(t *testing.T) // a clean stop at the end (kmirror: SIGTERM and exit 0)
 	dump    func(t *testing.T) // Go's goroutine stacks (kmirror), into the test log
+	// exitErr is "" while kmirror runs, else how it exited and the last error it logged
+	// (kmirror only, else nil).
+	exitErr func() string
 	// heldBy is the target broker (node id) kmirror's last exit named as holding one of its
 	// transactions in PrepareCommit or PrepareAbort past the commit bound, or -1 (kmirror
 	// only, else nil).
@@ -404,6 +442,17 @@ func pfKmirror(t *testing.T, b *pfBed, topic string) *pfTool {
 		},
 		kill:  func() { p.kill(); err := <-p.exited; p.exited <- err },
 		owned: func() int { return p.owned() },
+		exitErr: func() string {
+			for _, q := range append([]*mirProc{p}, others...) {
+				select {
+				case err := <-q.exited:
+					q.exited <- err
+					return fmt.Sprintf("%v; its last error: %s (log %s)", err, mirLastError(q), q.log)
+				default:
+				}
+			}
+			return ""
+		},
 		heldBy: func() int {
 			select {
 			case err := <-p.exited:
@@ -606,9 +655,33 @@ type pfLane struct {
 	rows    []pfRow
 	failed  bool // a fatal failure in one of its windows: the lane takes no further part
 	stopped bool // MirrorMaker 2 did not recover even after a restart: no further part either
-	// heldRestart: kmirror was restarted once, with the target broker its error named, over a
-	// transaction the target held in PrepareCommit (settle); a second time fails the run.
-	heldRestart bool
+	// heldRestarts counts kmirror's restarts, with the target broker its error named, over a
+	// transaction the target held in PrepareCommit (settle).
+	heldRestarts int
+}
+
+// pfHeldRestarts bounds the restarts over a held transaction after one fault: a target that
+// holds kmirror's transactions again right after the broker its error named restarted is a
+// finding, not a stall to follow.
+const pfHeldRestarts = 2
+
+// pfAction is what the harness does once its wait for kmirror's lag 0 ended without it.
+type pfAction int
+
+const (
+	pfReport      pfAction = iota // fail the run, saying how kmirror exited or that it hung
+	pfRestartHeld                 // restart the target broker kmirror's error names, then kmirror
+)
+
+// pfNext decides it: exited is whether kmirror exited, held the target broker its error names
+// over a transaction held in PrepareCommit or PrepareAbort (-1: none), restarts how many such
+// restarts this fault's settle made already. A held transaction is followed each time the
+// target holds one, not once per run: the target's coordinator decides when that happens.
+func pfNext(exited bool, held, restarts int) pfAction {
+	if exited && held >= 1 && restarts < pfHeldRestarts {
+		return pfRestartHeld
+	}
+	return pfReport
 }
 
 // pfGroup is the idle source group of topic's lane: committed at the end of each window, its
@@ -729,32 +802,36 @@ func (b *pfBed) settle(ctx context.Context, t *testing.T, l *pfLane, fault strin
 	if tool.name != "kmirror" {
 		capd = pfMM2LagCap
 	}
-	// kmirror stopped at its commit bound over a held transaction will not catch up by
-	// itself: the wait ends there instead of at the cap.
-	held := func() bool { return tool.heldBy != nil && !l.heldRestart && tool.heldBy() >= 1 }
-	row.lag0, state = pfWaitLag(ctx, t, l.tail, seqs, capd, tool.name+", after "+fault, held)
+	// A kmirror that exited is waited for no longer: it will not catch up by itself, and its
+	// error says what follows (pfNext).
+	exited := func() bool { return tool.exitErr != nil && tool.exitErr() != "" }
+	row.lag0, state = pfWaitLag(ctx, t, l.tail, seqs, capd, tool.name+", after "+fault, exited)
 	row.lagged = state != ""
-	if row.lagged && tool.heldBy != nil && !l.heldRestart {
-		if n := tool.heldBy(); n >= 1 {
-			// kmirror stopped at its commit bound over a transaction the target holds in
-			// PrepareCommit (the 3.7.1 stall of mirror/doc.go) and named the broker to
-			// restart: do what it says, once per run, as TestContainerFaults does; every
-			// record must still arrive exactly once.
-			l.heldRestart = true
-			t.Logf("kmirror, after %s: stopped at its commit bound over a transaction target broker %d holds; restarting that broker and kmirror, as its error says", fault, n)
-			if err := b.dst.RestartBroker(ctx, n-1); err != nil {
-				t.Fatalf("restart target broker %d: %v", n, err)
-			}
-			tool.restart(t)
-			row.note = strings.TrimSpace(row.note + fmt.Sprintf(" stopped at its commit bound over a transaction in PrepareCommit; target broker %d and kmirror restarted", n))
-			row.lag0, state = pfWaitLag(ctx, t, l.tail, seqs, capd, tool.name+", after "+fault+" and the restart", nil)
-			row.lagged = state != ""
+	for restarts := 0; row.lagged && tool.heldBy != nil; restarts++ {
+		n := tool.heldBy()
+		if pfNext(exited(), n, restarts) != pfRestartHeld {
+			break
 		}
+		// kmirror stopped at its commit bound over a transaction the target holds in
+		// PrepareCommit (the 3.7.1 stall of mirror/doc.go) and named the broker to restart: do
+		// what it says, as its operator would, each time it happens; every record must still
+		// arrive exactly once.
+		l.heldRestarts++
+		t.Logf("kmirror, after %s: stopped at its commit bound over a transaction target broker %d holds; restarting that broker and kmirror, as its error says (%d in this run)", fault, n, l.heldRestarts)
+		if err := b.dst.RestartBroker(ctx, n-1); err != nil {
+			t.Fatalf("restart target broker %d: %v", n, err)
+		}
+		tool.restart(t)
+		row.note = strings.TrimSpace(row.note + fmt.Sprintf(" stopped at its commit bound over a transaction in PrepareCommit; target broker %d and kmirror restarted", n))
+		row.lag0, state = pfWaitLag(ctx, t, l.tail, seqs, capd, tool.name+", after "+fault+" and the restart", exited)
+		row.lagged = state != ""
 	}
 	switch {
+	case row.lagged && tool.name == "kmirror" && exited():
+		b.fatalf(t, "kmirror, after %s: exited before lag 0 (target%s): %s", fault, state, tool.exitErr())
 	case row.lagged && tool.name == "kmirror":
 		tool.dump(t)
-		t.Fatalf("kmirror, after %s: lag not 0 within %s (target%s): hung? goroutine dump above", fault, pfLagCap, state)
+		b.fatalf(t, "kmirror, after %s: lag not 0 within %s (target%s): hung? goroutine dump above", fault, pfLagCap, state)
 	case row.lagged:
 		// MirrorMaker 2 does not restart a failed task by itself: restart it, as its operator
 		// would, so that the sequence goes on, and say so.
@@ -1054,6 +1131,29 @@ func TestProdFaultsHeldBroker(t *testing.T) {
 		}
 		if got != c.want {
 			t.Errorf("%q: got broker %q, want %q", c.log, got, c.want)
+		}
+	}
+}
+
+// TestProdFaultsNext checks what the harness does when its wait for kmirror's lag 0 ends
+// without it: a stop over a held transaction is followed after any fault, however many came
+// before in the run, up to pfHeldRestarts after one fault; an exit that names no held
+// transaction, or a process still running, is reported at once.
+func TestProdFaultsNext(t *testing.T) {
+	for _, c := range []struct {
+		exited         bool
+		held, restarts int
+		want           pfAction
+	}{
+		{true, 2, 0, pfRestartHeld},
+		{true, 3, 1, pfRestartHeld}, // held again after the same fault, by another broker
+		{true, 2, pfHeldRestarts, pfReport},
+		{true, -1, 0, pfReport}, // exited on another error: report it, do not wait
+		{false, -1, 0, pfReport},
+		{false, 2, 0, pfReport}, // a running process's old log names a broker: not a stop
+	} {
+		if got := pfNext(c.exited, c.held, c.restarts); got != c.want {
+			t.Errorf("pfNext(exited %v, held %d, restarts %d) = %d, want %d", c.exited, c.held, c.restarts, got, c.want)
 		}
 	}
 }
