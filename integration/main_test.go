@@ -42,15 +42,18 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "integration: reaped leftover %s\n", r)
 	}
 	fmt.Fprintf(os.Stderr, "integration: %s\n", cluster.Describe())
+	removeTools := bedToolsDir()
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	go func() {
 		s := <-sig
 		fmt.Fprintf(os.Stderr, "integration: %v: stopping every cluster and MirrorMaker\n", s)
 		cluster.CloseAll()
+		removeTools()
 		os.Exit(2)
 	}()
 	code := m.Run()
+	removeTools()
 	bedCloseShared()
 	cluster.CloseAll()
 	cluster.WaitArchives(time.Minute)
@@ -450,7 +453,50 @@ func bedWaitFor(ctx context.Context, t testing.TB, interval time.Duration, what 
 // temporary directory and returns it.
 func bedBuild(t testing.TB, tools ...string) string {
 	t.Helper()
-	return testkit.Commands(t, tools...)
+	bedTools.mu.Lock()
+	defer bedTools.mu.Unlock()
+	if bedTools.dir == "" { // no TestMain ran (never in this package): a build of the test's own
+		return testkit.Commands(t, tools...)
+	}
+	var missing []string
+	for _, n := range tools {
+		if _, ok := bedTools.built[n]; !ok {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		err := testkit.BuildCommands(bedTools.dir, nil, missing...)
+		for _, n := range missing {
+			bedTools.built[n] = err
+		}
+	}
+	for _, n := range tools {
+		if err := bedTools.built[n]; err != nil {
+			t.Fatal(err)
+		}
+	}
+	return bedTools.dir
+}
+
+// bedTools holds the commands bedBuild built, each once per test process into one directory
+// that TestMain creates and removes: go build links a command anew every time, and with a
+// build per test a make test linked 64 times in this package (72 s of CPU). The tests only
+// run them.
+var bedTools struct {
+	mu    sync.Mutex
+	dir   string
+	built map[string]error // a command's build, nil when it succeeded
+}
+
+// bedToolsDir creates bedTools' directory (TestMain) and returns its removal.
+func bedToolsDir() (remove func()) {
+	dir, err := os.MkdirTemp("", "kmigrate-integration-tools-*")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "integration: %v: each test builds its own commands\n", err)
+		return func() {}
+	}
+	bedTools.dir, bedTools.built = dir, map[string]error{}
+	return func() { os.RemoveAll(dir) }
 }
 
 // bedRun runs bin with args (3 minutes at most), its output going to stdout and stderr, and
