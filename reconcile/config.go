@@ -67,6 +67,10 @@ type Config struct {
 	ScanLimit int
 	// Concurrency is how many group partitions are planned at once. Default: 8.
 	Concurrency int
+	// StateOffsets, by application id, are the changelog positions a Kafka Streams state
+	// directory kept from the source names (its .checkpoint files, PlanStateDir): Plan
+	// translates each for the application of that id (App.Checkpoints).
+	StateOffsets map[string][]StateOffset
 	// Logger receives progress at debug level. Default: discard.
 	Logger *slog.Logger
 }

@@ -56,8 +56,10 @@
 // internal topics have the same names and every topic of it the same partition count on the
 // target, every changelog is copied to its end, no instance runs on the source and E(G) is
 // known everywhere. Apply commits every partition of a ready application or none (Refused
-// says why). App.LocalState says what a kept state directory does on the target. A KIP-1071
-// streams group stays NotMigrated.
+// says why). App.LocalState says what a kept state directory does on the target; statedir.go
+// (kreconcile state) rewrites its .checkpoint entries o to E(o+1)-1, every file or none, after
+// a backup, and restores a file only while it is what it wrote. A KIP-1071 streams group stays
+// NotMigrated.
 //
 // Reading committed offsets (fetch.go): Plan, Apply and Rollback read the groups' commits
 // through fetchOffsets, at most 256 groups in flight in calls of 32 (a broker before Kafka

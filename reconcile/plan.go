@@ -84,6 +84,7 @@ func Plan(ctx context.Context, src, dst *kgo.Client, cfg Config) (*Result, error
 		res.Groups[gi] = p.group(name, st)
 		if app := st.apps[name]; app != nil && res.Groups[gi].NotMigrated == "" {
 			p.changelogPartitions(app, st)
+			p.checkpointPartitions(app, st)
 			res.Groups[gi].App = app
 		}
 	}
@@ -188,10 +189,15 @@ func (p *planner) state(ctx context.Context, names []string) (*planState, error)
 		return nil, err
 	}
 	topics := sortedKeys(st.topicSet)
-	for _, app := range st.apps {
+	for id, app := range st.apps {
 		for _, t := range app.Changelogs {
 			if !slices.Contains(topics, t) {
 				topics = append(topics, t)
+			}
+		}
+		for _, o := range cfg.StateOffsets[id] {
+			if !slices.Contains(topics, o.Topic) {
+				topics = append(topics, o.Topic)
 			}
 		}
 	}
@@ -392,6 +398,9 @@ func (p *planner) judgeAll(ctx context.Context, res *Result, st *planState) erro
 		if g.App != nil {
 			for pi := range g.App.State {
 				parts = append(parts, &g.App.State[pi])
+			}
+			for pi := range g.App.Checkpoints {
+				parts = append(parts, &g.App.Checkpoints[pi])
 			}
 		}
 		for _, part := range parts {

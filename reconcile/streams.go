@@ -31,6 +31,11 @@ type App struct {
 	// source's changelog holds to its end (the offset a state store restored from the target
 	// has read to), Status pending while the mirror has not copied the changelog to its end.
 	State []Partition `json:"state"`
+	// Checkpoints are the positions of a state directory kept from the source
+	// (Config.StateOffsets), each judged as a group partition committed at the offset after
+	// the last changelog record its store holds: E is where the store restored from the
+	// target resumes (PlanStateDir).
+	Checkpoints []Partition `json:"checkpoints,omitempty"`
 	// Problems are the checks that failed: each one stops the application's switch.
 	Problems []string `json:"problems,omitempty"`
 	// Ready is true when every check passed and E(G) is known for every partition of the
@@ -140,6 +145,16 @@ func (p *planner) changelogPartitions(app *App, st *planState) {
 	})
 }
 
+// checkpointPartitions are the positions of app's kept state directory (Config.StateOffsets)
+// as group partitions committed after the last record each store holds, to be judged like
+// the group's own (judgeAll).
+func (p *planner) checkpointPartitions(app *App, st *planState) {
+	for _, o := range p.cfg.StateOffsets[app.ID] {
+		app.Checkpoints = append(app.Checkpoints, p.partition(app.ID, kadm.OffsetResponse{Offset: kadm.Offset{Topic: o.Topic, Partition: o.Partition, At: o.Offset + 1}},
+			kadm.FetchOffsetsResponse{}, st))
+	}
+}
+
 // judgeApp checks app, whose group g and changelog partitions are judged: the internal topics
 // on the target under their own names, every topic of the application with the same
 // partitions on both sides, the changelogs copied to their ends, no instance running on the
@@ -202,12 +217,12 @@ func (p *planner) judgeApp(ctx context.Context, g *Group, app *App, st *planStat
 // target's offsets run ahead of the source's (markers, replays), the store restores part of
 // its changelog again and ends with the same values; where they run behind (a target whose
 // copy started later or was cleaned), the checkpoint lies past what the target holds for it.
-// Wiping is the way out that is right in both cases.
+// Rewriting the checkpoints (kreconcile state) or wiping the directory is right in both cases.
 func localState(app *App) []string {
 	if len(app.Changelogs) == 0 {
 		return []string{"no changelog topic: the application keeps no state in stores, nothing to do with state directories"}
 	}
-	out := []string{fmt.Sprintf("a state directory kept from the source (state.dir/%s) names source changelog offsets in its .checkpoint files, which name other records on the target: wipe it on every instance before the first start on the target (or give a new state.dir), so that each store restores from the target's changelog", app.ID)}
+	out := []string{fmt.Sprintf("a state directory kept from the source (state.dir/%s) names source changelog offsets in its .checkpoint files, which name other records on the target: before the first start on the target, on every instance, rewrite them to target offsets (kreconcile state --group %s --state-dir <state.dir> --apply: the stores keep their state) or wipe it (or give a new state.dir), so that each store restores from the target's changelog", app.ID, app.ID)}
 	var ahead, behind int
 	for _, part := range app.State {
 		switch {

@@ -81,8 +81,8 @@ T/P: source end N → target M"), and it is ready only when its internal topics 
 target under the same names, every topic of it has the same partition count on both sides,
 every changelog is copied to its end, no instance runs on the source and E(G) is known for
 every partition. --apply commits all of its partitions or none; the report says what a state
-directory kept from the source would do on the target (wipe it). docs/applications.md walks
-through a move.
+directory kept from the source would do on the target: rewrite its .checkpoint files with
+"kreconcile state" (see its --help), or wipe it. docs/applications.md walks through a move.
 
 --offset-map never gives E(G): kverify's map is itself an alignment by content, and where
 records repeat (a few values, null keys) it pairs records wrongly as often as any guess. The

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/urfave/cli/v2"
 
@@ -10,8 +13,13 @@ import (
 	"github.com/kmigrate/kmigrate/reconcile"
 )
 
-const rollbackHelp = `Undoes "kreconcile groups --apply" or "kreconcile acls --apply" from the backup file it wrote
-(the file says which it holds).
+const rollbackHelp = `Undoes "kreconcile groups --apply", "kreconcile acls --apply" or "kreconcile state --apply" from
+the backup file it wrote (the file says which it holds).
+
+A state directory backup (kreconcile state --apply): rollback restores the .checkpoint files
+the rewrite changed, on this host, and writes to no cluster (connection flags are not needed).
+It restores nothing when a file is no longer what the rewrite wrote (the application ran on the
+directory since: its checkpoints name target offsets now), and names those files (exit 1).
 
 An ACL backup (kreconcile acls --apply): rollback deletes exactly the ACLs the apply created (an
 ACL added on the target since is kept, even on the same resource) and creates again those it
@@ -56,13 +64,13 @@ Exit status: 0 everything restored; 1 a group was refused or partitions moved si
 
 func rollbackCommand() *cli.Command {
 	flags := append(clikit.ConnectionFlags(),
-		&cli.StringFlag{Name: "backup", Required: true, Usage: "the backup `FILE` kreconcile groups --apply or acls --apply wrote"},
+		&cli.StringFlag{Name: "backup", Required: true, Usage: "the backup `FILE` kreconcile groups --apply, acls --apply or state --apply wrote"},
 		&cli.BoolFlag{Name: "force", Usage: "also restore partitions whose target commit moved since the apply (undoes what the group consumed since)"},
 		&cli.StringFlag{Name: "legacy-cluster-id", Usage: "read a version 1 backup (no cluster recorded) on the connected cluster, whose cluster `ID` this must be"},
 		readTimeoutFlag(),
 	)
 	return clikit.ReportCommand("rollback", runRollback, flags,
-		"undo groups --apply (target offsets) or acls --apply (ACLs) from its backup",
+		"undo groups --apply (target offsets), acls --apply (ACLs) or state --apply (.checkpoint files) from its backup",
 		"kreconcile rollback [connection flags] --backup FILE [--force] [--legacy-cluster-id ID]",
 		rollbackHelp)
 }
@@ -72,8 +80,11 @@ func runRollback(c *cli.Context) error {
 	if err != nil {
 		return clikit.Fail(err)
 	}
-	if kind == backupfile.ACLs {
+	switch kind {
+	case backupfile.ACLs:
 		return runACLRollback(c)
+	case backupfile.State:
+		return runStateRollback(c)
 	}
 	if c.IsSet("read-timeout") {
 		return clikit.Failf("--read-timeout is for ACL backups; %s is a backup of consumer group offsets", c.String("backup"))
@@ -105,6 +116,26 @@ func runRollback(c *cli.Context) error {
 		return clikit.Failf("rollback of %s: %w", c.String("backup"), rbErr)
 	case differs > 0:
 		return clikit.DiffersErr(rbErr)
+	}
+	return nil
+}
+
+// runStateRollback undoes kreconcile state --apply: local files only, no cluster.
+func runStateRollback(c *cli.Context) error {
+	for _, f := range []string{"force", "legacy-cluster-id", "read-timeout"} {
+		if c.IsSet(f) {
+			return clikit.Failf("--%s is not for state directory backups; %s is one", f, c.String("backup"))
+		}
+	}
+	rb, err := reconcile.RollbackStateDir(c.String("backup"))
+	if rb != nil {
+		fmt.Fprintf(c.App.Writer, "kreconcile rollback: %s: %d .checkpoint files restored %v, %d already as before %v\n", rb.Dir, len(rb.Restored), rb.Restored, len(rb.Unchanged), rb.Unchanged)
+	}
+	switch {
+	case errors.Is(err, reconcile.ErrStateMoved):
+		return clikit.DiffersErr(err)
+	case err != nil:
+		return clikit.Fail(err)
 	}
 	return nil
 }

@@ -52,11 +52,13 @@ func Connected(ctx context.Context, cl *kgo.Client, alias string) (name, id stri
 const (
 	Groups = "groups"
 	ACLs   = "acls"
+	// State is a Kafka Streams state directory's .checkpoint files (kreconcile state --apply).
+	State = "state"
 )
 
 // Kind reads the kind of a backup file: Groups for a file without a "kind" key or with
-// "groups" (kreconcile groups --apply), ACLs for "acls" (kreconcile acls --apply); anything
-// else is an error.
+// "groups" (kreconcile groups --apply), ACLs for "acls" (kreconcile acls --apply), State for
+// "state" (kreconcile state --apply); anything else is an error.
 func Kind(path string) (string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -72,10 +74,10 @@ func Kind(path string) (string, error) {
 	switch k.Kind {
 	case "", Groups:
 		return Groups, nil
-	case ACLs:
-		return ACLs, nil
+	case ACLs, State:
+		return k.Kind, nil
 	}
-	return "", fmt.Errorf("backup %s holds %q: this kreconcile reads backups of consumer group offsets (groups) and of ACLs (acls)", path, k.Kind)
+	return "", fmt.Errorf("backup %s holds %q: this kreconcile reads backups of consumer group offsets (groups), of ACLs (acls) and of state directories (state)", path, k.Kind)
 }
 
 // Decode reads path as exactly one JSON value into v (with strict, no unknown field); the
