@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -253,22 +254,26 @@ func TestStreamsAppMoved(t *testing.T) {
 		eos = "exactly_once"
 	}
 	var table strings.Builder
-	table.WriteString("| mirror | pair | guarantee | state | final counts | updates on the target | words left on the source |\n|---|---|---|---|---|---|---|\n")
+	table.WriteString("| mirror | pair | guarantee | state | final counts | updates on the target | words left on the source | changelog records restored on the target |\n|---|---|---|---|---|---|---|---|\n")
 	for i, tc := range []struct {
 		mirror     string
 		guarantee  string // on the source
 		dGuarantee string // on the target: exactly_once_v2 needs brokers of 2.5 or later
 		keep       bool
+		rewrite    bool // the kept directory's .checkpoint files rewritten by kreconcile state
 	}{
-		{"kmirror", "at_least_once", "at_least_once", false},
-		{"kmirror", "at_least_once", "at_least_once", true},
-		{"kmirror", eos, "exactly_once_v2", false},
-		{"kmirror", eos, "exactly_once_v2", true},
-		{"mm2", "at_least_once", "at_least_once", false},
-		{"mm2", eos, "exactly_once_v2", true},
+		{"kmirror", "at_least_once", "at_least_once", false, false},
+		{"kmirror", "at_least_once", "at_least_once", true, true},
+		{"kmirror", eos, "exactly_once_v2", false, false},
+		{"kmirror", eos, "exactly_once_v2", true, false},
+		{"mm2", "at_least_once", "at_least_once", false, false},
+		{"mm2", eos, "exactly_once_v2", true, true},
 	} {
 		state := "fresh"
-		if tc.keep {
+		switch {
+		case tc.rewrite:
+			state = "kept, rewritten"
+		case tc.keep:
 			state = "kept"
 		}
 		t.Run(tc.mirror+"-"+tc.guarantee+"-"+state, func(t *testing.T) {
@@ -348,7 +353,7 @@ func TestStreamsAppMoved(t *testing.T) {
 						code, g.Applied, g.Refused, unproven, out)
 				}
 				t.Logf("application refused as a whole, nothing committed: %s", strings.Join(unproven, "; "))
-				fmt.Fprintf(&table, "| %s | %s | %s, then %s | %s | refused as a whole, nothing committed: %d partitions content cannot prove | - | %d |\n",
+				fmt.Fprintf(&table, "| %s | %s | %s, then %s | %s | refused as a whole, nothing committed: %d partitions content cannot prove | - | %d | - |\n",
 					tc.mirror, pair, tc.guarantee, tc.dGuarantee, state, len(unproven), left)
 				return
 			}
@@ -364,12 +369,22 @@ func TestStreamsAppMoved(t *testing.T) {
 					t.Fatalf("keep the state directory: %v\n%s", err, out)
 				}
 			}
+			var rewritten map[string]int64 // "topic/partition" -> where the store restored from the target resumes
+			if tc.rewrite {
+				rewritten = swRewriteState(t, filepath.Join(bins, "kreconcile"), props, flow, id, dstState, g.App)
+			}
 			_, before := swCounts(ctx, t, dst, output)
 			run = app.start(t, dst, id, dstState, tc.dGuarantee, input, output)
 			bedWaitFor(ctx, t, 200*time.Millisecond, "the application to process every line on the target", func() string {
 				return swCaughtUp(ctx, t, dst, run, id, input)
 			})
 			run.stop(t)
+			restored := swRestores(t, run)
+			for _, r := range restored {
+				if from, ok := rewritten[fmt.Sprintf("%s/%d", r.topic, r.partition)]; ok && r.from != from {
+					t.Errorf("%s/%d: the store restored from target offset %d, want %d: the rewritten checkpoint was not where the store resumes", r.topic, r.partition, r.from, from)
+				}
+			}
 			final, all := swCounts(ctx, t, dst, output)
 			want := map[string]int{}
 			for _, recs := range [][]*kgo.Record{a, b} {
@@ -381,8 +396,15 @@ func TestStreamsAppMoved(t *testing.T) {
 			}
 			equal := fmt.Sprint(final) == fmt.Sprint(want)
 			updates := all - before
-			fmt.Fprintf(&table, "| %s | %s | %s, then %s | %s | %s | %d | %d |\n", tc.mirror, pair, tc.guarantee, tc.dGuarantee, state,
-				map[bool]string{true: "equal", false: "NOT equal"}[equal], updates, left)
+			var total int64
+			for _, r := range restored {
+				total += r.records
+			}
+			fmt.Fprintf(&table, "| %s | %s | %s, then %s | %s | %s | %d | %d | %d |\n", tc.mirror, pair, tc.guarantee, tc.dGuarantee, state,
+				map[bool]string{true: "equal", false: "NOT equal"}[equal], updates, left, total)
+			if tc.rewrite && total != 0 {
+				t.Errorf("the stores restored %d changelog records from rewritten checkpoints that name the changelogs' ends: want 0", total)
+			}
 			if !equal {
 				t.Errorf("final counts on the target %v, want %v (the application that never moved)", final, want)
 			}
@@ -392,6 +414,79 @@ func TestStreamsAppMoved(t *testing.T) {
 		})
 	}
 	t.Logf("Kafka Streams word count moved:\n%s", table.String())
+}
+
+// swRewriteState runs kreconcile state --apply on the application's kept state directory and
+// returns, per changelog partition, the target offset the rewritten checkpoint makes its
+// store resume at (entry + 1). Every entry must be translated, and land where the changelog's
+// source end does on the target (the plan's state line): a clean close checkpoints the last
+// record each store wrote, the changelog's last record.
+func swRewriteState(t *testing.T, kreconcile, props, flow, id, stateDir string, app *reconcile.App) map[string]int64 {
+	t.Helper()
+	code, out, errOut := bedOutput(t, kreconcile, "state", "--mm2-config", props, "--flow", flow, "--group", id,
+		"--state-dir", stateDir, "--apply", "--backup", filepath.Join(t.TempDir(), "state-backup.json"), "--format", "json")
+	var sp reconcile.StatePlan
+	if err := json.Unmarshal([]byte(out), &sp); err != nil || code != 0 || !sp.Applied {
+		t.Fatalf("kreconcile state --apply: exit %d, applied %v (%v)\n%s\n%s", code, sp.Applied, err, errOut, out)
+	}
+	ends := map[string]int64{}
+	for _, s := range app.State {
+		if s.ExactTarget != nil {
+			ends[fmt.Sprintf("%s/%d", s.Topic, s.Partition)] = *s.ExactTarget
+		}
+	}
+	resume := map[string]int64{}
+	var lines []string
+	for _, f := range sp.Files {
+		for _, e := range f.Entries {
+			key := fmt.Sprintf("%s/%d", e.Topic, e.Partition)
+			if e.Target == nil {
+				t.Fatalf("%s %s: source %d not translated (%s)", f.Path, key, e.Offset, e.Kept)
+			}
+			resume[key] = *e.Target + 1
+			lines = append(lines, fmt.Sprintf("%s %s %d->%d", f.Path, key, e.Offset, *e.Target))
+			if end, ok := ends[key]; ok && *e.Target+1 != end {
+				t.Errorf("%s %s: checkpoint %d rewritten to %d: the store resumes at %d, want %d, the changelog's source end on the target", f.Path, key, e.Offset, *e.Target, *e.Target+1, end)
+			}
+		}
+	}
+	t.Logf("kreconcile state --apply rewrote %d .checkpoint files: %s", len(sp.Files), strings.Join(lines, ", "))
+	return resume
+}
+
+// swRestore is a store restore the application printed.
+type swRestore struct {
+	topic         string
+	partition     int32
+	from, records int64
+}
+
+// swRestores reads the restores of a stopped run from its log: where each began
+// (RESTORE_START) and how many records it restored (RESTORED).
+func swRestores(t *testing.T, r *swRun) []swRestore {
+	t.Helper()
+	b, err := os.ReadFile(r.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []swRestore
+	at := map[string]int{}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) == 5 && f[0] == "RESTORE_START":
+			p, _ := strconv.ParseInt(f[2], 10, 32)
+			from, _ := strconv.ParseInt(f[3], 10, 64)
+			at[f[1]+"/"+f[2]] = len(out)
+			out = append(out, swRestore{topic: f[1], partition: int32(p), from: from})
+		case len(f) == 4 && f[0] == "RESTORED":
+			n, _ := strconv.ParseInt(f[3], 10, 64)
+			if k, ok := at[f[1]+"/"+f[2]]; ok {
+				out[k].records = n
+			}
+		}
+	}
+	return out
 }
 
 // swStateLines is the application's changelog translations, one "topic/p end->E" each.

@@ -2,7 +2,9 @@
 // -> words -> a repartition by word -> a count in the state store "counts" (changelog
 // <application.id>-counts-changelog) -> "<word>=<count>" records on the output topic. With the
 // record cache off, every word read emits exactly one update. It runs until SIGTERM, then
-// closes cleanly (commits, writes its checkpoints) and exits 0; it prints each state change.
+// closes cleanly (commits, writes its checkpoints) and exits 0; it prints each state change,
+// and each store restore: "RESTORE_START <changelog> <partition> <from offset> <end offset>"
+// and "RESTORED <changelog> <partition> <records>".
 //
 //   java -cp <kafka-streams jars>:<dir> WordCount BOOTSTRAP APPLICATION_ID STATE_DIR GUARANTEE INPUT OUTPUT
 import java.time.Duration;
@@ -11,6 +13,7 @@ import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
 
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
@@ -18,6 +21,7 @@ import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.processor.StateRestoreListener;
 
 public class WordCount {
     public static void main(String[] args) throws Exception {
@@ -49,6 +53,21 @@ public class WordCount {
         KafkaStreams streams = new KafkaStreams(b.build(), p);
         CountDownLatch closed = new CountDownLatch(1);
         streams.setStateListener((now, before) -> System.out.println("STATE " + now));
+        streams.setGlobalStateRestoreListener(new StateRestoreListener() {
+            @Override
+            public void onRestoreStart(TopicPartition tp, String store, long from, long end) {
+                System.out.println("RESTORE_START " + tp.topic() + " " + tp.partition() + " " + from + " " + end);
+            }
+
+            @Override
+            public void onBatchRestored(TopicPartition tp, String store, long batchEnd, long n) {
+            }
+
+            @Override
+            public void onRestoreEnd(TopicPartition tp, String store, long total) {
+                System.out.println("RESTORED " + tp.topic() + " " + tp.partition() + " " + total);
+            }
+        });
         streams.setUncaughtExceptionHandler(e -> {
             e.printStackTrace();
             return StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
