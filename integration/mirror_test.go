@@ -737,6 +737,18 @@ func mirHeldBroker(p *mirProc) int {
 	return -1
 }
 
+// exit reports, without waiting, whether p has exited and with what (the value stays in
+// p.exited for the next reader).
+func (p *mirProc) exit() (exited bool, err error) {
+	select {
+	case err := <-p.exited:
+		p.exited <- err
+		return true, err
+	default:
+		return false, nil
+	}
+}
+
 // mirLastError is the last line of p's log at level ERROR (kmirror logs the error it stops on
 // so), at most 2,000 bytes of it, or "none logged".
 func mirLastError(p *mirProc) string {

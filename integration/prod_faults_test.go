@@ -431,11 +431,8 @@ func pfKmirror(t *testing.T, b *pfBed, topic string) *pfTool {
 	return &pfTool{name: "kmirror", restart: start,
 		alive: func() error {
 			for _, q := range append([]*mirProc{p}, others...) {
-				select {
-				case err := <-q.exited:
-					q.exited <- err
+				if done, err := q.exit(); done {
 					return fmt.Errorf("kmirror exited: %v (log %s)", err, q.log)
-				default:
 				}
 			}
 			return nil
@@ -444,20 +441,14 @@ func pfKmirror(t *testing.T, b *pfBed, topic string) *pfTool {
 		owned: func() int { return p.owned() },
 		exitErr: func() string {
 			for _, q := range append([]*mirProc{p}, others...) {
-				select {
-				case err := <-q.exited:
-					q.exited <- err
+				if done, err := q.exit(); done {
 					return fmt.Sprintf("%v; its last error: %s (log %s)", err, mirLastError(q), q.log)
-				default:
 				}
 			}
 			return ""
 		},
 		heldBy: func() int {
-			select {
-			case err := <-p.exited:
-				p.exited <- err
-			default:
+			if done, _ := p.exit(); !done {
 				return -1 // still running
 			}
 			return mirHeldBroker(p)
