@@ -26,7 +26,9 @@ func TestGroupWritable(t *testing.T) {
 		{name: "consumer group with members", d: mm2.DescribedGroup{Group: "g", Type: "consumer", State: "Stable", Members: 2}, want: "is Stable with 2 members on target cluster B (a consumer group of the new protocol"},
 		{name: "consumer group reconciling", d: mm2.DescribedGroup{Group: "g", Type: "consumer", State: "Reconciling", Members: 1}, want: "is Reconciling with 1 member"},
 		{name: "share group", d: mm2.DescribedGroup{Group: "g", Type: "share", State: "Empty", Members: -1}, want: `group "g" is a share group (KIP-932)`},
-		{name: "streams group", d: mm2.DescribedGroup{Group: "g", Type: "streams", State: "Empty", Members: -1}, want: `group "g" is a streams group (KIP-1071`},
+		{name: "empty streams group", d: mm2.DescribedGroup{Group: "g", Type: "streams", State: "Empty"}},
+		{name: "streams group with a member", d: mm2.DescribedGroup{Group: "g", Type: "streams", State: "Stable", Members: 1}, want: "is Stable with 1 member on target cluster B (a streams group, group.protocol=streams"},
+		{name: "streams group not ready", d: mm2.DescribedGroup{Group: "g", Type: "streams", State: "NotReady", Members: 1}, want: "is NotReady with 1 member"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
 
@@ -17,19 +18,20 @@ import (
 )
 
 // groupCluster starts a cluster of one broker with topic "t" of one partition (opts after).
-func groupCluster(t *testing.T, opts ...kfake.Opt) (*kfake.Cluster, *kadm.Client) {
+func groupCluster(t *testing.T, opts ...kfake.Opt) (*kfake.Cluster, *kgo.Client, *kadm.Client) {
 	t.Helper()
 	c := testkit.StartCluster(t, append([]kfake.Opt{kfake.SeedTopics(1, "t")}, opts...)...)
-	return c, kadm.NewClient(testkit.Client(t, c))
+	cl := testkit.Client(t, c)
+	return c, cl, kadm.NewClient(cl)
 }
 
 // On a broker of Kafka 2.3.0's versions an absent group is Dead without an error, an empty
 // one classic: DescribeGroups answers as the classic describe always did.
 func TestDescribeGroupsBeforeTypes(t *testing.T) {
 	t.Parallel()
-	_, adm := groupCluster(t, kfake.MaxVersions(kversion.V2_3_0()))
+	_, cl, adm := groupCluster(t, kfake.MaxVersions(kversion.V2_3_0()))
 	testkit.Commit(t, adm, "present", "t", 0, 1, "")
-	got, err := mm2.DescribeGroups(context.Background(), adm, nil, "present", "absent")
+	got, err := mm2.DescribeGroups(context.Background(), cl, nil, "present", "absent")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +46,7 @@ func TestDescribeGroupsBeforeTypes(t *testing.T) {
 // A cluster whose group coordinator is not there yet (no group ever committed) is waited for.
 func TestDescribeGroupsWaitsForCoordinator(t *testing.T) {
 	t.Parallel()
-	c, adm := groupCluster(t)
+	c, cl, _ := groupCluster(t)
 	var refused atomic.Int32
 	c.ControlKey(int16(kmsg.DescribeGroups), func(kr kmsg.Request) (kmsg.Response, error, bool) {
 		if refused.Add(1) > 2 {
@@ -62,7 +64,7 @@ func TestDescribeGroupsWaitsForCoordinator(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	got, err := mm2.DescribeGroups(ctx, adm, kadm.ListedGroups{}, "g")
+	got, err := mm2.DescribeGroups(ctx, cl, kadm.ListedGroups{}, "g")
 	if err != nil {
 		t.Fatal(err)
 	}

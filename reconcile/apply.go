@@ -72,7 +72,7 @@ func apply(ctx context.Context, dst *kgo.Client, res *Result, cfg ApplyConfig, s
 	}
 	// Live state and offsets: the plan may be minutes old. Each group by its type: a consumer
 	// group of KIP-848 is described with ConsumerGroupDescribe.
-	desc, err := mm2.DescribeGroups(ctx, adm, nil, names...)
+	desc, err := mm2.DescribeGroups(ctx, dst, nil, names...)
 	if err != nil {
 		return fmt.Errorf("target cluster: describe groups %s: %w", strings.Join(names, ", "), err)
 	}
@@ -86,7 +86,7 @@ func apply(ctx context.Context, dst *kgo.Client, res *Result, cfg ApplyConfig, s
 		return err
 	}
 	res.Backup = path
-	return commitChanges(ctx, adm, res, changes, path, cfg, log)
+	return commitChanges(ctx, dst, res, changes, path, cfg, log)
 }
 
 // checkPlanTarget refuses a plan that names no clusters (the backup must say which clusters
@@ -226,7 +226,7 @@ func newBackup(res *Result, changes []change, live kadm.FetchOffsetsResponses) *
 // commitChanges commits the changes group by group, in the order of their groups in res,
 // re-reading and confirming each (commitGroup); res.Applied is set when any group took. The
 // error joins every group's.
-func commitChanges(ctx context.Context, adm *kadm.Client, res *Result, changes []change, backup string, cfg ApplyConfig, log *slog.Logger) error {
+func commitChanges(ctx context.Context, dst *kgo.Client, res *Result, changes []change, backup string, cfg ApplyConfig, log *slog.Logger) error {
 	byGroup := map[int][]change{}
 	var order []int
 	for _, c := range changes {
@@ -237,7 +237,7 @@ func commitChanges(ctx context.Context, adm *kadm.Client, res *Result, changes [
 	}
 	var errs []error
 	for _, gi := range order {
-		if err := commitGroup(ctx, adm, &res.Groups[gi], byGroup[gi], backup, cfg, log); err != nil {
+		if err := commitGroup(ctx, dst, &res.Groups[gi], byGroup[gi], backup, cfg, log); err != nil {
 			errs = append(errs, err)
 		}
 		if res.Groups[gi].Applied {
@@ -250,7 +250,8 @@ func commitChanges(ctx context.Context, adm *kadm.Client, res *Result, changes [
 // commitGroup commits one group's changes, re-reads the group's offsets and records per
 // partition whether the commit took (Applied, Action) or not (ApplyError). The error names
 // every partition that was not committed.
-func commitGroup(ctx context.Context, adm *kadm.Client, g *Group, cs []change, backup string, cfg ApplyConfig, log *slog.Logger) error {
+func commitGroup(ctx context.Context, dst *kgo.Client, g *Group, cs []change, backup string, cfg ApplyConfig, log *slog.Logger) error {
+	adm := kadm.NewClient(dst)
 	if cfg.BeforeCommit != nil {
 		cfg.BeforeCommit(g.Group)
 	}
@@ -299,7 +300,7 @@ func commitGroup(ctx context.Context, adm *kadm.Client, g *Group, cs []change, b
 	if len(failed) == 0 {
 		return nil
 	}
-	g.Err = commitError(ctx, adm, g.Group, joined, done, failed, backup)
+	g.Err = commitError(ctx, dst, g.Group, joined, done, failed, backup)
 	return errors.New(g.Err)
 }
 
@@ -346,12 +347,12 @@ func (p *Partition) moveTargetCommitted(now *int64) {
 
 // commitError is the error of a group whose commit did not take everywhere: why when a consumer
 // joined (what the group is now), what was not committed and what was, and how to go on.
-func commitError(ctx context.Context, adm *kadm.Client, group string, joined bool, done, failed []string, backup string) string {
+func commitError(ctx context.Context, dst *kgo.Client, group string, joined bool, done, failed []string, backup string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "target cluster: group %q: ", group)
 	if joined {
 		state := "now has members"
-		if d, err := mm2.DescribeGroups(ctx, adm, nil, group); err == nil {
+		if d, err := mm2.DescribeGroups(ctx, dst, nil, group); err == nil {
 			if dg, ok := d[group]; ok && dg.Err == nil && dg.Members >= 0 {
 				state = fmt.Sprintf("is now %s with %s", dg.State, plural(dg.Members, "member", "members"))
 			}

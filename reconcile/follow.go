@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/mm2"
@@ -455,7 +454,7 @@ func (f *follower) apply(ctx context.Context, dst *kgo.Client, res *Result, g *G
 
 // joined reports whether group has members on the target now.
 func (f *follower) joined(ctx context.Context, dst *kgo.Client, group string) bool {
-	d, err := mm2.DescribeGroups(ctx, kadm.NewClient(dst), nil, group)
+	d, err := mm2.DescribeGroups(ctx, dst, nil, group)
 	if err != nil {
 		return false
 	}

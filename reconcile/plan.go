@@ -161,9 +161,9 @@ func (p *planner) state(ctx context.Context, names []string) (*planState, error)
 	cfg := p.cfg
 	st := &planState{topicSet: map[string]bool{}, dstTopicOf: map[string]string{}}
 	var err error
-	// Each group by its type (classic, or a consumer group of KIP-848); share and streams
-	// groups are not migrated and their offsets are not read.
-	if st.srcDesc, err = mm2.DescribeGroups(ctx, p.src.adm, p.srcListed, names...); err != nil {
+	// Each group by its type (classic, a consumer group of KIP-848, a streams group of
+	// KIP-1071); share groups are not migrated and their offsets are not read.
+	if st.srcDesc, err = mm2.DescribeGroups(ctx, p.src.cl, p.srcListed, names...); err != nil {
 		return nil, fmt.Errorf("source cluster: describe groups %s: %w", strings.Join(names, ", "), err)
 	}
 	var migrated []string
@@ -173,7 +173,7 @@ func (p *planner) state(ctx context.Context, names []string) (*planState, error)
 		}
 	}
 	st.srcOffs = p.fetchOffsets(ctx, p.src, migrated)
-	if st.dstDesc, err = mm2.DescribeGroups(ctx, p.dst.adm, nil, migrated...); err != nil {
+	if st.dstDesc, err = mm2.DescribeGroups(ctx, p.dst.cl, nil, migrated...); err != nil {
 		return nil, fmt.Errorf("target cluster: describe groups %s: %w", strings.Join(migrated, ", "), err)
 	}
 	st.dstOffs = p.fetchOffsets(ctx, p.dst, migrated)

@@ -100,7 +100,7 @@ func Rollback(ctx context.Context, dst *kgo.Client, backupFile string, cfg Rollb
 	if err := describableTopics(ctx, adm, alias, b.Entries); err != nil {
 		return nil, err
 	}
-	desc, err := mm2.DescribeGroups(ctx, adm, nil, names...)
+	desc, err := mm2.DescribeGroups(ctx, dst, nil, names...)
 	if err != nil {
 		return nil, fmt.Errorf("%s cluster: describe groups %s: %w", alias, strings.Join(names, ", "), err)
 	}

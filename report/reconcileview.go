@@ -231,7 +231,7 @@ func (rep *reconcileReport) verdict() verdict {
 			v.Headline += ", " + plural(int64(rep.AppsNotReady), "application not ready", "applications not ready")
 		}
 		if rep.NotMigrated > 0 {
-			v.Headline += ", " + plural(int64(rep.NotMigrated), "group not migrated (share or streams)", "groups not migrated (share or streams)")
+			v.Headline += ", " + plural(int64(rep.NotMigrated), "group not migrated (share)", "groups not migrated (share)")
 		}
 	}
 	v.Details = append(v.Details, fmt.Sprintf("%s, %s: %d exact",

@@ -53,8 +53,9 @@
 //     (Report.Error, Report.Err), not its offset sync.
 //
 // Group types: a source group is synced when it is a consumer group of either protocol
-// (classic, or KIP-848's group.protocol=consumer) or only holds commits; a share or streams
-// group is reported with why it is not migrated (GroupReport.NotMigrated). Before each commit
+// (classic, or KIP-848's group.protocol=consumer) or only holds commits; a share group, and a
+// streams group (KIP-1071: an application kreconcile moves as one unit once it is stopped),
+// is reported with why it is not synced (GroupReport.NotMigrated). Before each commit
 // the target group is described by its type (mm2.DescribeGroups, with the target's listing
 // taken once a pass) and written only when mm2.GroupWritable allows it.
 //

@@ -320,8 +320,13 @@ func (s *Syncer) listGroups(ctx context.Context) error {
 		if s.ignore[name] || !s.cfg.GroupMatches(name) {
 			continue
 		}
-		// A share or streams group is reported, never synced (mm2.NotMigrated says why).
-		if why := mm2.NotMigrated(g.GroupType); why != "" {
+		// A share or streams group is reported, never synced (mm2.NotMigrated and
+		// mm2.StreamsNotSynced say why).
+		why := mm2.NotMigrated(g.GroupType)
+		if g.GroupType == mm2.GroupTypeStreams {
+			why = mm2.StreamsNotSynced
+		}
+		if why != "" {
 			notMigrated = append(notMigrated, GroupReport{Group: name, Type: g.GroupType, Partitions: []PartitionReport{}, NotMigrated: why})
 			continue
 		}
@@ -534,7 +539,7 @@ func (s *Syncer) writableTarget(ctx context.Context, gr *GroupReport, items []it
 	}
 	// By its type: a consumer group of KIP-848 is described with ConsumerGroupDescribe (the
 	// classic DescribeGroups does not find it on Kafka 4).
-	described, err := mm2.DescribeGroups(ctx, s.tgt, s.tgtListed, group)
+	described, err := mm2.DescribeGroups(ctx, s.cfg.Target, s.tgtListed, group)
 	if err != nil {
 		describeFailed(err)
 		return nil, false

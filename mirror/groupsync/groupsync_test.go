@@ -91,6 +91,7 @@ type env struct {
 	src, tgt *kgo.Client
 	srcAdm   *kadm.Client
 	tgtAdm   *kadm.Client
+	srcK     *kfake.Cluster // the source cluster itself, for staged answers
 	tgtK     *kfake.Cluster // the target cluster itself, for staged faults
 	tr       *fakeTranslator
 }
@@ -105,7 +106,8 @@ func newEnv(t *testing.T) *env {
 func newBenchEnv(t testing.TB, ctx context.Context) *env {
 	t.Helper()
 	e := &env{t: t, ctx: ctx, tr: &fakeTranslator{}}
-	e.src = testkit.Client(t, testkit.StartCluster(t))
+	e.srcK = testkit.StartCluster(t)
+	e.src = testkit.Client(t, e.srcK)
 	e.tgtK = testkit.StartCluster(t)
 	e.tgt = testkit.Client(t, e.tgtK)
 	e.srcAdm, e.tgtAdm = kadm.NewClient(e.src), kadm.NewClient(e.tgt)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kmigrate/kmigrate/internal/testkit"
 	"github.com/kmigrate/kmigrate/mirror/groupsync"
@@ -117,6 +118,39 @@ func TestSyncReportsShareGroup(t *testing.T) {
 	q := rep.Groups[1]
 	if q.Type != "share" || !strings.Contains(q.NotMigrated, "share group (KIP-932)") || len(q.Partitions) != 0 || q.Error != "" {
 		t.Fatalf("share group: got %+v, want it reported as not migrated, with why", q)
+	}
+	wantPartition(t, rep, "plain", "clicks", 0, groupsync.StatusSynced, groupsync.StatusSynced)
+}
+
+// A streams group (KIP-1071) on the source is a Kafka Streams application, which kreconcile
+// moves as one unit once it is stopped: the sync reports it, naming kreconcile, and never
+// writes it. kfake has no streams groups: the source's listing names one.
+func TestSyncReportsStreamsGroup(t *testing.T) {
+	e := newEnv(t)
+	e.topic("clicks", 1)
+	e.tr.mirrored("clicks", 0, 10, 0)
+	e.commitSource("plain", "clicks", 0, 5, "")
+	e.srcK.ControlKey(int16(kmsg.ListGroups), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		e.srcK.KeepControl()
+		resp := kr.(*kmsg.ListGroupsRequest).ResponseKind().(*kmsg.ListGroupsResponse)
+		for _, g := range []struct{ name, typ, proto, state string }{{"plain", "classic", "", "Empty"}, {"wordcount", "streams", "streams", "Stable"}} {
+			lg := kmsg.NewListGroupsResponseGroup()
+			lg.Group, lg.GroupType, lg.ProtocolType, lg.GroupState = g.name, g.typ, g.proto, g.state
+			resp.Groups = append(resp.Groups, lg)
+		}
+		return resp, nil, true
+	})
+
+	rep := e.syncOnce(e.config())
+	if len(rep.Groups) != 2 || rep.Groups[0].Group != "plain" || rep.Groups[1].Group != "wordcount" {
+		t.Fatalf("groups: got %+v, want plain and wordcount, sorted", rep.Groups)
+	}
+	w := rep.Groups[1]
+	if w.Type != "streams" || !strings.Contains(w.NotMigrated, "kreconcile groups --group") || len(w.Partitions) != 0 || w.Error != "" {
+		t.Fatalf("streams group: got %+v, want it reported as not synced, naming kreconcile", w)
+	}
+	if _, _, ok := testkit.Committed(t, e.tgtAdm, "wordcount", prefix+"clicks", 0); ok {
+		t.Fatal("the streams group was written on the target")
 	}
 	wantPartition(t, rep, "plain", "clicks", 0, groupsync.StatusSynced, groupsync.StatusSynced)
 }

@@ -95,13 +95,14 @@ type GroupReport struct {
 	// "Stable", ...; "absent" when it does not exist; empty when not described).
 	TargetState   string `json:"target_state,omitempty"`
 	TargetMembers int    `json:"target_members,omitempty"`
-	// Type is the source group's type when it is one no tool migrates ("share", "streams");
-	// TargetType the target group's type as described ("classic", "consumer" for the
-	// protocol of KIP-848; empty when absent or the broker names no type).
+	// Type is the source group's type when it is one kmirror does not sync ("share",
+	// "streams"); TargetType the target group's type as described ("classic", "consumer" for
+	// the protocol of KIP-848, "streams"; empty when absent or the broker names no type).
 	Type       string `json:"type,omitempty"`
 	TargetType string `json:"target_type,omitempty"`
-	// NotMigrated says why the group is listed but never synced: a share group (KIP-932) or
-	// a streams group (KIP-1071). It then has no partitions.
+	// NotMigrated says why the group is listed but never synced: a share group (KIP-932),
+	// which no tool migrates, or a streams group (KIP-1071), which kreconcile moves as one
+	// application. It then has no partitions.
 	NotMigrated string `json:"not_migrated,omitempty"`
 	// Partitions are sorted by topic, then partition.
 	Partitions []PartitionReport `json:"partitions"`
