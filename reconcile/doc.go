@@ -58,8 +58,8 @@
 // known everywhere. Apply commits every partition of a ready application or none (Refused
 // says why). App.LocalState says what a kept state directory does on the target; statedir.go
 // (kreconcile state) rewrites its .checkpoint entries o to E(o+1)-1, every file or none, after
-// a backup, and restores a file only while it is what it wrote. A KIP-1071 streams group stays
-// NotMigrated.
+// a backup, and restores a file only while it is what it wrote. A streams group (KIP-1071) is
+// an application whose topics are its topology's; a share group is NotMigrated.
 //
 // Reading committed offsets (fetch.go): Plan, Apply and Rollback read the groups' commits
 // through fetchOffsets, at most 256 groups in flight in calls of 32 (a broker before Kafka

@@ -57,9 +57,8 @@ type Group struct {
 	// App is set when the group is a Kafka Streams application (streams.go): it is then
 	// planned and applied as one unit.
 	App *App `json:"application,omitempty"`
-	// NotMigrated says why the group is listed but not reconciled: a share group (KIP-932) or
-	// a streams group (KIP-1071) on the source. Such a group has no partitions here and is
-	// never written.
+	// NotMigrated says why the group is listed but not reconciled: a share group (KIP-932) on
+	// the source. Such a group has no partitions here and is never written.
 	NotMigrated string `json:"not_migrated,omitempty"`
 	// Applied is true when Apply committed at least one partition of this group (the
 	// partitions' Applied say which); Refused says why it wrote nothing.

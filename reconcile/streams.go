@@ -8,11 +8,13 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/kmigrate/kmigrate/mm2"
 )
 
-// App is a Kafka Streams application: its group is named by its application.id, commits on
-// its input and repartition topics, and keeps its state stores in changelog topics named
-// <application.id>-<store>-changelog. Kafka Streams finds its internal topics by name only, so
+// App is a Kafka Streams application: its group (classic, or a streams group of KIP-1071) is
+// named by its application.id, commits on its input and repartition topics, and keeps its
+// state stores in changelog topics named <application.id>-<store>-changelog. Kafka Streams finds its internal topics by name only, so
 // on the target they must exist under the same names and with the same partition counts, and
 // the application must switch as a whole: Plan judges it as one unit, Apply commits every
 // partition of it or none.
@@ -65,8 +67,9 @@ func internalOf(id, topic string) (kind string, ok bool) {
 	return "", false
 }
 
-// findApps recognises the Kafka Streams applications among the groups: a group whose source
-// topics include internal topics named after it (Kafka Streams names them
+// findApps recognises the Kafka Streams applications among the groups: a streams group
+// (KIP-1071), whose topics are those of the topology its group coordinator keeps, and a group
+// whose source topics include internal topics named after it (Kafka Streams names them
 // <application.id>-...-repartition or -changelog, and the application.id is the group). It
 // lists the source's topics once and gives each internal topic to one application (ownerOf).
 func (p *planner) findApps(ctx context.Context, st *planState, groups []string) (map[string]*App, error) {
@@ -111,7 +114,32 @@ func (p *planner) findApps(ctx context.Context, st *planState, groups []string) 
 		}
 		slices.Sort(app.Inputs)
 	}
+	for _, g := range groups {
+		if d := st.srcDesc[g]; d.Type == mm2.GroupTypeStreams {
+			apps[g] = streamsGroupApp(g, d.Topology, apps[g], st.srcOffs[g])
+		}
+	}
 	return apps, nil
+}
+
+// streamsGroupApp is the application of streams group g: its topics from the topology its
+// coordinator keeps; without one (never initialized), named as findApps found them (named, nil
+// when none) and its inputs from its commits.
+func streamsGroupApp(g string, t *mm2.StreamsTopology, named *App, offs kadm.FetchOffsetsResponse) *App {
+	if t != nil {
+		return &App{ID: g, Inputs: slices.Clone(t.Inputs), Repartition: slices.Clone(t.Repartition), Changelogs: slices.Clone(t.Changelogs), State: []Partition{},
+			RecognisedBy: fmt.Sprintf("a streams group (KIP-1071, group.protocol=streams): its topics are those of the topology the source's group coordinator keeps (epoch %d)", t.Epoch)}
+	}
+	app := named
+	if app == nil {
+		app = &App{ID: g, Inputs: []string{}, Repartition: []string{}, Changelogs: []string{}, State: []Partition{}}
+		for t := range offs.Fetched {
+			app.Inputs = append(app.Inputs, t)
+		}
+		slices.Sort(app.Inputs)
+	}
+	app.RecognisedBy = "a streams group (KIP-1071, group.protocol=streams) whose topology the source's group coordinator has not initialized: its topics from its commits and the internal topics named after it"
+	return app
 }
 
 // ownerOf is the application an internal topic belongs to: of the source's groups whose name
@@ -222,7 +250,7 @@ func localState(app *App) []string {
 	if len(app.Changelogs) == 0 {
 		return []string{"no changelog topic: the application keeps no state in stores, nothing to do with state directories"}
 	}
-	out := []string{fmt.Sprintf("a state directory kept from the source (state.dir/%s) names source changelog offsets in its .checkpoint files, which name other records on the target: before the first start on the target, on every instance, rewrite them to target offsets (kreconcile state --group %s --state-dir <state.dir> --apply: the stores keep their state) or wipe it (or give a new state.dir), so that each store restores from the target's changelog", app.ID, app.ID)}
+	out := []string{fmt.Sprintf("a state directory kept from the source (state.dir/%s) names source changelog offsets, which name other records on the target: before the first start on the target, on every instance, rewrite them to target offsets (kreconcile state --group %s --state-dir <state.dir> --apply: the stores keep their state; Kafka Streams before 4.3, which keeps them in .checkpoint files) or wipe it (or give a new state.dir), so that each store restores from the target's changelog; Kafka Streams 4.3 and later keep them inside each store (KIP-1035), where nothing can rewrite them: wipe, or keep only where no changelog ends lower on the target", app.ID, app.ID)}
 	var ahead, behind int
 	for _, part := range app.State {
 		switch {
@@ -234,10 +262,10 @@ func localState(app *App) []string {
 		}
 	}
 	if ahead > 0 {
-		out = append(out, fmt.Sprintf("%d of %d changelog partitions end at a higher offset on the target: a kept checkpoint there restores part of the changelog again", ahead, len(app.State)))
+		out = append(out, fmt.Sprintf("%d of %d changelog partitions end at a higher offset on the target: a store kept there resumes at or before the copies of its records and ends with the same values", ahead, len(app.State)))
 	}
 	if behind > 0 {
-		out = append(out, fmt.Sprintf("%d of %d changelog partitions end at a lower offset on the target: a kept checkpoint there names an offset past the state the target holds for it; do not keep those directories", behind, len(app.State)))
+		out = append(out, fmt.Sprintf("%d of %d changelog partitions end at a lower offset on the target: a store kept there names an offset past what the target holds for it, and after a crash could miss what the application wrote there before its first commit on the target: do not keep those directories unless rewritten", behind, len(app.State)))
 	}
 	return out
 }

@@ -1,12 +1,16 @@
 package reconcile
 
 import (
+	"fmt"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/kmigrate/kmigrate/internal/testkit"
+	"github.com/kmigrate/kmigrate/mm2"
 )
 
 // streamsApp is a Kafka Streams word count as the clusters see it once it stopped: its
@@ -165,5 +169,36 @@ func TestStreamsAppTopicsByLongestName(t *testing.T) {
 	}
 	if g2 := findGroup(t, res, v2); g2.App == nil || strings.Join(g2.App.Changelogs, ",") != v2+"-count-changelog" || strings.Join(g2.App.Inputs, ",") != a.input {
 		t.Errorf("%s: %+v, want its own topics and the shared input", v2, g2.App)
+	}
+}
+
+// A streams group (KIP-1071) is an application whatever its topics are named: its topics are
+// those of the topology its coordinator keeps, inputs included (not its commits: an input
+// partition it never committed on is still its). Without a topology it is the application
+// found by name, or one of its commits alone.
+func TestStreamsGroupApp(t *testing.T) {
+	offs := kadm.FetchOffsetsResponse{Group: "wc", Fetched: kadm.OffsetResponses{
+		"lines": {0: {Offset: kadm.Offset{Topic: "lines", At: 5}}}, "wc-x-repartition": {0: {Offset: kadm.Offset{Topic: "wc-x-repartition", At: 3}}},
+	}}
+	topo := &mm2.StreamsTopology{Epoch: 1, Inputs: []string{"lines", "more-lines"}, Repartition: []string{"wc-counts-repartition"}, Changelogs: []string{"wc-store"}}
+	named := &App{ID: "wc", Inputs: []string{"lines"}, Repartition: []string{"wc-x-repartition"}, Changelogs: []string{}, RecognisedBy: "names"}
+	for _, tt := range []struct {
+		name                                 string
+		topo                                 *mm2.StreamsTopology
+		named                                *App
+		inputs, repartition, changelogs, why string
+	}{
+		{"topology", topo, named, "[lines more-lines]", "[wc-counts-repartition]", "[wc-store]", "topology the source's group coordinator keeps (epoch 1)"},
+		{"no topology, named", nil, named, "[lines]", "[wc-x-repartition]", "[]", "has not initialized"},
+		{"no topology, not named", nil, nil, "[lines wc-x-repartition]", "[]", "[]", "has not initialized"},
+	} {
+		app := streamsGroupApp("wc", tt.topo, tt.named, offs)
+		got := fmt.Sprint(app.Inputs, app.Repartition, app.Changelogs)
+		if want := fmt.Sprint(tt.inputs, " ", tt.repartition, " ", tt.changelogs); got != want || app.ID != "wc" || !strings.Contains(app.RecognisedBy, tt.why) {
+			t.Errorf("%s: got %s recognised by %q, want %s and %q", tt.name, got, app.RecognisedBy, want, tt.why)
+		}
+	}
+	if len(topo.Inputs) != 2 {
+		t.Errorf("the topology was changed: %+v", topo)
 	}
 }

@@ -73,9 +73,11 @@ commit, or a consumer joined the group between the check and the commit, which t
 says), it exits 2 naming them. Running it again changes nothing. "kreconcile rollback
 --backup FILE" undoes it. Without --apply nothing is written anywhere.
 
-Kafka Streams applications switch as one unit. A group whose internal topics are named after
-it on the source (<application.id>-...-repartition, -changelog: Kafka Streams names them so,
-and the application.id is the group) is planned as an application: its input, repartition and
+Kafka Streams applications switch as one unit. A streams group (KIP-1071, group.protocol=streams
+on Kafka 4; its topics are those of the topology its group coordinator keeps), and a group whose
+internal topics are named after it on the source (<application.id>-...-repartition, -changelog:
+Kafka Streams names them so, and the application.id is the group), is planned as an
+application: its input, repartition and
 changelog topics are listed, each changelog partition is translated at its source end ("state
 T/P: source end N → target M"), and it is ready only when its internal topics exist on the
 target under the same names, every topic of it has the same partition count on both sides,
