@@ -97,6 +97,22 @@ func AppStateDir(dir, app string) (string, error) {
 	return "", fmt.Errorf("no state directory of application %s in %s: give the application's state.dir (the directory that holds %s/)", app, dir, app)
 }
 
+// storesIn lists the persistent stores of the task directories under appDir (Kafka Streams
+// keeps a RocksDB store in <task>/rocksdb/<store>), as task/store, sorted.
+func storesIn(appDir string) []string {
+	dirs, _ := filepath.Glob(filepath.Join(appDir, "*", "rocksdb", "*"))
+	var out []string
+	for _, d := range dirs {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			rel, _ := filepath.Rel(appDir, d)
+			task, _, _ := strings.Cut(rel, string(filepath.Separator))
+			out = append(out, task+"/"+filepath.Base(d))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // ReadStateDir reads every .checkpoint file under the application's directory appDir (task
 // directories such as 0_1/, and global/), sorted by path.
 func ReadStateDir(appDir string) ([]StateFile, error) {
@@ -193,6 +209,11 @@ func PlanStateDir(ctx context.Context, src, dst *kgo.Client, cfg Config, dir, ap
 	}
 	sp := &StatePlan{App: app, Dir: appDir, Files: files}
 	if len(files) == 0 {
+		if stores := storesIn(appDir); len(stores) > 0 {
+			sp.Problems = append(sp.Problems, fmt.Sprintf("no %s file in %s, but its tasks hold %d persistent stores (%s): Kafka Streams 4.3 and later keep each store's changelog offsets inside the store (KIP-1035), where kreconcile cannot rewrite them; wipe the directory (or give a new state.dir) so that the stores restore from the target's changelogs, or keep it only where kreconcile groups shows no changelog ending lower on the target",
+				checkpointName, appDir, len(stores), strings.Join(stores, ", ")))
+			return sp, nil
+		}
 		sp.Problems = append(sp.Problems, fmt.Sprintf("no %s file in %s: nothing to rewrite (a store without one restores its whole changelog)", checkpointName, appDir))
 		return sp, nil
 	}

@@ -176,6 +176,27 @@ func TestStateDirRefusals(t *testing.T) {
 			t.Fatalf("ready %v, problems %v: a group that does not exist is no application", sp.Ready, sp.Problems)
 		}
 	})
+	t.Run("offsets inside the stores", func(t *testing.T) {
+		// Kafka Streams 4.3 and later (KIP-1035) write no .checkpoint file: a RocksDB store
+		// keeps its changelog offsets itself, and a kept directory is not "restored whole".
+		root := t.TempDir()
+		for _, d := range []string{"wc/1_0/rocksdb/counts", "wc/1_2/rocksdb/counts", "wc/0_0"} {
+			if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sp, err := PlanStateDir(testCtx(t), nil, nil, Config{}, root, "wc")
+		if err != nil {
+			t.Fatalf("PlanStateDir: %v", err)
+		}
+		why := strings.Join(sp.Problems, "; ")
+		if sp.Ready || !strings.Contains(why, "2 persistent stores (1_0/counts, 1_2/counts)") || !strings.Contains(why, "KIP-1035") || strings.Contains(why, "restores its whole changelog") {
+			t.Fatalf("ready %v, problems %v; want a refusal naming the stores that keep their own offsets", sp.Ready, sp.Problems)
+		}
+		if err := ApplyStateDir(sp, filepath.Join(t.TempDir(), "state.json")); err == nil {
+			t.Fatal("ApplyStateDir rewrote a directory that is not ready")
+		}
+	})
 }
 
 // TestParseCheckpoint: the format Kafka Streams writes, and what is refused.

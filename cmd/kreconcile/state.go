@@ -30,6 +30,11 @@ MM2's offset syncs, or the records' content). An entry Kafka Streams marks unkno
 offset) is kept; an entry whose E is 0 is left out (the store restores from the beginning, the
 same place).
 
+Kafka Streams 4.3 and later write no .checkpoint files: each store keeps its changelog offsets
+inside itself (KIP-1035), where nothing can rewrite them; "kreconcile state" refuses such a
+directory, naming its stores (wipe it, or keep it only where "kreconcile groups" shows no
+changelog ending lower on the target).
+
 Run it on each host of the application, on its state.dir, after the application stopped on
 the source and before it starts on the target. Without --apply it only reads and prints.
 --apply rewrites every file or none: it refuses when any entry's target offset is not known
