@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kmigrate/kmigrate/integration/cluster"
+	"github.com/kmigrate/kmigrate/mm2"
 	"github.com/kmigrate/kmigrate/reconcile"
 )
 
@@ -78,13 +79,26 @@ func swProduce(ctx context.Context, t *testing.T, c cluster.Cluster, topic strin
 	}
 }
 
-// swApp is the compiled application: its class directory and classpath.
-type swApp struct{ java, classpath string }
+// swApp is the compiled application: its class directory and classpath, and the group
+// protocol it runs with ("" for classic).
+type swApp struct{ java, classpath, protocol string }
 
-func swCompile(t *testing.T) swApp {
+// swAppFor is the application as it runs on a cluster of version v: on Kafka 4, Kafka Streams
+// 4.3.1 as a member of a streams group (group.protocol=streams, KIP-1071); on older brokers
+// Kafka Streams 3.7.1 in a classic group (the newest that runs exactly_once v1 on 2.3.0).
+func swAppFor(t *testing.T, v string) swApp {
+	if v == cluster.V431 {
+		a := swCompile(t, cluster.V431)
+		a.protocol = "streams"
+		return a
+	}
+	return swCompile(t, cluster.V371)
+}
+
+func swCompile(t *testing.T, streams string) swApp {
 	t.Helper()
 	ctx := bedCtx(t, 10*time.Minute)
-	lib, err := cluster.StreamsLib(ctx)
+	lib, err := cluster.StreamsLib(ctx, streams)
 	if err != nil {
 		t.Fatalf("Kafka Streams jars: %v", err)
 	}
@@ -120,8 +134,12 @@ func (a swApp) start(t *testing.T, c cluster.Cluster, id, stateDir, guarantee, i
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(a.java, "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", a.classpath, "WordCount",
-		strings.Join(c.Bootstrap(), ","), id, stateDir, guarantee, input, output)
+	args := []string{"-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", a.classpath, "WordCount",
+		strings.Join(c.Bootstrap(), ","), id, stateDir, guarantee, input, output}
+	if a.protocol != "" {
+		args = append(args, a.protocol)
+	}
+	cmd := exec.Command(a.java, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start WordCount: %v", err)
@@ -194,17 +212,19 @@ func swCaughtUp(ctx context.Context, t *testing.T, c cluster.Cluster, r *swRun, 
 	return ""
 }
 
-// swWaitEmpty waits until group id has no member on c: Kafka Streams does not leave its group
-// on close, so the group empties when the session times out (6 s, WordCount.java).
+// swWaitEmpty waits until group id has no member on c: Kafka Streams does not leave a classic
+// group on close, so the group empties when the session times out (6 s, WordCount.java); a
+// streams group it leaves at once.
 func swWaitEmpty(ctx context.Context, t *testing.T, c cluster.Cluster, id string) {
 	t.Helper()
+	cl := bedClient(t, c.Bootstrap())
 	bedWaitFor(ctx, t, 250*time.Millisecond, "group "+id+" to have no member", func() string {
-		gs, err := bedAdmin(t, c).DescribeGroups(ctx, id)
+		gs, err := mm2.DescribeGroups(ctx, cl, nil, id)
 		if err != nil {
 			return err.Error()
 		}
-		if g := gs[id]; g.State != "Empty" {
-			return "state " + g.State
+		if g := gs[id]; g.Err != nil || g.State != "Empty" {
+			return fmt.Sprintf("%s group, state %q, %v", g.Type, g.State, g.Err)
 		}
 		return ""
 	})
@@ -236,18 +256,58 @@ func swCounts(ctx context.Context, t *testing.T, c cluster.Cluster, output strin
 	return last, n
 }
 
+// swLane is one move of the application.
+type swLane struct {
+	mirror     string // "kmirror" or "mm2"
+	guarantee  string // on the source; "eos": the exactly-once the source's brokers allow
+	dGuarantee string // on the target
+	keep       bool   // the state directory kept from the source
+	rewrite    bool   // the kept directory's .checkpoint files rewritten by kreconcile state
+}
+
 // TestStreamsAppMoved moves the word count between the clusters of KMIGRATE_PAIR (2.3.0 to
 // 3.7.1 unless set; scripts/nightly.sh runs the other pairs) with kmirror, and with the
-// MirrorMaker 2 of the target's release, and kreconcile.
+// MirrorMaker 2 of the target's release, and kreconcile. On a Kafka 4 target the application
+// runs in a streams group (KIP-1071) where it ran in a classic group on the source.
 func TestStreamsAppMoved(t *testing.T) {
-	bedParallelLong(t)
-	app := swCompile(t)
-	bins := bedBuild(t, "kmirror", "kreconcile")
 	sv, dv := bedPair(t)
+	swMoved(t, sv, dv, []swLane{
+		{"kmirror", "at_least_once", "at_least_once", false, false},
+		{"kmirror", "at_least_once", "at_least_once", true, true},
+		{"kmirror", "eos", "exactly_once_v2", false, false},
+		{"kmirror", "eos", "exactly_once_v2", true, false},
+		{"mm2", "at_least_once", "at_least_once", false, false},
+		{"mm2", "eos", "exactly_once_v2", true, true},
+	})
+}
+
+// TestStreamsGroupMoved moves the word count as a streams group (KIP-1071,
+// group.protocol=streams) from Kafka 4.3.1 to 4.3.1: kreconcile takes the application's topics
+// from the topology the source's group coordinator keeps. Kafka Streams 4.3.1 keeps its
+// changelog offsets inside its stores (KIP-1035): the kept directory (kmirror's copy, whose
+// changelog offsets run ahead) is refused by kreconcile state and kept unchanged.
+func TestStreamsGroupMoved(t *testing.T) {
+	swMoved(t, cluster.V431, cluster.V431, []swLane{
+		{"kmirror", "at_least_once", "at_least_once", true, false},
+		{"mm2", "eos", "exactly_once_v2", false, false},
+	})
+}
+
+// swMoved moves the application from a cluster of version sv to one of dv, once per lane.
+func swMoved(t *testing.T, sv, dv string, lanes []swLane) {
+	bedParallelLong(t)
+	srcApp, dstApp := swAppFor(t, sv), swAppFor(t, dv)
+	bins := bedBuild(t, "kmirror", "kreconcile")
 	sName, dName := bedPairNames("sw", sv, dv)
 	src := cluster.StartT(t, cluster.Spec{Version: sv, Name: sName})
 	dst := cluster.StartT(t, cluster.Spec{Version: dv, Name: dName})
-	pair := sv + "->" + dv
+	side := func(v string, a swApp) string {
+		if a.protocol == "streams" {
+			return v + " (streams group)"
+		}
+		return v
+	}
+	pair := side(sv, srcApp) + "->" + side(dv, dstApp)
 	// exactly_once (v1) is what a 2.3.0 source allows; v2 needs brokers of 2.5 or later.
 	eos := "exactly_once_v2"
 	if sv == cluster.V230 {
@@ -255,20 +315,10 @@ func TestStreamsAppMoved(t *testing.T) {
 	}
 	var table strings.Builder
 	table.WriteString("| mirror | pair | guarantee | state | final counts | updates on the target | words left on the source | changelog records restored on the target |\n|---|---|---|---|---|---|---|---|\n")
-	for i, tc := range []struct {
-		mirror     string
-		guarantee  string // on the source
-		dGuarantee string // on the target: exactly_once_v2 needs brokers of 2.5 or later
-		keep       bool
-		rewrite    bool // the kept directory's .checkpoint files rewritten by kreconcile state
-	}{
-		{"kmirror", "at_least_once", "at_least_once", false, false},
-		{"kmirror", "at_least_once", "at_least_once", true, true},
-		{"kmirror", eos, "exactly_once_v2", false, false},
-		{"kmirror", eos, "exactly_once_v2", true, false},
-		{"mm2", "at_least_once", "at_least_once", false, false},
-		{"mm2", eos, "exactly_once_v2", true, true},
-	} {
+	for i, tc := range lanes {
+		if tc.guarantee == "eos" {
+			tc.guarantee = eos
+		}
 		state := "fresh"
 		switch {
 		case tc.rewrite:
@@ -287,7 +337,7 @@ func TestStreamsAppMoved(t *testing.T) {
 			b, wordsB := swLinesOf(uint64(i)+100, swLines)
 			swProduce(ctx, t, src, input, a)
 			srcState := t.TempDir()
-			run := app.start(t, src, id, srcState, tc.guarantee, input, output)
+			run := srcApp.start(t, src, id, srcState, tc.guarantee, input, output)
 			bedWaitFor(ctx, t, 200*time.Millisecond, "the application to process the first lines on the source", func() string {
 				return swCaughtUp(ctx, t, src, run, id, input)
 			})
@@ -335,6 +385,9 @@ func TestStreamsAppMoved(t *testing.T) {
 				t.Fatalf("kreconcile did not plan the application as one unit:\n%s", out)
 			}
 			g := res.Groups[0]
+			if srcApp.protocol == "streams" && (g.SourceType != mm2.GroupTypeStreams || !strings.Contains(g.App.RecognisedBy, "topology")) {
+				t.Fatalf("source group of type %q recognised by %q, want a streams group known by its topology", g.SourceType, g.App.RecognisedBy)
+			}
 			if i == 0 {
 				// The plan as an operator reads it, after the switch.
 				_, text, _ := bedOutput(t, filepath.Join(bins, "kreconcile"), "groups", "--mm2-config", props, "--flow", flow, "--group", id)
@@ -369,12 +422,19 @@ func TestStreamsAppMoved(t *testing.T) {
 					t.Fatalf("keep the state directory: %v\n%s", err, out)
 				}
 			}
+			if tc.keep && srcApp.protocol == "streams" {
+				// Kafka Streams 4.3 keeps the offsets inside its stores: nothing to rewrite.
+				code, out, _ := bedOutput(t, filepath.Join(bins, "kreconcile"), "state", "--mm2-config", props, "--flow", flow, "--group", id, "--state-dir", dstState)
+				if code != 1 || !strings.Contains(out, "KIP-1035") {
+					t.Fatalf("kreconcile state on a directory of Kafka Streams 4.3: exit %d, want 1 and why (KIP-1035):\n%s", code, out)
+				}
+			}
 			var rewritten map[string]int64 // "topic/partition" -> where the store restored from the target resumes
 			if tc.rewrite {
 				rewritten = swRewriteState(t, filepath.Join(bins, "kreconcile"), props, flow, id, dstState, g.App)
 			}
 			_, before := swCounts(ctx, t, dst, output)
-			run = app.start(t, dst, id, dstState, tc.dGuarantee, input, output)
+			run = dstApp.start(t, dst, id, dstState, tc.dGuarantee, input, output)
 			bedWaitFor(ctx, t, 200*time.Millisecond, "the application to process every line on the target", func() string {
 				return swCaughtUp(ctx, t, dst, run, id, input)
 			})

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # fetch-kafka.sh: resolve the Kafka runtimes the real-broker tests use into a cache outside git.
 #
-#   scripts/fetch-kafka.sh [2.3.0|3.7.1|4.3.1|streams-3.7.1 ...]    (default: all four)
+#   scripts/fetch-kafka.sh [2.3.0|3.7.1|4.3.1|streams-3.7.1|streams-4.3.1 ...]    (default: all five)
 #
 # Each runtime lands in $KMIGRATE_CACHE/kafka-<version>/lib (default cache ~/.cache/kmigrate) as
 # plain jars resolved by Maven from Maven Central; nothing is committed. A runtime whose
@@ -18,11 +18,13 @@
 #   streams-3.7.1: kafka-streams 3.7.1 (with RocksDB) and reload4j logging, the runtime of the
 #          test tree's Kafka Streams application (integration/testdata/streams): 3.7.1 is the
 #          newest Streams that still runs exactly_once (v1) against a 2.3.0 broker.
+#   streams-4.3.1: kafka-streams 4.3.1 with log4j2 (as 4.3.1): the same application as a
+#          member of a streams group (group.protocol=streams, KIP-1071) on Kafka 4.
 set -euo pipefail
 
 cache=${KMIGRATE_CACHE:-$HOME/.cache/kmigrate}
 versions=("$@")
-[ ${#versions[@]} -gt 0 ] || versions=(2.3.0 3.7.1 4.3.1 streams-3.7.1)
+[ ${#versions[@]} -gt 0 ] || versions=(2.3.0 3.7.1 4.3.1 streams-3.7.1 streams-4.3.1)
 
 command -v mvn >/dev/null || { echo "fetch-kafka: mvn not found; install Maven (apt-get install maven)" >&2; exit 2; }
 command -v java >/dev/null || { echo "fetch-kafka: java not found; install Java 17 (apt-get install openjdk-17-jdk-headless)" >&2; exit 2; }
@@ -89,6 +91,19 @@ pom_streams371() {
 POM
 }
 
+pom_streams431() {
+  cat <<'POM'
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>kmigrate.runtime</groupId><artifactId>kafka-streams-4.3.1</artifactId><version>1</version>
+  <dependencies>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-streams</artifactId><version>4.3.1</version></dependency>
+    <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j-impl</artifactId><version>2.25.4</version></dependency>
+  </dependencies>
+</project>
+POM
+}
+
 for v in "${versions[@]}"; do
   dir="$cache/kafka-$v"
   if [ -f "$dir/lib/.complete" ]; then
@@ -100,7 +115,8 @@ for v in "${versions[@]}"; do
     3.7.1) pom=$(pom_371) ;;
     4.3.1) pom=$(pom_431) ;;
     streams-3.7.1) pom=$(pom_streams371) ;;
-    *) echo "fetch-kafka: unknown version $v (want 2.3.0, 3.7.1, 4.3.1 or streams-3.7.1)" >&2; exit 2 ;;
+    streams-4.3.1) pom=$(pom_streams431) ;;
+    *) echo "fetch-kafka: unknown version $v (want 2.3.0, 3.7.1, 4.3.1, streams-3.7.1 or streams-4.3.1)" >&2; exit 2 ;;
   esac
   mkdir -p "$dir"
   printf '%s\n' "$pom" >"$dir/pom.xml"

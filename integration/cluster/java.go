@@ -153,9 +153,12 @@ func libDir(ctx context.Context, version string) (string, error) {
 	return lib, nil
 }
 
-// StreamsLib returns the jar directory of the Kafka Streams runtime of the test tree's
-// application (scripts/fetch-kafka.sh streams-3.7.1), fetching it when it is not cached.
-func StreamsLib(ctx context.Context) (string, error) { return libDir(ctx, "streams-3.7.1") }
+// StreamsLib returns the jar directory of a Kafka Streams runtime of the test tree's
+// application (scripts/fetch-kafka.sh streams-<version>: V371 or V431), fetching it when it
+// is not cached.
+func StreamsLib(ctx context.Context, version string) (string, error) {
+	return libDir(ctx, "streams-"+version)
+}
 
 // Java returns the Java 17 binary every JVM of the bed runs on.
 func Java() (string, error) { return java() }

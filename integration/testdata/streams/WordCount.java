@@ -6,7 +6,10 @@
 // and each store restore: "RESTORE_START <changelog> <partition> <from offset> <end offset>"
 // and "RESTORED <changelog> <partition> <records>".
 //
-//   java -cp <kafka-streams jars>:<dir> WordCount BOOTSTRAP APPLICATION_ID STATE_DIR GUARANTEE INPUT OUTPUT
+//   java -cp <kafka-streams jars>:<dir> WordCount BOOTSTRAP APPLICATION_ID STATE_DIR GUARANTEE INPUT OUTPUT [PROTOCOL]
+//
+// PROTOCOL "streams" (Kafka Streams 4.1+ on brokers of Kafka 4) makes the application a member
+// of a streams group (group.protocol=streams, KIP-1071) instead of a classic group.
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Properties;
@@ -40,6 +43,9 @@ public class WordCount {
         // Kafka Streams does not leave its group on close: the group empties when the
         // session times out, after which kreconcile takes the application as stopped.
         p.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6000);
+        if (args.length > 6) {
+            p.put("group.protocol", args[6]); // by name: Kafka Streams 3.7.1 has no such constant
+        }
 
         StreamsBuilder b = new StreamsBuilder();
         b.<String, String>stream(args[4])
