@@ -29,12 +29,16 @@ versions=("$@")
 command -v mvn >/dev/null || { echo "fetch-kafka: mvn not found; install Maven (apt-get install maven)" >&2; exit 2; }
 command -v java >/dev/null || { echo "fetch-kafka: java not found; install Java 17 (apt-get install openjdk-17-jdk-headless)" >&2; exit 2; }
 
+# pom ARTIFACT: the POM of runtime ARTIFACT, its <dependency> elements read from stdin.
+pom() {
+  printf '%s\n' '<project xmlns="http://maven.apache.org/POM/4.0.0">' '  <modelVersion>4.0.0</modelVersion>' \
+    "  <groupId>kmigrate.runtime</groupId><artifactId>$1</artifactId><version>1</version>" '  <dependencies>'
+  cat
+  printf '%s\n' '  </dependencies>' '</project>'
+}
+
 pom_230() {
-  cat <<'POM'
-<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>kmigrate.runtime</groupId><artifactId>kafka-2.3.0</artifactId><version>1</version>
-  <dependencies>
+  pom kafka-2.3.0 <<'DEPS'
     <dependency>
       <groupId>org.apache.kafka</groupId><artifactId>kafka_2.12</artifactId><version>2.3.0</version>
       <exclusions><exclusion><groupId>org.apache.zookeeper</groupId><artifactId>zookeeper</artifactId></exclusion></exclusions>
@@ -42,66 +46,40 @@ pom_230() {
     <dependency><groupId>org.apache.zookeeper</groupId><artifactId>zookeeper</artifactId><version>3.5.9</version></dependency>
     <dependency><groupId>log4j</groupId><artifactId>log4j</artifactId><version>1.2.17</version></dependency>
     <dependency><groupId>org.slf4j</groupId><artifactId>slf4j-log4j12</artifactId><version>1.7.26</version></dependency>
-  </dependencies>
-</project>
-POM
+DEPS
 }
 
 pom_371() {
-  cat <<'POM'
-<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>kmigrate.runtime</groupId><artifactId>kafka-3.7.1</artifactId><version>1</version>
-  <dependencies>
+  pom kafka-3.7.1 <<'DEPS'
     <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>3.7.1</version></dependency>
     <dependency><groupId>org.apache.kafka</groupId><artifactId>connect-mirror</artifactId><version>3.7.1</version></dependency>
     <dependency><groupId>ch.qos.reload4j</groupId><artifactId>reload4j</artifactId><version>1.2.25</version></dependency>
     <dependency><groupId>org.slf4j</groupId><artifactId>slf4j-reload4j</artifactId><version>1.7.36</version></dependency>
-  </dependencies>
-</project>
-POM
+DEPS
 }
 
 pom_431() {
-  cat <<'POM'
-<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>kmigrate.runtime</groupId><artifactId>kafka-4.3.1</artifactId><version>1</version>
-  <dependencies>
+  pom kafka-4.3.1 <<'DEPS'
     <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>4.3.1</version></dependency>
     <dependency><groupId>org.apache.kafka</groupId><artifactId>connect-mirror</artifactId><version>4.3.1</version></dependency>
     <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-tools</artifactId><version>4.3.1</version></dependency>
     <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j-impl</artifactId><version>2.25.4</version></dependency>
-  </dependencies>
-</project>
-POM
+DEPS
 }
 
 pom_streams371() {
-  cat <<'POM'
-<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>kmigrate.runtime</groupId><artifactId>kafka-streams-3.7.1</artifactId><version>1</version>
-  <dependencies>
+  pom kafka-streams-3.7.1 <<'DEPS'
     <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-streams</artifactId><version>3.7.1</version></dependency>
     <dependency><groupId>ch.qos.reload4j</groupId><artifactId>reload4j</artifactId><version>1.2.25</version></dependency>
     <dependency><groupId>org.slf4j</groupId><artifactId>slf4j-reload4j</artifactId><version>1.7.36</version></dependency>
-  </dependencies>
-</project>
-POM
+DEPS
 }
 
 pom_streams431() {
-  cat <<'POM'
-<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>kmigrate.runtime</groupId><artifactId>kafka-streams-4.3.1</artifactId><version>1</version>
-  <dependencies>
+  pom kafka-streams-4.3.1 <<'DEPS'
     <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-streams</artifactId><version>4.3.1</version></dependency>
     <dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j-impl</artifactId><version>2.25.4</version></dependency>
-  </dependencies>
-</project>
-POM
+DEPS
 }
 
 for v in "${versions[@]}"; do
