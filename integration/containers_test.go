@@ -111,25 +111,33 @@ func TestContainerFaults(t *testing.T) {
 	waitProduced, produced := mirProducer(ctx, t, src, topic, parts, total, 75*time.Second)
 	p := mirStart(t, bin, props, "F1->G1", "kmirror-faults")
 	restarted := false
-	// alive fails the test when kmirror exited, except for one stop at its commit bound over
-	// a transaction the target holds in PrepareCommit or PrepareAbort: then it restarts the
-	// target broker, as the error says, and kmirror, and returns true.
+	// alive fails the test when kmirror exited, except once over a transaction the target
+	// holds in PrepareCommit or PrepareAbort (the 3.7.1 stall of mirror/doc.go), which kmirror
+	// names with the broker to restart: when it stopped at its commit bound over one, alive
+	// restarts that broker and kmirror; when its fence waits on one (kmirror runs on), the
+	// broker alone. Either way, as kmirror says, and it returns true.
 	alive := func(when string) bool {
-		select {
-		case err := <-p.exited:
-			if restarted || mirHeldBroker(p) < 1 {
-				t.Fatalf("kmirror exited %s: %v", when, err)
-			}
-			restarted = true
-			t.Logf("kmirror stopped %s at its commit bound over a transaction the target did not finish (%v); restarting the target broker, then kmirror, as its error says", when, err)
-			if err := dst.RestartBroker(ctx, 0); err != nil {
-				t.Fatalf("restart the target broker: %v", err)
-			}
-			p = mirStart(t, bin, props, "F1->G1", "kmirror-faults-restarted")
-			return true
-		default:
+		exited, err := p.exit()
+		if exited && (restarted || mirHeldBroker(p) < 1) {
+			t.Fatalf("kmirror exited %s: %v", when, err)
+		}
+		waits, _ := mirFenceHeld(p)
+		if restarted || !exited && waits == 0 {
 			return false
 		}
+		restarted = true
+		if exited {
+			t.Logf("kmirror stopped %s at its commit bound over a transaction the target did not finish (%v); restarting the target broker, then kmirror, as its error says", when, err)
+		} else {
+			t.Logf("kmirror's fence waits %s for a transaction the target did not finish; restarting the target broker, as its warning says", when)
+		}
+		if err := dst.RestartBroker(ctx, 0); err != nil {
+			t.Fatalf("restart the target broker: %v", err)
+		}
+		if exited {
+			p = mirStart(t, bin, props, "F1->G1", "kmirror-faults-restarted")
+		}
+		return true
 	}
 	bedWaitFor(ctx, t, time.Second, "kmirror to own every partition", func() string {
 		if n := p.owned(); n != parts {

@@ -725,6 +725,27 @@ func mirLaunchOwned(t, owner *testing.T, name, container string, argv func(addr,
 // over a transaction the target decided but did not finish (PrepareCommit, PrepareAbort).
 var mirHeldRE = regexp.MustCompile(`\(the commit bound\).*in state Prepare(?:Commit|Abort).*?restart broker (\d+)`)
 
+// mirFenceRE finds kmirror's warning that its fence (the initialisation of a bucket's
+// transactional id, at a start or after an engine restart) waits for the target to end a
+// transaction the target decided but did not finish, and the broker it names to restart.
+var mirFenceRE = regexp.MustCompile(`fencing the previous owner waits for the target to end its transaction.*in state Prepare(?:Commit|Abort).*?restart broker (\d+)`)
+
+// mirFenceHeld is how many such warnings p's log holds and the target broker (node id) the
+// last one names, -1 when none does. kmirror runs on meanwhile: the fence goes on once the
+// target ends the transaction, which the broker it names does once restarted.
+func mirFenceHeld(p *mirProc) (n, broker int) {
+	b, _ := os.ReadFile(p.log)
+	all := mirFenceRE.FindAllSubmatch(b, -1)
+	if len(all) == 0 {
+		return 0, -1
+	}
+	broker, err := strconv.Atoi(string(all[len(all)-1][1]))
+	if err != nil {
+		broker = -1
+	}
+	return len(all), broker
+}
+
 // mirHeldBroker is the target broker (node id) p's log names to restart over such a
 // transaction, or -1.
 func mirHeldBroker(p *mirProc) int {

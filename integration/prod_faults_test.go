@@ -382,6 +382,10 @@ type pfTool struct {
 	// transactions in PrepareCommit or PrepareAbort past the commit bound, or -1 (kmirror
 	// only, else nil).
 	heldBy func() int
+	// fenceHeld is the log of the running kmirror, how many times it warned that its fence
+	// waits for a transaction the target holds in PrepareCommit or PrepareAbort, and the
+	// target broker (node id) the last warning names, -1 when none (kmirror only, else nil).
+	fenceHeld func() (log string, n, broker int)
 	// owned is how many partitions the running process owns (kmirror only; -1: no answer).
 	owned func() int
 	// stale is the stale owner case (kmirror only, else nil): the running
@@ -452,6 +456,10 @@ func pfKmirror(t *testing.T, b *pfBed, topic string) *pfTool {
 				return -1 // still running
 			}
 			return mirHeldBroker(p)
+		},
+		fenceHeld: func() (string, int, int) {
+			n, broker := mirFenceHeld(p)
+			return p.log, n, broker
 		},
 		stop: func(t *testing.T) {
 			for _, q := range append([]*mirProc{p}, others...) {
@@ -646,9 +654,12 @@ type pfLane struct {
 	rows    []pfRow
 	failed  bool // a fatal failure in one of its windows: the lane takes no further part
 	stopped bool // MirrorMaker 2 did not recover even after a restart: no further part either
-	// heldRestarts counts kmirror's restarts, with the target broker its error named, over a
-	// transaction the target held in PrepareCommit (settle).
+	// heldRestarts counts the restarts of the target broker kmirror named over a transaction
+	// the target held in PrepareCommit (settle); fenceLog and fenceSeen are the kmirror log
+	// and the count of its fence warnings (pfTool.fenceHeld) the last such restart followed.
 	heldRestarts int
+	fenceLog     string
+	fenceSeen    int
 }
 
 // pfHeldRestarts bounds the restarts over a held transaction after one fault: a target that
@@ -660,17 +671,25 @@ const pfHeldRestarts = 2
 type pfAction int
 
 const (
-	pfReport      pfAction = iota // fail the run, saying how kmirror exited or that it hung
-	pfRestartHeld                 // restart the target broker kmirror's error names, then kmirror
+	pfReport        pfAction = iota // fail the run, saying how kmirror exited or that it hung
+	pfRestartHeld                   // restart the target broker kmirror's error names, then kmirror
+	pfRestartBroker                 // restart the target broker kmirror's fence warning names; kmirror runs on
 )
 
-// pfNext decides it: exited is whether kmirror exited, held the target broker its error names
-// over a transaction held in PrepareCommit or PrepareAbort (-1: none), restarts how many such
-// restarts this fault's settle made already. A held transaction is followed each time the
-// target holds one, not once per run: the target's coordinator decides when that happens.
-func pfNext(exited bool, held, restarts int) pfAction {
-	if exited && held >= 1 && restarts < pfHeldRestarts {
+// pfNext decides it: exited is whether kmirror exited, held the target broker its exit names
+// over a transaction held in PrepareCommit or PrepareAbort (-1: none), waiting the target
+// broker a fence warning of the running kmirror names over such a transaction, logged since
+// the last restart this harness made for one (-1: none), restarts how many such restarts this
+// fault's settle made already. A held transaction is followed each time the target holds
+// one, not once per run: the target's coordinator decides when that happens.
+func pfNext(exited bool, held, waiting, restarts int) pfAction {
+	switch {
+	case restarts >= pfHeldRestarts:
+		return pfReport
+	case exited && held >= 1:
 		return pfRestartHeld
+	case !exited && waiting >= 1:
+		return pfRestartBroker
 	}
 	return pfReport
 }
@@ -796,25 +815,50 @@ func (b *pfBed) settle(ctx context.Context, t *testing.T, l *pfLane, fault strin
 	// A kmirror that exited is waited for no longer: it will not catch up by itself, and its
 	// error says what follows (pfNext).
 	exited := func() bool { return tool.exitErr != nil && tool.exitErr() != "" }
-	row.lag0, state = pfWaitLag(ctx, t, l.tail, seqs, capd, tool.name+", after "+fault, exited)
+	// waiting is the broker a fence warning of the running kmirror names over a held
+	// transaction, logged since the last restart made for one; -1 when none.
+	waiting := func() int {
+		if tool.fenceHeld == nil {
+			return -1
+		}
+		log, n, broker := tool.fenceHeld()
+		if log == l.fenceLog && n <= l.fenceSeen {
+			return -1
+		}
+		return broker
+	}
+	stuck := func() bool { return exited() || waiting() >= 1 }
+	row.lag0, state = pfWaitLag(ctx, t, l.tail, seqs, capd, tool.name+", after "+fault, stuck)
 	row.lagged = state != ""
 	for restarts := 0; row.lagged && tool.heldBy != nil; restarts++ {
-		n := tool.heldBy()
-		if pfNext(exited(), n, restarts) != pfRestartHeld {
+		// kmirror stopped at its commit bound over a transaction the target holds in
+		// PrepareCommit (the 3.7.1 stall of mirror/doc.go), or its fence waits on one, and it
+		// named the broker to restart: do what it says, as its operator would, each time it
+		// happens; every record must still arrive exactly once.
+		var n int
+		switch pfNext(exited(), tool.heldBy(), waiting(), restarts) {
+		case pfRestartHeld:
+			n = tool.heldBy()
+			l.heldRestarts++
+			t.Logf("kmirror, after %s: stopped at its commit bound over a transaction target broker %d holds; restarting that broker and kmirror, as its error says (%d in this run)", fault, n, l.heldRestarts)
+			row.note = strings.TrimSpace(row.note + fmt.Sprintf(" stopped at its commit bound over a transaction in PrepareCommit; target broker %d and kmirror restarted", n))
+		case pfRestartBroker:
+			n = waiting()
+			l.fenceLog, l.fenceSeen, _ = tool.fenceHeld()
+			l.heldRestarts++
+			t.Logf("kmirror, after %s: its fence waits for a transaction target broker %d holds; restarting that broker, as its warning says (%d in this run)", fault, n, l.heldRestarts)
+			row.note = strings.TrimSpace(row.note + fmt.Sprintf(" fence waited on a transaction in PrepareCommit; target broker %d restarted", n))
+		}
+		if n < 1 {
 			break
 		}
-		// kmirror stopped at its commit bound over a transaction the target holds in
-		// PrepareCommit (the 3.7.1 stall of mirror/doc.go) and named the broker to restart: do
-		// what it says, as its operator would, each time it happens; every record must still
-		// arrive exactly once.
-		l.heldRestarts++
-		t.Logf("kmirror, after %s: stopped at its commit bound over a transaction target broker %d holds; restarting that broker and kmirror, as its error says (%d in this run)", fault, n, l.heldRestarts)
 		if err := b.dst.RestartBroker(ctx, n-1); err != nil {
 			t.Fatalf("restart target broker %d: %v", n, err)
 		}
-		tool.restart(t)
-		row.note = strings.TrimSpace(row.note + fmt.Sprintf(" stopped at its commit bound over a transaction in PrepareCommit; target broker %d and kmirror restarted", n))
-		row.lag0, state = pfWaitLag(ctx, t, l.tail, seqs, capd, tool.name+", after "+fault+" and the restart", exited)
+		if exited() {
+			tool.restart(t)
+		}
+		row.lag0, state = pfWaitLag(ctx, t, l.tail, seqs, capd, tool.name+", after "+fault+" and the restart", stuck)
 		row.lagged = state != ""
 	}
 	switch {
@@ -1128,23 +1172,28 @@ func TestProdFaultsHeldBroker(t *testing.T) {
 
 // TestProdFaultsNext checks what the harness does when its wait for kmirror's lag 0 ends
 // without it: a stop over a held transaction is followed after any fault, however many came
-// before in the run, up to pfHeldRestarts after one fault; an exit that names no held
-// transaction, or a process still running, is reported at once.
+// before in the run, up to pfHeldRestarts after one fault, and so is a running kmirror whose
+// fence waits on one (its broker alone restarted); an exit that names no held transaction, or
+// a process still running without such a warning, is reported at once.
 func TestProdFaultsNext(t *testing.T) {
 	for _, c := range []struct {
-		exited         bool
-		held, restarts int
-		want           pfAction
+		exited                  bool
+		held, waiting, restarts int
+		want                    pfAction
 	}{
-		{true, 2, 0, pfRestartHeld},
-		{true, 3, 1, pfRestartHeld}, // held again after the same fault, by another broker
-		{true, 2, pfHeldRestarts, pfReport},
-		{true, -1, 0, pfReport}, // exited on another error: report it, do not wait
-		{false, -1, 0, pfReport},
-		{false, 2, 0, pfReport}, // a running process's old log names a broker: not a stop
+		{true, 2, -1, 0, pfRestartHeld},
+		{true, 3, -1, 1, pfRestartHeld}, // held again after the same fault, by another broker
+		{true, 2, -1, pfHeldRestarts, pfReport},
+		{true, -1, -1, 0, pfReport}, // exited on another error: report it, do not wait
+		{true, -1, 2, 0, pfReport},  // exited on another error after a fence warning: report it
+		{false, -1, -1, 0, pfReport},
+		{false, 2, -1, 0, pfReport}, // a running process's old log names a broker: not a stop
+		{false, -1, 2, 0, pfRestartBroker},
+		{false, -1, 3, 1, pfRestartBroker},
+		{false, -1, 2, pfHeldRestarts, pfReport},
 	} {
-		if got := pfNext(c.exited, c.held, c.restarts); got != c.want {
-			t.Errorf("pfNext(exited %v, held %d, restarts %d) = %d, want %d", c.exited, c.held, c.restarts, got, c.want)
+		if got := pfNext(c.exited, c.held, c.waiting, c.restarts); got != c.want {
+			t.Errorf("pfNext(exited %v, held %d, waiting %d, restarts %d) = %d, want %d", c.exited, c.held, c.waiting, c.restarts, got, c.want)
 		}
 	}
 }
