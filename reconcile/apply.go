@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -215,7 +216,11 @@ func newBackup(res *Result, changes []change, live kadm.FetchOffsetsResponses) *
 		}
 		to := c.to
 		backup.Entries = append(backup.Entries, BackupEntry{Group: g.Group, Topic: p.TargetTopic, Partition: p.Partition, Offset: c.prev, Committed: &to, Metadata: meta})
+		if g.App != nil && !slices.Contains(backup.Applications, g.Group) {
+			backup.Applications = append(backup.Applications, g.Group)
+		}
 	}
+	slices.Sort(backup.Applications)
 	sort.Slice(backup.Entries, func(i, j int) bool {
 		a, b := backup.Entries[i], backup.Entries[j]
 		return a.Group < b.Group || a.Group == b.Group && (a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition)

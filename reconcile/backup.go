@@ -30,6 +30,10 @@ type Backup struct {
 	SourceCluster ClusterRef    `json:"source_cluster"`
 	TargetCluster ClusterRef    `json:"target_cluster"`
 	Entries       []BackupEntry `json:"entries"`
+	// Applications are the groups Apply committed as Kafka Streams applications, every
+	// partition at once: Rollback restores such a group wholly or not at all (absent in files
+	// of earlier kreconciles: every group is then restored partition by partition).
+	Applications []string `json:"applications,omitempty"`
 }
 
 // BackupEntry is one group partition's previous target commit. MarshalJSON and UnmarshalJSON

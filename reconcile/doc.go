@@ -34,16 +34,16 @@
 //     written whole (internal/atomicfile: fsynced, never over an existing file) before any
 //     commit. After the commit each partition says whether it was committed (Applied) or not
 //     (ApplyError); a group with any failure gets an Err naming both, and the returned error
-//     (kreconcile exits 2). A commit the broker refuses because a member joined after the
-//     check (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID)
-//     is named as such.
+//     (kreconcile exits 2). A commit refused because a member joined after the check
+//     (UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS, FENCED_INSTANCE_ID) says so.
 //   - Rollback (rollback.go) restores a backup exactly (offsets that did not exist are
 //     deleted). It refuses, writing nothing for what it refuses: an invalid backup; a cluster
 //     whose ID is not the backup's target (kreconcile exits 2); a version 1 backup, which
 //     records no cluster, unless RollbackConfig.LegacyClusterID is the connected cluster's;
 //     groups with members; and partitions whose target commit is no longer the one Apply
 //     wrote (the group consumed since), listed as Conflicts unless RollbackConfig.Force
-//     (kreconcile exits 1). Partitions already at the backup's offset are left as they are.
+//     (kreconcile exits 1), and then every partition of a group Apply switched as a Kafka
+//     Streams application (Backup.Applications). Partitions at the backup's offset stay.
 //   - Follow (follow.go, kreconcile groups --follow) plans every interval and applies E(G) to
 //     one group at a time, as each becomes Empty on the source with nothing pending, never to a
 //     group with members on the target; its one backup file is rewritten whole after each

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -111,7 +112,7 @@ func Rollback(ctx context.Context, dst *kgo.Client, backupFile string, cfg Rollb
 		if !ok {
 			d = mm2.DescribedGroup{Group: name}
 		}
-		r, err := rollbackGroup(ctx, adm, alias, d, live[name], byGroup[name], cfg.Force)
+		r, err := rollbackGroup(ctx, adm, alias, d, live[name], byGroup[name], slices.Contains(b.Applications, name), cfg.Force)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -167,9 +168,11 @@ func checkBackupCluster(b *Backup, backupFile, alias, id, legacyID string) error
 }
 
 // rollbackGroup restores the entries of one group, described as d, whose live target offsets
-// are lo, on the cluster connected to as alias. The error says what was refused, failed or is
+// are lo, on the cluster connected to as alias; app says that Apply committed it as a Kafka
+// Streams application, which is restored wholly or not at all: with a partition in conflict
+// and without force, nothing of it is written. The error says what was refused, failed or is
 // in conflict; the result counts what was done.
-func rollbackGroup(ctx context.Context, adm *kadm.Client, alias string, d mm2.DescribedGroup, lo kadm.FetchOffsetsResponse, entries []BackupEntry, force bool) (RolledBackGrp, error) {
+func rollbackGroup(ctx context.Context, adm *kadm.Client, alias string, d mm2.DescribedGroup, lo kadm.FetchOffsetsResponse, entries []BackupEntry, app, force bool) (RolledBackGrp, error) {
 	name := d.Group
 	r := RolledBackGrp{Group: name}
 	if d.Err != nil {
@@ -185,6 +188,11 @@ func rollbackGroup(ctx context.Context, adm *kadm.Client, alias string, d mm2.De
 		return r, errors.New(why)
 	}
 	commit, del, forced := planRestore(&r, entries, lo.Fetched, force)
+	if app && len(r.Conflicts) > 0 {
+		r.Refused = fmt.Sprintf("Kafka Streams application %s switches back as a whole, and %s of it moved since the apply (the application ran on the target): nothing of it was restored, so that it is not left half on the target's offsets and half on the ones before; --force restores every partition anyway",
+			name, plural(len(r.Conflicts), "partition", "partitions"))
+		return r, errors.Join(errors.New(r.Refused), conflictError(name, r.Conflicts))
+	}
 	failed := restoreOffsets(ctx, adm, &r, commit, forced)
 	failed = append(failed, deleteOffsets(ctx, adm, &r, del, forced)...)
 	var errs []error

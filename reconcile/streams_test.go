@@ -202,3 +202,39 @@ func TestStreamsGroupApp(t *testing.T) {
 		t.Errorf("the topology was changed: %+v", topo)
 	}
 }
+
+// TestStreamsAppRollbackWhole: an application Apply switched as one unit is rolled back as one
+// unit. Once it ran on the target (one of its partitions moved past what Apply committed),
+// Rollback restores none of its partitions, not the three that did not move, and says why;
+// --force restores all four.
+func TestStreamsAppRollbackWhole(t *testing.T) {
+	a := newStreamsApp(t, 30, 2)
+	res := a.plan(t)
+	backup := filepath.Join(t.TempDir(), "b.json")
+	if err := Apply(testCtx(t), a.dst, res, ApplyConfig{Backup: backup}); err != nil {
+		t.Fatalf("Apply: %v", err)
+	}
+	testkit.Commit(t, a.dstAdm, a.id, a.input, 0, 35, "") // the application consumed on the target
+	rb, err := Rollback(testCtx(t), a.dst, backup, RollbackConfig{})
+	if err == nil || len(rb.Groups) != 1 {
+		t.Fatalf("Rollback: %v %+v, want the application refused", err, rb)
+	}
+	g := rb.Groups[0]
+	if !strings.Contains(g.Refused, "switches back as a whole") || g.Restored != 0 || g.Deleted != 0 || len(g.Conflicts) != 1 {
+		t.Fatalf("Rollback: %+v, want nothing restored, one conflict, and why", g)
+	}
+	for _, top := range []string{a.input, a.repartition} {
+		for p, want := range map[int32]int64{0: 33, 1: 38} {
+			if top == a.input && p == 0 {
+				want = 35
+			}
+			if got, _, ok := testkit.Committed(t, a.dstAdm, a.id, top, p); !ok || got != want {
+				t.Errorf("%s/%d committed on the target after the refused rollback: %d (%v), want %d", top, p, got, ok, want)
+			}
+		}
+	}
+	rb, err = Rollback(testCtx(t), a.dst, backup, RollbackConfig{Force: true})
+	if err != nil || rb.Groups[0].Restored+rb.Groups[0].Deleted != 4 || rb.Groups[0].Forced != 1 {
+		t.Fatalf("Rollback --force: %v %+v, want all four partitions restored, one forced", err, rb.Groups[0])
+	}
+}

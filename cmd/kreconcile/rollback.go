@@ -50,7 +50,9 @@ What it refuses (nothing is written for what is refused):
    - partitions whose target commit is no longer the one the apply wrote: the group moved since
      (it consumed on the target, or someone committed), and restoring the old offset would
      re-deliver or skip what it did since. They are named and left alone (exit 1) unless
-     --force. Partitions already at the backup's offset are left as they are. With a version 1
+     --force. A Kafka Streams application the apply switched as one unit is rolled back as
+     one: with one partition moved since, none of it is restored (exit 1) unless --force.
+     Partitions already at the backup's offset are left as they are. With a version 1
      backup, which does not say what the apply wrote, every partition not at the backup's offset
      counts as moved since.
 
