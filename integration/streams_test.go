@@ -381,8 +381,9 @@ func swMoved(t *testing.T, sv, dv string, lanes []swLane) {
 				}
 			}
 
+			backup := filepath.Join(t.TempDir(), "backup.json")
 			code, out, errOut := bedOutput(t, filepath.Join(bins, "kreconcile"), "groups", "--mm2-config", props, "--flow", flow,
-				"--group", id, "--apply", "--backup", filepath.Join(t.TempDir(), "backup.json"), "--format", "json")
+				"--group", id, "--apply", "--backup", backup, "--format", "json")
 			var res reconcile.Result
 			if err := json.Unmarshal([]byte(out), &res); err != nil {
 				t.Fatalf("kreconcile groups --apply: exit %d, JSON: %v\n%s\n%s", code, err, errOut, out)
@@ -445,6 +446,10 @@ func swMoved(t *testing.T, sv, dv string, lanes []swLane) {
 				return swCaughtUp(ctx, t, dst, run, id, input)
 			})
 			run.stop(t)
+			// The application moved on the target: a rollback must not take back part of it.
+			if code, out, errOut := bedOutput(t, filepath.Join(bins, "kreconcile"), "rollback", "--mm2-config", props, "--flow", flow, "--backup", backup); code != 1 || !strings.Contains(out+errOut, "switches back as a whole") {
+				t.Errorf("kreconcile rollback after the application ran on the target: exit %d, want 1 and nothing restored:\n%s\n%s", code, out, errOut)
+			}
 			restored := swRestores(t, run)
 			for _, r := range restored {
 				if from, ok := rewritten[fmt.Sprintf("%s/%d", r.topic, r.partition)]; ok && r.from != from {
