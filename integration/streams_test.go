@@ -446,7 +446,9 @@ func swMoved(t *testing.T, sv, dv string, lanes []swLane) {
 				return swCaughtUp(ctx, t, dst, run, id, input)
 			})
 			run.stop(t)
-			// The application moved on the target: a rollback must not take back part of it.
+			// The application moved on the target: a rollback must not take back part of it
+			// (once its group is Empty there, else it is refused for its member).
+			swWaitEmpty(ctx, t, dst, id)
 			if code, out, errOut := bedOutput(t, filepath.Join(bins, "kreconcile"), "rollback", "--mm2-config", props, "--flow", flow, "--backup", backup); code != 1 || !strings.Contains(out+errOut, "switches back as a whole") {
 				t.Errorf("kreconcile rollback after the application ran on the target: exit %d, want 1 and nothing restored:\n%s\n%s", code, out, errOut)
 			}
