@@ -50,8 +50,9 @@ func (e *GroupInUseError) Unwrap() error { return ErrGroupInUse }
 // a target cluster, as MirrorMaker 2's checkpoint task does: only a group that is absent or
 // Empty, with no member, whether classic, a consumer group of the new protocol (KIP-848) or
 // a streams group (KIP-1071): an admin commit with no member is accepted by an empty one of
-// each; never a share group. d is the group as DescribeGroups described it on the target just before the commit;
-// a described error is the caller's to handle first. It returns nil or a *GroupInUseError.
+// each; never a share group. d is the group as DescribeGroups described it on the target
+// just before the commit; a described error is the caller's to handle first. It returns nil
+// or a *GroupInUseError.
 func GroupWritable(cluster string, d DescribedGroup) error {
 	if why := NotMigrated(d.Type); why != "" {
 		return &GroupInUseError{Cluster: cluster, Group: d.Group, State: d.State, Members: d.Members, Type: d.Type, Why: why}

@@ -250,11 +250,16 @@ func streamsTopology(t *kmsg.StreamsGroupDescribeResponseGroupTopology) *Streams
 	return out
 }
 
-// describeInto is describeClassic, describeConsumer and describeStreams: it describes names with describe
-// (the request what names in errors), waiting for the group coordinator, into out, and returns
-// those the broker did not find (GROUP_ID_NOT_FOUND). found makes the entry of a group the
-// broker answered without an error.
-func describeInto[M ~map[string]G, G kadm.DescribedGroup | kadm.DescribedConsumerGroup | kmsg.StreamsGroupDescribeResponseGroup](ctx context.Context, what string,
+// describedAnswer is a group in the answer of one of the three describes.
+type describedAnswer interface {
+	kadm.DescribedGroup | kadm.DescribedConsumerGroup | kmsg.StreamsGroupDescribeResponseGroup
+}
+
+// describeInto is describeClassic, describeConsumer and describeStreams: it describes names
+// with describe (the request what names in errors), waiting for the group coordinator, into
+// out, and returns those the broker did not find (GROUP_ID_NOT_FOUND). found makes the entry
+// of a group the broker answered without an error.
+func describeInto[M ~map[string]G, G describedAnswer](ctx context.Context, what string,
 	describe func(context.Context, ...string) (M, error), names []string, out map[string]DescribedGroup,
 	found func(name string, d G) DescribedGroup,
 ) ([]string, error) {
@@ -323,7 +328,7 @@ func waitingForCoordinator(err error) bool {
 
 // coordinatorErr is the first per-group error of an answer that says the coordinator is not
 // there yet, nil when none does.
-func coordinatorErr[G kadm.DescribedGroup | kadm.DescribedConsumerGroup | kmsg.StreamsGroupDescribeResponseGroup](groups map[string]G) error {
+func coordinatorErr[G describedAnswer](groups map[string]G) error {
 	for _, g := range groups {
 		if err := groupErr(g); waitingForCoordinator(err) {
 			return err
@@ -333,7 +338,7 @@ func coordinatorErr[G kadm.DescribedGroup | kadm.DescribedConsumerGroup | kmsg.S
 }
 
 // groupErr is the per-group error of a describe answer.
-func groupErr[G kadm.DescribedGroup | kadm.DescribedConsumerGroup | kmsg.StreamsGroupDescribeResponseGroup](g G) error {
+func groupErr[G describedAnswer](g G) error {
 	switch d := any(g).(type) {
 	case kmsg.StreamsGroupDescribeResponseGroup:
 		return kerr.ErrorForCode(d.ErrorCode)

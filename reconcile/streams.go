@@ -14,10 +14,10 @@ import (
 
 // App is a Kafka Streams application: its group (classic, or a streams group of KIP-1071) is
 // named by its application.id, commits on its input and repartition topics, and keeps its
-// state stores in changelog topics named <application.id>-<store>-changelog. Kafka Streams finds its internal topics by name only, so
-// on the target they must exist under the same names and with the same partition counts, and
-// the application must switch as a whole: Plan judges it as one unit, Apply commits every
-// partition of it or none.
+// state stores in changelog topics named <application.id>-<store>-changelog. Kafka Streams
+// finds its internal topics by name only, so on the target they must exist under the same
+// names and with the same partition counts, and the application must switch as a whole: Plan
+// judges it as one unit, Apply commits every partition of it or none.
 type App struct {
 	ID string `json:"application_id"`
 	// RecognisedBy says how the group was recognised as an application.
