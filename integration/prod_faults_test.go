@@ -835,27 +835,27 @@ func (b *pfBed) settle(ctx context.Context, t *testing.T, l *pfLane, fault strin
 		// PrepareCommit (the 3.7.1 stall of mirror/doc.go), or its fence waits on one, and it
 		// named the broker to restart: do what it says, as its operator would, each time it
 		// happens; every record must still arrive exactly once.
-		var n int
-		switch pfNext(exited(), tool.heldBy(), waiting(), restarts) {
-		case pfRestartHeld:
-			n = tool.heldBy()
-			l.heldRestarts++
-			t.Logf("kmirror, after %s: stopped at its commit bound over a transaction target broker %d holds; restarting that broker and kmirror, as its error says (%d in this run)", fault, n, l.heldRestarts)
-			row.note = strings.TrimSpace(row.note + fmt.Sprintf(" stopped at its commit bound over a transaction in PrepareCommit; target broker %d and kmirror restarted", n))
-		case pfRestartBroker:
-			n = waiting()
-			l.fenceLog, l.fenceSeen, _ = tool.fenceHeld()
-			l.heldRestarts++
-			t.Logf("kmirror, after %s: its fence waits for a transaction target broker %d holds; restarting that broker, as its warning says (%d in this run)", fault, n, l.heldRestarts)
-			row.note = strings.TrimSpace(row.note + fmt.Sprintf(" fence waited on a transaction in PrepareCommit; target broker %d restarted", n))
-		}
-		if n < 1 {
+		held, wait := tool.heldBy(), waiting()
+		action := pfNext(exited(), held, wait, restarts)
+		if action == pfReport {
 			break
 		}
+		n := held
+		switch action {
+		case pfRestartHeld:
+			t.Logf("kmirror, after %s: stopped at its commit bound over a transaction target broker %d holds; restarting that broker and kmirror, as its error says (%d in this run)", fault, n, l.heldRestarts+1)
+			row.note = strings.TrimSpace(row.note + fmt.Sprintf(" stopped at its commit bound over a transaction in PrepareCommit; target broker %d and kmirror restarted", n))
+		case pfRestartBroker:
+			n = wait
+			l.fenceLog, l.fenceSeen, _ = tool.fenceHeld()
+			t.Logf("kmirror, after %s: its fence waits for a transaction target broker %d holds; restarting that broker, as its warning says (%d in this run)", fault, n, l.heldRestarts+1)
+			row.note = strings.TrimSpace(row.note + fmt.Sprintf(" fence waited on a transaction in PrepareCommit; target broker %d restarted", n))
+		}
+		l.heldRestarts++
 		if err := b.dst.RestartBroker(ctx, n-1); err != nil {
 			t.Fatalf("restart target broker %d: %v", n, err)
 		}
-		if exited() {
+		if action == pfRestartHeld {
 			tool.restart(t)
 		}
 		row.lag0, state = pfWaitLag(ctx, t, l.tail, seqs, capd, tool.name+", after "+fault+" and the restart", stuck)
