@@ -83,18 +83,18 @@ func swProduce(ctx context.Context, t *testing.T, c cluster.Cluster, topic strin
 // protocol it runs with ("" for classic).
 type swApp struct{ java, classpath, protocol string }
 
-// swAppFor is the application as it runs on a cluster of version v: on Kafka 4, Kafka Streams
-// 4.3.1 as a member of a streams group (group.protocol=streams, KIP-1071); on older brokers
-// Kafka Streams 3.7.1 in a classic group (the newest that runs exactly_once v1 on 2.3.0).
-func swAppFor(t *testing.T, v string) swApp {
+// swStreams is the Kafka Streams the application runs on a cluster of version v: on Kafka 4,
+// 4.3.1, as a member of a streams group (group.protocol=streams, KIP-1071); on older brokers
+// 3.7.1, in a classic group (the newest that runs exactly_once v1 on 2.3.0).
+func swStreams(v string) string {
 	if v == cluster.V431 {
-		a := swCompile(t, cluster.V431)
-		a.protocol = "streams"
-		return a
+		return cluster.V431
 	}
-	return swCompile(t, cluster.V371)
+	return cluster.V371
 }
 
+// swCompile compiles the application against Kafka Streams streams (swStreams); on 4.3.1 it
+// runs in a streams group.
 func swCompile(t *testing.T, streams string) swApp {
 	t.Helper()
 	ctx := bedCtx(t, 10*time.Minute)
@@ -116,7 +116,11 @@ func swCompile(t *testing.T, streams string) swApp {
 	if out, err := exec.CommandContext(ctx, javac, "-cp", cp, "-d", classes, src).CombinedOutput(); err != nil {
 		t.Fatalf("javac WordCount.java (needs a JDK 17 with javac: apt-get install openjdk-17-jdk-headless): %v\n%s", err, out)
 	}
-	return swApp{java: java, classpath: cp + string(os.PathListSeparator) + classes}
+	a := swApp{java: java, classpath: cp + string(os.PathListSeparator) + classes}
+	if streams == cluster.V431 {
+		a.protocol = "streams"
+	}
+	return a
 }
 
 // swRun is a running instance of the application.
@@ -296,7 +300,11 @@ func TestStreamsGroupMoved(t *testing.T) {
 // swMoved moves the application from a cluster of version sv to one of dv, once per lane.
 func swMoved(t *testing.T, sv, dv string, lanes []swLane) {
 	bedParallelLong(t)
-	srcApp, dstApp := swAppFor(t, sv), swAppFor(t, dv)
+	srcApp := swCompile(t, swStreams(sv))
+	dstApp := srcApp
+	if swStreams(dv) != swStreams(sv) {
+		dstApp = swCompile(t, swStreams(dv))
+	}
 	bins := bedBuild(t, "kmirror", "kreconcile")
 	sName, dName := bedPairNames("sw", sv, dv)
 	src := cluster.StartT(t, cluster.Spec{Version: sv, Name: sName})
